@@ -1,0 +1,265 @@
+//! Where tasks run: wakeup placement (`select_idle_sibling`), fork placement, newly-idle
+//! pulling, NOHZ idle balancing and periodic load balancing per scheduling domain
+//! (kernel-and-anchors.md §A5). A CPU that runs only SCHED_IDLE / cpu.idle / offline work
+//! counts as idle for placement (`sched_idle_cpu`) and as not busy for balancing intervals.
+//!
+//! Balancing bound (what the work-conservation test checks): a CPU never stays idle for more
+//! than one scheduler tick while a task that could run there waits on another CPU — newly-idle
+//! pulling covers tasks already waiting when a CPU goes idle, and the NOHZ kick at the next
+//! tick covers tasks that start waiting while a CPU is idle. Not modelled: cache hotness
+//! (`task_hot`), `avg_idle` gating of newidle balance, SIS_UTIL scan limits, PELT.
+
+use crate::events::{Event, Ns};
+use crate::node::{Node, TaskState};
+use crate::topology::CpuId;
+use crate::workload::TaskId;
+
+/// Tasks moved at most per balancing pass (`sysctl_sched_nr_migrate`).
+const NR_MIGRATE: usize = 32;
+
+impl Node {
+    /// `available_idle_cpu || sched_idle_cpu`: nothing runnable, or only idle-class work.
+    #[inline]
+    pub(crate) fn idle_for_wake(&self, cpu: CpuId) -> bool {
+        let r = &self.rqs[self.root_rq(cpu)];
+        r.h_nr_running == r.idle_h_nr_running
+    }
+
+    #[inline]
+    fn truly_idle(&self, cpu: CpuId) -> bool {
+        self.rqs[self.root_rq(cpu)].h_nr_running == 0 && self.cpus[cpu].curr.is_none()
+    }
+
+    /// `select_task_rq_fair` for a wakeup, reduced to `select_idle_sibling(prev)`: the previous
+    /// CPU if it is idle, else an idle core of the LLC (SMT), else an idle CPU of the LLC
+    /// scanned from prev + 1, else prev. Wakeups do not leave the LLC (balancing does that).
+    pub(crate) fn select_task_rq(&self, _t: TaskId, prev: CpuId) -> CpuId {
+        if self.idle_for_wake(prev) {
+            return prev;
+        }
+        let llc = &self.topo.socket_cpus[self.topo.socket_of[prev]];
+        let start = llc.iter().position(|&c| c == prev).unwrap_or(0);
+        let n = llc.len();
+        if self.topo.core_cpus[0].len() > 1 {
+            for i in 1..n {
+                let c = llc[(start + i) % n];
+                if self.topo.siblings(c).iter().all(|&s| self.truly_idle(s)) {
+                    return c;
+                }
+            }
+        }
+        for i in 1..n {
+            let c = llc[(start + i) % n];
+            if self.idle_for_wake(c) {
+                return c;
+            }
+        }
+        prev
+    }
+
+    /// `find_idlest_cpu` for a new task: fewest runnable tasks, then the least busy core,
+    /// then the least load, then the lowest id.
+    pub(crate) fn select_fork_cpu(&self) -> CpuId {
+        (0..self.ncpus())
+            .min_by_key(|&c| {
+                let nr = self.cpus[c].tasks.len();
+                let core: usize = self.topo.siblings(c).iter().map(|&s| self.cpus[s].tasks.len()).sum();
+                (nr, core, self.rqs[self.root_rq(c)].load, c)
+            })
+            .unwrap_or(0)
+    }
+
+    /// Queued (not running, not throttled) tasks of `cpu`.
+    fn movable(&self, cpu: CpuId) -> impl Iterator<Item = TaskId> + '_ {
+        self.cpus[cpu]
+            .tasks
+            .iter()
+            .copied()
+            .filter(move |&t| self.tasks[t].state == TaskState::Runnable && !self.task_throttled(t))
+    }
+
+    fn nr_movable(&self, cpu: CpuId) -> usize {
+        let r = &self.rqs[self.root_rq(cpu)];
+        (r.h_nr_running as usize).saturating_sub(self.cpus[cpu].curr.is_some() as usize)
+    }
+
+    /// Which task balancing takes first: non-idle before idle-class, then the one that has
+    /// not run for longest (the tail of the kernel's cfs_tasks list), then the lowest id.
+    fn pick_movable(&self, cpu: CpuId) -> Option<TaskId> {
+        self.movable(cpu).min_by_key(|&t| (self.tasks[t].idle_policy, self.tasks[t].last_ran, t))
+    }
+
+    /// `newidle_balance`: this CPU has nothing to run; pull one waiting task from the CPU with
+    /// the most waiting work, nearest domain first. Returns whether a task was pulled.
+    pub(crate) fn newidle_balance(&mut self, cpu: CpuId) -> bool {
+        for d in 0..self.topo.domains[cpu].len() {
+            let src = self.topo.domains[cpu][d]
+                .span
+                .iter()
+                .copied()
+                .filter(|&c| c != cpu)
+                .max_by_key(|&c| (self.nr_movable(c), std::cmp::Reverse(c)));
+            let Some(src) = src else { continue };
+            if self.nr_movable(src) == 0 {
+                continue;
+            }
+            if let Some(t) = self.pick_movable(src) {
+                self.move_task(t, cpu);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// A task started waiting on `cpu`: if some CPU is idle, kick a NOHZ idle balance at the
+    /// next tick (`nohz_balancer_kick`).
+    pub(crate) fn maybe_kick_idle(&mut self, cpu: CpuId) {
+        if self.idle_kick_pending || self.nr_movable(cpu) == 0 {
+            return;
+        }
+        if !(0..self.ncpus()).any(|c| self.cpus[c].curr.is_none()) {
+            return;
+        }
+        self.idle_kick_pending = true;
+        let tick = self.tun.tick_ns;
+        let at = (self.now / tick + 1) * tick;
+        self.queue.push(at, Event::IdleKick);
+    }
+
+    /// The NOHZ balancer runs for every idle CPU: each pulls work if there is any.
+    pub(crate) fn nohz_idle_balance(&mut self) {
+        for cpu in 0..self.ncpus() {
+            if self.cpus[cpu].curr.is_none() {
+                self.schedule(cpu);
+            }
+        }
+    }
+
+    /// `get_sd_balance_interval`: span-weight ms, ×busy_factor (16) when the CPU is busy
+    /// (running non-idle work), capped at max_load_balance_interval = HZ × ncpus / 10 jiffies.
+    fn balance_interval(&self, cpu: CpuId, d: usize) -> Ns {
+        let span = self.topo.domains[cpu][d].span.len() as u64;
+        let busy = !self.idle_for_wake(cpu);
+        let ms = if busy { span * 16 } else { span };
+        let cap_ms = (self.ncpus() as u64 * 100).max(1);
+        (ms.min(cap_ms)).max(1) * 1_000_000
+    }
+
+    /// Make sure a busy CPU has its periodic balance pending (idle CPUs stop their tick).
+    pub(crate) fn arm_balance(&mut self, cpu: CpuId) {
+        if self.cpus[cpu].balance_armed || self.topo.domains[cpu].is_empty() {
+            return;
+        }
+        for d in 0..self.topo.domains[cpu].len() {
+            if self.cpus[cpu].next_balance[d] <= self.now {
+                self.cpus[cpu].next_balance[d] = self.now + self.balance_interval(cpu, d);
+            }
+        }
+        let at = self.cpus[cpu].next_balance.iter().copied().min().unwrap();
+        let c = &mut self.cpus[cpu];
+        c.balance_armed = true;
+        c.balance_gen += 1;
+        let gen = c.balance_gen;
+        self.queue.push(at, Event::Balance { cpu, gen });
+    }
+
+    pub(crate) fn periodic_balance(&mut self, cpu: CpuId) {
+        for d in 0..self.topo.domains[cpu].len() {
+            if self.now >= self.cpus[cpu].next_balance[d] {
+                if self.should_we_balance(cpu, d) {
+                    self.load_balance(cpu, d);
+                }
+                self.cpus[cpu].next_balance[d] = self.now + self.balance_interval(cpu, d);
+            }
+        }
+        if self.cpus[cpu].curr.is_some() {
+            self.arm_balance(cpu);
+        }
+    }
+
+    /// `should_we_balance`: one CPU per local group balances a domain — its first idle CPU,
+    /// else its first CPU.
+    fn should_we_balance(&self, cpu: CpuId, d: usize) -> bool {
+        let dom = &self.topo.domains[cpu][d];
+        let group = &dom.groups[dom.local_group];
+        let chosen = group.iter().copied().find(|&c| self.idle_for_wake(c)).unwrap_or(group[0]);
+        chosen == cpu
+    }
+
+    /// A task's share of its CPU's root load (`task_h_load` with instantaneous weights).
+    fn task_h_load(&self, t: TaskId) -> f64 {
+        let mut frac = 1.0f64;
+        let mut se = self.tasks[t].se;
+        loop {
+            let rq = &self.rqs[self.ses[se].parent_rq];
+            frac *= self.ses[se].weight as f64 / rq.load.max(1) as f64;
+            match rq.gse {
+                Some(g) => se = g,
+                None => return frac * rq.load as f64,
+            }
+        }
+    }
+
+    /// `load_balance` reduced to its two cases: a CPU with nothing but idle-class work pulls a
+    /// waiting task from the busiest CPU of the domain; otherwise, if the busiest group's
+    /// average load exceeds ours by more than imbalance_pct, pull tasks whose load fits in
+    /// half the difference (so the move cannot overshoot), at most NR_MIGRATE.
+    fn load_balance(&mut self, cpu: CpuId, d: usize) {
+        let dom = self.topo.domains[cpu][d].clone();
+        let stats: Vec<(u64, usize)> = dom
+            .groups
+            .iter()
+            .map(|g| (g.iter().map(|&c| self.rqs[self.root_rq(c)].load).sum::<u64>(), g.len()))
+            .collect();
+        let (local_load, local_n) = stats[dom.local_group];
+        if self.idle_for_wake(cpu) {
+            let src = dom
+                .span
+                .iter()
+                .copied()
+                .filter(|&c| c != cpu && self.nr_movable(c) > 0)
+                .max_by_key(|&c| (self.nr_movable(c), std::cmp::Reverse(c)));
+            if let Some(src) = src {
+                if let Some(t) = self.movable(src).filter(|&t| !self.tasks[t].idle_policy).min_by_key(|&t| (self.tasks[t].last_ran, t)) {
+                    self.migrate_task(t, cpu);
+                    return;
+                }
+            }
+        }
+        let local_avg = local_load as f64 / local_n as f64;
+        let busiest = (0..dom.groups.len())
+            .filter(|&g| g != dom.local_group)
+            .max_by(|&a, &b| {
+                let la = stats[a].0 as f64 / stats[a].1 as f64;
+                let lb = stats[b].0 as f64 / stats[b].1 as f64;
+                la.partial_cmp(&lb).unwrap().then(b.cmp(&a))
+            });
+        let Some(bg) = busiest else { return };
+        let busiest_avg = stats[bg].0 as f64 / stats[bg].1 as f64;
+        if busiest_avg * 100.0 <= local_avg * dom.level.imbalance_pct() as f64 {
+            return;
+        }
+        let mut imbalance = (busiest_avg - local_avg) * local_n.min(stats[bg].1) as f64 / 2.0;
+        let src = dom.groups[bg]
+            .iter()
+            .copied()
+            .filter(|&c| self.nr_movable(c) > 0)
+            .max_by_key(|&c| (self.rqs[self.root_rq(c)].load, std::cmp::Reverse(c)));
+        let Some(src) = src else { return };
+        let mut cands: Vec<TaskId> = self.movable(src).collect();
+        cands.sort_by_key(|&t| (self.tasks[t].last_ran, t));
+        let mut moved = 0;
+        for t in cands {
+            if moved >= NR_MIGRATE || imbalance <= 0.0 || self.cpus[src].tasks.len() <= 1 {
+                break;
+            }
+            let h = self.task_h_load(t);
+            if h > imbalance {
+                continue;
+            }
+            imbalance -= h;
+            self.migrate_task(t, cpu);
+            moved += 1;
+        }
+    }
+}

@@ -1,0 +1,691 @@
+//! The CFS fair class (Linux ≤ 6.5 `kernel/sched/fair.c`), hierarchical: enqueue/dequeue
+//! through the group entities, vruntime and min_vruntime, `place_entity`, `calc_group_shares`,
+//! `sched_slice`, tick and wakeup preemption, SCHED_IDLE / cpu.idle rules and openEuler's
+//! qos_level = -1 absolute preemption. Constants and rules: kernel-and-anchors.md §A1–§A4, §A7.
+
+use crate::cfs_rq::{RqId, SeId, SeKind};
+use crate::cgroup::ROOT;
+use crate::events::Ns;
+use crate::node::{Node, TaskState, SPEED_ONE, SPEED_SHIFT};
+use crate::topology::CpuId;
+use crate::tunables::{MIN_SHARES, NICE_0_LOAD};
+use crate::workload::TaskId;
+
+/// How a task enters a run queue (the kernel's ENQUEUE_* flags that matter here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Enqueue {
+    /// Woken from sleep: sleeper credit via `place_entity(initial = 0)`.
+    Wakeup,
+    /// A new task: START_DEBIT, one virtual slice behind min_vruntime.
+    New,
+    /// Moved by balancing: its vruntime was stored relative to the old queue's min_vruntime.
+    Migrate,
+}
+
+/// Deepest cgroup nesting the pick path supports.
+pub const MAX_DEPTH: usize = 32;
+
+/// Δvruntime = Δexec × NICE_0_LOAD / weight (`calc_delta_fair`).
+#[inline]
+pub fn calc_delta_fair(delta: u64, weight: u64) -> i64 {
+    if weight == NICE_0_LOAD {
+        delta as i64
+    } else {
+        ((delta as u128 * NICE_0_LOAD as u128) / weight as u128) as i64
+    }
+}
+
+impl Node {
+    #[inline]
+    pub(crate) fn root_rq(&self, cpu: CpuId) -> RqId {
+        ROOT * self.ncpus() + cpu
+    }
+
+    #[inline]
+    pub(crate) fn parent_se(&self, se: SeId) -> Option<SeId> {
+        self.rqs[self.ses[se].parent_rq].gse
+    }
+
+    #[inline]
+    fn se_depth(&self, se: SeId) -> u32 {
+        self.cgroups[self.rqs[self.ses[se].parent_rq].cg].depth
+    }
+
+    /// `se_is_idle`: a SCHED_IDLE task, or the entity of a cpu.idle group.
+    #[inline]
+    pub(crate) fn se_is_idle(&self, se: SeId) -> bool {
+        match self.ses[se].kind {
+            SeKind::Task(t) => self.tasks[t].idle_policy,
+            SeKind::Group(rq) => self.cgroups[self.rqs[rq].cg].idle,
+        }
+    }
+
+    /// Bring the running task's accounting up to `now`: work done at the CPU's current speed,
+    /// sum_exec and vruntime of its entity and every group entity above it, usage counters.
+    pub(crate) fn update_curr(&mut self, cpu: CpuId) {
+        let now = self.now;
+        let c = &mut self.cpus[cpu];
+        let Some(t) = c.curr else {
+            c.clock = now;
+            return;
+        };
+        let delta = now - c.clock;
+        if delta == 0 {
+            return;
+        }
+        c.clock = now;
+        let progress = ((delta as u128 * c.speed as u128) >> SPEED_SHIFT) as u64;
+        let task = &mut self.tasks[t];
+        task.remaining = task.remaining.saturating_sub(progress);
+        let cg = task.cg;
+        let mut se = task.se;
+        loop {
+            let s = &mut self.ses[se];
+            s.sum_exec += delta;
+            s.vruntime += calc_delta_fair(delta, s.weight);
+            let rq = s.parent_rq;
+            self.update_min_vruntime(rq);
+            match self.rqs[rq].gse {
+                Some(g) => se = g,
+                None => break,
+            }
+        }
+        self.cgroups[cg].stats.usage_ns += delta;
+        let ncg = self.cgroups.len();
+        self.cpu_busy[cpu * ncg + cg] += delta;
+    }
+
+    /// min_vruntime only moves forward: max(old, min(curr, leftmost)).
+    fn update_min_vruntime(&mut self, rq: RqId) {
+        let r = &self.rqs[rq];
+        let curr_v = r.curr.filter(|&s| self.ses[s].on_rq).map(|s| self.ses[s].vruntime);
+        let left = r.leftmost().map(|(v, _)| v);
+        let cand = match (curr_v, left) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) => a,
+            (None, Some(b)) => b,
+            (None, None) => return,
+        };
+        let r = &mut self.rqs[rq];
+        r.min_vruntime = r.min_vruntime.max(cand);
+    }
+
+    /// `calc_group_shares`: the group's shares × this CPU's load / the group's load on all
+    /// CPUs, clamped to [MIN_SHARES, shares] (§A4). Loads are the instantaneous queue weights
+    /// (the kernel takes max(load.weight, PELT load_avg); we do not model PELT).
+    fn calc_group_shares(&self, grq: RqId) -> u64 {
+        let r = &self.rqs[grq];
+        let g = &self.cgroups[r.cg];
+        let tg_shares = g.effective_shares();
+        let load = r.load;
+        let tg_weight = g.total_load - g.load_contrib[r.cpu] + load;
+        let shares = if tg_weight > 0 { (tg_shares as u128 * load as u128 / tg_weight as u128) as u64 } else { tg_shares };
+        shares.clamp(MIN_SHARES.min(tg_shares), tg_shares)
+    }
+
+    /// Publish a cfs_rq's load into its group's total (update_tg_load_avg, exact here).
+    fn publish_load(&mut self, rq: RqId) {
+        let (cg, cpu, load) = (self.rqs[rq].cg, self.rqs[rq].cpu, self.rqs[rq].load);
+        if cg == ROOT {
+            return;
+        }
+        let g = &mut self.cgroups[cg];
+        g.total_load = g.total_load - g.load_contrib[cpu] + load;
+        g.load_contrib[cpu] = load;
+    }
+
+    /// `update_cfs_group` → `reweight_entity` for a queued group entity. CFS keeps vruntime.
+    fn reweight_group(&mut self, se: SeId) {
+        let SeKind::Group(grq) = self.ses[se].kind else { return };
+        let new_w = self.calc_group_shares(grq);
+        let old_w = self.ses[se].weight;
+        if new_w == old_w {
+            return;
+        }
+        if self.ses[se].on_rq {
+            let rq = self.ses[se].parent_rq;
+            self.rqs[rq].load = self.rqs[rq].load - old_w + new_w;
+            self.publish_load(rq);
+        }
+        self.ses[se].weight = new_w;
+    }
+
+    fn account_enqueue(&mut self, rq: RqId, se: SeId) {
+        let w = self.ses[se].weight;
+        let v = self.ses[se].vruntime;
+        let r = &mut self.rqs[rq];
+        r.load += w;
+        r.nr_running += 1;
+        if r.curr != Some(se) {
+            r.timeline.insert((v, se));
+        }
+        self.ses[se].on_rq = true;
+        self.publish_load(rq);
+    }
+
+    fn account_dequeue(&mut self, rq: RqId, se: SeId) {
+        let w = self.ses[se].weight;
+        let v = self.ses[se].vruntime;
+        let r = &mut self.rqs[rq];
+        if r.curr != Some(se) {
+            r.timeline.remove(&(v, se));
+        }
+        r.load -= w;
+        r.nr_running -= 1;
+        self.ses[se].on_rq = false;
+        self.publish_load(rq);
+    }
+
+    /// `place_entity` (6.1): a waking entity gets max(vruntime, min_vruntime − thresh/2) with
+    /// thresh = sched_latency (min_granularity for idle entities, GENTLE_FAIR_SLEEPERS halves
+    /// it); a new one starts a virtual slice after min_vruntime (START_DEBIT).
+    fn place_entity(&mut self, rq: RqId, se: SeId, initial: bool) {
+        let mut v = self.rqs[rq].min_vruntime;
+        if initial {
+            let slice = self.sched_slice(se);
+            v += calc_delta_fair(slice, self.ses[se].weight);
+        } else {
+            let thresh = if self.se_is_idle(se) { self.tun.min_granularity } else { self.tun.sched_latency };
+            v -= (thresh / 2) as i64;
+        }
+        let s = &mut self.ses[se];
+        s.vruntime = s.vruntime.max(v);
+    }
+
+    /// Queue entity `se` (a task's, or a group's being unthrottled) and walk up the hierarchy:
+    /// enqueue each group entity that was not queued, re-weigh the ones that were, and count
+    /// `nr` tasks (`idle_nr` of them idle) into h_nr_running up to the first throttled queue
+    /// (`enqueue_task_fair`).
+    fn enqueue_chain(&mut self, mut se: SeId, nr: u32, mut idle_nr: u32, mode: Enqueue) {
+        let mut adding = true;
+        let mut first = true;
+        loop {
+            let rq = self.ses[se].parent_rq;
+            if adding && self.ses[se].on_rq {
+                adding = false;
+            }
+            if adding {
+                if let SeKind::Group(_) = self.ses[se].kind {
+                    let w = match self.ses[se].kind {
+                        SeKind::Group(grq) => self.calc_group_shares(grq),
+                        _ => unreachable!(),
+                    };
+                    self.ses[se].weight = w;
+                }
+                match (first, mode) {
+                    (true, Enqueue::New) => self.place_entity(rq, se, true),
+                    (true, Enqueue::Migrate) => self.ses[se].vruntime += self.rqs[rq].min_vruntime,
+                    _ => self.place_entity(rq, se, false),
+                }
+                self.account_enqueue(rq, se);
+            } else {
+                self.reweight_group(se);
+            }
+            first = false;
+            let r = &mut self.rqs[rq];
+            r.h_nr_running += nr;
+            r.idle_h_nr_running += idle_nr;
+            if r.throttled {
+                break;
+            }
+            if self.cgroups[r.cg].idle {
+                idle_nr = nr;
+            }
+            match self.rqs[rq].gse {
+                Some(g) => se = g,
+                None => break,
+            }
+        }
+    }
+
+    /// The mirror of `enqueue_chain` (`dequeue_task_fair`): a parent entity leaves its queue
+    /// only when its own queue became empty. With `migrate`, the first entity's vruntime is
+    /// stored relative to its queue's min_vruntime so that it can be re-based on another CPU.
+    fn dequeue_chain(&mut self, mut se: SeId, nr: u32, mut idle_nr: u32, migrate: bool) {
+        let mut removing = true;
+        let mut first = true;
+        loop {
+            let rq = self.ses[se].parent_rq;
+            if removing {
+                self.account_dequeue(rq, se);
+                if first && migrate {
+                    self.ses[se].vruntime -= self.rqs[rq].min_vruntime;
+                }
+                self.update_min_vruntime(rq);
+            } else {
+                self.reweight_group(se);
+            }
+            first = false;
+            let r = &mut self.rqs[rq];
+            r.h_nr_running -= nr;
+            r.idle_h_nr_running -= idle_nr;
+            if r.throttled {
+                break;
+            }
+            if self.cgroups[r.cg].idle {
+                idle_nr = nr;
+            }
+            if removing && self.rqs[rq].nr_running > 0 {
+                removing = false;
+            }
+            match self.rqs[rq].gse {
+                Some(g) => se = g,
+                None => break,
+            }
+        }
+    }
+
+    /// Put task `t` on `cpu`'s queues.
+    pub(crate) fn enqueue_task(&mut self, t: TaskId, cpu: CpuId, mode: Enqueue) {
+        let ncpus = self.ncpus();
+        let task = &mut self.tasks[t];
+        task.cpu = cpu;
+        let se = task.se;
+        let idle = task.idle_policy as u32;
+        let online = !self.cgroups[task.cg].offline;
+        self.ses[se].parent_rq = task.cg * ncpus + cpu;
+        self.enqueue_chain(se, 1, idle, mode);
+        let c = &mut self.cpus[cpu];
+        self.tasks[t].pos = c.tasks.len();
+        c.tasks.push(t);
+        if online {
+            c.online_nr += 1;
+        }
+        self.note_nr(cpu);
+    }
+
+    /// Take task `t` off its CPU's queues (it sleeps, or `!sleep`: it is being migrated).
+    pub(crate) fn dequeue_task(&mut self, t: TaskId, sleep: bool) {
+        let task = &self.tasks[t];
+        let (cpu, se, idle) = (task.cpu, task.se, task.idle_policy as u32);
+        let online = !self.cgroups[task.cg].offline;
+        self.dequeue_chain(se, 1, idle, !sleep);
+        let c = &mut self.cpus[cpu];
+        let pos = self.tasks[t].pos;
+        c.tasks.swap_remove(pos);
+        if pos < c.tasks.len() {
+            let moved = c.tasks[pos];
+            self.tasks[moved].pos = pos;
+        }
+        self.tasks[t].pos = usize::MAX;
+        if online {
+            c.online_nr -= 1;
+            if c.online_nr == 0 {
+                self.unthrottle_qos(cpu);
+            }
+        }
+        self.note_nr(cpu);
+    }
+
+    /// qos_level = -1 absolute preemption: take an offline group off this CPU while online
+    /// work is runnable here (openEuler's per-CPU qos_throttled_cfs_rq list, §A7).
+    fn throttle_qos(&mut self, grq: RqId) {
+        let cpu = self.rqs[grq].cpu;
+        let gse = self.rqs[grq].gse.expect("the root is never offline");
+        let nr = self.rqs[grq].h_nr_running;
+        let idle = if self.cgroups[self.rqs[grq].cg].idle { nr } else { self.rqs[grq].idle_h_nr_running };
+        if self.ses[gse].on_rq {
+            self.dequeue_chain(gse, nr, idle, false);
+        }
+        self.rqs[grq].throttled = true;
+        self.cpus[cpu].qos_throttled.push(grq);
+    }
+
+    /// Give throttled offline groups back their place once no online task is runnable.
+    pub(crate) fn unthrottle_qos(&mut self, cpu: CpuId) {
+        let list = std::mem::take(&mut self.cpus[cpu].qos_throttled);
+        for grq in list {
+            self.rqs[grq].throttled = false;
+            if self.rqs[grq].nr_running > 0 {
+                let gse = self.rqs[grq].gse.unwrap();
+                let nr = self.rqs[grq].h_nr_running;
+                let idle = if self.cgroups[self.rqs[grq].cg].idle { nr } else { self.rqs[grq].idle_h_nr_running };
+                self.enqueue_chain(gse, nr, idle, Enqueue::Wakeup);
+            }
+        }
+    }
+
+    /// Whether `t` sits under a throttled queue (and so cannot run or be migrated).
+    pub(crate) fn task_throttled(&self, t: TaskId) -> bool {
+        let mut rq = self.ses[self.tasks[t].se].parent_rq;
+        loop {
+            if self.rqs[rq].throttled {
+                return true;
+            }
+            match self.rqs[rq].gse {
+                Some(g) => rq = self.ses[g].parent_rq,
+                None => return false,
+            }
+        }
+    }
+
+    /// `put_prev_task_fair`: the running task's entities go back on their timelines.
+    pub(crate) fn put_prev(&mut self, cpu: CpuId) {
+        let Some(t) = self.cpus[cpu].curr else { return };
+        let mut se = self.tasks[t].se;
+        loop {
+            let rq = self.ses[se].parent_rq;
+            if self.rqs[rq].curr == Some(se) {
+                self.rqs[rq].curr = None;
+                if self.ses[se].on_rq {
+                    let v = self.ses[se].vruntime;
+                    self.rqs[rq].timeline.insert((v, se));
+                }
+            }
+            match self.rqs[rq].gse {
+                Some(g) => se = g,
+                None => break,
+            }
+        }
+    }
+
+    /// `pick_next_task_fair`: from the root, take the leftmost entity at each level. An offline
+    /// group met while online work is runnable here is throttled and the pick restarts.
+    fn pick_next(&mut self, cpu: CpuId) -> Option<TaskId> {
+        let mut path = [0usize; MAX_DEPTH];
+        'restart: loop {
+            let mut rq = self.root_rq(cpu);
+            let mut n = 0;
+            loop {
+                let (_, se) = self.rqs[rq].leftmost()?;
+                path[n] = se;
+                n += 1;
+                match self.ses[se].kind {
+                    SeKind::Task(t) => {
+                        for &s in &path[..n] {
+                            let prq = self.ses[s].parent_rq;
+                            let v = self.ses[s].vruntime;
+                            self.rqs[prq].timeline.remove(&(v, s));
+                            self.rqs[prq].curr = Some(s);
+                            self.ses[s].prev_sum_exec = self.ses[s].sum_exec;
+                        }
+                        return Some(t);
+                    }
+                    SeKind::Group(grq) => {
+                        let cg = self.rqs[grq].cg;
+                        let top_offline = self.cgroups[cg].qos_level < 0
+                            && !self.cgroups[cg].parent.map(|p| self.cgroups[p].offline).unwrap_or(false);
+                        if top_offline && self.cpus[cpu].online_nr > 0 {
+                            self.throttle_qos(grq);
+                            continue 'restart;
+                        }
+                        rq = grq;
+                    }
+                }
+            }
+        }
+    }
+
+    /// `__schedule`: settle, put the running task back, pick the next (pulling work first if
+    /// this CPU would go idle), account the switch and the wait.
+    pub(crate) fn schedule(&mut self, cpu: CpuId) {
+        self.update_curr(cpu);
+        let prev = self.cpus[cpu].curr;
+        if let Some(p) = prev {
+            self.put_prev(cpu);
+            if self.tasks[p].state == TaskState::Running {
+                self.tasks[p].state = TaskState::Runnable;
+                self.tasks[p].wait_start = self.now;
+            }
+        }
+        self.cpus[cpu].curr = None;
+        let mut next = self.pick_next(cpu);
+        if next.is_none() && self.newidle_balance(cpu) {
+            next = self.pick_next(cpu);
+        }
+        if let Some(n) = next {
+            let task = &mut self.tasks[n];
+            if task.state == TaskState::Runnable {
+                let waited = self.now - task.wait_start;
+                self.cgroups[task.cg].stats.wait_ns += waited;
+            }
+            task.state = TaskState::Running;
+            task.last_ran = self.now;
+        }
+        if let Some(p) = prev {
+            if next != Some(p) {
+                self.cgroups[self.tasks[p].cg].stats.nr_switches += 1;
+            }
+        }
+        self.cpus[cpu].curr = next;
+        self.cpus[cpu].clock = self.now;
+        if prev.is_some() != next.is_some() {
+            self.busy_changed(cpu);
+        }
+        self.reprogram(cpu);
+        if next.is_some() {
+            self.arm_balance(cpu);
+        }
+    }
+
+    /// A CPU started or stopped running: its SMT siblings change speed (settle them first).
+    fn busy_changed(&mut self, cpu: CpuId) {
+        let sibs = self.topo.siblings(cpu).len();
+        for i in 0..sibs {
+            let s = self.topo.siblings(cpu)[i];
+            if s != cpu {
+                self.update_curr(s);
+            }
+            let speed = self.speed_of(s);
+            if speed != self.cpus[s].speed {
+                self.cpus[s].speed = speed;
+                if s != cpu {
+                    self.reprogram(s);
+                }
+            }
+        }
+    }
+
+    fn speed_of(&self, cpu: CpuId) -> u64 {
+        let sibling_busy = self.topo.siblings(cpu).iter().any(|&s| s != cpu && self.cpus[s].curr.is_some());
+        if sibling_busy {
+            (self.topo.smt_speed * SPEED_ONE as f64).round() as u64
+        } else {
+            SPEED_ONE
+        }
+    }
+
+    /// `sched_slice` (6.1, ALT_PERIOD and BASE_SLICE on): the period for the CPU's runnable
+    /// tasks, scaled by the entity's weight share at every level up to the root, floored at
+    /// min_granularity (idle_min_granularity for an idle entity beside non-idle ones).
+    fn sched_slice(&self, init: SeId) -> u64 {
+        let on_rq = self.ses[init].on_rq;
+        let rq0 = self.ses[init].parent_rq;
+        let cpu = self.rqs[rq0].cpu;
+        let nr = self.rqs[self.root_rq(cpu)].h_nr_running as u64 + (!on_rq) as u64;
+        let mut slice = self.tun.period(nr);
+        let mut se = init;
+        loop {
+            let s = &self.ses[se];
+            let rq = &self.rqs[s.parent_rq];
+            let load = rq.load + if s.on_rq { 0 } else { s.weight };
+            if load > 0 {
+                slice = (slice as u128 * s.weight as u128 / load as u128) as u64;
+            }
+            match rq.gse {
+                Some(g) => se = g,
+                None => break,
+            }
+        }
+        let r0 = &self.rqs[rq0];
+        let sched_idle_rq = r0.h_nr_running > 0 && r0.idle_h_nr_running == r0.h_nr_running;
+        let min_gran = if self.se_is_idle(init) && !sched_idle_rq { self.tun.idle_min_granularity } else { self.tun.min_granularity };
+        slice.max(min_gran)
+    }
+
+    /// The running task's entity at each level whose queue has company, with its ideal slice.
+    fn tick_levels(&self, cpu: CpuId, mut f: impl FnMut(SeId, u64, Option<i64>)) {
+        let Some(t) = self.cpus[cpu].curr else { return };
+        let mut se = self.tasks[t].se;
+        loop {
+            let rq = &self.rqs[self.ses[se].parent_rq];
+            if rq.nr_running > 1 {
+                let ideal = self.sched_slice(se).min(self.tun.sched_latency);
+                f(se, ideal, rq.leftmost().map(|(v, _)| v));
+            }
+            match rq.gse {
+                Some(g) => se = g,
+                None => break,
+            }
+        }
+    }
+
+    /// `check_preempt_tick` at every level (`entity_tick`): resched when the entity ran longer
+    /// than its ideal slice, or ran at least min_granularity and is ahead of the leftmost by
+    /// more than the ideal slice.
+    pub(crate) fn tick_wants_resched(&mut self, cpu: CpuId) -> bool {
+        let Some(t) = self.cpus[cpu].curr else { return false };
+        // entity_tick re-weighs the group entities (update_cfs_group).
+        let mut se = self.tasks[t].se;
+        while let Some(g) = self.parent_se(se) {
+            self.reweight_group(g);
+            se = g;
+        }
+        let min_gran = self.tun.min_granularity;
+        let mut resched = false;
+        self.tick_levels(cpu, |se, ideal, left| {
+            let s = &self.ses[se];
+            let delta_exec = s.sum_exec - s.prev_sum_exec;
+            if delta_exec > ideal {
+                resched = true;
+            } else if delta_exec >= min_gran {
+                if let Some(lv) = left {
+                    if s.vruntime - lv > ideal as i64 {
+                        resched = true;
+                    }
+                }
+            }
+        });
+        resched
+    }
+
+    /// The first scheduler tick at which `tick_wants_resched` will hold if nothing else
+    /// changes on this CPU (anything that does change it reprograms the CPU).
+    pub(crate) fn next_resched_tick(&self, cpu: CpuId) -> Ns {
+        let min_gran = self.tun.min_granularity;
+        let mut wait = u64::MAX;
+        self.tick_levels(cpu, |se, ideal, left| {
+            let s = &self.ses[se];
+            let delta_exec = s.sum_exec - s.prev_sum_exec;
+            let t_a = (ideal + 1).saturating_sub(delta_exec);
+            let mut t = t_a;
+            if let Some(lv) = left {
+                let lead = s.vruntime - lv;
+                let need_v = ideal as i64 + 1 - lead;
+                let t_v = if need_v <= 0 { 0 } else { (need_v as u128 * s.weight as u128).div_ceil(NICE_0_LOAD as u128) as u64 };
+                t = t.min(t_v.max(min_gran.saturating_sub(delta_exec)));
+            }
+            wait = wait.min(t);
+        });
+        if wait == u64::MAX {
+            return Ns::MAX;
+        }
+        let tick = self.tun.tick_ns;
+        let at = self.now.saturating_add(wait).max(self.now + 1);
+        at.div_ceil(tick).saturating_mul(tick)
+    }
+
+    /// `check_preempt_wakeup` (6.1): does waking task `p` preempt the running task?
+    fn wakeup_preempts(&self, cpu: CpuId, p: TaskId) -> bool {
+        let Some(c) = self.cpus[cpu].curr else { return true };
+        if c == p {
+            return false;
+        }
+        let (ct, pt) = (&self.tasks[c], &self.tasks[p]);
+        // An idle-policy curr is preempted by any non-idle waker; idle wakers never preempt.
+        if ct.idle_policy && !pt.idle_policy {
+            return true;
+        }
+        if pt.idle_policy {
+            return false;
+        }
+        // find_matching_se: walk both up to entities that share a queue.
+        let (mut se, mut pse) = (ct.se, pt.se);
+        while self.se_depth(se) > self.se_depth(pse) {
+            se = self.parent_se(se).unwrap();
+        }
+        while self.se_depth(pse) > self.se_depth(se) {
+            pse = self.parent_se(pse).unwrap();
+        }
+        while self.ses[se].parent_rq != self.ses[pse].parent_rq {
+            se = self.parent_se(se).unwrap();
+            pse = self.parent_se(pse).unwrap();
+        }
+        let (cse_idle, pse_idle) = (self.se_is_idle(se), self.se_is_idle(pse));
+        if cse_idle && !pse_idle {
+            return true;
+        }
+        if cse_idle != pse_idle {
+            return false;
+        }
+        // wakeup_preempt_entity: ahead by more than wakeup_granularity in the waker's virtual time.
+        let vdiff = self.ses[se].vruntime - self.ses[pse].vruntime;
+        if vdiff <= 0 {
+            return false;
+        }
+        let gran = calc_delta_fair(self.tun.wakeup_granularity, self.ses[pse].weight);
+        vdiff > gran
+    }
+
+    /// After `t` was queued on `cpu`: run it if the CPU is idle, preempt if the rules say so,
+    /// otherwise just re-plan the running task's slice (the queue changed).
+    pub(crate) fn check_preempt_curr(&mut self, cpu: CpuId, t: TaskId) {
+        if self.cpus[cpu].curr.is_none() {
+            self.schedule(cpu);
+            return;
+        }
+        self.update_curr(cpu);
+        if self.wakeup_preempts(cpu, t) {
+            self.schedule(cpu);
+        } else {
+            self.reprogram(cpu);
+        }
+        self.maybe_kick_idle(cpu);
+    }
+
+    /// `try_to_wake_up`: choose a CPU, re-base vruntime if it moved, enqueue, check preemption.
+    pub(crate) fn try_to_wake_up(&mut self, t: TaskId) {
+        debug_assert_eq!(self.tasks[t].state, TaskState::Sleeping);
+        let prev = self.tasks[t].cpu;
+        let cpu = self.select_task_rq(t, prev);
+        if cpu != prev {
+            let ncpus = self.ncpus();
+            let cg = self.tasks[t].cg;
+            let se = self.tasks[t].se;
+            self.ses[se].vruntime += self.rqs[cg * ncpus + cpu].min_vruntime - self.rqs[cg * ncpus + prev].min_vruntime;
+        }
+        self.enqueue_task(t, cpu, Enqueue::Wakeup);
+        self.tasks[t].state = TaskState::Runnable;
+        self.tasks[t].wait_start = self.now;
+        self.check_preempt_curr(cpu, t);
+    }
+
+    /// `wake_up_new_task`: fork placement on the idlest CPU, START_DEBIT.
+    pub(crate) fn wake_up_new(&mut self, t: TaskId) {
+        let cpu = self.select_fork_cpu();
+        self.enqueue_task(t, cpu, Enqueue::New);
+        self.tasks[t].state = TaskState::Runnable;
+        self.tasks[t].wait_start = self.now;
+        self.check_preempt_curr(cpu, t);
+    }
+
+    /// Move a queued, not running task to `dst` (`detach_task` + `attach_task`) without
+    /// deciding about preemption on `dst` (newly-idle balancing picks right after).
+    pub(crate) fn move_task(&mut self, t: TaskId, dst: CpuId) {
+        debug_assert_eq!(self.tasks[t].state, TaskState::Runnable);
+        let src = self.tasks[t].cpu;
+        self.update_curr(src);
+        self.dequeue_task(t, false);
+        self.enqueue_task(t, dst, Enqueue::Migrate);
+        if self.cpus[src].curr.is_some() {
+            self.reprogram(src);
+        }
+    }
+
+    /// Balancing moved `t` to a CPU that may be running something: the waker rules apply
+    /// (`attach_task` → `check_preempt_curr`).
+    pub(crate) fn migrate_task(&mut self, t: TaskId, dst: CpuId) {
+        self.move_task(t, dst);
+        self.check_preempt_curr(dst, t);
+    }
+}

@@ -1,0 +1,59 @@
+//! A cgroup as the cpu controller sees it: cpu.shares, cpu.idle, cpu.qos_level, and the
+//! per-CPU load contributions that `calc_group_shares` divides its shares by.
+
+use crate::stats::CgroupStats;
+use crate::tunables::WEIGHT_IDLEPRIO;
+
+pub type CgId = usize;
+pub const ROOT: CgId = 0;
+
+#[derive(Debug, Clone)]
+pub struct Cgroup {
+    pub name: String,
+    pub parent: Option<CgId>,
+    pub children: Vec<CgId>,
+    pub depth: u32,
+    /// cpu.shares (tg->shares), 2..=262144.
+    pub shares: u64,
+    /// cpu.idle: the group entity is SCHED_IDLE-like and weighs WEIGHT_IDLEPRIO.
+    pub idle: bool,
+    /// openEuler cpu.qos_level: -1 offline, 0 online.
+    pub qos_level: i64,
+    /// qos_level = -1 here or on an ancestor.
+    pub offline: bool,
+    /// Load of this group's cfs_rq on each CPU as last published (tg->load_avg's terms).
+    pub load_contrib: Vec<u64>,
+    /// Σ load_contrib (tg->load_avg).
+    pub total_load: u64,
+    pub nr_tasks: u32,
+    pub stats: CgroupStats,
+}
+
+impl Cgroup {
+    pub fn new(name: String, parent: Option<CgId>, shares: u64, idle: bool, qos_level: i64, ncpus: usize) -> Cgroup {
+        Cgroup {
+            name,
+            parent,
+            children: vec![],
+            depth: 0,
+            shares,
+            idle,
+            qos_level,
+            offline: false,
+            load_contrib: vec![0; ncpus],
+            total_load: 0,
+            nr_tasks: 0,
+            stats: CgroupStats::default(),
+        }
+    }
+
+    /// tg->shares as the scheduler uses it: cpu.idle forces scale_load(WEIGHT_IDLEPRIO)
+    /// (`sched_group_set_idle`, kernel-and-anchors.md §A7).
+    pub fn effective_shares(&self) -> u64 {
+        if self.idle {
+            WEIGHT_IDLEPRIO
+        } else {
+            self.shares
+        }
+    }
+}

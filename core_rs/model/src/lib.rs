@@ -1,0 +1,24 @@
+//! colosim-core: a deterministic discrete-event model of one Linux node's CPU scheduling —
+//! hierarchical CFS over cgroups (cpu.shares, cpu.idle, openEuler cpu.qos_level), SMT,
+//! placement and balancing — driven by workloads (CPU hogs, closed- and open-loop services).
+//! Pure Rust; the PyO3 binding lives in the sibling crate `colosim-py`.
+
+pub mod balance;
+pub mod cfs;
+pub mod cfs_rq;
+pub mod cgroup;
+pub mod dist;
+pub mod error;
+pub mod events;
+pub mod node;
+pub mod rng;
+pub mod spec;
+pub mod stats;
+pub mod topology;
+pub mod tunables;
+pub mod workload;
+
+pub use error::{Result, SpecError};
+pub use events::Ns;
+pub use node::Node;
+pub use spec::NodeSpec;

@@ -1,0 +1,571 @@
+//! One simulated node: its CPUs, cgroup tree, tasks, workloads and the event loop that ties
+//! them together. The fair-class logic lives in `cfs.rs`, placement and balancing in
+//! `balance.rs`; this file owns the state and the loop.
+
+use crate::cgroup::{CgId, Cgroup, ROOT};
+use crate::cfs_rq::{CfsRq, RqId, Se, SeId, SeKind};
+use crate::dist::Dist;
+use crate::error::{Result, SpecError};
+use crate::events::{Event, EventQueue, Ns};
+use crate::rng::Rng;
+use crate::spec::{check_knob, NodeSpec, WorkloadSpec};
+use crate::stats::{Series, ServiceStats};
+use crate::topology::{CpuId, Topology};
+use crate::tunables::{Tunables, NICE_0_LOAD, WEIGHT_IDLEPRIO};
+use crate::workload::{ClosedLoop, Client, Effects, Hog, Next, OpenLoop, TaskId, Workload, START};
+
+/// Fixed-point speed: SPEED_ONE is a CPU running at full speed.
+pub const SPEED_SHIFT: u32 = 20;
+pub const SPEED_ONE: u64 = 1 << SPEED_SHIFT;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskState {
+    /// Never started (a workload's thread before its fork).
+    New,
+    Sleeping,
+    /// Queued on a CPU, waiting.
+    Runnable,
+    Running,
+}
+
+#[derive(Debug, Clone)]
+pub struct Task {
+    pub cg: CgId,
+    pub se: SeId,
+    /// The CPU it runs or is queued on, or last ran on.
+    pub cpu: CpuId,
+    pub state: TaskState,
+    /// CPU work left in the current phase, in ns at speed 1.0.
+    pub remaining: u64,
+    /// SCHED_IDLE policy (openEuler switches qos_level=-1 tasks to it).
+    pub idle_policy: bool,
+    /// When it last became runnable without running (for run-queue wait).
+    pub wait_start: Ns,
+    /// When it last got a CPU (the kernel's exec_start).
+    pub last_ran: Ns,
+    pub wl: usize,
+    pub slot: u32,
+    /// Position in its CPU's `tasks` list while runnable or running.
+    pub pos: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct Cpu {
+    pub curr: Option<TaskId>,
+    /// Time up to which the running task's progress and vruntime are settled.
+    pub clock: Ns,
+    pub speed: u64,
+    pub gen: u64,
+    /// Time of the pending Cpu event for `gen` (Ns::MAX if none).
+    pub next_event: Ns,
+    /// Runnable or running tasks on this CPU, in no particular order.
+    pub tasks: Vec<TaskId>,
+    /// Runnable tasks that are not offline (qos_level = -1 absolute preemption needs it).
+    pub online_nr: u32,
+    /// cfs_rqs throttled on this CPU because online work is runnable (qos_level = -1).
+    pub qos_throttled: Vec<RqId>,
+    pub balance_gen: u64,
+    /// Next periodic balance per domain level of this CPU.
+    pub next_balance: Vec<Ns>,
+    pub balance_armed: bool,
+}
+
+pub struct Node {
+    pub topo: Topology,
+    pub tun: Tunables,
+    pub now: Ns,
+    pub cgroups: Vec<Cgroup>,
+    pub rqs: Vec<CfsRq>,
+    pub ses: Vec<Se>,
+    pub tasks: Vec<Task>,
+    pub cpus: Vec<Cpu>,
+    pub workloads: Vec<Workload>,
+    pub workload_names: Vec<String>,
+    pub services: Vec<ServiceStats>,
+    pub service_names: Vec<String>,
+    pub queue: EventQueue,
+    pub events: u64,
+    /// ns each CPU ran each (leaf) cgroup's tasks: cpu * ncgroups + cg.
+    pub cpu_busy: Vec<u64>,
+    pub series: Series,
+    pub sample_interval: Ns,
+    pub idle_kick_pending: bool,
+    /// Optional trace of (time, cpu, nr_running) at every change, for checks in tests.
+    pub trace: Option<Vec<(Ns, CpuId, u32)>>,
+    pub(crate) eff: Effects,
+}
+
+impl Node {
+    pub fn from_json(text: &str) -> Result<Node> {
+        Node::new(&NodeSpec::from_json(text)?)
+    }
+
+    pub fn new(spec: &NodeSpec) -> Result<Node> {
+        spec.validate()?;
+        let topo = Topology::build(&spec.topology)?;
+        let ncpus = topo.ncpus;
+        let tun = Tunables::new(&spec.kernel, ncpus);
+        let mut cgroups = vec![Cgroup::new(String::new(), None, 1024, false, 0, ncpus)];
+        for c in &spec.cgroups {
+            let parent = cgroups.iter().position(|g| g.name == c.parent).unwrap_or(ROOT);
+            let id = cgroups.len();
+            cgroups[parent].children.push(id);
+            let mut g = Cgroup::new(c.name.clone(), Some(parent), c.shares, c.idle == 1, c.qos_level, ncpus);
+            g.depth = cgroups[parent].depth + 1;
+            cgroups.push(g);
+        }
+        let ncg = cgroups.len();
+        let mut rqs = Vec::with_capacity(ncg * ncpus);
+        let mut ses = Vec::new();
+        for cg in 0..ncg {
+            for cpu in 0..ncpus {
+                let gse = if cg == ROOT {
+                    None
+                } else {
+                    let parent_rq = cgroups[cg].parent.unwrap() * ncpus + cpu;
+                    ses.push(Se::new(SeKind::Group(cg * ncpus + cpu), parent_rq, NICE_0_LOAD));
+                    Some(ses.len() - 1)
+                };
+                rqs.push(CfsRq::new(cg, cpu, gse));
+            }
+        }
+        let domains_per_cpu: Vec<usize> = topo.domains.iter().map(|d| d.len()).collect();
+        let cpus = (0..ncpus)
+            .map(|c| Cpu {
+                curr: None,
+                clock: 0,
+                speed: SPEED_ONE,
+                gen: 0,
+                next_event: Ns::MAX,
+                tasks: vec![],
+                online_nr: 0,
+                qos_throttled: vec![],
+                balance_gen: 0,
+                next_balance: vec![0; domains_per_cpu[c]],
+                balance_armed: false,
+            })
+            .collect();
+        let mut node = Node {
+            topo,
+            tun,
+            now: 0,
+            cgroups,
+            rqs,
+            ses,
+            tasks: vec![],
+            cpus,
+            workloads: vec![],
+            workload_names: vec![],
+            services: vec![],
+            service_names: vec![],
+            queue: EventQueue::default(),
+            events: 0,
+            cpu_busy: vec![0; ncpus * ncg],
+            series: Series::default(),
+            sample_interval: spec.sample_interval_ns,
+            idle_kick_pending: false,
+            trace: None,
+            eff: Effects::default(),
+        };
+        node.refresh_cgroup_flags();
+        for (i, w) in spec.workloads.iter().enumerate() {
+            node.add_workload(i, w, spec.seed);
+        }
+        if node.sample_interval > 0 {
+            node.queue.push(0, Event::Sample);
+        }
+        Ok(node)
+    }
+
+    pub fn ncpus(&self) -> usize {
+        self.topo.ncpus
+    }
+
+    pub fn cgroup_id(&self, name: &str) -> Result<CgId> {
+        self.cgroups.iter().position(|g| g.name == name).ok_or_else(|| {
+            let known: Vec<&str> = self.cgroups[1..].iter().map(|g| g.name.as_str()).collect();
+            SpecError::new("cgroup", format!("no cgroup named {name:?} (known: {})", known.join(", ")))
+        })
+    }
+
+    pub fn service_id(&self, name: &str) -> Result<usize> {
+        self.service_names.iter().position(|n| n == name).ok_or_else(|| {
+            SpecError::new("service", format!("no service named {name:?} (known: {})", self.service_names.join(", ")))
+        })
+    }
+
+    fn new_task(&mut self, cg: CgId, wl: usize, slot: u32, cpu: CpuId) -> TaskId {
+        let id = self.tasks.len();
+        let rq = cg * self.ncpus() + cpu;
+        self.ses.push(Se::new(SeKind::Task(id), rq, NICE_0_LOAD));
+        let se = self.ses.len() - 1;
+        self.tasks.push(Task {
+            cg,
+            se,
+            cpu,
+            state: TaskState::New,
+            remaining: 0,
+            idle_policy: false,
+            wait_start: 0,
+            last_ran: 0,
+            wl,
+            slot,
+            pos: usize::MAX,
+        });
+        self.cgroups[cg].nr_tasks += 1;
+        self.apply_task_policy(id);
+        id
+    }
+
+    fn add_workload(&mut self, idx: usize, w: &WorkloadSpec, seed: u64) {
+        let cg = self.cgroup_id(w.cgroup()).expect("validated");
+        let ncpus = self.ncpus();
+        let rng = Rng::stream(seed, idx as u64 + 1);
+        // Sleeping service threads start spread over the CPUs, as a long-running server's
+        // threads would be; their first wakeup places them from there.
+        let spread = self.tasks.len();
+        let (workload, start) = match w {
+            WorkloadSpec::Hog { threads, start_ns, .. } => {
+                let threads = (0..*threads).map(|k| self.new_task(cg, idx, k, 0)).collect();
+                (Workload::Hog(Hog { threads }), *start_ns)
+            }
+            WorkloadSpec::ClosedLoop { clients, fanout, service, think, start_ns, .. } => {
+                let n = clients * fanout;
+                let threads = (0..n).map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus)).collect();
+                self.service_names.push(w.name().to_string());
+                self.services.push(ServiceStats::default());
+                let think = match think {
+                    Some(Dist::Constant { value_ns: 0 }) | None => None,
+                    Some(d) => Some(d.clone()),
+                };
+                let cl = ClosedLoop {
+                    svc: self.services.len() - 1,
+                    fanout: *fanout,
+                    threads,
+                    clients: (0..*clients).map(|_| Client { outstanding: 0, issued_at: 0 }).collect(),
+                    service: service.clone(),
+                    think,
+                    rng,
+                };
+                (Workload::ClosedLoop(cl), *start_ns)
+            }
+            WorkloadSpec::OpenLoop { rate_per_s, workers, service, start_ns, .. } => {
+                let ws: Vec<TaskId> = (0..*workers).map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus)).collect();
+                self.service_names.push(w.name().to_string());
+                self.services.push(ServiceStats::default());
+                let ol = OpenLoop {
+                    svc: self.services.len() - 1,
+                    idle: (0..*workers).rev().collect(),
+                    serving: vec![0; ws.len()],
+                    workers: ws,
+                    queue: Default::default(),
+                    mean_interarrival_ns: 1e9 / rate_per_s,
+                    service: service.clone(),
+                    rng,
+                };
+                (Workload::OpenLoop(ol), *start_ns)
+            }
+        };
+        // Service threads exist from the start but sleep until work arrives.
+        for t in 0..self.tasks.len() {
+            if self.tasks[t].wl == idx && self.tasks[t].state == TaskState::New && !matches!(workload, Workload::Hog(_)) {
+                self.tasks[t].state = TaskState::Sleeping;
+            }
+        }
+        self.workloads.push(workload);
+        self.workload_names.push(w.name().to_string());
+        self.queue.push(start, Event::Workload { wl: idx, slot: START });
+    }
+
+    // ---------------------------------------------------------------- the event loop
+
+    /// Advance to exactly `t`, processing every event at or before it.
+    pub fn run_until(&mut self, t: Ns) -> Result<()> {
+        if t < self.now {
+            return Err(SpecError::new("run_until", format!("time {t} is before now ({})", self.now)));
+        }
+        while let Some(at) = self.queue.peek_time() {
+            if at > t {
+                break;
+            }
+            let (at, ev) = self.queue.pop().unwrap();
+            self.now = at;
+            self.events += 1;
+            self.handle(ev);
+        }
+        self.now = t;
+        Ok(())
+    }
+
+    fn handle(&mut self, ev: Event) {
+        match ev {
+            Event::Cpu { cpu, gen } => {
+                if self.cpus[cpu].gen == gen {
+                    self.cpus[cpu].next_event = Ns::MAX;
+                    self.cpu_event(cpu);
+                }
+            }
+            Event::Balance { cpu, gen } => {
+                if self.cpus[cpu].balance_gen == gen {
+                    self.cpus[cpu].balance_armed = false;
+                    self.periodic_balance(cpu);
+                }
+            }
+            Event::IdleKick => {
+                self.idle_kick_pending = false;
+                self.nohz_idle_balance();
+            }
+            Event::Workload { wl, slot } => {
+                let mut eff = std::mem::take(&mut self.eff);
+                self.workloads[wl].on_timer(wl, slot, self.now, &mut eff, &mut self.services);
+                self.apply_effects(&mut eff);
+                self.eff = eff;
+            }
+            Event::Sample => {
+                self.sample();
+                self.queue.push(self.now + self.sample_interval, Event::Sample);
+            }
+        }
+    }
+
+    /// The running task finished its work, or a tick is due at which its slice is checked.
+    fn cpu_event(&mut self, cpu: CpuId) {
+        self.update_curr(cpu);
+        let Some(t) = self.cpus[cpu].curr else { return };
+        if self.tasks[t].remaining == 0 {
+            let (wl, slot) = (self.tasks[t].wl, self.tasks[t].slot);
+            let mut eff = std::mem::take(&mut self.eff);
+            let next = self.workloads[wl].on_done(wl, slot, self.now, &mut eff, &mut self.services);
+            match next {
+                Next::Compute(w) => {
+                    self.tasks[t].remaining = w;
+                    self.reprogram(cpu);
+                }
+                Next::Sleep => {
+                    self.dequeue_task(t, true);
+                    self.tasks[t].state = TaskState::Sleeping;
+                    self.schedule(cpu);
+                }
+            }
+            self.apply_effects(&mut eff);
+            self.eff = eff;
+        } else if self.tick_wants_resched(cpu) {
+            self.schedule(cpu);
+        } else {
+            self.reprogram(cpu);
+        }
+    }
+
+    fn apply_effects(&mut self, eff: &mut Effects) {
+        for (at, wl, slot) in eff.timers.drain(..) {
+            self.queue.push(at, Event::Workload { wl, slot });
+        }
+        for (t, work) in std::mem::take(&mut eff.forks) {
+            self.tasks[t].remaining = work;
+            self.wake_up_new(t);
+        }
+        let wakes = std::mem::take(&mut eff.wakes);
+        for &(t, work) in &wakes {
+            self.tasks[t].remaining = work;
+            self.try_to_wake_up(t);
+        }
+        eff.wakes = wakes;
+        eff.wakes.clear();
+    }
+
+    /// The next event of `cpu`: completion of the running task's work or the tick at which
+    /// its slice runs out, whichever is first.
+    pub(crate) fn reprogram(&mut self, cpu: CpuId) {
+        let at = match self.cpus[cpu].curr {
+            None => Ns::MAX,
+            Some(t) => {
+                let speed = self.cpus[cpu].speed;
+                let rem = self.tasks[t].remaining as u128;
+                let done = self.now.saturating_add(((rem << SPEED_SHIFT).div_ceil(speed as u128)).min(u64::MAX as u128 / 2) as u64);
+                done.min(self.next_resched_tick(cpu))
+            }
+        };
+        let c = &mut self.cpus[cpu];
+        if at == c.next_event {
+            return;
+        }
+        c.gen += 1;
+        c.next_event = at;
+        if at != Ns::MAX {
+            let gen = c.gen;
+            self.queue.push(at, Event::Cpu { cpu, gen });
+        }
+    }
+
+    fn sample(&mut self) {
+        for cpu in 0..self.ncpus() {
+            self.update_curr(cpu);
+        }
+        self.series.t_ns.push(self.now);
+        let usage = self.hierarchical(|s| s.usage_ns);
+        self.series.usage_ns.extend(usage);
+        // Completions are cumulative since time 0, independent of reset_stats.
+        for s in &self.services {
+            self.series.completed.push(s.total_completed);
+        }
+    }
+
+    /// A per-cgroup counter summed over each cgroup's subtree (cgroup ids are topological).
+    pub fn hierarchical(&self, f: impl Fn(&crate::stats::CgroupStats) -> u64) -> Vec<u64> {
+        let mut v: Vec<u64> = self.cgroups.iter().map(|g| f(&g.stats)).collect();
+        for cg in (1..self.cgroups.len()).rev() {
+            let p = self.cgroups[cg].parent.unwrap();
+            v[p] += v[cg];
+        }
+        v
+    }
+
+    /// Settle every running task so that counters read now are exact.
+    pub fn settle(&mut self) {
+        for cpu in 0..self.ncpus() {
+            self.update_curr(cpu);
+        }
+    }
+
+    pub fn reset_stats(&mut self) {
+        self.settle();
+        for g in &mut self.cgroups {
+            g.stats = Default::default();
+        }
+        for t in 0..self.tasks.len() {
+            if self.tasks[t].state == TaskState::Runnable {
+                self.tasks[t].wait_start = self.now;
+            }
+        }
+        for s in &mut self.services {
+            let total = s.total_completed;
+            *s = ServiceStats { total_completed: total, ..Default::default() };
+        }
+        for b in &mut self.cpu_busy {
+            *b = 0;
+        }
+    }
+
+    pub(crate) fn note_nr(&mut self, cpu: CpuId) {
+        if let Some(tr) = self.trace.as_mut() {
+            tr.push((self.now, cpu, self.cpus[cpu].tasks.len() as u32));
+        }
+    }
+
+    // ---------------------------------------------------------------- knobs
+
+    pub fn write_knob(&mut self, cgroup: &str, knob: &str, value: i64) -> Result<()> {
+        let cg = self.cgroup_id(cgroup)?;
+        if cg == ROOT {
+            return Err(SpecError::new(knob, "the root cgroup's knobs are not writable"));
+        }
+        check_knob(knob, knob, value)?;
+        self.settle();
+        match knob {
+            "cpu.shares" => {
+                self.cgroups[cg].shares = value as u64;
+                self.requeue_subtree(cg, |_| {});
+            }
+            "cpu.idle" => {
+                let idle = value == 1;
+                self.requeue_subtree(cg, |g| g[cg].idle = idle);
+            }
+            "cpu.qos_level" => {
+                self.requeue_subtree(cg, |g| g[cg].qos_level = value);
+            }
+            _ => unreachable!("check_knob accepts only known knobs"),
+        }
+        Ok(())
+    }
+
+    pub fn read_knob(&self, cgroup: &str, knob: &str) -> Result<i64> {
+        let cg = self.cgroup_id(cgroup)?;
+        let g = &self.cgroups[cg];
+        match knob {
+            "cpu.shares" => Ok(g.shares as i64),
+            "cpu.idle" => Ok(g.idle as i64),
+            "cpu.qos_level" => Ok(g.qos_level),
+            _ => Err(SpecError::new(knob, format!("unknown knob {knob:?} (known: cpu.shares, cpu.idle, cpu.qos_level)"))),
+        }
+    }
+
+    /// Take every runnable task of a subtree off its CPU, change the cgroup, put them back:
+    /// the same bookkeeping the kernel does around `sched_group_set_idle` / set_shares,
+    /// done the simple way because knob writes are rare next to scheduling events.
+    fn requeue_subtree(&mut self, cg: CgId, change: impl FnOnce(&mut Vec<Cgroup>)) {
+        let in_subtree: Vec<bool> = (0..self.cgroups.len()).map(|g| self.is_descendant(g, cg)).collect();
+        let mut moved: Vec<(TaskId, bool)> = vec![];
+        for t in 0..self.tasks.len() {
+            let st = self.tasks[t].state;
+            if in_subtree[self.tasks[t].cg] && (st == TaskState::Runnable || st == TaskState::Running) {
+                let cpu = self.tasks[t].cpu;
+                let running = st == TaskState::Running;
+                if running {
+                    self.put_prev(cpu);
+                    self.cpus[cpu].curr = None;
+                }
+                self.dequeue_task(t, false);
+                moved.push((t, running));
+            }
+        }
+        // Unthrottle everything first: throttling is re-decided at the next pick.
+        for cpu in 0..self.ncpus() {
+            self.unthrottle_qos(cpu);
+        }
+        change(&mut self.cgroups);
+        self.refresh_cgroup_flags();
+        for t in 0..self.tasks.len() {
+            if in_subtree[self.tasks[t].cg] {
+                self.apply_task_policy(t);
+            }
+        }
+        for (t, _) in &moved {
+            let cpu = self.tasks[*t].cpu;
+            self.enqueue_task(*t, cpu, crate::cfs::Enqueue::Migrate);
+            self.tasks[*t].state = TaskState::Runnable;
+        }
+        for cpu in 0..self.ncpus() {
+            self.schedule(cpu);
+        }
+    }
+
+    /// Runnable or running tasks in a cgroup's subtree.
+    pub fn nr_running_in(&self, cg: CgId) -> u32 {
+        self.tasks
+            .iter()
+            .filter(|t| matches!(t.state, TaskState::Runnable | TaskState::Running) && self.is_descendant(t.cg, cg))
+            .count() as u32
+    }
+
+    /// Tasks (threads of workloads) in a cgroup's subtree.
+    pub fn nr_tasks_in(&self, cg: CgId) -> u32 {
+        self.tasks.iter().filter(|t| self.is_descendant(t.cg, cg)).count() as u32
+    }
+
+    fn is_descendant(&self, mut g: CgId, ancestor: CgId) -> bool {
+        loop {
+            if g == ancestor {
+                return true;
+            }
+            match self.cgroups[g].parent {
+                Some(p) => g = p,
+                None => return false,
+            }
+        }
+    }
+
+    fn refresh_cgroup_flags(&mut self) {
+        for cg in 0..self.cgroups.len() {
+            let parent_offline = self.cgroups[cg].parent.map(|p| self.cgroups[p].offline).unwrap_or(false);
+            self.cgroups[cg].offline = parent_offline || self.cgroups[cg].qos_level < 0;
+        }
+    }
+
+    /// openEuler switches tasks of a qos_level = -1 cgroup to SCHED_IDLE (weight 3).
+    fn apply_task_policy(&mut self, t: TaskId) {
+        let idle = self.cgroups[self.tasks[t].cg].offline;
+        self.tasks[t].idle_policy = idle;
+        let se = self.tasks[t].se;
+        self.ses[se].weight = if idle { WEIGHT_IDLEPRIO } else { NICE_0_LOAD };
+    }
+}

@@ -1,0 +1,283 @@
+//! The core spec: a plain description of one node (topology, kernel tunables, cgroups,
+//! workloads) that Python sends once as JSON. Validation here is the last line of defence;
+//! every message names the field by its path in this document.
+
+use crate::dist::Dist;
+use crate::error::{Result, SpecError};
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSpec {
+    #[serde(default)]
+    pub seed: u64,
+    pub topology: TopologySpec,
+    #[serde(default)]
+    pub kernel: KernelSpec,
+    #[serde(default)]
+    pub cgroups: Vec<CgroupSpec>,
+    #[serde(default)]
+    pub workloads: Vec<WorkloadSpec>,
+    /// Time-series sampling interval; 0 turns sampling off.
+    #[serde(default)]
+    pub sample_interval_ns: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopologySpec {
+    #[serde(default = "one")]
+    pub sockets: u32,
+    #[serde(default = "one")]
+    pub numa_nodes_per_socket: u32,
+    pub cores_per_socket: u32,
+    #[serde(default = "one")]
+    pub threads_per_core: u32,
+    /// Speed of each SMT thread while its sibling also runs (≈0.6: a core gives ≈1.2× one
+    /// thread; ../shared/reference/kernel-and-anchors.md §B).
+    #[serde(default = "default_smt_speed")]
+    pub smt_speed: f64,
+    /// Logical ids sharing one physical core; default is Linux's usual x86 numbering where
+    /// CPU c and c + ncores are siblings.
+    #[serde(default)]
+    pub siblings: Option<Vec<Vec<u32>>>,
+}
+
+fn one() -> u32 {
+    1
+}
+fn default_smt_speed() -> f64 {
+    0.6
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum SchedulerKind {
+    #[default]
+    Cfs,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelSpec {
+    #[serde(default)]
+    pub scheduler: SchedulerKind,
+    pub hz: Option<u32>,
+    pub sched_latency_ns: Option<u64>,
+    pub sched_min_granularity_ns: Option<u64>,
+    pub sched_wakeup_granularity_ns: Option<u64>,
+    pub sched_idle_min_granularity_ns: Option<u64>,
+    pub sched_migration_cost_ns: Option<u64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CgroupSpec {
+    pub name: String,
+    #[serde(default)]
+    pub parent: String,
+    #[serde(rename = "cpu.shares", default = "default_shares")]
+    pub shares: u64,
+    #[serde(rename = "cpu.idle", default)]
+    pub idle: i64,
+    #[serde(rename = "cpu.qos_level", default)]
+    pub qos_level: i64,
+}
+
+fn default_shares() -> u64 {
+    1024
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum WorkloadSpec {
+    /// `stress --cpu N`: N threads that never sleep.
+    Hog {
+        name: String,
+        cgroup: String,
+        threads: u32,
+        #[serde(default)]
+        start_ns: u64,
+    },
+    /// C clients, each with one request in flight; a request fans out to `fanout` threads and
+    /// completes when all of them have (clickhouse-benchmark -c C with max_threads = fanout).
+    ClosedLoop {
+        name: String,
+        cgroup: String,
+        clients: u32,
+        #[serde(default = "one")]
+        fanout: u32,
+        service: Dist,
+        #[serde(default)]
+        think: Option<Dist>,
+        #[serde(default)]
+        start_ns: u64,
+    },
+    /// Poisson arrivals at `rate_per_s` into a FIFO queue served by `workers` threads.
+    OpenLoop {
+        name: String,
+        cgroup: String,
+        rate_per_s: f64,
+        workers: u32,
+        service: Dist,
+        #[serde(default)]
+        start_ns: u64,
+    },
+}
+
+impl WorkloadSpec {
+    pub fn name(&self) -> &str {
+        match self {
+            WorkloadSpec::Hog { name, .. }
+            | WorkloadSpec::ClosedLoop { name, .. }
+            | WorkloadSpec::OpenLoop { name, .. } => name,
+        }
+    }
+    pub fn cgroup(&self) -> &str {
+        match self {
+            WorkloadSpec::Hog { cgroup, .. }
+            | WorkloadSpec::ClosedLoop { cgroup, .. }
+            | WorkloadSpec::OpenLoop { cgroup, .. } => cgroup,
+        }
+    }
+}
+
+/// cgroup v1 cpu.shares limits: MIN_SHARES = 2, MAX_SHARES = 2^18
+/// (kernel-and-anchors.md §A2, `__sched_group_set_shares`).
+pub const MIN_SHARES: u64 = 2;
+pub const MAX_SHARES: u64 = 1 << 18;
+
+pub fn check_knob(field: &str, knob: &str, value: i64) -> Result<()> {
+    let bad = |why: String| Err(SpecError::new(field, why));
+    match knob {
+        "cpu.shares" => {
+            if value < MIN_SHARES as i64 || value > MAX_SHARES as i64 {
+                return bad(format!("cpu.shares must be in {MIN_SHARES}..={MAX_SHARES} (got {value})"));
+            }
+        }
+        "cpu.idle" => {
+            if value != 0 && value != 1 {
+                return bad(format!("cpu.idle must be 0 or 1 (got {value})"));
+            }
+        }
+        "cpu.qos_level" => {
+            if value != 0 && value != -1 {
+                return bad(format!("cpu.qos_level must be -1 (offline) or 0 (online) (got {value})"));
+            }
+        }
+        _ => {
+            return bad(format!(
+                "unknown knob {knob:?} (known: cpu.shares, cpu.idle, cpu.qos_level)"
+            ))
+        }
+    }
+    Ok(())
+}
+
+impl NodeSpec {
+    pub fn from_json(text: &str) -> Result<NodeSpec> {
+        let spec: NodeSpec = serde_json::from_str(text)
+            .map_err(|e| SpecError::new("", format!("core spec: {e}")))?;
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        let t = &self.topology;
+        for (name, v) in [
+            ("sockets", t.sockets),
+            ("numa_nodes_per_socket", t.numa_nodes_per_socket),
+            ("cores_per_socket", t.cores_per_socket),
+            ("threads_per_core", t.threads_per_core),
+        ] {
+            if v == 0 {
+                return Err(SpecError::new(format!("topology.{name}"), "must be >= 1 (got 0)"));
+            }
+        }
+        let ncpus = t.sockets as u64 * t.cores_per_socket as u64 * t.threads_per_core as u64;
+        if ncpus > 4096 {
+            return Err(SpecError::new("topology", format!("{ncpus} logical CPUs; at most 4096")));
+        }
+        if t.cores_per_socket % t.numa_nodes_per_socket != 0 {
+            return Err(SpecError::new(
+                "topology.numa_nodes_per_socket",
+                format!("must divide cores_per_socket ({})", t.cores_per_socket),
+            ));
+        }
+        if !(t.smt_speed > 0.0 && t.smt_speed <= 1.0) {
+            return Err(SpecError::new("topology.smt_speed", format!("must be in (0, 1] (got {})", t.smt_speed)));
+        }
+        if let Some(hz) = self.kernel.hz {
+            if !(100..=1000).contains(&hz) {
+                return Err(SpecError::new("kernel.hz", format!("must be in 100..=1000 (got {hz})")));
+            }
+        }
+        let mut names: Vec<&str> = vec![""];
+        for (i, cg) in self.cgroups.iter().enumerate() {
+            let f = |k: &str| format!("cgroups[{i}].{k}");
+            if cg.name.is_empty() {
+                return Err(SpecError::new(f("name"), "must not be empty (the root is implicit)"));
+            }
+            if names.contains(&cg.name.as_str()) {
+                return Err(SpecError::new(f("name"), format!("cgroup {:?} declared twice", cg.name)));
+            }
+            if !names.contains(&cg.parent.as_str()) {
+                return Err(SpecError::new(
+                    f("parent"),
+                    format!("no cgroup named {:?} declared before {:?}", cg.parent, cg.name),
+                ));
+            }
+            let depth = 1 + std::iter::successors(Some(cg.parent.as_str()), |p| {
+                self.cgroups.iter().find(|c| c.name == *p).map(|c| c.parent.as_str())
+            })
+            .take_while(|p| !p.is_empty())
+            .count();
+            if depth >= crate::cfs::MAX_DEPTH {
+                return Err(SpecError::new(f("parent"), format!("nesting deeper than {} levels", crate::cfs::MAX_DEPTH - 1)));
+            }
+            check_knob(&f("cpu.shares"), "cpu.shares", cg.shares as i64)?;
+            check_knob(&f("cpu.idle"), "cpu.idle", cg.idle)?;
+            check_knob(&f("cpu.qos_level"), "cpu.qos_level", cg.qos_level)?;
+            names.push(&cg.name);
+        }
+        let mut wl_names: Vec<&str> = vec![];
+        for (i, w) in self.workloads.iter().enumerate() {
+            let f = |k: &str| format!("workloads[{i}].{k}");
+            if wl_names.contains(&w.name()) {
+                return Err(SpecError::new(f("name"), format!("workload {:?} declared twice", w.name())));
+            }
+            wl_names.push(w.name());
+            if !names.contains(&w.cgroup()) {
+                return Err(SpecError::new(
+                    f("cgroup"),
+                    format!("no cgroup named {:?} (declared: {})", w.cgroup(), names[1..].join(", ")),
+                ));
+            }
+            match w {
+                WorkloadSpec::Hog { .. } => {}
+                WorkloadSpec::ClosedLoop { clients, fanout, service, think, .. } => {
+                    if *clients == 0 {
+                        return Err(SpecError::new(f("clients"), "must be >= 1"));
+                    }
+                    if *fanout == 0 {
+                        return Err(SpecError::new(f("fanout"), "must be >= 1"));
+                    }
+                    service.validate(&f("service"))?;
+                    if let Some(t) = think {
+                        t.validate(&f("think"))?;
+                    }
+                }
+                WorkloadSpec::OpenLoop { rate_per_s, workers, service, .. } => {
+                    if !(rate_per_s.is_finite() && *rate_per_s > 0.0) {
+                        return Err(SpecError::new(f("rate_per_s"), format!("must be > 0 (got {rate_per_s})")));
+                    }
+                    if *workers == 0 {
+                        return Err(SpecError::new(f("workers"), "must be >= 1"));
+                    }
+                    service.validate(&f("service"))?;
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,68 @@
+//! Counters the core keeps: per cgroup (like cpuacct.usage and the scheduler's wait and switch
+//! counts), per CPU by cgroup, per service (every latency, exactly), and the sampled series.
+
+use crate::events::Ns;
+
+#[derive(Debug, Clone, Default)]
+pub struct CgroupStats {
+    /// CPU time its own tasks ran (not including children; hierarchy is summed on read).
+    pub usage_ns: u64,
+    /// Time its tasks spent runnable but waiting for a CPU.
+    pub wait_ns: u64,
+    /// Times one of its tasks was switched out for another task or for idle.
+    pub nr_switches: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ServiceStats {
+    pub started: u64,
+    pub completed: u64,
+    /// Latency of each completed request (ns), in completion order: exact, not bucketed.
+    pub latencies: Vec<Ns>,
+    pub completions: Vec<Ns>,
+    /// Completions since time 0, kept across resets (the time series uses it).
+    pub total_completed: u64,
+}
+
+impl ServiceStats {
+    pub fn record(&mut self, now: Ns, latency: Ns) {
+        self.completed += 1;
+        self.total_completed += 1;
+        self.latencies.push(latency);
+        self.completions.push(now);
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Series {
+    pub t_ns: Vec<Ns>,
+    /// Cumulative hierarchical usage per cgroup, row per sample.
+    pub usage_ns: Vec<u64>,
+    /// Cumulative completions per service, row per sample (never reset).
+    pub completed: Vec<u64>,
+}
+
+/// Nearest-rank percentile (p in 0..=100) of an unsorted slice; None when empty.
+pub fn percentile(values: &[Ns], p: f64) -> Option<Ns> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut v = values.to_vec();
+    v.sort_unstable();
+    let rank = ((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize;
+    Some(v[rank.min(v.len()) - 1])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank() {
+        let v: Vec<u64> = (1..=100).rev().collect();
+        assert_eq!(percentile(&v, 50.0), Some(50));
+        assert_eq!(percentile(&v, 99.0), Some(99));
+        assert_eq!(percentile(&v, 99.9), Some(100));
+        assert_eq!(percentile(&[], 50.0), None);
+    }
+}

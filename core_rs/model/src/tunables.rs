@@ -1,0 +1,75 @@
+//! The fair class's tunables with the kernel's defaults and CPU-count scaling
+//! (kernel-and-anchors.md §A3, 6.1 fair.c `get_update_sysctl_factor`).
+
+use crate::spec::KernelSpec;
+
+/// nice-0 load weight (NICE_0_LOAD, unscaled).
+pub const NICE_0_LOAD: u64 = 1024;
+/// SCHED_IDLE task weight and the weight a cpu.idle group is forced to (WEIGHT_IDLEPRIO, §A1/§A7).
+pub const WEIGHT_IDLEPRIO: u64 = 3;
+/// calc_group_shares clamps a group entity's weight to at least MIN_SHARES (§A4).
+pub const MIN_SHARES: u64 = 2;
+/// sched_nr_latency: beyond this many runnable tasks the period stretches (§A3).
+pub const SCHED_NR_LATENCY: u64 = 8;
+
+#[derive(Debug, Clone, Copy)]
+pub struct Tunables {
+    pub hz: u64,
+    pub tick_ns: u64,
+    pub sched_latency: u64,
+    pub min_granularity: u64,
+    pub wakeup_granularity: u64,
+    /// Slice floor for an idle entity competing on a non-idle cfs_rq; not scaled.
+    pub idle_min_granularity: u64,
+    pub migration_cost: u64,
+}
+
+/// 1 + ilog2(min(ncpus, 8)): 1, 2, 3, 4 for 1, 2–3, 4–7, ≥8 CPUs (SCHED_TUNABLESCALING_LOG).
+pub fn sysctl_factor(ncpus: usize) -> u64 {
+    let n = ncpus.clamp(1, 8) as u64;
+    1 + (63 - n.leading_zeros() as u64)
+}
+
+impl Tunables {
+    pub fn new(k: &KernelSpec, ncpus: usize) -> Tunables {
+        let f = sysctl_factor(ncpus);
+        let hz = k.hz.unwrap_or(250) as u64;
+        Tunables {
+            hz,
+            tick_ns: 1_000_000_000 / hz,
+            sched_latency: k.sched_latency_ns.unwrap_or(6_000_000 * f),
+            min_granularity: k.sched_min_granularity_ns.unwrap_or(750_000 * f),
+            wakeup_granularity: k.sched_wakeup_granularity_ns.unwrap_or(1_000_000 * f),
+            idle_min_granularity: k.sched_idle_min_granularity_ns.unwrap_or(750_000),
+            migration_cost: k.sched_migration_cost_ns.unwrap_or(500_000),
+        }
+    }
+
+    /// `__sched_period`: sched_latency for up to sched_nr_latency tasks, else nr × min_granularity.
+    pub fn period(&self, nr_running: u64) -> u64 {
+        if nr_running > SCHED_NR_LATENCY {
+            nr_running * self.min_granularity
+        } else {
+            self.sched_latency
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn factor_matches_kernel_table() {
+        assert_eq!([1, 2, 3, 4, 7, 8, 96].map(sysctl_factor), [1, 2, 2, 3, 3, 4, 4]);
+    }
+
+    #[test]
+    fn server_defaults_are_24_3_4_ms() {
+        let t = Tunables::new(&KernelSpec::default(), 96);
+        assert_eq!((t.sched_latency, t.min_granularity, t.wakeup_granularity), (24_000_000, 3_000_000, 4_000_000));
+        assert_eq!(t.tick_ns, 4_000_000);
+        assert_eq!(t.period(8), 24_000_000);
+        assert_eq!(t.period(10), 30_000_000);
+    }
+}

@@ -1,0 +1,172 @@
+//! Workloads are small state machines over tasks. The scheduler tells a workload when one of
+//! its tasks finished its CPU work or when one of its timers fired; the workload answers with
+//! what that task does next and which other tasks to wake, through `Effects`.
+
+use crate::dist::Dist;
+use crate::events::Ns;
+use crate::rng::Rng;
+use crate::stats::ServiceStats;
+use std::collections::VecDeque;
+
+pub type TaskId = usize;
+
+/// Work that never ends (a CPU hog's loop).
+pub const FOREVER: u64 = u64::MAX / 4;
+
+/// Slot number of a workload's start timer.
+pub const START: u32 = u32::MAX;
+
+/// What a task does after finishing its current CPU work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    Compute(u64),
+    Sleep,
+}
+
+#[derive(Debug, Default)]
+pub struct Effects {
+    /// Sleeping tasks to wake with this much work.
+    pub wakes: Vec<(TaskId, u64)>,
+    /// Tasks to start for the first time (fork placement) with this much work.
+    pub forks: Vec<(TaskId, u64)>,
+    /// (time, workload, slot) timers to arm.
+    pub timers: Vec<(Ns, usize, u32)>,
+}
+
+#[derive(Debug)]
+pub struct Hog {
+    pub threads: Vec<TaskId>,
+}
+
+#[derive(Debug)]
+pub struct Client {
+    pub outstanding: u32,
+    pub issued_at: Ns,
+}
+
+#[derive(Debug)]
+pub struct ClosedLoop {
+    pub svc: usize,
+    pub fanout: u32,
+    /// threads[client * fanout + k]
+    pub threads: Vec<TaskId>,
+    pub clients: Vec<Client>,
+    pub service: Dist,
+    pub think: Option<Dist>,
+    pub rng: Rng,
+}
+
+#[derive(Debug)]
+pub struct OpenLoop {
+    pub svc: usize,
+    pub workers: Vec<TaskId>,
+    /// Idle worker slots; the most recently idled is reused first (a LIFO pool keeps a warm
+    /// thread busy, as common thread pools do).
+    pub idle: Vec<u32>,
+    /// Arrival times of requests waiting for a worker (FIFO).
+    pub queue: VecDeque<Ns>,
+    /// Arrival time of the request each worker is serving.
+    pub serving: Vec<Ns>,
+    pub mean_interarrival_ns: f64,
+    pub service: Dist,
+    pub rng: Rng,
+}
+
+#[derive(Debug)]
+pub enum Workload {
+    Hog(Hog),
+    ClosedLoop(ClosedLoop),
+    OpenLoop(OpenLoop),
+}
+
+impl ClosedLoop {
+    fn issue(&mut self, wl: usize, c: usize, now: Ns, me: Option<u32>, eff: &mut Effects, svc: &mut ServiceStats) -> Option<u64> {
+        let _ = wl;
+        svc.started += 1;
+        self.clients[c].outstanding = self.fanout;
+        self.clients[c].issued_at = now;
+        let mut mine = None;
+        for k in 0..self.fanout {
+            let slot = c as u32 * self.fanout + k;
+            let work = self.service.sample(&mut self.rng).max(1);
+            if Some(slot) == me {
+                mine = Some(work);
+            } else {
+                eff.wakes.push((self.threads[slot as usize], work));
+            }
+        }
+        mine
+    }
+}
+
+impl Workload {
+    pub fn on_timer(&mut self, wl: usize, slot: u32, now: Ns, eff: &mut Effects, services: &mut [ServiceStats]) {
+        match self {
+            Workload::Hog(h) => {
+                debug_assert_eq!(slot, START);
+                eff.forks.extend(h.threads.iter().map(|&t| (t, FOREVER)));
+            }
+            Workload::ClosedLoop(cl) => {
+                let svc = cl.svc;
+                if slot == START {
+                    for c in 0..cl.clients.len() {
+                        cl.issue(wl, c, now, None, eff, &mut services[svc]);
+                    }
+                } else {
+                    cl.issue(wl, slot as usize, now, None, eff, &mut services[svc]);
+                }
+            }
+            Workload::OpenLoop(ol) => {
+                // Every timer of an open loop is an arrival (the start timer is the first).
+                let stats = &mut services[ol.svc];
+                stats.started += 1;
+                if let Some(w) = ol.idle.pop() {
+                    ol.serving[w as usize] = now;
+                    let work = ol.service.sample(&mut ol.rng).max(1);
+                    eff.wakes.push((ol.workers[w as usize], work));
+                } else {
+                    ol.queue.push_back(now);
+                }
+                let gap = ol.rng.exponential(ol.mean_interarrival_ns).round().max(1.0) as u64;
+                eff.timers.push((now + gap, wl, 0));
+            }
+        }
+    }
+
+    /// Task `slot` of this workload has finished its CPU work at `now`.
+    pub fn on_done(&mut self, wl: usize, slot: u32, now: Ns, eff: &mut Effects, services: &mut [ServiceStats]) -> Next {
+        match self {
+            Workload::Hog(_) => Next::Compute(FOREVER),
+            Workload::ClosedLoop(cl) => {
+                let c = (slot / cl.fanout) as usize;
+                cl.clients[c].outstanding -= 1;
+                if cl.clients[c].outstanding > 0 {
+                    return Next::Sleep;
+                }
+                let svc = cl.svc;
+                services[svc].record(now, now - cl.clients[c].issued_at);
+                let think = cl.think.as_ref().map(|d| d.sample(&mut cl.rng)).unwrap_or(0);
+                if think == 0 {
+                    match cl.issue(wl, c, now, Some(slot), eff, &mut services[svc]) {
+                        Some(w) => Next::Compute(w),
+                        None => Next::Sleep,
+                    }
+                } else {
+                    eff.timers.push((now + think, wl, c as u32));
+                    Next::Sleep
+                }
+            }
+            Workload::OpenLoop(ol) => {
+                let w = slot as usize;
+                services[ol.svc].record(now, now - ol.serving[w]);
+                if let Some(arrived) = ol.queue.pop_front() {
+                    ol.serving[w] = arrived;
+                    Next::Compute(ol.service.sample(&mut ol.rng).max(1))
+                } else {
+                    ol.idle.push(slot);
+                    Next::Sleep
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! `sim._core`: the thin PyO3 face of colosim-core. Coarse calls only (build once, run to a
+//! time, read results as bytes). Every user error becomes ValueError/KeyError with the
+//! core's message; a panic inside the core becomes RuntimeError instead of aborting Python.
+
+use colosim_core::{Node as CoreNode, SpecError};
+use pyo3::exceptions::{PyKeyError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+fn value_err(e: SpecError) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+fn key_err(e: SpecError) -> PyErr {
+    PyKeyError::new_err(e.to_string())
+}
+
+/// Run `f`, turning a Rust panic into a Python RuntimeError that says it is our bug.
+fn guarded<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(PyRuntimeError::new_err(format!("internal error in colosim core (please report): {msg}")))
+        }
+    }
+}
+
+fn u64_bytes<'py>(py: Python<'py>, v: &[u64]) -> Bound<'py, PyBytes> {
+    let mut out = Vec::with_capacity(v.len() * 8);
+    for x in v {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    PyBytes::new(py, &out)
+}
+
+#[pyclass(module = "sim._core", unsendable)]
+struct Node {
+    inner: CoreNode,
+    /// Set after a panic: the model's state can no longer be trusted.
+    poisoned: bool,
+}
+
+impl Node {
+    fn check(&self) -> PyResult<()> {
+        if self.poisoned {
+            return Err(PyRuntimeError::new_err("this Node hit an internal error earlier; build a new one"));
+        }
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl Node {
+    #[new]
+    fn new(spec_json: &str) -> PyResult<Self> {
+        guarded(|| Ok(Node { inner: CoreNode::from_json(spec_json).map_err(value_err)?, poisoned: false }))
+    }
+
+    fn run_until(&mut self, py: Python<'_>, t_ns: u64) -> PyResult<()> {
+        self.check()?;
+        let inner = &mut self.inner;
+        let r = py.allow_threads(|| guarded(|| inner.run_until(t_ns).map_err(value_err)));
+        if let Err(e) = &r {
+            if e.is_instance_of::<PyRuntimeError>(py) {
+                self.poisoned = true;
+            }
+        }
+        r
+    }
+
+    fn now(&self) -> u64 {
+        self.inner.now
+    }
+
+    #[getter]
+    fn ncpus(&self) -> usize {
+        self.inner.ncpus()
+    }
+
+    fn cgroup_names(&self) -> Vec<String> {
+        self.inner.cgroups.iter().map(|g| g.name.clone()).collect()
+    }
+
+    fn service_names(&self) -> Vec<String> {
+        self.inner.service_names.clone()
+    }
+
+    fn write(&mut self, cgroup: &str, knob: &str, value: i64) -> PyResult<()> {
+        self.check()?;
+        guarded(|| {
+            self.inner.cgroup_id(cgroup).map_err(key_err)?;
+            self.inner.write_knob(cgroup, knob, value).map_err(value_err)
+        })
+    }
+
+    fn read(&self, cgroup: &str, knob: &str) -> PyResult<i64> {
+        self.inner.cgroup_id(cgroup).map_err(key_err)?;
+        self.inner.read_knob(cgroup, knob).map_err(value_err)
+    }
+
+    fn reset_stats(&mut self) -> PyResult<()> {
+        self.check()?;
+        guarded(|| {
+            self.inner.reset_stats();
+            Ok(())
+        })
+    }
+
+    fn cgroup_stats<'py>(&mut self, py: Python<'py>, cgroup: &str) -> PyResult<Bound<'py, PyDict>> {
+        let id = self.inner.cgroup_id(cgroup).map_err(key_err)?;
+        self.inner.settle();
+        let n = &self.inner;
+        let d = PyDict::new(py);
+        d.set_item("usage_ns", n.hierarchical(|s| s.usage_ns)[id])?;
+        d.set_item("wait_ns", n.hierarchical(|s| s.wait_ns)[id])?;
+        d.set_item("nr_switches", n.hierarchical(|s| s.nr_switches)[id])?;
+        d.set_item("nr_running", n.nr_running_in(id))?;
+        d.set_item("nr_tasks", n.nr_tasks_in(id))?;
+        Ok(d)
+    }
+
+    fn service_stats<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyDict>> {
+        let s = &self.inner.services[self.inner.service_id(name).map_err(key_err)?];
+        let d = PyDict::new(py);
+        d.set_item("started", s.started)?;
+        d.set_item("completed", s.completed)?;
+        Ok(d)
+    }
+
+    fn service_latencies<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyBytes>> {
+        let s = &self.inner.services[self.inner.service_id(name).map_err(key_err)?];
+        Ok(u64_bytes(py, &s.latencies))
+    }
+
+    fn service_completions<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyBytes>> {
+        let s = &self.inner.services[self.inner.service_id(name).map_err(key_err)?];
+        Ok(u64_bytes(py, &s.completions))
+    }
+
+    fn cpu_busy<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        self.inner.settle();
+        u64_bytes(py, &self.inner.cpu_busy)
+    }
+
+    fn timeseries<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = &self.inner.series;
+        let d = PyDict::new(py);
+        d.set_item("t_ns", u64_bytes(py, &s.t_ns))?;
+        d.set_item("usage_ns", u64_bytes(py, &s.usage_ns))?;
+        d.set_item("completed", u64_bytes(py, &s.completed))?;
+        Ok(d)
+    }
+
+    fn events(&self) -> u64 {
+        self.inner.events
+    }
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Node>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,90 @@
+"""Typed contract of the Rust extension `sim._core` (built from core_rs/py).
+
+The boundary is coarse: Python describes a node once (a JSON document, the "core spec"),
+then advances it with `run_until` and reads knobs, stats and results.  No Python call is
+made per simulated event.  Every error caused by input arrives as `ValueError` (or
+`KeyError` for an unknown name) whose message names the bad field; a Rust panic never
+crosses the boundary (it is turned into `RuntimeError` naming it an internal bug).
+
+Times are integer nanoseconds.  Arrays are returned as little-endian `bytes` of u64/f64
+so that Python wraps them with `numpy.frombuffer` without copying element by element.
+
+Core spec (JSON object passed to `Node`):
+
+    {
+      "seed": 1,                                   # u64
+      "topology": {
+        "sockets": 1, "numa_nodes_per_socket": 1,
+        "cores_per_socket": 8, "threads_per_core": 1,   # logical CPUs = product
+        "smt_speed": 0.6,                          # per-thread speed when both siblings run
+        "siblings": null                           # or [[0, 4], [1, 5], ...]: logical ids
+      },                                           #   sharing a core (default: Linux order,
+                                                   #   cpu c and c + ncores are siblings)
+      "kernel": {                                  # every field optional; None = kernel default
+        "scheduler": "cfs",                        #   scaled by 1 + ilog2(min(ncpus, 8))
+        "hz": 250,
+        "sched_latency_ns": null, "sched_min_granularity_ns": null,
+        "sched_wakeup_granularity_ns": null, "sched_idle_min_granularity_ns": null
+      },
+      "cgroups": [                                 # parents before children; "" is the root
+        {"name": "online", "parent": "", "cpu.shares": 1024, "cpu.idle": 0,
+         "cpu.qos_level": 0}
+      ],
+      "workloads": [
+        {"kind": "hog", "name": "stress", "cgroup": "offline", "threads": 10,
+         "start_ns": 0},
+        {"kind": "closed_loop", "name": "ch", "cgroup": "online", "clients": 10,
+         "fanout": 8, "think": {"dist": "constant", "value_ns": 0},
+         "service": {"dist": "lognormal", "mean_ns": 48000000, "sigma": 0.4},
+         "start_ns": 0},
+        {"kind": "open_loop", "name": "web", "cgroup": "online", "rate_per_s": 5000.0,
+         "workers": 48, "service": {"dist": "exponential", "mean_ns": 1000000},
+         "start_ns": 0}
+      ],
+      "sample_interval_ns": 100000000               # 0 = no time series
+    }
+
+    Distributions ("dist"):
+      {"dist": "constant", "value_ns": N}
+      {"dist": "exponential", "mean_ns": N}
+      {"dist": "lognormal", "mean_ns": N, "sigma": S}      # sigma of the underlying normal
+      {"dist": "empirical", "edges_ns": [e0, ..., en], "weights": [w1, ..., wn]}
+                                                    # a histogram: pick a bin by weight,
+                                                    # then uniform inside it
+"""
+
+from typing import Any
+
+class Node:
+    def __init__(self, spec_json: str) -> None: ...
+    def run_until(self, t_ns: int) -> None:
+        """Advance simulated time to exactly t_ns (must be >= now)."""
+    def now(self) -> int: ...
+    @property
+    def ncpus(self) -> int: ...
+    def cgroup_names(self) -> list[str]:
+        """Index order of every per-cgroup array; index 0 is the root ""."""
+    def service_names(self) -> list[str]:
+        """closed_loop and open_loop workloads, in spec order."""
+    def write(self, cgroup: str, knob: str, value: int) -> None:
+        """Write a knob by its kernel file name: "cpu.shares", "cpu.idle", "cpu.qos_level"."""
+    def read(self, cgroup: str, knob: str) -> int: ...
+    def reset_stats(self) -> None:
+        """Zero every counter and latency record (used at the end of warm-up)."""
+    def cgroup_stats(self, cgroup: str) -> dict[str, int]:
+        """{"usage_ns" (hierarchical, like cpuacct.usage), "wait_ns" (run-queue wait of its
+        tasks, hierarchical), "nr_switches" (hierarchical), "nr_running", "nr_tasks"}."""
+    def service_stats(self, name: str) -> dict[str, int]:
+        """{"started", "completed"} since the last reset."""
+    def service_latencies(self, name: str) -> bytes:
+        """u64 latency of every completed request since the last reset, in completion order."""
+    def service_completions(self, name: str) -> bytes:
+        """u64 completion time of every completed request since the last reset."""
+    def cpu_busy(self) -> bytes:
+        """u64 matrix ncpus x ncgroups (row-major): ns each CPU ran tasks of each (leaf) cgroup."""
+    def timeseries(self) -> dict[str, Any]:
+        """{"t_ns": bytes u64 [n], "usage_ns": bytes u64 [n x ncgroups] cumulative hierarchical
+        usage, "completed": bytes u64 [n x nservices] cumulative completions}; samples every
+        sample_interval_ns since time 0 (not reset by reset_stats)."""
+    def events(self) -> int:
+        """Events processed so far (for benchmarks)."""

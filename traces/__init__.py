@@ -1,0 +1,1 @@
+"""Trace format, public-trace loaders and synthetic traces (the [traces] issue)."""
