@@ -1,1 +1,64 @@
-fn main(){}
+//! Criterion benchmarks of the core on the two reference scenarios of the [core] issue:
+//! (a) the ClickHouse + stress node (8 CPUs, 10 clients × 8 threads, 10 hogs) and
+//! (b) a 96-logical-CPU node (2 sockets × 24 cores × 2 SMT) with an open-loop service at
+//! 5,000 requests/s on 48 workers beside 96 CPU hogs. Each iteration simulates one second.
+
+use colosim_core::Node;
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use serde_json::json;
+
+const S: u64 = 1_000_000_000;
+
+fn clickhouse() -> String {
+    json!({
+        "seed": 1,
+        "topology": {"sockets": 1, "cores_per_socket": 8},
+        "cgroups": [{"name": "online"}, {"name": "offline", "cpu.qos_level": -1}],
+        "workloads": [
+            {"kind": "closed_loop", "name": "clickhouse", "cgroup": "online", "clients": 10, "fanout": 8,
+             "service": {"dist": "lognormal", "mean_ns": 48e6, "sigma": 0.4}},
+            {"kind": "hog", "name": "stress", "cgroup": "offline", "threads": 10}
+        ]
+    })
+    .to_string()
+}
+
+fn big_node() -> String {
+    json!({
+        "seed": 1,
+        "topology": {"sockets": 2, "cores_per_socket": 24, "threads_per_core": 2},
+        "cgroups": [{"name": "online"}, {"name": "offline"}],
+        "workloads": [
+            {"kind": "open_loop", "name": "web", "cgroup": "online", "rate_per_s": 5000.0, "workers": 48,
+             "service": {"dist": "exponential", "mean_ns": 2e6}},
+            {"kind": "hog", "name": "stress", "cgroup": "offline", "threads": 96}
+        ]
+    })
+    .to_string()
+}
+
+fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("simulate_1s");
+    g.sample_size(20);
+    for (name, spec) in [("clickhouse_stress_8cpu", clickhouse()), ("open_loop_96cpu_96hogs", big_node())] {
+        g.bench_function(name, |b| {
+            b.iter_batched(
+                || {
+                    let mut n = Node::from_json(&spec).unwrap();
+                    n.run_until(S).unwrap(); // warm: past start-up transients
+                    n
+                },
+                |mut n| {
+                    let t = n.now + S;
+                    n.run_until(t).unwrap();
+                    n.events
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -163,6 +163,24 @@ impl Node {
         self.queue.push(at, Event::Balance { cpu, gen });
     }
 
+    /// The CPU just became "SCHED_IDLE only": the kernel pulls its next balance in to now
+    /// (`dequeue_task_fair`: rq->next_balance = jiffies), so it runs at the next tick.
+    pub(crate) fn balance_at_next_tick(&mut self, cpu: CpuId) {
+        if self.topo.domains[cpu].is_empty() {
+            return;
+        }
+        let tick = self.tun.tick_ns;
+        let at = (self.now / tick + 1) * tick;
+        for d in 0..self.topo.domains[cpu].len() {
+            self.cpus[cpu].next_balance[d] = self.cpus[cpu].next_balance[d].min(at);
+        }
+        let c = &mut self.cpus[cpu];
+        c.balance_armed = true;
+        c.balance_gen += 1;
+        let gen = c.balance_gen;
+        self.queue.push(at, Event::Balance { cpu, gen });
+    }
+
     pub(crate) fn periodic_balance(&mut self, cpu: CpuId) {
         for d in 0..self.topo.domains[cpu].len() {
             if self.now >= self.cpus[cpu].next_balance[d] {

@@ -314,6 +314,12 @@ impl Node {
                 self.unthrottle_qos(cpu);
             }
         }
+        if idle == 0 {
+            let r = &self.rqs[self.root_rq(cpu)];
+            if r.h_nr_running > 0 && r.h_nr_running == r.idle_h_nr_running {
+                self.balance_at_next_tick(cpu);
+            }
+        }
         self.note_nr(cpu);
     }
 

@@ -1,0 +1,55 @@
+"""Whole-scenario speed benchmark: simulated seconds per wall second and events per second.
+
+    python experiments/bench.py [--repeat N]
+
+Runs (a) every run of experiments/clickhouse_stress.toml and (b) experiments/open_loop_96cpu.toml
+(96 logical CPUs, 5,000 req/s on 48 workers, 96 hogs, 60 simulated seconds) through the
+same Python path users take (scenario -> NodeEnvironment -> core), REPEAT times each, and
+prints the median. The machine is shared and noisy: compare ratios within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+from sim import NodeEnvironment, load_scenario
+from sim.environment import NS_PER_S
+
+HERE = Path(__file__).resolve().parent
+
+
+def time_run(variant) -> tuple[float, int, float]:
+    """Wall seconds, events and simulated seconds of one run (node build included)."""
+    duration = variant.scenario.scenario.duration / NS_PER_S
+    start = time.perf_counter()
+    env = NodeEnvironment(variant.scenario.core_spec())
+    env.run(until=duration)
+    wall = time.perf_counter() - start
+    return wall, env.node.events(), duration
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    rows = []
+    for file in ("clickhouse_stress.toml", "open_loop_96cpu.toml"):
+        scenario = load_scenario(HERE / file)
+        for variant in scenario.variants():
+            walls, events, sim_s = [], 0, 0.0
+            for _ in range(args.repeat):
+                wall, events, sim_s = time_run(variant)
+                walls.append(wall)
+            wall = statistics.median(walls)
+            rows.append((f"{scenario.name}: {variant.name}", sim_s, wall, sim_s / wall, events / wall))
+    width = max(len(r[0]) for r in rows)
+    print(f"{'scenario: run':<{width}}  sim s  wall s (median of {args.repeat})  sim s / wall s  events / s")
+    for name, sim_s, wall, speed, eps in rows:
+        print(f"{name:<{width}}  {sim_s:5.0f}  {wall:22.3f}  {speed:14.0f}  {eps / 1e6:7.2f} M")
+
+
+if __name__ == "__main__":
+    main()

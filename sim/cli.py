@@ -1,0 +1,98 @@
+"""`colosim run SCENARIO.toml`: run a scenario, print the table, write results and a report.
+
+A user error (a bad scenario, a bad --set, a missing file, a value the core refuses) is one
+line on stderr, `colosim: error: <message>`, and exit status 2; never a traceback.  Set
+COLOSIM_DEBUG=1 to get the traceback anyway.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from sim.environment import CoreNotBuilt
+from sim.errors import ScenarioError
+
+USAGE_ERROR = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="colosim",
+        description="Discrete-event simulation of online/offline colocation on one Linux node.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = commands.add_parser(
+        "run",
+        help="run a scenario file",
+        description="Run every [[runs]] entry of a scenario and compare them with the baseline.",
+    )
+    run.add_argument("scenario", metavar="SCENARIO.toml", type=Path)
+    run.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a field in every run; KEY is a dotted path (quote segments that "
+        'contain dots: cgroups.offline."cpu.qos_level"=-1), VALUE a TOML value or a string',
+    )
+    run.add_argument("--seed", type=int, help="seed for every run (default: scenario.seed)")
+    run.add_argument("--out", type=Path, help="output directory (default: out/<scenario name>)")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return _run(args)
+    except KeyboardInterrupt:
+        print("colosim: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `colosim run ... | head`: the reader left; nothing to say
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - so the exit flush cannot fail
+        return 1
+    except CoreNotBuilt as err:  # an installation problem, not the user's input
+        print(f"colosim: error: {err}", file=sys.stderr)
+        return 1
+    except (ScenarioError, OSError, ValueError, KeyError) as err:
+        if os.environ.get("COLOSIM_DEBUG"):
+            raise
+        print(f"colosim: error: {_one_line(err)}", file=sys.stderr)
+        return USAGE_ERROR
+
+
+def _run(args: argparse.Namespace) -> int:
+    # Imported here so `colosim --help` and argument errors stay fast.
+    from sim.report import write_report
+    from sim.runner import run_scenario
+    from sim.scenario import load_scenario
+
+    scenario = load_scenario(args.scenario, args.overrides)
+    if args.seed is not None and not 0 <= args.seed < 2**64:
+        raise ScenarioError(f"--seed: must be in 0..2^64-1 (got {args.seed})")
+    result = run_scenario(scenario, seed=args.seed, progress=not args.no_progress)
+
+    out = args.out if args.out is not None else Path("out") / scenario.name
+    out.mkdir(parents=True, exist_ok=True)
+    results_path = out / "results.json"
+    results_path.write_text(result.to_json() + "\n", encoding="utf-8")
+    report_path = write_report(result, out / "report.html")
+
+    print(result)
+    print(f"\nwrote {results_path} and {report_path}")
+    return 0
+
+
+def _one_line(err: BaseException) -> str:
+    if isinstance(err, KeyError) and err.args:
+        message = str(err.args[0])  # str(KeyError) would add quotes
+    elif isinstance(err, OSError) and err.strerror:
+        message = f"{err.filename}: {err.strerror}" if err.filename else err.strerror
+    else:
+        message = str(err) or type(err).__name__
+    return " ".join(message.split())

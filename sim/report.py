@@ -1,0 +1,140 @@
+"""A self-contained HTML report of an experiment: opens offline, plotly.js inlined."""
+
+from __future__ import annotations
+
+import html
+import math
+from pathlib import Path
+
+import plotly.graph_objects as go
+from plotly.colors import qualitative
+from plotly.subplots import make_subplots
+
+from sim.results import PERCENTILES, ExperimentResult
+
+
+def write_report(result: ExperimentResult, path: str | Path) -> Path:
+    """Write the report to `path`: the result tables, latency percentiles per run, and each
+    cgroup's CPU share over time per run."""
+    figures = [latency_figure(result), cpu_share_figure(result)]
+    parts = [
+        fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"responsive": True})
+        for i, fig in enumerate(figures)
+        if fig is not None
+    ]
+    title = html.escape(f"colosim: {result.scenario}")
+    page = f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{title}</title>
+<style>
+  body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; }}
+  pre {{ background: #f6f6f6; padding: 1em; overflow-x: auto; }}
+</style>
+</head>
+<body>
+<h1>{title}</h1>
+<p>seed {result.seed}, {result.duration_s:g} s simulated per run, measured after a
+{result.warmup_s:g} s warm-up; changes are against the baseline run
+<b>{html.escape(result.baseline)}</b>, as (run &minus; baseline) / baseline.</p>
+<pre>{html.escape(str(result))}</pre>
+{"".join(parts)}
+</body>
+</html>
+"""
+    path = Path(path)
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+def _colors(names: list[str]) -> dict[str, str]:
+    palette = qualitative.Plotly
+    return {name: palette[i % len(palette)] for i, name in enumerate(names)}
+
+
+def latency_figure(result: ExperimentResult) -> go.Figure | None:
+    """Grouped bars: P50/P90/P99/P99.9 of each service, one bar per run."""
+    services = result.service_names
+    if not services:
+        return None
+    labels = [f"P{p:g}" for p in PERCENTILES]
+    fig = make_subplots(
+        rows=len(services),
+        cols=1,
+        subplot_titles=services,
+        vertical_spacing=0.12 if len(services) > 1 else 0.0,
+    )
+    colors = _colors(list(result.runs))
+    for row, svc in enumerate(services, start=1):
+        for name, run in result.runs.items():
+            service = run.services.get(svc)
+            if service is None:
+                continue
+            values = [service.percentile(p) for p in PERCENTILES]
+            fig.add_bar(
+                x=labels,
+                y=[v if math.isfinite(v) else None for v in values],
+                name=name,
+                legendgroup=name,
+                showlegend=row == 1,
+                marker_color=colors[name],
+                hovertemplate="%{x}: %{y:.3s}s<extra>" + name.replace("%", "%%") + "</extra>",
+                row=row,
+                col=1,
+            )
+        fig.update_yaxes(title_text="latency (s)", row=row, col=1)
+    fig.update_layout(
+        title="Latency percentiles (after warm-up)",
+        barmode="group",
+        height=380 * len(services) + 80,
+        legend={"orientation": "h", "y": -0.15},
+    )
+    return fig
+
+
+def cpu_share_figure(result: ExperimentResult) -> go.Figure | None:
+    """Per run, each cgroup's share of node capacity per sample interval, whole run."""
+    runs = [r for r in result.runs.values() if len(r.timeseries.t_s)]
+    if not runs:
+        return None
+    fig = make_subplots(
+        rows=len(runs),
+        cols=1,
+        shared_xaxes=True,
+        subplot_titles=[r.name for r in runs],
+        vertical_spacing=0.08,
+    )
+    colors = _colors(result.cgroup_names)
+    for row, run in enumerate(runs, start=1):
+        for cg, share in run.timeseries.cpu_share.items():
+            fig.add_scatter(
+                x=run.timeseries.t_s,
+                y=share * 100,
+                mode="lines",
+                line={"shape": "hv", "color": colors.get(cg)},
+                name=cg,
+                legendgroup=cg,
+                showlegend=row == 1,
+                hovertemplate="%{x:.2f}s: %{y:.1f}%<extra>" + cg + "</extra>",
+                row=row,
+                col=1,
+            )
+        if result.warmup_s > 0:
+            fig.add_vrect(
+                x0=0,
+                x1=result.warmup_s,
+                fillcolor="#999",
+                opacity=0.15,
+                line_width=0,
+                row=row,
+                col=1,
+            )
+        fig.update_yaxes(title_text="CPU %", rangemode="tozero", row=row, col=1)
+    fig.update_xaxes(title_text="simulated time (s)", row=len(runs), col=1)
+    fig.update_layout(
+        title="CPU share of node capacity per cgroup (grey: warm-up)",
+        height=260 * len(runs) + 120,
+        legend={"orientation": "h", "y": -0.1},
+    )
+    return fig

@@ -1,0 +1,372 @@
+"""What a run measured, read out of a finished NodeEnvironment, and how runs compare.
+
+Everything measured is over the window after the warm-up (the core's stats are reset at its
+end); the time series alone covers the whole run, warm-up included.  Times are in seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from sim.environment import NodeEnvironment
+
+NS = 1e9
+PERCENTILES = (50.0, 90.0, 99.0, 99.9)
+
+
+def _u64(data: bytes) -> np.ndarray:
+    return np.frombuffer(data, dtype="<u8")
+
+
+def nearest_rank(sorted_values: np.ndarray, p: float) -> float:
+    """The p-th percentile by nearest rank: the smallest value with at least p% of the values
+    at or below it.  Exact, no interpolation; NaN when there are no values."""
+    n = len(sorted_values)
+    if n == 0:
+        return math.nan
+    # Fraction: 99.9 / 100 * 1000 must be 999, not 999.0000000000001 rounded up to 1000.
+    rank = max(1, math.ceil(Fraction(str(p)) * n / 100))
+    return float(sorted_values[rank - 1])
+
+
+@dataclass
+class ServiceResult:
+    """One request-serving workload (closed_loop or open_loop)."""
+
+    name: str
+    latencies_s: np.ndarray  # in completion order
+    completions_s: np.ndarray  # completion time of each request, seconds since the start
+    started: int
+    completed: int
+    measured_s: float
+
+    @cached_property
+    def sorted_latencies_s(self) -> np.ndarray:
+        return np.sort(self.latencies_s)
+
+    def percentile(self, p: float) -> float:
+        return nearest_rank(self.sorted_latencies_s, p)
+
+    @property
+    def p50_s(self) -> float:
+        return self.percentile(50)
+
+    @property
+    def p90_s(self) -> float:
+        return self.percentile(90)
+
+    @property
+    def p99_s(self) -> float:
+        return self.percentile(99)
+
+    @property
+    def p999_s(self) -> float:
+        return self.percentile(99.9)
+
+    @property
+    def mean_s(self) -> float:
+        return float(self.latencies_s.mean()) if len(self.latencies_s) else math.nan
+
+    @property
+    def qps(self) -> float:
+        return self.completed / self.measured_s if self.measured_s > 0 else math.nan
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "qps": self.qps,
+            "p50_s": self.p50_s,
+            "p90_s": self.p90_s,
+            "p99_s": self.p99_s,
+            "p999_s": self.p999_s,
+            "mean_s": self.mean_s,
+            "started": self.started,
+            "completed": self.completed,
+        }
+
+
+@dataclass
+class CgroupResult:
+    """CPU a cgroup got (hierarchical, like cpuacct.usage) over the measured window."""
+
+    name: str
+    cpu_s: float
+    cpu_share: float  # of node capacity: cpu_s / (ncpus x measured seconds)
+    wait_s: float  # run-queue wait of its tasks
+    nr_switches: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cpu_s": self.cpu_s,
+            "cpu_share": self.cpu_share,
+            "wait_s": self.wait_s,
+            "nr_switches": self.nr_switches,
+        }
+
+
+@dataclass
+class TimeSeries:
+    """Per sample interval, whole run (warm-up included): t_s is each interval's end."""
+
+    t_s: np.ndarray
+    cpu_share: dict[str, np.ndarray]  # per cgroup, share of node capacity in the interval
+    completions: dict[str, np.ndarray]  # per service, requests completed in the interval
+
+    @classmethod
+    def from_core(
+        cls, raw: dict[str, Any], ncpus: int, cgroups: list[str], services: list[str]
+    ) -> TimeSeries:
+        t = _u64(raw["t_ns"]).astype(np.int64)
+        usage = _u64(raw["usage_ns"]).astype(np.float64).reshape(len(t), len(cgroups))
+        done = _u64(raw["completed"]).astype(np.int64).reshape(len(t), len(services))
+        if len(t) and t[0] > 0:
+            # Counters are cumulative from time 0, so the first interval starts at zero.
+            t = np.concatenate([[0], t])
+            usage = np.vstack([np.zeros(len(cgroups)), usage])
+            done = np.vstack([np.zeros(len(services), dtype=np.int64), done])
+        if len(t) < 2:
+            return cls(
+                np.empty(0),
+                {c: np.empty(0) for c in cgroups[1:]},
+                {s: np.empty(0, dtype=np.int64) for s in services},
+            )
+        dt = np.diff(t).astype(np.float64)
+        share = np.diff(usage, axis=0) / (ncpus * dt)[:, None]
+        completed = np.diff(done, axis=0)
+        return cls(
+            t_s=t[1:] / NS,
+            cpu_share={c: share[:, i] for i, c in enumerate(cgroups) if c},
+            completions={s: completed[:, i] for i, s in enumerate(services)},
+        )
+
+
+@dataclass
+class RunResult:
+    """One run of a scenario, read from its finished environment."""
+
+    name: str
+    ncpus: int
+    duration_s: float  # simulated time at the end
+    warmup_s: float  # when the stats were last reset
+    services: dict[str, ServiceResult]
+    cgroups: dict[str, CgroupResult]  # every cgroup but the root
+    cgroup_names: list[str]  # columns of cpu_busy_s, the core's order; index 0 is the root
+    cpu_busy_s: np.ndarray  # ncpus x len(cgroup_names): time each CPU ran each leaf cgroup
+    timeseries: TimeSeries
+
+    @property
+    def measured_s(self) -> float:
+        return self.duration_s - self.warmup_s
+
+    @property
+    def busy_share(self) -> float:
+        """Share of node capacity that ran any task (the rest was idle)."""
+        capacity = self.ncpus * self.measured_s
+        return float(self.cpu_busy_s.sum()) / capacity if capacity > 0 else math.nan
+
+    @classmethod
+    def from_environment(cls, env: NodeEnvironment, name: str) -> RunResult:
+        node = env.node
+        ncpus = node.ncpus
+        measured = env.now - env.stats_since
+        capacity = ncpus * measured
+        cgroup_names = list(node.cgroup_names())
+        service_names = list(node.service_names())
+
+        services = {}
+        for svc in service_names:
+            stats = node.service_stats(svc)
+            services[svc] = ServiceResult(
+                name=svc,
+                latencies_s=_u64(node.service_latencies(svc)) / NS,
+                completions_s=_u64(node.service_completions(svc)) / NS,
+                started=int(stats["started"]),
+                completed=int(stats["completed"]),
+                measured_s=measured,
+            )
+        cgroups = {}
+        for cg in cgroup_names:
+            if not cg:
+                continue
+            stats = node.cgroup_stats(cg)
+            cpu_s = stats["usage_ns"] / NS
+            cgroups[cg] = CgroupResult(
+                name=cg,
+                cpu_s=cpu_s,
+                cpu_share=cpu_s / capacity if capacity > 0 else math.nan,
+                wait_s=stats["wait_ns"] / NS,
+                nr_switches=int(stats["nr_switches"]),
+            )
+        busy = _u64(node.cpu_busy()).reshape(ncpus, len(cgroup_names)) / NS
+        return cls(
+            name=name,
+            ncpus=ncpus,
+            duration_s=env.now,
+            warmup_s=env.stats_since,
+            services=services,
+            cgroups=cgroups,
+            cgroup_names=cgroup_names,
+            cpu_busy_s=busy,
+            timeseries=TimeSeries.from_core(node.timeseries(), ncpus, cgroup_names, service_names),
+        )
+
+    def cpus(self) -> list[dict[str, float]]:
+        """Per CPU, busy seconds by cgroup (the root column left out: tasks live in leaves)."""
+        return [
+            {cg: float(row[i]) for i, cg in enumerate(self.cgroup_names) if cg}
+            for row in self.cpu_busy_s
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "services": {n: s.to_dict() for n, s in self.services.items()},
+            "cgroups": {n: c.to_dict() for n, c in self.cgroups.items()},
+            "cpus": self.cpus(),
+        }
+
+
+@dataclass
+class ExperimentResult:
+    """The runs of one scenario, in order, and the one they are compared with."""
+
+    scenario: str
+    seed: int
+    duration_s: float
+    warmup_s: float
+    baseline: str
+    runs: dict[str, RunResult] = field(default_factory=dict)
+
+    @property
+    def service_names(self) -> list[str]:
+        return list(dict.fromkeys(s for run in self.runs.values() for s in run.services))
+
+    @property
+    def cgroup_names(self) -> list[str]:
+        return list(dict.fromkeys(c for run in self.runs.values() for c in run.cgroups))
+
+    def table(self) -> str:
+        """Per run and service: QPS, P50, P90, P99 (seconds), each with its QoS change against
+        the baseline in the seed's convention (seeds 000/002): QPS run/baseline - 1, latency
+        baseline/run - 1, so a negative change is always a loss."""
+        services = self.service_names
+        header = ["Run"]
+        for svc in services:
+            prefix = f"{svc} " if len(services) > 1 else ""
+            header += [f"{prefix}{col}" for col in ("QPS", "P50", "P90", "P99")]
+        base = self.runs.get(self.baseline)
+        rows = []
+        for name, run in self.runs.items():
+            row = [name]
+            for svc in services:
+                here = run.services.get(svc)
+                there = base.services.get(svc) if base is not None else None
+                for attr in ("qps", "p50_s", "p90_s", "p99_s"):
+                    value = getattr(here, attr) if here else math.nan
+                    cell = sig3(value)
+                    if name != self.baseline and there is not None:
+                        base_value = getattr(there, attr)
+                        if attr == "qps":
+                            cell += _change(value, base_value)
+                        else:
+                            cell += _change(base_value, value)
+                    row.append(cell)
+            rows.append(row)
+        if not services:
+            title = "(no request-serving workloads)\n"
+        else:
+            who = f"{services[0]}: " if len(services) == 1 else ""
+            title = (
+                f"{who}QPS and latency percentiles (s); in brackets the QoS change against the "
+                "baseline (QPS run/base - 1, latency base/run - 1: negative = worse)\n"
+            )
+        return title + _markdown(header, rows)
+
+    def cpu_table(self) -> str:
+        """Per run: each cgroup's share of node capacity, and how busy the node was."""
+        cgroups = self.cgroup_names
+        header = ["Run", *cgroups, "node busy"]
+        rows = [
+            [name]
+            + [_percent(run.cgroups[c].cpu_share) if c in run.cgroups else "-" for c in cgroups]
+            + [_percent(run.busy_share)]
+            for name, run in self.runs.items()
+        ]
+        return "CPU share of node capacity\n" + _markdown(header, rows)
+
+    def __str__(self) -> str:
+        return f"{self.table()}\n\n{self.cpu_table()}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The results.json document; NaN (a service with no completions) becomes null."""
+        return _finite(
+            {
+                "scenario": self.scenario,
+                "seed": self.seed,
+                "duration_s": self.duration_s,
+                "warmup_s": self.warmup_s,
+                "baseline": self.baseline,
+                "runs": {name: run.to_dict() for name, run in self.runs.items()},
+            }
+        )
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+
+# --- formatting ------------------------------------------------------------------------
+
+
+def sig3(value: float) -> str:
+    """Three significant digits, never in exponent form: 0.485, 1.89, 5000, 0.000123."""
+    if value is None or not math.isfinite(value):
+        return "-"
+    if value == 0:
+        return "0"
+    decimals = 2 - math.floor(math.log10(abs(value)))
+    if decimals <= 0:
+        return f"{round(value, decimals):.0f}"
+    return f"{value:.{decimals}f}"
+
+
+def _change(value: float, base: float) -> str:
+    """value/base - 1 as a signed percentage."""
+    if not (math.isfinite(value) and math.isfinite(base)) or base == 0:
+        return ""
+    return f" ({(value / base - 1) * 100:+.1f}%)"
+
+
+def _percent(share: float) -> str:
+    return f"{share * 100:.1f}%" if math.isfinite(share) else "-"
+
+
+def _markdown(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        padded = [
+            c.ljust(w) if i == 0 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return "| " + " | ".join(padded) + " |"
+
+    rule = (
+        "|" + "|".join("-" * (w + 1) + ("-" if i == 0 else ":") for i, w in enumerate(widths)) + "|"
+    )
+    return "\n".join([line(header), rule, *(line(r) for r in rows)])
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value

@@ -1,0 +1,92 @@
+"""Run every variant of a scenario on a fresh node and collect the results."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from tqdm import tqdm
+
+from sim.environment import NS_PER_S, NodeEnvironment, warm_up
+from sim.errors import ScenarioError
+from sim.results import ExperimentResult, RunResult
+from sim.scenario import Scenario, Variant
+
+# Chunks per run: the progress bar moves this often; each is one `run(until=...)`.
+CHUNKS = 100
+
+Attach = Callable[[NodeEnvironment, Variant], None]
+
+
+def run_scenario(
+    scenario: Scenario,
+    seed: int | None = None,
+    progress: bool = True,
+    attach: Attach | None = None,
+) -> ExperimentResult:
+    """Run each variant for the scenario's duration; every run gets the same seed, so runs
+    differ only by their overrides (common random numbers).
+
+    `attach(env, variant)` is called on each fresh environment before it runs, to add SimPy
+    processes (policy agents, trace players).  The progress bar counts simulated seconds on
+    stderr and appears only when the whole thing takes more than about 2 s.
+    """
+    seed = scenario.seed if seed is None else seed
+    variants = scenario.variants()
+    duration_ns = scenario.scenario.duration
+    result = ExperimentResult(
+        scenario=scenario.name,
+        seed=seed,
+        duration_s=duration_ns / NS_PER_S,
+        warmup_s=scenario.scenario.warmup / NS_PER_S,
+        baseline=scenario.baseline,
+    )
+    with tqdm(
+        total=len(variants) * duration_ns,  # counted in ns, so the sum is exact
+        unit_scale=1 / NS_PER_S,  # and shown in seconds
+        desc=scenario.name,
+        file=sys.stderr,
+        delay=2,
+        disable=not progress,
+        bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.1f}/{total:.1f} sim s "
+        "[{elapsed}<{remaining}]",
+    ) as bar:
+        for variant in variants:
+            # refresh=False: a refresh would show the bar before `delay` has passed
+            bar.set_description_str(f"{scenario.name}: {variant.name}", refresh=False)
+            result.runs[variant.name] = run_variant(variant, seed, bar.update, attach)
+    return result
+
+
+def run_variant(
+    variant: Variant,
+    seed: int,
+    on_progress: Callable[[int], object] = lambda ns: None,
+    attach: Attach | None = None,
+) -> RunResult:
+    """One run: build the node, schedule the warm-up, run to the end in chunks."""
+    meta = variant.scenario.scenario
+    try:
+        env = NodeEnvironment(variant.scenario.core_spec(seed))
+    except (ValueError, KeyError) as err:
+        # The core names the bad field; say which run it was.
+        raise ScenarioError(f'run "{variant.name}": {_message(err)}') from None
+    if meta.warmup > 0:
+        env.process(warm_up(env, at=meta.warmup / NS_PER_S))
+    if attach is not None:
+        attach(env, variant)
+    done = 0
+    for i in range(1, CHUNKS + 1):
+        # Chunk ends in integer ns, so the last one is the duration exactly.
+        end = meta.duration * i // CHUNKS
+        if end == done:
+            continue
+        env.run(until=end / NS_PER_S)
+        on_progress(end - done)
+        done = end
+    return RunResult.from_environment(env, variant.name)
+
+
+def _message(err: Exception) -> str:
+    # str(KeyError("x")) is "'x'"; its argument is the message.
+    return str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)

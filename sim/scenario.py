@@ -1,0 +1,737 @@
+"""The scenario file: what a user writes (TOML), validated, and turned into the core spec.
+
+A scenario describes one node (topology, kernel knobs, cgroups, workloads) and, optionally,
+several runs of it that differ by a few overrides (`[[runs]] set = {...}`).  Validation
+happens here, before the core is touched, and every error names the field by its dotted path
+(see `sim.overrides` for the quoting rule) and says why.
+
+    scenario = load_scenario("experiments/clickhouse_stress.toml", ["kernel.hz=1000"])
+    for variant in scenario.variants():
+        spec = variant.scenario.core_spec(seed=1)    # the JSON document sim._core.Node takes
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    PrivateAttr,
+    ValidationError,
+    model_validator,
+)
+
+from sim.duration import format_duration, parse_duration
+from sim.errors import ScenarioError
+from sim.overrides import apply_override, format_path, normalize, parse_path
+
+__all__ = ["Scenario", "ScenarioError", "Variant", "load_scenario"]
+
+
+# (path relative to the table that found it, message)
+FieldError = tuple[tuple[str | int, ...], str]
+
+
+class _FieldErrors(ValueError):
+    """Raised by cross-field checks: each error carries its path relative to the model that
+    raised it, because pydantic would otherwise report them all at the model itself."""
+
+    def __init__(self, errors: list[FieldError]):
+        super().__init__("; ".join(f"{format_path(p)}: {m}" for p, m in errors))
+        self.errors = errors
+
+
+def _positive(ns: int) -> int:
+    if ns <= 0:
+        raise ValueError(f"must be > 0 (got {format_duration(ns)})")
+    return ns
+
+
+# Durations are stored as integer nanoseconds, the core's unit.
+Duration = Annotated[int, BeforeValidator(parse_duration)]
+PositiveDuration = Annotated[int, BeforeValidator(parse_duration), AfterValidator(_positive)]
+
+
+class _Table(BaseModel):
+    # strict: TOML is typed, so `threads = 2.5` or `enabled = "no"` is a mistake, not a hint.
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+# --- distributions ---------------------------------------------------------------------
+
+
+class Constant(_Table):
+    dist: Literal["constant"]
+    value: Duration
+
+    def core_spec(self) -> dict[str, Any]:
+        return {"dist": "constant", "value_ns": self.value}
+
+
+class Exponential(_Table):
+    dist: Literal["exponential"]
+    mean: PositiveDuration
+
+    def core_spec(self) -> dict[str, Any]:
+        return {"dist": "exponential", "mean_ns": self.mean}
+
+
+class Lognormal(_Table):
+    dist: Literal["lognormal"]
+    mean: PositiveDuration
+    # sigma of the underlying normal, as numpy and the core take it
+    sigma: float = Field(ge=0, allow_inf_nan=False)
+
+    def core_spec(self) -> dict[str, Any]:
+        return {"dist": "lognormal", "mean_ns": self.mean, "sigma": self.sigma}
+
+
+class Empirical(_Table):
+    """A histogram: bin i spans edges[i]..edges[i+1] and is picked with weight weights[i]."""
+
+    dist: Literal["empirical"]
+    edges: list[Duration] = Field(min_length=2)
+    weights: list[Annotated[float, Field(ge=0, allow_inf_nan=False)]] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> Empirical:
+        errors: list[FieldError] = []
+        if len(self.edges) != len(self.weights) + 1:
+            errors.append(
+                (
+                    ("edges",),
+                    f"must have one more item than weights "
+                    f"(got {len(self.edges)} edges, {len(self.weights)} weights)",
+                )
+            )
+        for i in range(1, len(self.edges)):
+            if self.edges[i] <= self.edges[i - 1]:
+                errors.append((("edges", i), "must be greater than the edge before it"))
+        if sum(self.weights) <= 0:
+            errors.append((("weights",), "must not all be 0"))
+        if errors:
+            raise _FieldErrors(errors)
+        return self
+
+    def core_spec(self) -> dict[str, Any]:
+        return {"dist": "empirical", "edges_ns": list(self.edges), "weights": list(self.weights)}
+
+
+def _distribution_shorthand(value: Any) -> Any:
+    # `think = "0s"` or `service = "48ms"`: a bare duration means a constant.
+    if isinstance(value, dict):
+        return value
+    return {"dist": "constant", "value": value}
+
+
+Distribution = Annotated[
+    Constant | Exponential | Lognormal | Empirical,
+    Field(discriminator="dist"),
+    BeforeValidator(_distribution_shorthand),
+]
+
+
+# --- workloads -------------------------------------------------------------------------
+
+
+def _fanout(value: Any) -> int | str:
+    if value == "ncpus" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+        return value
+    raise ValueError(f'must be an integer >= 1 or "ncpus" (got {_show(value)})')
+
+
+class _Workload(_Table):
+    cgroup: str
+    enabled: bool = True  # a disabled workload is left out of the core spec
+    start: Duration = 0
+
+
+class Hog(_Workload):
+    """CPU hog threads that never sleep (`stress --cpu N`)."""
+
+    kind: Literal["hog"]
+    threads: int = Field(ge=1)
+
+    def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
+        return {
+            "kind": "hog",
+            "name": name,
+            "cgroup": self.cgroup,
+            "threads": self.threads,
+            "start_ns": self.start,
+        }
+
+
+class ClosedLoop(_Workload):
+    """C clients that each send a request, wait for it, think, and send the next
+    (clickhouse-benchmark -c, wrk -c).  A request fans out to `fanout` threads and completes
+    when all of them have run their service time."""
+
+    kind: Literal["closed_loop"]
+    clients: int = Field(ge=1)
+    fanout: Annotated[int | str, PlainValidator(_fanout)] = 1
+    think: Distribution = Constant(dist="constant", value=0)
+    service: Distribution
+
+    def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
+        return {
+            "kind": "closed_loop",
+            "name": name,
+            "cgroup": self.cgroup,
+            "clients": self.clients,
+            "fanout": ncpus if self.fanout == "ncpus" else self.fanout,
+            "think": self.think.core_spec(),
+            "service": self.service.core_spec(),
+            "start_ns": self.start,
+        }
+
+
+class OpenLoop(_Workload):
+    """Poisson arrivals at `rate` requests/s served by a pool of `workers` threads."""
+
+    kind: Literal["open_loop"]
+    rate: float = Field(gt=0, allow_inf_nan=False)
+    workers: int = Field(ge=1)
+    service: Distribution
+
+    def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
+        return {
+            "kind": "open_loop",
+            "name": name,
+            "cgroup": self.cgroup,
+            "rate_per_s": float(self.rate),
+            "workers": self.workers,
+            "service": self.service.core_spec(),
+            "start_ns": self.start,
+        }
+
+
+Workload = Annotated[Hog | ClosedLoop | OpenLoop, Field(discriminator="kind")]
+
+
+# --- node, kernel, cgroups -------------------------------------------------------------
+
+
+class Topology(_Table):
+    """[node]: sockets -> NUMA nodes -> cores -> SMT threads, numbered as Linux does."""
+
+    sockets: int = Field(1, ge=1)
+    numa_nodes_per_socket: int = Field(1, ge=1)
+    cores_per_socket: int = Field(8, ge=1)
+    threads_per_core: int = Field(1, ge=1)
+    # per-thread speed while both SMT siblings run
+    smt_speed: float = Field(0.6, gt=0, le=1, allow_inf_nan=False)
+    siblings: list[list[Annotated[int, Field(ge=0)]]] | None = None
+
+    @property
+    def ncpus(self) -> int:
+        return self.sockets * self.cores_per_socket * self.threads_per_core
+
+    @model_validator(mode="after")
+    def _check(self) -> Topology:
+        errors: list[FieldError] = []
+        if self.cores_per_socket % self.numa_nodes_per_socket:
+            errors.append(
+                (
+                    ("numa_nodes_per_socket",),
+                    f"must divide cores_per_socket ({self.cores_per_socket}) evenly "
+                    f"(got {self.numa_nodes_per_socket})",
+                )
+            )
+        for i, group in enumerate(self.siblings or []):
+            for j, cpu in enumerate(group):
+                if cpu >= self.ncpus:
+                    errors.append(
+                        (("siblings", i, j), f"no CPU {cpu} (CPUs are 0..{self.ncpus - 1})")
+                    )
+        if errors:
+            raise _FieldErrors(errors)
+        return self
+
+    def core_spec(self) -> dict[str, Any]:
+        return {
+            "sockets": self.sockets,
+            "numa_nodes_per_socket": self.numa_nodes_per_socket,
+            "cores_per_socket": self.cores_per_socket,
+            "threads_per_core": self.threads_per_core,
+            "smt_speed": float(self.smt_speed),
+            "siblings": self.siblings,
+        }
+
+
+class Kernel(_Table):
+    """[kernel]: scheduler tunables; unset ones take the kernel's defaults (scaled by
+    1 + ilog2(min(ncpus, 8)) as the kernel scales them), which the core computes."""
+
+    scheduler: Literal["cfs"] = "cfs"
+    hz: int = Field(250, ge=1, le=10_000)
+    sched_latency: PositiveDuration | None = None
+    sched_min_granularity: PositiveDuration | None = None
+    sched_wakeup_granularity: Duration | None = None
+    sched_idle_min_granularity: PositiveDuration | None = None
+
+    def core_spec(self) -> dict[str, Any]:
+        return {
+            "scheduler": self.scheduler,
+            "hz": self.hz,
+            "sched_latency_ns": self.sched_latency,
+            "sched_min_granularity_ns": self.sched_min_granularity,
+            "sched_wakeup_granularity_ns": self.sched_wakeup_granularity,
+            "sched_idle_min_granularity_ns": self.sched_idle_min_granularity,
+        }
+
+
+def _one_of(*allowed: int) -> AfterValidator:
+    # Not Literal[0, 1]: a Literal would take `true` for 1, and a knob file holds a number.
+    def check(value: int) -> int:
+        if value not in allowed:
+            raise ValueError(f"must be {_alternatives(allowed)} (got {value})")
+        return value
+
+    return AfterValidator(check)
+
+
+class Cgroup(_Table):
+    """[cgroups."path"]: knobs under their kernel file names (cgroup v1 cpu controller)."""
+
+    cpu_shares: int = Field(1024, alias="cpu.shares", ge=2, le=262_144)
+    cpu_idle: Annotated[int, _one_of(0, 1)] = Field(0, alias="cpu.idle")
+    # openEuler: -1 marks the group offline (runs only while no online task is runnable)
+    cpu_qos_level: Annotated[int, _one_of(-1, 0)] = Field(0, alias="cpu.qos_level")
+
+    def core_spec(self, path: str) -> dict[str, Any]:
+        parent, _, _ = path.rpartition("/")
+        return {
+            "name": path,
+            "parent": parent,
+            "cpu.shares": self.cpu_shares,
+            "cpu.idle": self.cpu_idle,
+            "cpu.qos_level": self.cpu_qos_level,
+        }
+
+
+# --- the scenario ----------------------------------------------------------------------
+
+
+class Meta(_Table):
+    """[scenario]: name, length of the run and what is measured."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    duration: PositiveDuration
+    warmup: Duration = 0  # stats are reset at this time; only what follows is measured
+    seed: int = Field(1, ge=0, lt=2**64)
+    sample_interval: Duration = 100_000_000  # 0 = no time series
+
+    @model_validator(mode="after")
+    def _check(self) -> Meta:
+        errors: list[FieldError] = []
+        if "/" in self.name or self.name in (".", ".."):
+            errors.append((("name",), f"must not contain '/' (got {_show(self.name)})"))
+        if self.warmup >= self.duration:
+            errors.append(
+                (
+                    ("warmup",),
+                    f"must be less than scenario.duration ({format_duration(self.duration)}) "
+                    f"(got {format_duration(self.warmup)})",
+                )
+            )
+        if errors:
+            raise _FieldErrors(errors)
+        return self
+
+
+class Run(_Table):
+    """[[runs]]: one run of the scenario, changed by `set` (dotted path -> value)."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    baseline: bool = False
+    overrides: dict[str, Any] = Field(default_factory=dict, alias="set")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A run of the scenario: its name, whether it is the baseline, and the scenario as the
+    run's overrides left it (with no runs of its own)."""
+
+    name: str
+    baseline: bool
+    scenario: Scenario
+
+
+class Scenario(_Table):
+    scenario: Meta
+    node: Topology = Field(default_factory=Topology)
+    kernel: Kernel = Field(default_factory=Kernel)
+    cgroups: dict[str, Cgroup] = {}
+    workloads: dict[str, Workload] = {}
+    runs: list[Run] = []
+
+    _variants: list[Variant] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="after")
+    def _check(self) -> Scenario:
+        errors: list[FieldError] = []
+        for path in self.cgroups:
+            parent, _, leaf = path.rpartition("/")
+            if not leaf or path.startswith("/") or "//" in path:
+                errors.append(
+                    (("cgroups", path), 'must be a path like "online" or "kubepods/besteffort"')
+                )
+            elif parent and parent not in self.cgroups:
+                errors.append((("cgroups", path), f"parent cgroup {_show(parent)} is not declared"))
+        declared = ", ".join(self.cgroups) or "none"
+        for name, workload in self.workloads.items():
+            if workload.cgroup not in self.cgroups:
+                errors.append(
+                    (
+                        ("workloads", name, "cgroup"),
+                        f"no cgroup named {_show(workload.cgroup)} (declared: {declared})",
+                    )
+                )
+        seen: set[str] = set()
+        for i, run in enumerate(self.runs):
+            if run.name in seen:
+                errors.append((("runs", i, "name"), f"duplicate run name {_show(run.name)}"))
+            seen.add(run.name)
+        baselines = [i for i, run in enumerate(self.runs) if run.baseline]
+        for i in baselines[1:]:
+            errors.append((("runs", i, "baseline"), "only one run can be the baseline"))
+        if errors:
+            raise _FieldErrors(errors)
+        return self
+
+    # -- convenient names for the [scenario] table
+
+    @property
+    def name(self) -> str:
+        return self.scenario.name
+
+    @property
+    def seed(self) -> int:
+        return self.scenario.seed
+
+    @property
+    def duration_s(self) -> float:
+        return self.scenario.duration / 1e9
+
+    @property
+    def warmup_s(self) -> float:
+        return self.scenario.warmup / 1e9
+
+    @property
+    def ncpus(self) -> int:
+        return self.node.ncpus
+
+    @property
+    def baseline(self) -> str:
+        """Name of the run the others are compared with (the first, unless one says so)."""
+        return next(v.name for v in self.variants() if v.baseline)
+
+    def variants(self) -> list[Variant]:
+        """One variant per [[runs]] entry, or the scenario itself when there are none."""
+        if not self._variants:
+            self._variants = [Variant(self.name, True, self.model_copy(update={"runs": []}))]
+        return list(self._variants)
+
+    def core_spec(self, seed: int | None = None) -> dict[str, Any]:
+        """The document `sim._core.Node` takes (see sim/_core.pyi); ignores [[runs]]."""
+        ncpus = self.node.ncpus
+        return {
+            "seed": self.seed if seed is None else seed,
+            "topology": self.node.core_spec(),
+            "kernel": self.kernel.core_spec(),
+            "cgroups": [self.cgroups[path].core_spec(path) for path in self._cgroup_order()],
+            "workloads": [
+                w.core_spec(name, ncpus) for name, w in self.workloads.items() if w.enabled
+            ],
+            "sample_interval_ns": self.scenario.sample_interval,
+        }
+
+    def _cgroup_order(self) -> list[str]:
+        # The core wants parents before children; otherwise keep the order of the file.
+        order: list[str] = []
+        for path in self.cgroups:
+            chain = []
+            while path and path not in order and path not in chain:
+                chain.append(path)
+                path = path.rpartition("/")[0]
+            order.extend(reversed(chain))
+        return order
+
+    # -- construction
+
+    @classmethod
+    def from_document(
+        cls,
+        document: Mapping[str, Any],
+        overrides: Iterable[str] | Mapping[str, Any] = (),
+    ) -> Scenario:
+        """Validate a parsed TOML document and every run; the first document that fails
+        raises ScenarioError with all of its errors.  `overrides` (`key=value` strings or
+        {path: value}) apply to every run and win over the runs' own `set`."""
+        everywhere = normalize(overrides)
+        for path, _ in everywhere:
+            if path[0] == "runs":
+                raise ScenarioError(f"--set {format_path(path)}: runs cannot be overridden")
+        base = copy.deepcopy(dict(document))
+        for path, value in everywhere:
+            apply_override(base, path, value, where="--set ")
+        scenario = _validate(cls, base, where="")
+
+        variants = []
+        for i, run in enumerate(scenario.runs):
+            where = f"runs[{i}] {_show(run.name)}: set "
+            doc = copy.deepcopy(dict(document))
+            doc.pop("runs", None)
+            for key, value in run.overrides.items():
+                try:
+                    path = parse_path(key)
+                except ScenarioError as err:
+                    raise ScenarioError(f"{where}{err}") from None
+                if path[0] in ("scenario", "runs"):
+                    raise ScenarioError(
+                        f"{where}{format_path(path)}: a run cannot change [{path[0]}] "
+                        "(duration, warm-up and seed are shared by all runs)"
+                    )
+                apply_override(doc, path, value, where=where)
+            for path, value in everywhere:
+                apply_override(doc, path, value, where="--set ")
+            variant = _validate(cls, doc, where=f"runs[{i}] {_show(run.name)}: ")
+            variants.append(Variant(run.name, run.baseline, variant))
+        if variants and not any(v.baseline for v in variants):
+            first = variants[0]
+            variants[0] = Variant(first.name, True, first.scenario)
+        scenario._variants = variants
+        return scenario
+
+    @classmethod
+    def from_toml(
+        cls,
+        text: str,
+        source: str = "scenario.toml",
+        overrides: Iterable[str] | Mapping[str, Any] = (),
+    ) -> Scenario:
+        try:
+            document = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as err:
+            raise ScenarioError(_toml_message(source, err)) from None
+        return cls.from_document(document, overrides)
+
+
+def load_scenario(path: str | Path, overrides: Iterable[str] | Mapping[str, Any] = ()) -> Scenario:
+    """Read and validate a scenario file; ScenarioError names what is wrong."""
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise ScenarioError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ScenarioError(f"{path}: is a directory, not a scenario file") from None
+    except OSError as err:
+        raise ScenarioError(f"{path}: {err.strerror or err}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ScenarioError(f"{path}: not UTF-8 text (byte {err.start})") from None
+    return Scenario.from_toml(text, source=str(path), overrides=overrides)
+
+
+# --- error messages --------------------------------------------------------------------
+
+
+def _validate(cls: type[Scenario], document: dict[str, Any], where: str) -> Scenario:
+    try:
+        return cls.model_validate(document)
+    except ValidationError as err:
+        messages = [f"{format_path(p) or '(top level)'}: {m}" for p, m in _errors(err, document)]
+        raise ScenarioError(where + "; ".join(messages)) from None
+
+
+def _toml_message(source: str, err: tomllib.TOMLDecodeError) -> str:
+    # tomllib says "Invalid value (at line 3, column 9)"; lead with the place, as compilers do.
+    message = str(err)
+    lineno = getattr(err, "lineno", None)  # Python >= 3.14 has it; parse the text before that
+    if lineno is None and "(at line " in message:
+        message, _, place = message.rpartition(" (at line ")
+        line, _, column = place.rstrip(")").partition(", column ")
+        return f"{source} line {line}: {message} (column {column})"
+    if lineno is not None:
+        message = getattr(err, "msg", message)
+        return f"{source} line {lineno}: {message} (column {getattr(err, 'colno', '?')})"
+    message = message.replace(" (at end of document)", "")
+    return f"{source}: {message} (at end of document)"
+
+
+# The discriminator fields of the tagged tables and their values.
+_TAGS = {
+    "kind": ("hog", "closed_loop", "open_loop"),
+    "dist": ("constant", "exponential", "lognormal", "empirical"),
+}
+_ALL_TAGS = {tag for tags in _TAGS.values() for tag in tags}
+
+
+def _document_path(loc: tuple[str | int, ...], document: Any) -> tuple[str | int, ...]:
+    """The error's place in the user's document.
+
+    pydantic puts the tag of a discriminated union into the location
+    (workloads.web.open_loop.rate); walking the document alongside drops it.  Past a scalar
+    (a shorthand like `service = "48ms"`) the rest of the location is pydantic's own.
+    """
+    out: list[str | int] = []
+    node: Any = document
+    skipped = False  # a tag never follows a tag
+    for part in loc:
+        if not skipped and part in _ALL_TAGS:
+            if isinstance(node, dict):
+                is_tag = any(node.get(key) == part for key in _TAGS)
+            else:  # a scalar the shorthand turned into a table
+                is_tag = node is not None and not isinstance(node, list)
+            if is_tag:
+                skipped = True
+                continue
+        skipped = False
+        if isinstance(node, dict):
+            out.append(part)
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int):
+            out.append(part)
+            node = node[part] if 0 <= part < len(node) else None
+        elif node is None:
+            out.append(part)
+        else:
+            break
+    return tuple(out)
+
+
+def _errors(err: ValidationError, document: Any) -> list[FieldError]:
+    out: list[FieldError] = []
+    for error in err.errors():
+        path = _document_path(error["loc"], document)
+        kind, ctx, got = error["type"], error.get("ctx") or {}, error.get("input")
+        if kind == "value_error" and isinstance(ctx.get("error"), _FieldErrors):
+            out.extend((path + rel, message) for rel, message in ctx["error"].errors)
+        elif kind in ("union_tag_invalid", "union_tag_not_found"):
+            key = ctx.get("discriminator", "").strip("'\"")
+            tags = _alternatives(_TAGS.get(key, ()))
+            if kind == "union_tag_invalid":
+                out.append((path + (key,), f"must be {tags} (got {_show(ctx.get('tag'))})"))
+            else:
+                out.append((path + (key,), f"required field missing: {tags}"))
+        else:
+            out.append((path, _describe(kind, ctx, got, error["msg"], path, document)))
+    # An unknown field usually explains a missing one beside it (a typo), so it goes first.
+    return sorted(out, key=lambda e: not e[1].startswith("unknown field"))
+
+
+def _describe(
+    kind: str, ctx: dict[str, Any], got: Any, msg: str, path: tuple, document: Any
+) -> str:
+    bounds = {
+        "greater_than": (">", "gt"),
+        "greater_than_equal": (">=", "ge"),
+        "less_than": ("<", "lt"),
+        "less_than_equal": ("<=", "le"),
+    }
+    if kind in bounds:
+        op, key = bounds[kind]
+        return f"must be {op} {_show(ctx[key])} (got {_show(got)})"
+    if kind == "extra_forbidden":
+        if len(path) == 3 and path[0] == "cgroups" and isinstance(got, dict):
+            return (
+                "unknown field (a child cgroup is declared by its quoted path, e.g. "
+                f'[cgroups."{path[1]}/{path[2]}"])'
+            )
+        close = difflib.get_close_matches(str(path[-1]), _fields_at(path[:-1], document), n=1)
+        return f'unknown field (did you mean "{close[0]}"?)' if close else "unknown field"
+    if kind == "missing":
+        return "required field missing"
+    if kind == "value_error":
+        return str(ctx.get("error", msg)).removeprefix("Value error, ")
+    if kind == "literal_error":
+        return f"must be {ctx['expected'].replace(chr(39), chr(34))} (got {_show(got)})"
+    simple = {
+        "int_type": "must be an integer",
+        "int_parsing": "must be an integer",
+        "int_from_float": "must be an integer",
+        "float_type": "must be a number",
+        "float_parsing": "must be a number",
+        "bool_type": "must be true or false",
+        "bool_parsing": "must be true or false",
+        "string_type": "must be a string",
+        "dict_type": "must be a table",
+        "model_type": "must be a table",
+        "model_attributes_type": "must be a table",
+        "list_type": "must be an array",
+        "string_too_short": "must not be empty",
+        "finite_number": "must be a finite number",
+    }
+    if kind in simple:
+        return f"{simple[kind]} (got {_show(got)})"
+    if kind == "too_short":
+        return f"must have at least {ctx.get('min_length')} items (got {_show(got)})"
+    return msg[:1].lower() + msg[1:]
+
+
+def _fields_at(path: tuple[str | int, ...], document: Any) -> list[str]:
+    """Field names of the table at `path`, for "did you mean" hints."""
+    model: Any = None
+    node: Any = document
+    for part in path:
+        node = node.get(part) if isinstance(node, dict) else None
+    tag = node.get("kind") or node.get("dist") if isinstance(node, dict) else None
+    by_tag = {
+        "hog": Hog,
+        "closed_loop": ClosedLoop,
+        "open_loop": OpenLoop,
+        "constant": Constant,
+        "exponential": Exponential,
+        "lognormal": Lognormal,
+        "empirical": Empirical,
+    }
+    fixed = {"scenario": Meta, "node": Topology, "kernel": Kernel}
+    if not path:
+        model = Scenario
+    elif len(path) == 1:
+        model = fixed.get(str(path[0]))
+    elif path[0] == "cgroups" and len(path) == 2:
+        model = Cgroup
+    elif path[0] == "runs" and len(path) == 2:
+        model = Run
+    elif path[0] == "workloads":
+        model = by_tag.get(tag) if isinstance(tag, str) else None
+    if model is None:
+        return []
+    return [f.alias or name for name, f in model.model_fields.items()]
+
+
+def _alternatives(values: Iterable[Any]) -> str:
+    shown = [_show(v) for v in values]
+    return " or ".join(shown) if len(shown) < 3 else ", ".join(shown[:-1]) + " or " + shown[-1]
+
+
+def _show(value: Any) -> str:
+    """A value as it would be written in TOML, for messages."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, (str, int, float)):
+        return json.dumps(value)
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return f"an array of {len(value)}"
+    return repr(value)

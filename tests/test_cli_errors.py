@@ -1,0 +1,106 @@
+"""`colosim run` on bad input: one line `colosim: error: ...` on stderr, exit 2, no traceback.
+
+Every case fails at validation, before the core is touched, so no Rust extension is needed.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+GOOD = textwrap.dedent(
+    """
+    [scenario]
+    name = "t"
+    duration = "1s"
+
+    [node]
+    cores_per_socket = 2
+
+    [cgroups.online]
+    [cgroups.offline]
+
+    [workloads.web]
+    kind = "open_loop"
+    cgroup = "online"
+    rate = 100
+    workers = 4
+    service = { dist = "exponential", mean = "1ms" }
+    """
+)
+
+
+def colosim(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "COLOSIM_DEBUG"}
+    return subprocess.run(
+        [sys.executable, "-m", "sim", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def assert_user_error(result: subprocess.CompletedProcess[str], *expected: str) -> None:
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("colosim: error: ")
+    for text in expected:
+        assert text in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ("rate = 100", "rate = = 100", ("line 15",)),
+        ("rate = 100", "rtae = 100", ("workloads.web.rtae", "unknown field")),
+        ("rate = 100", "rate = -5", ("workloads.web.rate", "must be > 0 (got -5)")),
+        ("cores_per_socket = 2", "cores_per_socket = 0", ("node.cores_per_socket", ">= 1")),
+        ('cgroup = "online"', 'cgroup = "foo"', ("workloads.web.cgroup", 'no cgroup named "foo"')),
+    ],
+    ids=["malformed-toml", "unknown-field", "negative-rate", "zero-cpus", "undeclared-cgroup"],
+)
+def test_bad_scenario(tmp_path, old, new, expected):
+    assert old in GOOD
+    path = tmp_path / "bad.toml"
+    path.write_text(GOOD.replace(old, new, 1))
+    assert_user_error(colosim("run", str(path), "--no-progress"), *expected)
+
+
+def test_malformed_toml_names_the_file(tmp_path):
+    path = tmp_path / "scenario.toml"
+    path.write_text("[scenario]\nname = \n")
+    assert_user_error(colosim("run", str(path)), "scenario.toml line 2: ")
+
+
+def test_missing_file(tmp_path):
+    path = tmp_path / "nope.toml"
+    assert_user_error(colosim("run", str(path)), "nope.toml", "no such file")
+
+
+def test_directory_instead_of_file(tmp_path):
+    assert_user_error(colosim("run", str(tmp_path)), "directory")
+
+
+def test_bad_set_path(tmp_path):
+    path = tmp_path / "ok.toml"
+    path.write_text(GOOD)
+    assert_user_error(
+        colosim("run", str(path), "--set", "workloads.wbe.rate=5"),
+        "--set workloads.wbe.rate",
+        'no "wbe"',
+    )
+    assert_user_error(colosim("run", str(path), "--set", "a..b=1"), "not a dotted key")
+    assert_user_error(
+        colosim("run", str(path), "--set", "workloads.web.rate=-1"), "workloads.web.rate"
+    )
