@@ -695,3 +695,105 @@ impl Node {
         self.check_preempt_curr(dst, t);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Hand-worked cases of the fair class's arithmetic (kernel-and-anchors.md §A3, §A4).
+    use super::*;
+    use serde_json::json;
+
+    /// A node of `ncpus` CPUs whose hogs have been forked (t = 0 processed).
+    fn forked(ncpus: u32, cgroups: serde_json::Value, workloads: serde_json::Value) -> Node {
+        let spec = json!({"topology": {"cores_per_socket": ncpus}, "cgroups": cgroups, "workloads": workloads});
+        let mut n = Node::from_json(&spec.to_string()).unwrap();
+        n.run_until(0).unwrap();
+        n
+    }
+
+    fn task_of(n: &Node, wl: usize) -> TaskId {
+        n.tasks.iter().position(|t| t.wl == wl).unwrap()
+    }
+
+    #[test]
+    fn slice_two_tasks_one_cpu_is_half_the_latency() {
+        // 1 CPU → factor 1: sched_latency 6 ms; 2 nice-0 tasks → 3 ms each.
+        let n = forked(1, json!([{"name": "a"}]), json!([{"kind": "hog", "name": "h", "cgroup": "a", "threads": 2}]));
+        let t = task_of(&n, 0);
+        assert_eq!(n.sched_slice(n.tasks[t].se), 3_000_000);
+    }
+
+    #[test]
+    fn slice_beyond_nr_latency_stretches_the_period() {
+        // 10 tasks > sched_nr_latency 8: period = 10 × 0.75 ms, slice = 0.75 ms each.
+        let n = forked(1, json!([{"name": "a"}]), json!([{"kind": "hog", "name": "h", "cgroup": "a", "threads": 10}]));
+        assert_eq!(n.sched_slice(n.tasks[0].se), 750_000);
+    }
+
+    #[test]
+    fn slice_multiplies_down_the_hierarchy() {
+        // Group a (2 tasks) beside group b (1 task), both 1024 shares, 1 CPU: 3 tasks → period
+        // 6 ms; a's task: 6 × (1024/2048) × (1024/2048) = 1.5 ms; b's task: 6 × 1 × 1/2 = 3 ms.
+        let n = forked(
+            1,
+            json!([{"name": "a"}, {"name": "b"}]),
+            json!([{"kind": "hog", "name": "ha", "cgroup": "a", "threads": 2},
+                   {"kind": "hog", "name": "hb", "cgroup": "b", "threads": 1}]),
+        );
+        assert_eq!(n.sched_slice(n.tasks[task_of(&n, 0)].se), 1_500_000);
+        assert_eq!(n.sched_slice(n.tasks[task_of(&n, 1)].se), 3_000_000);
+    }
+
+    #[test]
+    fn group_shares_follow_the_per_cpu_load() {
+        // Group a (1024 shares): 2 tasks on CPU 0, 1 on CPU 1 → 1024 × 2048/3072 = 682 and
+        // 1024 × 1024/3072 = 341. A cpu.idle group's entity weighs max(2, 3 × share).
+        let mut n = forked(
+            2,
+            json!([{"name": "a"}, {"name": "idle", "cpu.idle": 1}]),
+            json!([{"kind": "hog", "name": "ha", "cgroup": "a", "threads": 3},
+                   {"kind": "hog", "name": "hi", "cgroup": "idle", "threads": 2}]),
+        );
+        let ncpus = 2;
+        let a = 1;
+        let load0 = n.rqs[a * ncpus].load;
+        let load1 = n.rqs[a * ncpus + 1].load;
+        assert_eq!((load0.max(load1), load0.min(load1)), (2048, 1024));
+        let (big, small) = if load0 > load1 { (0, 1) } else { (1, 0) };
+        let gse = |n: &Node, cg: usize, cpu: usize| n.rqs[cg * ncpus + cpu].gse.unwrap();
+        // Weights are refreshed lazily (at enqueue and tick), as in the kernel: tick both.
+        for cpu in 0..2 {
+            n.tick_wants_resched(cpu);
+        }
+        assert_eq!(n.ses[gse(&n, a, big)].weight, 682);
+        assert_eq!(n.ses[gse(&n, a, small)].weight, 341);
+        for cpu in 0..2 {
+            let l = n.rqs[2 * ncpus + cpu].load;
+            if l > 0 {
+                let expect = (3 * l / n.cgroups[2].total_load).clamp(2, 3);
+                assert_eq!(n.calc_group_shares(2 * ncpus + cpu), expect, "idle group on CPU {cpu}");
+            }
+        }
+    }
+
+    #[test]
+    fn waking_sleeper_gets_half_a_latency_of_credit() {
+        // place_entity(initial = 0): max(own vruntime, min_vruntime − sched_latency/2).
+        let mut n = forked(1, json!([{"name": "a"}]), json!([{"kind": "hog", "name": "h", "cgroup": "a", "threads": 1}]));
+        n.run_until(100_000_000).unwrap();
+        n.update_curr(0);
+        let rq = n.root_rq(0);
+        let min_v = n.rqs[rq].min_vruntime;
+        // A fresh entity with vruntime 0 in the root queue.
+        n.ses.push(crate::cfs_rq::Se::new(SeKind::Group(1), rq, 1024));
+        let se = n.ses.len() - 1;
+        n.place_entity(rq, se, false);
+        assert_eq!(n.ses[se].vruntime, min_v - 3_000_000);
+    }
+
+    #[test]
+    fn wakeup_granularity_is_in_the_wakers_virtual_time() {
+        assert_eq!(calc_delta_fair(1_000_000, 1024), 1_000_000);
+        assert_eq!(calc_delta_fair(1_000_000, 2048), 500_000);
+        assert_eq!(calc_delta_fair(3, 3), 1024);
+    }
+}
