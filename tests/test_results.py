@@ -43,7 +43,7 @@ def test_three_significant_digits(value, text):
 
 @pytest.fixture
 def experiment(fake_core, root) -> ExperimentResult:
-    scenario = load_scenario(root / "experiments" / "clickhouse_stress.toml")
+    scenario = load_scenario(root / "experiments" / "clickhouse_stress.toml", ["scenario.duration=30s"])
     return run_scenario(scenario, progress=False)
 
 

@@ -458,7 +458,7 @@ def test_malformed_file_names_the_file(tmp_path):
 def test_clickhouse_stress_experiment(root):
     s = load_scenario(root / "experiments" / "clickhouse_stress.toml")
     assert s.name == "clickhouse_stress"
-    assert (s.duration_s, s.warmup_s, s.ncpus) == (30.0, 2.0, 8)
+    assert (s.duration_s, s.warmup_s, s.ncpus) == (300.0, 2.0, 8)
     names = [v.name for v in s.variants()]
     assert names == [
         "ClickHouse (baseline)",

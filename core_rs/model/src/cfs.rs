@@ -8,7 +8,7 @@ use crate::cgroup::ROOT;
 use crate::events::Ns;
 use crate::node::{Node, TaskState, SPEED_ONE, SPEED_SHIFT};
 use crate::topology::CpuId;
-use crate::tunables::{MIN_SHARES, NICE_0_LOAD};
+use crate::tunables::{scale_load_down, MIN_SHARES, NICE_0_LOAD};
 use crate::workload::TaskId;
 
 /// How a task enters a run queue (the kernel's ENQUEUE_* flags that matter here).
@@ -25,7 +25,7 @@ pub enum Enqueue {
 /// Deepest cgroup nesting the pick path supports.
 pub const MAX_DEPTH: usize = 32;
 
-/// Δvruntime = Δexec × NICE_0_LOAD / weight (`calc_delta_fair`).
+/// Δvruntime = Δexec × NICE_0_LOAD / weight (`calc_delta_fair`; both scaled).
 #[inline]
 pub fn calc_delta_fair(delta: u64, weight: u64) -> i64 {
     if weight == NICE_0_LOAD {
@@ -110,22 +110,22 @@ impl Node {
         r.min_vruntime = r.min_vruntime.max(cand);
     }
 
-    /// `calc_group_shares`: the group's shares × this CPU's load / the group's load on all
-    /// CPUs, clamped to [MIN_SHARES, shares] (§A4). Loads are the instantaneous queue weights
-    /// (the kernel takes max(load.weight, PELT load_avg); we do not model PELT).
-    fn calc_group_shares(&self, grq: RqId) -> u64 {
+    /// `calc_group_shares`: the group's (scaled) shares × this CPU's load / the group's load on
+    /// all CPUs (unscaled), clamped to [MIN_SHARES, shares] (§A4). Loads are the instantaneous
+    /// queue weights (the kernel takes max(load.weight, PELT load_avg); PELT is not modelled).
+    pub(crate) fn calc_group_shares(&self, grq: RqId) -> u64 {
         let r = &self.rqs[grq];
         let g = &self.cgroups[r.cg];
         let tg_shares = g.effective_shares();
-        let load = r.load;
+        let load = scale_load_down(r.load);
         let tg_weight = g.total_load - g.load_contrib[r.cpu] + load;
         let shares = if tg_weight > 0 { (tg_shares as u128 * load as u128 / tg_weight as u128) as u64 } else { tg_shares };
-        shares.clamp(MIN_SHARES.min(tg_shares), tg_shares)
+        shares.clamp(MIN_SHARES, tg_shares)
     }
 
-    /// Publish a cfs_rq's load into its group's total (update_tg_load_avg, exact here).
+    /// Publish a cfs_rq's (unscaled) load into its group's total (update_tg_load_avg, exact here).
     fn publish_load(&mut self, rq: RqId) {
-        let (cg, cpu, load) = (self.rqs[rq].cg, self.rqs[rq].cpu, self.rqs[rq].load);
+        let (cg, cpu, load) = (self.rqs[rq].cg, self.rqs[rq].cpu, scale_load_down(self.rqs[rq].load));
         if cg == ROOT {
             return;
         }
@@ -745,8 +745,10 @@ mod tests {
 
     #[test]
     fn group_shares_follow_the_per_cpu_load() {
-        // Group a (1024 shares): 2 tasks on CPU 0, 1 on CPU 1 → 1024 × 2048/3072 = 682 and
-        // 1024 × 1024/3072 = 341. A cpu.idle group's entity weighs max(2, 3 × share).
+        // Group a (1024 shares): 2 tasks on one CPU, 1 on the other → scaled weights
+        // 1024·1024 × 2048/3072 = 699050 (682.7 units) and 349525 (341.3 units). A cpu.idle
+        // group's entity weighs 3·1024 × its share of the group's load, floored at the
+        // unscaled MIN_SHARES = 2.
         let mut n = forked(
             2,
             json!([{"name": "a"}, {"name": "idle", "cpu.idle": 1}]),
@@ -757,19 +759,19 @@ mod tests {
         let a = 1;
         let load0 = n.rqs[a * ncpus].load;
         let load1 = n.rqs[a * ncpus + 1].load;
-        assert_eq!((load0.max(load1), load0.min(load1)), (2048, 1024));
+        assert_eq!((load0.max(load1), load0.min(load1)), (2048 << 10, 1024 << 10));
         let (big, small) = if load0 > load1 { (0, 1) } else { (1, 0) };
         let gse = |n: &Node, cg: usize, cpu: usize| n.rqs[cg * ncpus + cpu].gse.unwrap();
         // Weights are refreshed lazily (at enqueue and tick), as in the kernel: tick both.
         for cpu in 0..2 {
             n.tick_wants_resched(cpu);
         }
-        assert_eq!(n.ses[gse(&n, a, big)].weight, 682);
-        assert_eq!(n.ses[gse(&n, a, small)].weight, 341);
+        assert_eq!(n.ses[gse(&n, a, big)].weight, 699_050);
+        assert_eq!(n.ses[gse(&n, a, small)].weight, 349_525);
         for cpu in 0..2 {
             let l = n.rqs[2 * ncpus + cpu].load;
             if l > 0 {
-                let expect = (3 * l / n.cgroups[2].total_load).clamp(2, 3);
+                let expect = (3072 * (l >> 10) / n.cgroups[2].total_load).clamp(2, 3072);
                 assert_eq!(n.calc_group_shares(2 * ncpus + cpu), expect, "idle group on CPU {cpu}");
             }
         }
@@ -784,7 +786,7 @@ mod tests {
         let rq = n.root_rq(0);
         let min_v = n.rqs[rq].min_vruntime;
         // A fresh entity with vruntime 0 in the root queue.
-        n.ses.push(crate::cfs_rq::Se::new(SeKind::Group(1), rq, 1024));
+        n.ses.push(crate::cfs_rq::Se::new(SeKind::Group(1), rq, NICE_0_LOAD));
         let se = n.ses.len() - 1;
         n.place_entity(rq, se, false);
         assert_eq!(n.ses[se].vruntime, min_v - 3_000_000);
@@ -792,8 +794,8 @@ mod tests {
 
     #[test]
     fn wakeup_granularity_is_in_the_wakers_virtual_time() {
-        assert_eq!(calc_delta_fair(1_000_000, 1024), 1_000_000);
-        assert_eq!(calc_delta_fair(1_000_000, 2048), 500_000);
-        assert_eq!(calc_delta_fair(3, 3), 1024);
+        assert_eq!(calc_delta_fair(1_000_000, NICE_0_LOAD), 1_000_000);
+        assert_eq!(calc_delta_fair(1_000_000, 2 * NICE_0_LOAD), 500_000);
+        assert_eq!(calc_delta_fair(3, 3 << 10), 1024);
     }
 }

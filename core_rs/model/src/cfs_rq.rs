@@ -21,7 +21,7 @@ pub enum SeKind {
 pub struct Se {
     pub kind: SeKind,
     pub vruntime: i64,
-    /// Load weight (unscaled: nice 0 = 1024).
+    /// Load weight, scaled like the kernel's on 64-bit (nice 0 = scale_load(1024)).
     pub weight: u64,
     pub sum_exec: u64,
     /// sum_exec when it was last picked (the slice is measured from here).

@@ -2,7 +2,7 @@
 //! per-CPU load contributions that `calc_group_shares` divides its shares by.
 
 use crate::stats::CgroupStats;
-use crate::tunables::WEIGHT_IDLEPRIO;
+use crate::tunables::{scale_load, WEIGHT_IDLEPRIO};
 
 pub type CgId = usize;
 pub const ROOT: CgId = 0;
@@ -21,7 +21,8 @@ pub struct Cgroup {
     pub qos_level: i64,
     /// qos_level = -1 here or on an ancestor.
     pub offline: bool,
-    /// Load of this group's cfs_rq on each CPU as last published (tg->load_avg's terms).
+    /// Load of this group's cfs_rq on each CPU as last published, unscaled (tg->load_avg's
+    /// terms, `tg_load_avg_contrib`).
     pub load_contrib: Vec<u64>,
     /// Σ load_contrib (tg->load_avg).
     pub total_load: u64,
@@ -47,13 +48,13 @@ impl Cgroup {
         }
     }
 
-    /// tg->shares as the scheduler uses it: cpu.idle forces scale_load(WEIGHT_IDLEPRIO)
-    /// (`sched_group_set_idle`, kernel-and-anchors.md §A7).
+    /// tg->shares as the scheduler uses it (scaled): cpu.shares, or scale_load(WEIGHT_IDLEPRIO)
+    /// for a cpu.idle group (`sched_group_set_idle`, kernel-and-anchors.md §A7).
     pub fn effective_shares(&self) -> u64 {
         if self.idle {
             WEIGHT_IDLEPRIO
         } else {
-            self.shares
+            scale_load(self.shares)
         }
     }
 }

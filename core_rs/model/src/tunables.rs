@@ -3,11 +3,31 @@
 
 use crate::spec::KernelSpec;
 
-/// nice-0 load weight (NICE_0_LOAD, unscaled).
-pub const NICE_0_LOAD: u64 = 1024;
-/// SCHED_IDLE task weight and the weight a cpu.idle group is forced to (WEIGHT_IDLEPRIO, §A1/§A7).
-pub const WEIGHT_IDLEPRIO: u64 = 3;
-/// calc_group_shares clamps a group entity's weight to at least MIN_SHARES (§A4).
+/// Load weights are carried with the kernel's 64-bit fixed point (`scale_load`,
+/// SCHED_FIXEDPOINT_SHIFT = 10, §A1): it matters where a group's per-CPU weight falls below
+/// one unit, e.g. a cpu.idle group spread over several CPUs.
+pub const SCHED_FIXEDPOINT_SHIFT: u32 = 10;
+
+pub const fn scale_load(w: u64) -> u64 {
+    w << SCHED_FIXEDPOINT_SHIFT
+}
+
+/// `scale_load_down`: back to unscaled units, at least 2 for a non-zero weight.
+pub fn scale_load_down(w: u64) -> u64 {
+    if w == 0 {
+        0
+    } else {
+        (w >> SCHED_FIXEDPOINT_SHIFT).max(2)
+    }
+}
+
+/// nice-0 load weight (NICE_0_LOAD = scale_load(1024)).
+pub const NICE_0_LOAD: u64 = scale_load(1024);
+/// SCHED_IDLE task weight and the weight a cpu.idle group is forced to
+/// (scale_load(WEIGHT_IDLEPRIO = 3), §A1/§A7).
+pub const WEIGHT_IDLEPRIO: u64 = scale_load(3);
+/// calc_group_shares' floor, deliberately *unscaled* (2/1024 of a unit): "MIN_SHARES has to
+/// be unscaled here to support per-CPU partitioning of a group with small tg->shares" (§A4).
 pub const MIN_SHARES: u64 = 2;
 /// sched_nr_latency: beyond this many runnable tasks the period stretches (§A3).
 pub const SCHED_NR_LATENCY: u64 = 8;
