@@ -37,7 +37,8 @@ def write_report(result: ExperimentResult, path: str | Path) -> Path:
 <h1>{title}</h1>
 <p>seed {result.seed}, {result.duration_s:g} s simulated per run, measured after a
 {result.warmup_s:g} s warm-up; changes are against the baseline run
-<b>{html.escape(result.baseline)}</b>, as (run &minus; baseline) / baseline.</p>
+<b>{html.escape(result.baseline)}</b>, as QoS changes: QPS run/baseline &minus; 1, latency
+baseline/run &minus; 1 (negative = worse).</p>
 <pre>{html.escape(str(result))}</pre>
 {"".join(parts)}
 </body>

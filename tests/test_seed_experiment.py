@@ -57,3 +57,14 @@ def test_same_seed_identical_other_seed_different(root):
         la = a.runs[name].services["clickhouse"].latencies_s
         assert np.array_equal(la, b.runs[name].services["clickhouse"].latencies_s)
         assert not np.array_equal(la, c.runs[name].services["clickhouse"].latencies_s)
+
+
+def test_cpu_share_series_survives_the_warm_up_reset(result):
+    # The sampled usage is cumulative since time 0; the end-of-warm-up reset of the counters
+    # must not show up as a negative share (it once did, as a -2000% spike in the report).
+    for run in result.runs.values():
+        ts = run.timeseries
+        total = sum(ts.cpu_share.values())
+        for share in ts.cpu_share.values():
+            assert share.min() >= 0.0
+        assert np.allclose(total, 1.0, atol=1e-9)  # the node is saturated in every run

@@ -91,6 +91,7 @@ impl Node {
             }
         }
         self.cgroups[cg].stats.usage_ns += delta;
+        self.cgroups[cg].usage_total_ns += delta;
         let ncg = self.cgroups.len();
         self.cpu_busy[cpu * ncg + cg] += delta;
     }

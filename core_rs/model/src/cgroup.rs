@@ -28,6 +28,8 @@ pub struct Cgroup {
     pub total_load: u64,
     pub nr_tasks: u32,
     pub stats: CgroupStats,
+    /// CPU time of its own tasks since time 0, never reset (the time series' counter).
+    pub usage_total_ns: u64,
 }
 
 impl Cgroup {
@@ -45,6 +47,7 @@ impl Cgroup {
             total_load: 0,
             nr_tasks: 0,
             stats: CgroupStats::default(),
+            usage_total_ns: 0,
         }
     }
 

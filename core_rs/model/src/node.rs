@@ -402,7 +402,8 @@ impl Node {
             self.update_curr(cpu);
         }
         self.series.t_ns.push(self.now);
-        let usage = self.hierarchical(|s| s.usage_ns);
+        // Cumulative since time 0: reset_stats (end of warm-up) must not bend the series.
+        let usage = self.hierarchical(|g| g.usage_total_ns);
         self.series.usage_ns.extend(usage);
         // Completions are cumulative since time 0, independent of reset_stats.
         for s in &self.services {
@@ -411,8 +412,8 @@ impl Node {
     }
 
     /// A per-cgroup counter summed over each cgroup's subtree (cgroup ids are topological).
-    pub fn hierarchical(&self, f: impl Fn(&crate::stats::CgroupStats) -> u64) -> Vec<u64> {
-        let mut v: Vec<u64> = self.cgroups.iter().map(|g| f(&g.stats)).collect();
+    pub fn hierarchical(&self, f: impl Fn(&Cgroup) -> u64) -> Vec<u64> {
+        let mut v: Vec<u64> = self.cgroups.iter().map(f).collect();
         for cg in (1..self.cgroups.len()).rev() {
             let p = self.cgroups[cg].parent.unwrap();
             v[p] += v[cg];

@@ -88,7 +88,7 @@ fn cpu_time_is_conserved_exactly() {
     for k in 1..=40 {
         n.run_until(k * 100 * MS).unwrap();
         n.settle();
-        let total: u64 = n.hierarchical(|s| s.usage_ns)[0];
+        let total: u64 = n.hierarchical(|g| g.stats.usage_ns)[0];
         let busy: u64 = n.cpu_busy.iter().sum();
         assert_eq!(total, busy, "usage and per-CPU busy time agree");
         assert!(total <= 4 * n.now, "{total} > capacity {}", 4 * n.now);

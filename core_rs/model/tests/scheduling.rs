@@ -58,7 +58,7 @@ fn same_seed_same_result_other_seed_differs() {
         let mut n = node(spec(seed));
         n.run_until(5 * S).unwrap();
         n.settle();
-        (n.services[0].latencies.clone(), n.hierarchical(|s| s.usage_ns), n.events)
+        (n.services[0].latencies.clone(), n.hierarchical(|g| g.stats.usage_ns), n.events)
     };
     let (a, b, c) = (run(1), run(1), run(2));
     assert_eq!(a, b);

@@ -117,9 +117,9 @@ impl Node {
         self.inner.settle();
         let n = &self.inner;
         let d = PyDict::new(py);
-        d.set_item("usage_ns", n.hierarchical(|s| s.usage_ns)[id])?;
-        d.set_item("wait_ns", n.hierarchical(|s| s.wait_ns)[id])?;
-        d.set_item("nr_switches", n.hierarchical(|s| s.nr_switches)[id])?;
+        d.set_item("usage_ns", n.hierarchical(|g| g.stats.usage_ns)[id])?;
+        d.set_item("wait_ns", n.hierarchical(|g| g.stats.wait_ns)[id])?;
+        d.set_item("nr_switches", n.hierarchical(|g| g.stats.nr_switches)[id])?;
         d.set_item("nr_running", n.nr_running_in(id))?;
         d.set_item("nr_tasks", n.nr_tasks_in(id))?;
         Ok(d)

@@ -27,5 +27,5 @@ pub fn cg(name: &str, shares: u64, idle: i64, qos: i64) -> Value {
 pub fn usage(n: &mut Node, name: &str) -> u64 {
     n.settle();
     let id = n.cgroup_id(name).unwrap();
-    n.hierarchical(|s| s.usage_ns)[id]
+    n.hierarchical(|g| g.stats.usage_ns)[id]
 }
