@@ -3,7 +3,7 @@
 //! `sched_slice`, tick and wakeup preemption, SCHED_IDLE / cpu.idle rules and openEuler's
 //! qos_level = -1 absolute preemption. Constants and rules: kernel-and-anchors.md §A1–§A4, §A7.
 
-use crate::cfs_rq::{RqId, SeId, SeKind};
+use crate::cfs_rq::{RqId, SeId, SeKind, Throttle};
 use crate::cgroup::ROOT;
 use crate::events::Ns;
 use crate::node::{Node, TaskState, SPEED_ONE, SPEED_SHIFT};
@@ -85,6 +85,7 @@ impl Node {
             s.vruntime += calc_delta_fair(delta, s.weight);
             let rq = s.parent_rq;
             self.update_min_vruntime(rq);
+            self.account_cfs_rq_runtime(rq, delta);
             match self.rqs[rq].gse {
                 Some(g) => se = g,
                 None => break,
@@ -219,6 +220,7 @@ impl Node {
                     _ => self.place_entity(rq, se, false),
                 }
                 self.account_enqueue(rq, se);
+                self.check_enqueue_throttle(rq);
             } else {
                 self.reweight_group(se);
             }
@@ -226,10 +228,15 @@ impl Node {
             let r = &mut self.rqs[rq];
             r.h_nr_running += nr;
             r.idle_h_nr_running += idle_nr;
-            if r.throttled {
+            let (cg, throttled) = (r.cg, r.throttled.any());
+            if throttled {
                 break;
             }
-            if self.cgroups[r.cg].idle {
+            // A group with a quota whose period timer went quiet wakes it when used again.
+            if self.cgroups[cg].bw.quota.is_some() && !self.cgroups[cg].bw.period_active {
+                self.start_cfs_bandwidth(cg);
+            }
+            if self.cgroups[cg].idle {
                 idle_nr = nr;
             }
             match self.rqs[rq].gse {
@@ -253,6 +260,7 @@ impl Node {
                     self.ses[se].vruntime -= self.rqs[rq].min_vruntime;
                 }
                 self.update_min_vruntime(rq);
+                self.return_cfs_rq_runtime(rq);
             } else {
                 self.reweight_group(se);
             }
@@ -260,7 +268,7 @@ impl Node {
             let r = &mut self.rqs[rq];
             r.h_nr_running -= nr;
             r.idle_h_nr_running -= idle_nr;
-            if r.throttled {
+            if r.throttled.any() {
                 break;
             }
             if self.cgroups[r.cg].idle {
@@ -324,17 +332,43 @@ impl Node {
         self.note_nr(cpu);
     }
 
+    /// Take a group's queue off its parent for `why` (`throttle_cfs_rq`); a queue already
+    /// throttled for another reason only gains the reason.
+    pub(crate) fn throttle(&mut self, grq: RqId, why: Throttle) {
+        let r = &self.rqs[grq];
+        if !r.throttled.any() {
+            let gse = r.gse.expect("the root queue is never throttled");
+            let nr = r.h_nr_running;
+            let idle = if self.cgroups[r.cg].idle { nr } else { r.idle_h_nr_running };
+            if self.ses[gse].on_rq {
+                self.dequeue_chain(gse, nr, idle, false);
+            }
+        }
+        let r = &mut self.rqs[grq];
+        r.throttled = r.throttled.with(why);
+    }
+
+    /// Drop one throttling reason; the queue goes back on its parent when none is left.
+    pub(crate) fn unthrottle(&mut self, grq: RqId, why: Throttle) {
+        let r = &mut self.rqs[grq];
+        if !r.throttled.has(why) {
+            return;
+        }
+        r.throttled = r.throttled.without(why);
+        if r.throttled.any() || r.nr_running == 0 {
+            return;
+        }
+        let gse = r.gse.unwrap();
+        let nr = r.h_nr_running;
+        let idle = if self.cgroups[r.cg].idle { nr } else { r.idle_h_nr_running };
+        self.enqueue_chain(gse, nr, idle, Enqueue::Wakeup);
+    }
+
     /// qos_level = -1 absolute preemption: take an offline group off this CPU while online
     /// work is runnable here (openEuler's per-CPU qos_throttled_cfs_rq list, §A7).
     fn throttle_qos(&mut self, grq: RqId) {
         let cpu = self.rqs[grq].cpu;
-        let gse = self.rqs[grq].gse.expect("the root is never offline");
-        let nr = self.rqs[grq].h_nr_running;
-        let idle = if self.cgroups[self.rqs[grq].cg].idle { nr } else { self.rqs[grq].idle_h_nr_running };
-        if self.ses[gse].on_rq {
-            self.dequeue_chain(gse, nr, idle, false);
-        }
-        self.rqs[grq].throttled = true;
+        self.throttle(grq, Throttle::QOS);
         self.cpus[cpu].qos_throttled.push(grq);
     }
 
@@ -342,13 +376,7 @@ impl Node {
     pub(crate) fn unthrottle_qos(&mut self, cpu: CpuId) {
         let list = std::mem::take(&mut self.cpus[cpu].qos_throttled);
         for grq in list {
-            self.rqs[grq].throttled = false;
-            if self.rqs[grq].nr_running > 0 {
-                let gse = self.rqs[grq].gse.unwrap();
-                let nr = self.rqs[grq].h_nr_running;
-                let idle = if self.cgroups[self.rqs[grq].cg].idle { nr } else { self.rqs[grq].idle_h_nr_running };
-                self.enqueue_chain(gse, nr, idle, Enqueue::Wakeup);
-            }
+            self.unthrottle(grq, Throttle::QOS);
         }
     }
 
@@ -356,7 +384,7 @@ impl Node {
     pub(crate) fn task_throttled(&self, t: TaskId) -> bool {
         let mut rq = self.ses[self.tasks[t].se].parent_rq;
         loop {
-            if self.rqs[rq].throttled {
+            if self.rqs[rq].throttled.any() {
                 return true;
             }
             match self.rqs[rq].gse {
@@ -430,6 +458,7 @@ impl Node {
         let prev = self.cpus[cpu].curr;
         if let Some(p) = prev {
             self.put_prev(cpu);
+            self.check_cfs_rq_runtime_path(p);
             if self.tasks[p].state == TaskState::Running {
                 self.tasks[p].state = TaskState::Runnable;
                 self.tasks[p].wait_start = self.now;

@@ -55,8 +55,41 @@ pub struct CfsRq {
     /// Queued entities except curr, by (vruntime, id): deterministic ties.
     pub timeline: BTreeSet<(i64, SeId)>,
     pub curr: Option<SeId>,
-    /// Throttled by qos_level absolute preemption: its entity is off the parent.
-    pub throttled: bool,
+    /// Why this queue is throttled (its entity is off the parent while any bit is set).
+    pub throttled: Throttle,
+    /// CFS bandwidth: this group has a quota (`cfs_rq->runtime_enabled`).
+    pub runtime_enabled: bool,
+    /// Local runtime silo (`cfs_rq->runtime_remaining`); may go negative by one tick.
+    pub runtime_remaining: i64,
+    /// When bandwidth throttling started (`throttled_clock`).
+    pub throttled_at: u64,
+}
+
+/// Reasons a cfs_rq is throttled; the queue is off its parent while any is set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Throttle(u8);
+
+impl Throttle {
+    pub const NONE: Throttle = Throttle(0);
+    /// openEuler qos_level = -1: online work is runnable on this CPU.
+    pub const QOS: Throttle = Throttle(1);
+    /// CFS bandwidth: the group's quota is used up for this period.
+    pub const BANDWIDTH: Throttle = Throttle(2);
+    /// openEuler SMT expeller: the SMT sibling runs online work.
+    pub const EXPELLED: Throttle = Throttle(4);
+
+    pub fn any(self) -> bool {
+        self.0 != 0
+    }
+    pub fn has(self, r: Throttle) -> bool {
+        self.0 & r.0 != 0
+    }
+    pub fn with(self, r: Throttle) -> Throttle {
+        Throttle(self.0 | r.0)
+    }
+    pub fn without(self, r: Throttle) -> Throttle {
+        Throttle(self.0 & !r.0)
+    }
 }
 
 impl CfsRq {
@@ -72,7 +105,10 @@ impl CfsRq {
             min_vruntime: 0,
             timeline: BTreeSet::new(),
             curr: None,
-            throttled: false,
+            throttled: Throttle::NONE,
+            runtime_enabled: false,
+            runtime_remaining: 0,
+            throttled_at: 0,
         }
     }
 

@@ -1,6 +1,7 @@
 //! A cgroup as the cpu controller sees it: cpu.shares, cpu.idle, cpu.qos_level, and the
 //! per-CPU load contributions that `calc_group_shares` divides its shares by.
 
+use crate::bandwidth::{CfsBandwidth, CpuStat};
 use crate::stats::CgroupStats;
 use crate::tunables::{scale_load, WEIGHT_IDLEPRIO};
 
@@ -30,6 +31,14 @@ pub struct Cgroup {
     pub stats: CgroupStats,
     /// CPU time of its own tasks since time 0, never reset (the time series' counter).
     pub usage_total_ns: u64,
+    /// CFS bandwidth control: cpu.cfs_quota_us / cpu.cfs_period_us / cpu.cfs_burst_us.
+    pub bw: CfsBandwidth,
+    /// The quota can throttle (see `Node::quota_can_bind`); its cfs_rqs keep silos.
+    pub bw_can_bind: bool,
+    /// Subtree usage at the last period timer (idle detection of non-binding quotas).
+    pub bw_usage_at_timer: u64,
+    /// cpu.stat at the last reset_stats; reported counters are the difference.
+    pub cpu_stat_base: CpuStat,
 }
 
 impl Cgroup {
@@ -48,6 +57,10 @@ impl Cgroup {
             nr_tasks: 0,
             stats: CgroupStats::default(),
             usage_total_ns: 0,
+            bw: CfsBandwidth::default(),
+            bw_can_bind: false,
+            bw_usage_at_timer: 0,
+            cpu_stat_base: CpuStat::default(),
         }
     }
 
@@ -59,5 +72,12 @@ impl Cgroup {
         } else {
             scale_load(self.shares)
         }
+    }
+}
+
+impl Cgroup {
+    /// cpu.stat since the last reset.
+    pub fn cpu_stat(&self) -> CpuStat {
+        self.bw.stat.since(&self.cpu_stat_base)
     }
 }

@@ -21,6 +21,10 @@ pub enum Event {
     Workload { wl: usize, slot: u32 },
     /// Time-series sample.
     Sample,
+    /// CFS bandwidth period timer of a cgroup (stale when `gen` is no longer the group's).
+    Period { cg: usize, gen: u64 },
+    /// CFS bandwidth slack timer of a cgroup.
+    Slack { cg: usize, gen: u64 },
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -4,6 +4,7 @@
 //! Pure Rust; the PyO3 binding lives in the sibling crate `colosim-py`.
 
 pub mod balance;
+pub mod bandwidth;
 pub mod cfs;
 pub mod cfs_rq;
 pub mod cgroup;

@@ -12,7 +12,7 @@ use crate::spec::{check_knob, NodeSpec, WorkloadSpec};
 use crate::stats::{Series, ServiceStats};
 use crate::topology::{CpuId, Topology};
 use crate::tunables::{Tunables, NICE_0_LOAD, WEIGHT_IDLEPRIO};
-use crate::workload::{ClosedLoop, Client, Effects, Hog, Next, OpenLoop, TaskId, Workload, START};
+use crate::workload::{Bursty, ClosedLoop, Client, Effects, Hog, Next, OpenLoop, TaskId, Workload, START};
 
 /// Fixed-point speed: SPEED_ONE is a CPU running at full speed.
 pub const SPEED_SHIFT: u32 = 20;
@@ -168,6 +168,14 @@ impl Node {
             eff: Effects::default(),
         };
         node.refresh_cgroup_flags();
+        for (i, c) in spec.cgroups.iter().enumerate() {
+            let field = format!("cgroups[{i}].cpu.cfs_quota_us");
+            let (quota, period, burst) = crate::spec::bandwidth_ns(&field, c.cfs_quota_us, c.cfs_period_us, c.cfs_burst_us)?;
+            if quota.is_some() || period != crate::bandwidth::DEFAULT_PERIOD || burst > 0 {
+                node.check_quota_hierarchy(i + 1, quota, period)?;
+                node.set_bandwidth(i + 1, quota, period, burst);
+            }
+        }
         for (i, w) in spec.workloads.iter().enumerate() {
             node.add_workload(i, w, spec.seed);
         }
@@ -249,6 +257,24 @@ impl Node {
                 };
                 (Workload::ClosedLoop(cl), *start_ns)
             }
+            WorkloadSpec::Bursty { steady_threads, burst_threads, every_ns, length_ns, start_ns, .. } => {
+                let n = steady_threads + burst_threads;
+                let ts: Vec<TaskId> = (0..n).map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus)).collect();
+                self.service_names.push(w.name().to_string());
+                self.services.push(ServiceStats::default());
+                let (steady, burst) = ts.split_at(*steady_threads as usize);
+                let b = Bursty {
+                    svc: self.services.len() - 1,
+                    steady: steady.to_vec(),
+                    burst: burst.to_vec(),
+                    every: *every_ns,
+                    length: *length_ns,
+                    outstanding: 0,
+                    issued_at: 0,
+                    pending: false,
+                };
+                (Workload::Bursty(b), *start_ns)
+            }
             WorkloadSpec::OpenLoop { rate_per_s, workers, service, start_ns, .. } => {
                 let ws: Vec<TaskId> = (0..*workers).map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus)).collect();
                 self.service_names.push(w.name().to_string());
@@ -266,9 +292,15 @@ impl Node {
                 (Workload::OpenLoop(ol), *start_ns)
             }
         };
-        // Service threads exist from the start but sleep until work arrives.
+        // Service threads exist from the start but sleep until work arrives; hogs and the
+        // steady threads of a bursty service are forked at the start.
+        let forked: Vec<TaskId> = match &workload {
+            Workload::Hog(h) => h.threads.clone(),
+            Workload::Bursty(b) => b.steady.clone(),
+            _ => vec![],
+        };
         for t in 0..self.tasks.len() {
-            if self.tasks[t].wl == idx && self.tasks[t].state == TaskState::New && !matches!(workload, Workload::Hog(_)) {
+            if self.tasks[t].wl == idx && self.tasks[t].state == TaskState::New && !forked.contains(&t) {
                 self.tasks[t].state = TaskState::Sleeping;
             }
         }
@@ -321,6 +353,8 @@ impl Node {
                 self.apply_effects(&mut eff);
                 self.eff = eff;
             }
+            Event::Period { cg, gen } => self.period_timer(cg, gen),
+            Event::Slack { cg, gen } => self.slack_timer(cg, gen),
             Event::Sample => {
                 self.sample();
                 self.queue.push(self.now + self.sample_interval, Event::Sample);
@@ -349,7 +383,7 @@ impl Node {
             }
             self.apply_effects(&mut eff);
             self.eff = eff;
-        } else if self.tick_wants_resched(cpu) {
+        } else if self.tick_wants_resched(cpu) || self.bandwidth_exhausted(cpu) {
             self.schedule(cpu);
         } else {
             self.reprogram(cpu);
@@ -382,7 +416,7 @@ impl Node {
                 let speed = self.cpus[cpu].speed;
                 let rem = self.tasks[t].remaining as u128;
                 let done = self.now.saturating_add(((rem << SPEED_SHIFT).div_ceil(speed as u128)).min(u64::MAX as u128 / 2) as u64);
-                done.min(self.next_resched_tick(cpu))
+                done.min(self.next_resched_tick(cpu)).min(self.next_bandwidth_tick(cpu))
             }
         };
         let c = &mut self.cpus[cpu];
@@ -432,6 +466,7 @@ impl Node {
         self.settle();
         for g in &mut self.cgroups {
             g.stats = Default::default();
+            g.cpu_stat_base = g.bw.stat;
         }
         for t in 0..self.tasks.len() {
             if self.tasks[t].state == TaskState::Runnable {
@@ -474,7 +509,7 @@ impl Node {
             "cpu.qos_level" => {
                 self.requeue_subtree(cg, |g| g[cg].qos_level = value);
             }
-            _ => unreachable!("check_knob accepts only known knobs"),
+            _ => self.write_bandwidth_knob(cg, knob, value)?,
         }
         Ok(())
     }
@@ -486,7 +521,9 @@ impl Node {
             "cpu.shares" => Ok(g.shares as i64),
             "cpu.idle" => Ok(g.idle as i64),
             "cpu.qos_level" => Ok(g.qos_level),
-            _ => Err(SpecError::new(knob, format!("unknown knob {knob:?} (known: cpu.shares, cpu.idle, cpu.qos_level)"))),
+            _ => self.read_bandwidth_knob(cg, knob).ok_or_else(|| {
+                SpecError::new(knob, format!("unknown knob {knob:?} (known: {})", crate::spec::KNOBS.join(", ")))
+            }),
         }
     }
 
@@ -543,7 +580,12 @@ impl Node {
         self.tasks.iter().filter(|t| self.is_descendant(t.cg, cg)).count() as u32
     }
 
-    fn is_descendant(&self, mut g: CgId, ancestor: CgId) -> bool {
+    /// How many CPUs a cgroup's tasks may run on.
+    pub(crate) fn allowed_cpus(&self, _cg: CgId) -> usize {
+        self.ncpus()
+    }
+
+    pub(crate) fn is_descendant(&self, mut g: CgId, ancestor: CgId) -> bool {
         loop {
             if g == ancestor {
                 return true;

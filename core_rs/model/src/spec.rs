@@ -46,6 +46,9 @@ pub struct TopologySpec {
 fn one() -> u32 {
     1
 }
+fn two() -> u32 {
+    2
+}
 fn default_smt_speed() -> f64 {
     0.6
 }
@@ -82,10 +85,40 @@ pub struct CgroupSpec {
     pub idle: i64,
     #[serde(rename = "cpu.qos_level", default)]
     pub qos_level: i64,
+    /// cgroup v1 CFS bandwidth knobs, in their files' units (µs; quota -1 = no limit).
+    #[serde(rename = "cpu.cfs_quota_us", default = "no_quota")]
+    pub cfs_quota_us: i64,
+    #[serde(rename = "cpu.cfs_period_us", default = "default_period_us")]
+    pub cfs_period_us: i64,
+    #[serde(rename = "cpu.cfs_burst_us", default)]
+    pub cfs_burst_us: i64,
 }
 
 fn default_shares() -> u64 {
     1024
+}
+fn no_quota() -> i64 {
+    -1
+}
+fn default_period_us() -> i64 {
+    (crate::bandwidth::DEFAULT_PERIOD / 1000) as i64
+}
+
+/// Bandwidth knob values (µs, as in the files) to (quota, period, burst) in ns.
+pub fn bandwidth_ns(field: &str, quota_us: i64, period_us: i64, burst_us: i64) -> Result<(Option<u64>, u64, u64)> {
+    if quota_us < -1 || quota_us == 0 {
+        return Err(SpecError::new(field, format!("cpu.cfs_quota_us must be -1 (no limit) or >= 1000 (got {quota_us})")));
+    }
+    if period_us <= 0 {
+        return Err(SpecError::new(field, format!("cpu.cfs_period_us must be in 1000..=1000000 (got {period_us})")));
+    }
+    if burst_us < 0 {
+        return Err(SpecError::new(field, format!("cpu.cfs_burst_us must be >= 0 (got {burst_us})")));
+    }
+    let quota = if quota_us == -1 { None } else { Some(quota_us as u64 * 1000) };
+    let (period, burst) = (period_us as u64 * 1000, burst_us as u64 * 1000);
+    crate::bandwidth::check_bandwidth(field, quota, period, burst)?;
+    Ok((quota, period, burst))
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -113,6 +146,20 @@ pub enum WorkloadSpec {
         #[serde(default)]
         start_ns: u64,
     },
+    /// Steady load on `steady_threads`, plus `burst_threads` that each get `length_ns` of
+    /// work every `every_ns` (the first spell at start + every).
+    Bursty {
+        name: String,
+        cgroup: String,
+        #[serde(default = "one")]
+        steady_threads: u32,
+        #[serde(default = "two")]
+        burst_threads: u32,
+        every_ns: u64,
+        length_ns: u64,
+        #[serde(default)]
+        start_ns: u64,
+    },
     /// Poisson arrivals at `rate_per_s` into a FIFO queue served by `workers` threads.
     OpenLoop {
         name: String,
@@ -130,14 +177,16 @@ impl WorkloadSpec {
         match self {
             WorkloadSpec::Hog { name, .. }
             | WorkloadSpec::ClosedLoop { name, .. }
-            | WorkloadSpec::OpenLoop { name, .. } => name,
+            | WorkloadSpec::OpenLoop { name, .. }
+            | WorkloadSpec::Bursty { name, .. } => name,
         }
     }
     pub fn cgroup(&self) -> &str {
         match self {
             WorkloadSpec::Hog { cgroup, .. }
             | WorkloadSpec::ClosedLoop { cgroup, .. }
-            | WorkloadSpec::OpenLoop { cgroup, .. } => cgroup,
+            | WorkloadSpec::OpenLoop { cgroup, .. }
+            | WorkloadSpec::Bursty { cgroup, .. } => cgroup,
         }
     }
 }
@@ -146,6 +195,10 @@ impl WorkloadSpec {
 /// (kernel-and-anchors.md §A2, `__sched_group_set_shares`).
 pub const MIN_SHARES: u64 = 2;
 pub const MAX_SHARES: u64 = 1 << 18;
+
+/// The knobs the simulated cgroups have, by their cgroup v1 file names.
+pub const KNOBS: [&str; 6] =
+    ["cpu.shares", "cpu.idle", "cpu.qos_level", "cpu.cfs_quota_us", "cpu.cfs_period_us", "cpu.cfs_burst_us"];
 
 pub fn check_knob(field: &str, knob: &str, value: i64) -> Result<()> {
     let bad = |why: String| Err(SpecError::new(field, why));
@@ -165,11 +218,9 @@ pub fn check_knob(field: &str, knob: &str, value: i64) -> Result<()> {
                 return bad(format!("cpu.qos_level must be -1 (offline) or 0 (online) (got {value})"));
             }
         }
-        _ => {
-            return bad(format!(
-                "unknown knob {knob:?} (known: cpu.shares, cpu.idle, cpu.qos_level)"
-            ))
-        }
+        // Ranges of these are checked together (they constrain each other) by bandwidth_ns.
+        "cpu.cfs_quota_us" | "cpu.cfs_period_us" | "cpu.cfs_burst_us" => {}
+        _ => return bad(format!("unknown knob {knob:?} (known: {})", KNOBS.join(", "))),
     }
     Ok(())
 }
@@ -238,6 +289,7 @@ impl NodeSpec {
             check_knob(&f("cpu.shares"), "cpu.shares", cg.shares as i64)?;
             check_knob(&f("cpu.idle"), "cpu.idle", cg.idle)?;
             check_knob(&f("cpu.qos_level"), "cpu.qos_level", cg.qos_level)?;
+            bandwidth_ns(&f("cpu.cfs_quota_us"), cg.cfs_quota_us, cg.cfs_period_us, cg.cfs_burst_us)?;
             names.push(&cg.name);
         }
         let mut wl_names: Vec<&str> = vec![];
@@ -265,6 +317,17 @@ impl NodeSpec {
                     service.validate(&f("service"))?;
                     if let Some(t) = think {
                         t.validate(&f("think"))?;
+                    }
+                }
+                WorkloadSpec::Bursty { burst_threads, every_ns, length_ns, .. } => {
+                    if *burst_threads == 0 {
+                        return Err(SpecError::new(f("burst_threads"), "must be >= 1"));
+                    }
+                    if *every_ns == 0 {
+                        return Err(SpecError::new(f("every_ns"), "must be > 0"));
+                    }
+                    if *length_ns == 0 {
+                        return Err(SpecError::new(f("length_ns"), "must be > 0"));
                     }
                 }
                 WorkloadSpec::OpenLoop { rate_per_s, workers, service, .. } => {

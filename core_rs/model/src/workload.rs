@@ -72,11 +72,40 @@ pub struct OpenLoop {
     pub rng: Rng,
 }
 
+/// A service that runs steadily on `steady` threads and, every `every` ns, bursts: each of
+/// the `burst` threads gets `length` ns of work. A spell is a "request": its latency is how
+/// long the burst took, so throttling shows up as stretched spells (seed 001, case 2).
+#[derive(Debug)]
+pub struct Bursty {
+    pub svc: usize,
+    pub steady: Vec<TaskId>,
+    pub burst: Vec<TaskId>,
+    pub every: Ns,
+    pub length: Ns,
+    pub outstanding: u32,
+    pub issued_at: Ns,
+    /// A spell fell due while the previous one was still running: start it when that ends.
+    pub pending: bool,
+}
+
+/// Timer slot of a bursty workload's spells.
+pub const SPELL: u32 = 0;
+
+impl Bursty {
+    fn spell(&mut self, now: Ns, eff: &mut Effects, svc: &mut ServiceStats) {
+        svc.started += 1;
+        self.outstanding = self.burst.len() as u32;
+        self.issued_at = now;
+        eff.wakes.extend(self.burst.iter().map(|&t| (t, self.length)));
+    }
+}
+
 #[derive(Debug)]
 pub enum Workload {
     Hog(Hog),
     ClosedLoop(ClosedLoop),
     OpenLoop(OpenLoop),
+    Bursty(Bursty),
 }
 
 impl ClosedLoop {
@@ -115,6 +144,18 @@ impl Workload {
                 } else {
                     cl.issue(wl, slot as usize, now, None, eff, &mut services[svc]);
                 }
+            }
+            Workload::Bursty(b) => {
+                if slot == START {
+                    eff.forks.extend(b.steady.iter().map(|&t| (t, FOREVER)));
+                } else if b.outstanding > 0 {
+                    b.pending = true;
+                } else {
+                    b.spell(now, eff, &mut services[b.svc]);
+                }
+                // Spells are periodic from the start (the first one `every` after it), so they
+                // keep their phase whatever throttling does to them.
+                eff.timers.push((now + b.every, wl, SPELL));
             }
             Workload::OpenLoop(ol) => {
                 // Every timer of an open loop is an arrival (the start timer is the first).
@@ -155,6 +196,26 @@ impl Workload {
                     eff.timers.push((now + think, wl, c as u32));
                     Next::Sleep
                 }
+            }
+            Workload::Bursty(b) => {
+                if (slot as usize) < b.steady.len() {
+                    return Next::Compute(FOREVER);
+                }
+                b.outstanding -= 1;
+                if b.outstanding == 0 {
+                    services[b.svc].record(now, now - b.issued_at);
+                    if b.pending {
+                        b.pending = false;
+                        b.spell(now, eff, &mut services[b.svc]);
+                        // This thread is one of the burst threads: it runs on instead of waking.
+                        let me = b.burst[slot as usize - b.steady.len()];
+                        if let Some(i) = eff.wakes.iter().position(|&(t, _)| t == me) {
+                            let (_, work) = eff.wakes.swap_remove(i);
+                            return Next::Compute(work);
+                        }
+                    }
+                }
+                Next::Sleep
             }
             Workload::OpenLoop(ol) => {
                 let w = slot as usize;

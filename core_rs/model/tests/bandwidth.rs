@@ -1,0 +1,178 @@
+//! CFS bandwidth control and burst against sched-bwc.rst's examples and hand-worked periods.
+mod common;
+use colosim_core::Node;
+use common::*;
+use serde_json::{json, Value};
+
+fn quota_cg(name: &str, quota_us: i64, period_us: i64, burst_us: i64) -> Value {
+    json!({"name": name, "cpu.cfs_quota_us": quota_us, "cpu.cfs_period_us": period_us, "cpu.cfs_burst_us": burst_us})
+}
+
+fn cpus_used(n: &mut Node, cg: &str, seconds: u64) -> f64 {
+    usage(n, cg) as f64 / (seconds * S) as f64
+}
+
+fn run_hogs(ncpus: u32, cg: Value, threads: u32, seconds: u64) -> (Node, f64) {
+    let mut n = node(json!({
+        "topology": topo(ncpus, 1),
+        "cgroups": [cg],
+        "workloads": [hog("h", "g", threads)],
+    }));
+    n.run_until(S).unwrap();
+    n.reset_stats();
+    n.run_until((1 + seconds) * S).unwrap();
+    let used = cpus_used(&mut n, "g", seconds);
+    (n, used)
+}
+
+#[test]
+fn quota_equal_to_period_gives_one_cpu() {
+    // sched-bwc.rst: "quota = period: the group may use 1 CPU's worth of runtime".
+    let (n, used) = run_hogs(4, quota_cg("g", 250_000, 250_000, 0), 4, 10);
+    assert!((used - 1.0).abs() < 0.01, "{used} CPUs");
+    let st = n.cgroups[1].cpu_stat();
+    assert_eq!(st.nr_periods, 40);
+    assert_eq!(st.nr_throttled, 40, "a saturating group is throttled every period");
+    // 4 CPUs, 1 CPU of runtime: each period about 3 CPU-periods are spent throttled.
+    let throttled = st.throttled_time as f64 / (10 * S) as f64;
+    assert!((throttled - 3.0).abs() < 0.1, "throttled {throttled} CPU-seconds per second");
+}
+
+#[test]
+fn quota_twice_the_period_gives_two_cpus() {
+    let (_, used) = run_hogs(4, quota_cg("g", 1_000_000, 500_000, 0), 8, 10);
+    assert!((used - 2.0).abs() < 0.02, "{used} CPUs");
+}
+
+#[test]
+fn twenty_percent_quota_on_one_cpu_gets_twenty_percent() {
+    // sched-bwc.rst: "limit a group to 20% of 1 CPU: quota 10000, period 50000".
+    let (_, used) = run_hogs(1, quota_cg("g", 10_000, 50_000, 0), 1, 10);
+    assert!((used - 0.2).abs() < 0.005, "{used} CPUs");
+}
+
+#[test]
+fn no_limit_is_no_limit() {
+    let (n, used) = run_hogs(2, quota_cg("g", -1, 100_000, 0), 2, 5);
+    assert!((used - 2.0).abs() < 1e-9, "{used}");
+    assert_eq!(n.cgroups[1].cpu_stat().nr_periods, 0);
+}
+
+#[test]
+fn parent_quota_caps_its_children() {
+    // v1 lets each child have the parent's quota; together they still get only that.
+    let mut n = node(json!({
+        "topology": topo(4, 1),
+        "cgroups": [quota_cg("p", 100_000, 100_000, 0),
+                    {"name": "a", "parent": "p", "cpu.cfs_quota_us": 100_000},
+                    {"name": "b", "parent": "p", "cpu.cfs_quota_us": 100_000}],
+        "workloads": [hog("ha", "a", 2), hog("hb", "b", 2)],
+    }));
+    n.run_until(S).unwrap();
+    n.reset_stats();
+    n.run_until(11 * S).unwrap();
+    let p = cpus_used(&mut n, "p", 10);
+    assert!((p - 1.0).abs() < 0.01, "parent {p}");
+    let (a, b) = (cpus_used(&mut n, "a", 10), cpus_used(&mut n, "b", 10));
+    assert!((a - b).abs() < 0.05, "siblings split the parent's quota: {a} {b}");
+}
+
+#[test]
+fn v1_rejects_a_child_quota_above_its_parent() {
+    let e = Node::from_json(
+        &json!({
+            "topology": topo(4, 1),
+            "cgroups": [quota_cg("p", 100_000, 100_000, 0), {"name": "c", "parent": "p", "cpu.cfs_quota_us": 200_000}],
+        })
+        .to_string(),
+    )
+    .err()
+    .expect("must be rejected");
+    assert!(e.to_string().contains("cgroups.c.cpu.cfs_quota_us"), "{e}");
+    let mut n = node(json!({"topology": topo(4, 1), "cgroups": [{"name": "p"}, {"name": "c", "parent": "p"}]}));
+    n.write_knob("c", "cpu.cfs_quota_us", 300_000).unwrap();
+    assert!(n.write_knob("p", "cpu.cfs_quota_us", 200_000).is_err(), "parent below an existing child");
+    assert!(n.write_knob("c", "cpu.cfs_burst_us", 400_000).unwrap_err().to_string().contains("must not exceed"));
+}
+
+/// One burst thread that gets `length_ms` of work every second, in a group with the given
+/// quota/burst (period 100 ms); HZ = 1000 so that exhaustion is noticed within 1 ms.
+fn spells(quota_ms: i64, burst_ms: i64, length_ms: u64) -> Node {
+    let mut n = node(json!({
+        "topology": topo(2, 1),
+        "kernel": {"hz": 1000},
+        "cgroups": [quota_cg("g", quota_ms * 1000, 100_000, burst_ms * 1000)],
+        "workloads": [{"kind": "bursty", "name": "b", "cgroup": "g", "steady_threads": 0, "burst_threads": 1,
+                       "every_ns": S, "length_ns": length_ms * 1_000_000}],
+    }));
+    n.run_until(10 * S + 500_000_000).unwrap();
+    n
+}
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+#[test]
+fn burst_covers_a_spell_within_quota_plus_burst() {
+    // Idle for a second fills the pool to quota + burst = 100 ms; a 95 ms spell then runs
+    // unthrottled, and the refill after it counts 95 − 50 (+1 ms kept in the idle silo) as burst.
+    let n = spells(50, 50, 95);
+    let st = n.cgroups[1].cpu_stat();
+    let lat = &n.services[0].latencies;
+    assert_eq!(lat.len(), 10);
+    assert_eq!(st.nr_throttled, 0);
+    assert_eq!(st.nr_bursts, 10);
+    let per = ms(st.burst_time) / 10.0;
+    assert!((44.0..=47.0).contains(&per), "burst per spell {per} ms");
+    assert!(lat.iter().all(|&l| (ms(l) - 95.0).abs() < 0.01), "{lat:?}");
+}
+
+#[test]
+fn without_burst_the_same_spell_is_throttled_once() {
+    // Pool 50 ms: runs 50 (+ ≤ 1 tick), throttled until the refill at +100 ms, then 45 more.
+    let n = spells(50, 0, 95);
+    let st = n.cgroups[1].cpu_stat();
+    assert_eq!(st.nr_throttled, 10);
+    assert_eq!(st.nr_bursts, 0);
+    for &l in &n.services[0].latencies {
+        assert!((144.0..=147.0).contains(&ms(l)), "spell took {} ms", ms(l));
+    }
+    let per = ms(st.throttled_time) / 10.0;
+    assert!((48.0..=51.0).contains(&per), "throttled {per} ms per spell");
+}
+
+#[test]
+fn burst_gives_up_to_burst_and_no_more() {
+    // quota 40 + burst 40: an 100 ms spell runs 80, is throttled to the refill, then 20 more.
+    let n = spells(40, 40, 100);
+    let st = n.cgroups[1].cpu_stat();
+    assert_eq!(st.nr_throttled, 10);
+    for &l in &n.services[0].latencies {
+        assert!((119.0..=122.0).contains(&ms(l)), "spell took {} ms", ms(l));
+    }
+    let per = ms(st.burst_time) / 10.0;
+    assert!((39.0..=42.0).contains(&per), "burst per spell {per} ms");
+    // Without burst: 40 + 40 + 20 over three periods, throttled twice.
+    let n = spells(40, 0, 100);
+    assert_eq!(n.cgroups[1].cpu_stat().nr_throttled, 20);
+    for &l in &n.services[0].latencies {
+        assert!((219.0..=222.0).contains(&ms(l)), "spell took {} ms", ms(l));
+    }
+}
+
+#[test]
+fn quota_change_at_run_time_takes_effect() {
+    let mut n = node(json!({"topology": topo(2, 1), "cgroups": [{"name": "g"}], "workloads": [hog("h", "g", 2)]}));
+    n.run_until(S).unwrap();
+    n.write_knob("g", "cpu.cfs_quota_us", 50_000).unwrap();
+    n.reset_stats();
+    n.run_until(6 * S).unwrap();
+    let half = cpus_used(&mut n, "g", 5);
+    assert!((half - 0.5).abs() < 0.01, "{half}");
+    n.write_knob("g", "cpu.cfs_quota_us", -1).unwrap();
+    n.reset_stats();
+    n.run_until(11 * S).unwrap();
+    assert!((cpus_used(&mut n, "g", 5) - 2.0).abs() < 0.001);
+    assert_eq!(n.read_knob("g", "cpu.cfs_quota_us").unwrap(), -1);
+}
