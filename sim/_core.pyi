@@ -28,7 +28,8 @@ Core spec (JSON object passed to `Node`):
       },
       "cgroups": [                                 # parents before children; "" is the root
         {"name": "online", "parent": "", "cpu.shares": 1024, "cpu.idle": 0,
-         "cpu.qos_level": 0}
+         "cpu.qos_level": 0, "cpu.cfs_quota_us": -1, "cpu.cfs_period_us": 100000,
+         "cpu.cfs_burst_us": 0}
       ],
       "workloads": [
         {"kind": "hog", "name": "stress", "cgroup": "offline", "threads": 10,
@@ -39,7 +40,11 @@ Core spec (JSON object passed to `Node`):
          "start_ns": 0},
         {"kind": "open_loop", "name": "web", "cgroup": "online", "rate_per_s": 5000.0,
          "workers": 48, "service": {"dist": "exponential", "mean_ns": 1000000},
-         "start_ns": 0}
+         "start_ns": 0},
+        {"kind": "bursty", "name": "spiky", "cgroup": "online", "steady_threads": 1,
+         "burst_threads": 2, "every_ns": 10000000000, "length_ns": 500000000,
+         "start_ns": 0}                            # a spell = a request; its latency is
+                                                   #   how long the burst took
       ],
       "sample_interval_ns": 100000000               # 0 = no time series
     }
@@ -67,13 +72,17 @@ class Node:
     def service_names(self) -> list[str]:
         """closed_loop and open_loop workloads, in spec order."""
     def write(self, cgroup: str, knob: str, value: int) -> None:
-        """Write a knob by its kernel file name: "cpu.shares", "cpu.idle", "cpu.qos_level"."""
+        """Write a knob by its kernel file name (cgroup v1): "cpu.shares", "cpu.idle",
+        "cpu.qos_level", "cpu.cfs_quota_us" (-1 = no limit), "cpu.cfs_period_us",
+        "cpu.cfs_burst_us"."""
     def read(self, cgroup: str, knob: str) -> int: ...
     def reset_stats(self) -> None:
         """Zero every counter and latency record (used at the end of warm-up)."""
     def cgroup_stats(self, cgroup: str) -> dict[str, int]:
         """{"usage_ns" (hierarchical, like cpuacct.usage), "wait_ns" (run-queue wait of its
-        tasks, hierarchical), "nr_switches" (hierarchical), "nr_running", "nr_tasks"}."""
+        tasks, hierarchical), "nr_switches" (hierarchical), "nr_running", "nr_tasks", and the
+        group's own cpu.stat: "nr_periods", "nr_throttled", "throttled_time" (ns, summed over
+        CPUs), "nr_bursts", "burst_time" (ns)} — all since the last reset."""
     def service_stats(self, name: str) -> dict[str, int]:
         """{"started", "completed"} since the last reset."""
     def service_latencies(self, name: str) -> bytes:
@@ -84,7 +93,8 @@ class Node:
         """u64 matrix ncpus x ncgroups (row-major): ns each CPU ran tasks of each (leaf) cgroup."""
     def timeseries(self) -> dict[str, Any]:
         """{"t_ns": bytes u64 [n], "usage_ns": bytes u64 [n x ncgroups] cumulative hierarchical
-        usage, "completed": bytes u64 [n x nservices] cumulative completions}; samples every
-        sample_interval_ns since time 0 (not reset by reset_stats)."""
+        usage, "completed": bytes u64 [n x nservices] cumulative completions, "nr_throttled"
+        and "throttled_ns": bytes u64 [n x ncgroups] cumulative cpu.stat counters}; samples
+        every sample_interval_ns since time 0 (not reset by reset_stats)."""
     def events(self) -> int:
         """Events processed so far (for benchmarks)."""

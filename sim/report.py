@@ -16,7 +16,7 @@ from sim.results import PERCENTILES, ExperimentResult
 def write_report(result: ExperimentResult, path: str | Path) -> Path:
     """Write the report to `path`: the result tables, latency percentiles per run, and each
     cgroup's CPU share over time per run."""
-    figures = [latency_figure(result), cpu_share_figure(result)]
+    figures = [latency_figure(result), cpu_share_figure(result), throttling_figure(result)]
     parts = [
         fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"responsive": True})
         for i, fig in enumerate(figures)
@@ -137,5 +137,44 @@ def cpu_share_figure(result: ExperimentResult) -> go.Figure | None:
         title="CPU share of node capacity per cgroup (grey: warm-up)",
         height=260 * len(runs) + 120,
         legend={"orientation": "h", "y": -0.1},
+    )
+    return fig
+
+
+def throttling_figure(result: ExperimentResult) -> go.Figure | None:
+    """cpu.stat nr_throttled over time (cumulative, as a monitoring agent reads it), one
+    panel per cgroup that was throttled in any run, one line per run."""
+    throttled = [
+        cg
+        for cg in result.cgroup_names
+        if any(cg in r.timeseries.nr_throttled and r.timeseries.nr_throttled[cg].sum() for r in result.runs.values())
+    ]
+    if not throttled:
+        return None
+    fig = make_subplots(rows=len(throttled), cols=1, shared_xaxes=True, subplot_titles=throttled)
+    colors = _colors(list(result.runs))
+    for row, cg in enumerate(throttled, start=1):
+        for name, run in result.runs.items():
+            series = run.timeseries.nr_throttled.get(cg)
+            if series is None or not len(series):
+                continue
+            fig.add_scatter(
+                x=run.timeseries.t_s,
+                y=series.cumsum(),
+                mode="lines",
+                line={"shape": "hv", "color": colors[name]},
+                name=name,
+                legendgroup=name,
+                showlegend=row == 1,
+                hovertemplate="%{x:.2f}s: %{y}<extra>" + name.replace("%", "%%") + "</extra>",
+                row=row,
+                col=1,
+            )
+        fig.update_yaxes(title_text="nr_throttled", rangemode="tozero", row=row, col=1)
+    fig.update_xaxes(title_text="simulated time (s)", row=len(throttled), col=1)
+    fig.update_layout(
+        title="CFS bandwidth: throttled periods so far (cpu.stat nr_throttled)",
+        height=300 * len(throttled) + 120,
+        legend={"orientation": "h", "y": -0.15},
     )
     return fig

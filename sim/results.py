@@ -101,6 +101,12 @@ class CgroupResult:
     cpu_share: float  # of node capacity: cpu_s / (ncpus x measured seconds)
     wait_s: float  # run-queue wait of its tasks
     nr_switches: int
+    # cpu.stat of the group's own bandwidth control (zero without a quota)
+    nr_periods: int = 0
+    nr_throttled: int = 0
+    throttled_s: float = 0.0  # summed over CPUs, as the kernel sums it
+    nr_bursts: int = 0
+    burst_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -108,6 +114,11 @@ class CgroupResult:
             "cpu_share": self.cpu_share,
             "wait_s": self.wait_s,
             "nr_switches": self.nr_switches,
+            "nr_periods": self.nr_periods,
+            "nr_throttled": self.nr_throttled,
+            "throttled_s": self.throttled_s,
+            "nr_bursts": self.nr_bursts,
+            "burst_s": self.burst_s,
         }
 
 
@@ -118,6 +129,7 @@ class TimeSeries:
     t_s: np.ndarray
     cpu_share: dict[str, np.ndarray]  # per cgroup, share of node capacity in the interval
     completions: dict[str, np.ndarray]  # per service, requests completed in the interval
+    nr_throttled: dict[str, np.ndarray]  # per cgroup, cpu.stat nr_throttled in the interval
 
     @classmethod
     def from_core(
@@ -126,24 +138,29 @@ class TimeSeries:
         t = _u64(raw["t_ns"]).astype(np.int64)
         usage = _u64(raw["usage_ns"]).astype(np.float64).reshape(len(t), len(cgroups))
         done = _u64(raw["completed"]).astype(np.int64).reshape(len(t), len(services))
+        throttled = _u64(raw["nr_throttled"]).astype(np.int64).reshape(len(t), len(cgroups))
         if len(t) and t[0] > 0:
             # Counters are cumulative from time 0, so the first interval starts at zero.
             t = np.concatenate([[0], t])
             usage = np.vstack([np.zeros(len(cgroups)), usage])
             done = np.vstack([np.zeros(len(services), dtype=np.int64), done])
+            throttled = np.vstack([np.zeros(len(cgroups), dtype=np.int64), throttled])
         if len(t) < 2:
             return cls(
                 np.empty(0),
                 {c: np.empty(0) for c in cgroups[1:]},
                 {s: np.empty(0, dtype=np.int64) for s in services},
+                {c: np.empty(0, dtype=np.int64) for c in cgroups[1:]},
             )
         dt = np.diff(t).astype(np.float64)
         share = np.diff(usage, axis=0) / (ncpus * dt)[:, None]
         completed = np.diff(done, axis=0)
+        nr_throttled = np.diff(throttled, axis=0)
         return cls(
             t_s=t[1:] / NS,
             cpu_share={c: share[:, i] for i, c in enumerate(cgroups) if c},
             completions={s: completed[:, i] for i, s in enumerate(services)},
+            nr_throttled={c: nr_throttled[:, i] for i, c in enumerate(cgroups) if c},
         )
 
 
@@ -203,6 +220,11 @@ class RunResult:
                 cpu_share=cpu_s / capacity if capacity > 0 else math.nan,
                 wait_s=stats["wait_ns"] / NS,
                 nr_switches=int(stats["nr_switches"]),
+                nr_periods=int(stats["nr_periods"]),
+                nr_throttled=int(stats["nr_throttled"]),
+                throttled_s=stats["throttled_time"] / NS,
+                nr_bursts=int(stats["nr_bursts"]),
+                burst_s=stats["burst_time"] / NS,
             )
         busy = _u64(node.cpu_busy()).reshape(ncpus, len(cgroup_names)) / NS
         return cls(
@@ -300,8 +322,27 @@ class ExperimentResult:
         ]
         return "CPU share of node capacity\n" + _markdown(header, rows)
 
+    def bandwidth_table(self) -> str | None:
+        """Per run and cgroup with bandwidth control: the cpu.stat counters, or None."""
+        limited = [
+            c
+            for c in self.cgroup_names
+            if any(c in r.cgroups and r.cgroups[c].nr_periods for r in self.runs.values())
+        ]
+        if not limited:
+            return None
+        header = ["Run", "cgroup", "nr_periods", "nr_throttled", "throttled (s)", "nr_bursts", "burst (s)"]
+        rows = [
+            [name, c, str(cg.nr_periods), str(cg.nr_throttled), sig3(cg.throttled_s), str(cg.nr_bursts), sig3(cg.burst_s)]
+            for name, run in self.runs.items()
+            for c in limited
+            if (cg := run.cgroups.get(c)) is not None
+        ]
+        return "CFS bandwidth (cpu.stat, after warm-up)\n" + _markdown(header, rows)
+
     def __str__(self) -> str:
-        return f"{self.table()}\n\n{self.cpu_table()}"
+        parts = [self.table(), self.cpu_table(), self.bandwidth_table()]
+        return "\n\n".join(p for p in parts if p)
 
     def to_dict(self) -> dict[str, Any]:
         """The results.json document; NaN (a service with no completions) becomes null."""

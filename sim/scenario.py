@@ -218,7 +218,31 @@ class OpenLoop(_Workload):
         }
 
 
-Workload = Annotated[Hog | ClosedLoop | OpenLoop, Field(discriminator="kind")]
+class Bursty(_Workload):
+    """Steady load on `steady_threads` plus, every `every`, a spell in which each of
+    `burst_threads` threads gets `length` of CPU work (seed 001, case 2).  Each spell counts
+    as a request: its latency is how long the burst took, so throttling stretches it."""
+
+    kind: Literal["bursty"]
+    steady_threads: int = Field(1, ge=0)
+    burst_threads: int = Field(2, ge=1)
+    every: PositiveDuration
+    length: PositiveDuration
+
+    def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
+        return {
+            "kind": "bursty",
+            "name": name,
+            "cgroup": self.cgroup,
+            "steady_threads": self.steady_threads,
+            "burst_threads": self.burst_threads,
+            "every_ns": self.every,
+            "length_ns": self.length,
+            "start_ns": self.start,
+        }
+
+
+Workload = Annotated[Hog | ClosedLoop | OpenLoop | Bursty, Field(discriminator="kind")]
 
 
 # --- node, kernel, cgroups -------------------------------------------------------------
@@ -310,6 +334,28 @@ class Cgroup(_Table):
     cpu_idle: Annotated[int, _one_of(0, 1)] = Field(0, alias="cpu.idle")
     # openEuler: -1 marks the group offline (runs only while no online task is runnable)
     cpu_qos_level: Annotated[int, _one_of(-1, 0)] = Field(0, alias="cpu.qos_level")
+    # CFS bandwidth control, in the files' units (µs); quota -1 is "no limit"
+    cpu_cfs_quota_us: int = Field(-1, alias="cpu.cfs_quota_us", ge=-1)
+    cpu_cfs_period_us: int = Field(100_000, alias="cpu.cfs_period_us", ge=1_000, le=1_000_000)
+    cpu_cfs_burst_us: int = Field(0, alias="cpu.cfs_burst_us", ge=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> Cgroup:
+        # tg_set_cfs_bandwidth's rules; the parent/child rule is checked by the core.
+        errors: list[FieldError] = []
+        quota = self.cpu_cfs_quota_us
+        if quota != -1 and quota < 1_000:
+            errors.append((("cpu.cfs_quota_us",), f"must be -1 (no limit) or >= 1000 (got {quota})"))
+        elif quota != -1 and self.cpu_cfs_burst_us > quota:
+            errors.append(
+                (
+                    ("cpu.cfs_burst_us",),
+                    f"must not exceed cpu.cfs_quota_us ({quota}) (got {self.cpu_cfs_burst_us})",
+                )
+            )
+        if errors:
+            raise _FieldErrors(errors)
+        return self
 
     def core_spec(self, path: str) -> dict[str, Any]:
         parent, _, _ = path.rpartition("/")
@@ -319,6 +365,9 @@ class Cgroup(_Table):
             "cpu.shares": self.cpu_shares,
             "cpu.idle": self.cpu_idle,
             "cpu.qos_level": self.cpu_qos_level,
+            "cpu.cfs_quota_us": self.cpu_cfs_quota_us,
+            "cpu.cfs_period_us": self.cpu_cfs_period_us,
+            "cpu.cfs_burst_us": self.cpu_cfs_burst_us,
         }
 
 

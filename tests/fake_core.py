@@ -89,6 +89,12 @@ class FakeNode:
             "nr_switches": usage // 1_000_000,
             "nr_running": 0,
             "nr_tasks": 0,
+            # no bandwidth control in the fake: cpu.stat stays zero
+            "nr_periods": 0,
+            "nr_throttled": 0,
+            "throttled_time": 0,
+            "nr_bursts": 0,
+            "burst_time": 0,
         }
 
     def _period(self, w: dict[str, Any]) -> int:
@@ -144,6 +150,8 @@ class FakeNode:
             "t_ns": t.astype("<u8").tobytes(),
             "usage_ns": usage.astype("<u8").tobytes(),
             "completed": done.astype("<u8").tobytes(),
+            "nr_throttled": np.zeros(usage.shape, dtype="<u8").tobytes(),
+            "throttled_ns": np.zeros(usage.shape, dtype="<u8").tobytes(),
         }
 
     def events(self) -> int:

@@ -120,7 +120,17 @@ def test_results_json_document(experiment):
         "started",
         "completed",
     }
-    assert set(run["cgroups"]["offline"]) == {"cpu_s", "cpu_share", "wait_s", "nr_switches"}
+    assert set(run["cgroups"]["offline"]) == {
+        "cpu_s",
+        "cpu_share",
+        "wait_s",
+        "nr_switches",
+        "nr_periods",
+        "nr_throttled",
+        "throttled_s",
+        "nr_bursts",
+        "burst_s",
+    }
     assert len(run["cpus"]) == 8
 
 

@@ -101,9 +101,12 @@ def test_core_spec_shape():
     }
     assert spec["kernel"]["scheduler"] == "cfs" and spec["kernel"]["hz"] == 250
     assert spec["kernel"]["sched_latency_ns"] is None
+    no_quota = {"cpu.cfs_quota_us": -1, "cpu.cfs_period_us": 100_000, "cpu.cfs_burst_us": 0}
     assert spec["cgroups"] == [
-        {"name": "online", "parent": "", "cpu.shares": 1024, "cpu.idle": 0, "cpu.qos_level": 0},
-        {"name": "offline", "parent": "", "cpu.shares": 2, "cpu.idle": 0, "cpu.qos_level": 0},
+        {"name": "online", "parent": "", "cpu.shares": 1024, "cpu.idle": 0, "cpu.qos_level": 0}
+        | no_quota,
+        {"name": "offline", "parent": "", "cpu.shares": 2, "cpu.idle": 0, "cpu.qos_level": 0}
+        | no_quota,
     ]
     assert spec["workloads"] == [
         {

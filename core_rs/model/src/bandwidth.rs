@@ -246,6 +246,8 @@ impl Node {
         self.rqs[rq].throttled_at = self.now;
         self.cgroups[cg].bw.throttled_rqs.push(rq);
         self.start_cfs_bandwidth(cg);
+        // Throttled online work no longer holds offline work off this CPU.
+        self.non_idle_left(self.rqs[rq].cpu);
     }
 
     fn unthrottle_bandwidth(&mut self, rq: RqId) {

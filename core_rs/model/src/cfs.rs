@@ -291,15 +291,11 @@ impl Node {
         task.cpu = cpu;
         let se = task.se;
         let idle = task.idle_policy as u32;
-        let online = !self.cgroups[task.cg].offline;
         self.ses[se].parent_rq = task.cg * ncpus + cpu;
         self.enqueue_chain(se, 1, idle, mode);
         let c = &mut self.cpus[cpu];
         self.tasks[t].pos = c.tasks.len();
         c.tasks.push(t);
-        if online {
-            c.online_nr += 1;
-        }
         self.note_nr(cpu);
     }
 
@@ -307,7 +303,6 @@ impl Node {
     pub(crate) fn dequeue_task(&mut self, t: TaskId, sleep: bool) {
         let task = &self.tasks[t];
         let (cpu, se, idle) = (task.cpu, task.se, task.idle_policy as u32);
-        let online = !self.cgroups[task.cg].offline;
         self.dequeue_chain(se, 1, idle, !sleep);
         let c = &mut self.cpus[cpu];
         let pos = self.tasks[t].pos;
@@ -317,19 +312,31 @@ impl Node {
             self.tasks[moved].pos = pos;
         }
         self.tasks[t].pos = usize::MAX;
-        if online {
-            c.online_nr -= 1;
-            if c.online_nr == 0 {
-                self.unthrottle_qos(cpu);
-            }
-        }
         if idle == 0 {
-            let r = &self.rqs[self.root_rq(cpu)];
-            if r.h_nr_running > 0 && r.h_nr_running == r.idle_h_nr_running {
-                self.balance_at_next_tick(cpu);
-            }
+            self.non_idle_left(cpu);
         }
         self.note_nr(cpu);
+    }
+
+    /// Non-idle work is runnable here: some task that is neither SCHED_IDLE nor under an idle
+    /// group, and not throttled (`!sched_idle_cpu` on a busy CPU). openEuler throttles offline
+    /// groups exactly while this holds.
+    #[inline]
+    pub(crate) fn has_online_runnable(&self, cpu: CpuId) -> bool {
+        let r = &self.rqs[self.root_rq(cpu)];
+        r.h_nr_running > r.idle_h_nr_running
+    }
+
+    /// Non-idle work left this CPU's runnable set (it slept, moved or was throttled).
+    pub(crate) fn non_idle_left(&mut self, cpu: CpuId) {
+        if self.has_online_runnable(cpu) {
+            return;
+        }
+        self.unthrottle_qos(cpu);
+        // The CPU became "SCHED_IDLE only": balance at the next tick.
+        if self.rqs[self.root_rq(cpu)].h_nr_running > 0 {
+            self.balance_at_next_tick(cpu);
+        }
     }
 
     /// Take a group's queue off its parent for `why` (`throttle_cfs_rq`); a queue already
@@ -440,7 +447,7 @@ impl Node {
                         let cg = self.rqs[grq].cg;
                         let top_offline = self.cgroups[cg].qos_level < 0
                             && !self.cgroups[cg].parent.map(|p| self.cgroups[p].offline).unwrap_or(false);
-                        if top_offline && self.cpus[cpu].online_nr > 0 {
+                        if top_offline && self.has_online_runnable(cpu) {
                             self.throttle_qos(grq);
                             continue 'restart;
                         }

@@ -60,8 +60,6 @@ pub struct Cpu {
     pub next_event: Ns,
     /// Runnable or running tasks on this CPU, in no particular order.
     pub tasks: Vec<TaskId>,
-    /// Runnable tasks that are not offline (qos_level = -1 absolute preemption needs it).
-    pub online_nr: u32,
     /// cfs_rqs throttled on this CPU because online work is runnable (qos_level = -1).
     pub qos_throttled: Vec<RqId>,
     pub balance_gen: u64,
@@ -138,7 +136,6 @@ impl Node {
                 gen: 0,
                 next_event: Ns::MAX,
                 tasks: vec![],
-                online_nr: 0,
                 qos_throttled: vec![],
                 balance_gen: 0,
                 next_balance: vec![0; domains_per_cpu[c]],
@@ -439,6 +436,10 @@ impl Node {
         // Cumulative since time 0: reset_stats (end of warm-up) must not bend the series.
         let usage = self.hierarchical(|g| g.usage_total_ns);
         self.series.usage_ns.extend(usage);
+        for g in &self.cgroups {
+            self.series.nr_throttled.push(g.bw.stat.nr_throttled);
+            self.series.throttled_ns.push(g.bw.stat.throttled_time);
+        }
         // Completions are cumulative since time 0, independent of reset_stats.
         for s in &self.services {
             self.series.completed.push(s.total_completed);

@@ -40,6 +40,9 @@ pub struct Series {
     pub usage_ns: Vec<u64>,
     /// Cumulative completions per service, row per sample (never reset).
     pub completed: Vec<u64>,
+    /// Cumulative cpu.stat nr_throttled and throttled_time per cgroup, row per sample.
+    pub nr_throttled: Vec<u64>,
+    pub throttled_ns: Vec<u64>,
 }
 
 /// Nearest-rank percentile (p in 0..=100) of an unsorted slice; None when empty.

@@ -176,3 +176,20 @@ fn quota_change_at_run_time_takes_effect() {
     assert!((cpus_used(&mut n, "g", 5) - 2.0).abs() < 0.001);
     assert_eq!(n.read_knob("g", "cpu.cfs_quota_us").unwrap(), -1);
 }
+
+#[test]
+fn offline_runs_while_online_is_throttled() {
+    // qos_level = -1 yields only to *runnable* online work; a throttled online group is not
+    // runnable (openEuler tests !sched_idle_cpu), so offline fills the rest of each period.
+    let mut n = node(json!({
+        "topology": topo(1, 1),
+        "cgroups": [quota_cg("online", 50_000, 100_000, 0), {"name": "offline", "cpu.qos_level": -1}],
+        "workloads": [hog("fg", "online", 1), hog("bg", "offline", 1)],
+    }));
+    n.run_until(S).unwrap();
+    n.reset_stats();
+    n.run_until(11 * S).unwrap();
+    let (on, off) = (cpus_used(&mut n, "online", 10), cpus_used(&mut n, "offline", 10));
+    assert!((on - 0.5).abs() < 0.01, "online {on}");
+    assert!((off - 0.5).abs() < 0.01, "offline {off}");
+}

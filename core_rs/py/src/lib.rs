@@ -122,6 +122,13 @@ impl Node {
         d.set_item("nr_switches", n.hierarchical(|g| g.stats.nr_switches)[id])?;
         d.set_item("nr_running", n.nr_running_in(id))?;
         d.set_item("nr_tasks", n.nr_tasks_in(id))?;
+        // cpu.stat (cgroup v1 names; times in ns), since the last reset.
+        let st = n.cgroups[id].cpu_stat();
+        d.set_item("nr_periods", st.nr_periods)?;
+        d.set_item("nr_throttled", st.nr_throttled)?;
+        d.set_item("throttled_time", st.throttled_time)?;
+        d.set_item("nr_bursts", st.nr_bursts)?;
+        d.set_item("burst_time", st.burst_time)?;
         Ok(d)
     }
 
@@ -154,6 +161,8 @@ impl Node {
         d.set_item("t_ns", u64_bytes(py, &s.t_ns))?;
         d.set_item("usage_ns", u64_bytes(py, &s.usage_ns))?;
         d.set_item("completed", u64_bytes(py, &s.completed))?;
+        d.set_item("nr_throttled", u64_bytes(py, &s.nr_throttled))?;
+        d.set_item("throttled_ns", u64_bytes(py, &s.throttled_ns))?;
         Ok(d)
     }
 
