@@ -132,12 +132,15 @@ def cpu_share_figure(result: ExperimentResult) -> go.Figure | None:
                 col=1,
             )
         fig.update_yaxes(title_text="CPU %", rangemode="tozero", row=row, col=1)
-    fig.update_xaxes(title_text="simulated time (s)", row=len(runs), col=1)
-    fig.update_layout(
-        title="CPU share of node capacity per cgroup (grey: warm-up)",
-        height=260 * len(runs) + 120,
-        legend={"orientation": "h", "y": -0.1},
+    return _finish_time_panels(
+        fig, len(runs), "CPU share of node capacity per cgroup (grey: warm-up)", 260, -0.1
     )
+
+
+def _finish_time_panels(fig: go.Figure, rows: int, title: str, row_height: int, legend_y: float) -> go.Figure:
+    """Shared x axis label under the last of `rows` stacked time panels, title, legend."""
+    fig.update_xaxes(title_text="simulated time (s)", row=rows, col=1)
+    fig.update_layout(title=title, height=row_height * rows + 120, legend={"orientation": "h", "y": legend_y})
     return fig
 
 
@@ -171,10 +174,6 @@ def throttling_figure(result: ExperimentResult) -> go.Figure | None:
                 col=1,
             )
         fig.update_yaxes(title_text="nr_throttled", rangemode="tozero", row=row, col=1)
-    fig.update_xaxes(title_text="simulated time (s)", row=len(throttled), col=1)
-    fig.update_layout(
-        title="CFS bandwidth: throttled periods so far (cpu.stat nr_throttled)",
-        height=300 * len(throttled) + 120,
-        legend={"orientation": "h", "y": -0.15},
+    return _finish_time_panels(
+        fig, len(throttled), "CFS bandwidth: throttled periods so far (cpu.stat nr_throttled)", 300, -0.15
     )
-    return fig
