@@ -17,6 +17,7 @@ Core spec (JSON object passed to `Node`):
         "sockets": 1, "numa_nodes_per_socket": 1,
         "cores_per_socket": 8, "threads_per_core": 1,   # logical CPUs = product
         "smt_speed": 0.6,                          # per-thread speed when both siblings run
+        "numa_remote_speed": 0.75,                 # speed with memory on another NUMA node
         "siblings": null                           # or [[0, 4], [1, 5], ...]: logical ids
       },                                           #   sharing a core (default: Linux order,
                                                    #   cpu c and c + ncores are siblings)
@@ -24,12 +25,14 @@ Core spec (JSON object passed to `Node`):
         "scheduler": "cfs",                        #   scaled by 1 + ilog2(min(ncpus, 8))
         "hz": 250,
         "sched_latency_ns": null, "sched_min_granularity_ns": null,
-        "sched_wakeup_granularity_ns": null, "sched_idle_min_granularity_ns": null
-      },
+        "sched_wakeup_granularity_ns": null, "sched_idle_min_granularity_ns": null,
+        "smt_expeller": false                      # openEuler: offline stays off the SMT
+      },                                           #   sibling of a CPU running online work
       "cgroups": [                                 # parents before children; "" is the root
         {"name": "online", "parent": "", "cpu.shares": 1024, "cpu.idle": 0,
          "cpu.qos_level": 0, "cpu.cfs_quota_us": -1, "cpu.cfs_period_us": 100000,
-         "cpu.cfs_burst_us": 0}
+         "cpu.cfs_burst_us": 0, "cpuset.cpus": "0-7", "cpuset.mems": "0"}
+                                                   # cpuset.* optional: default the parent's
       ],
       "workloads": [
         {"kind": "hog", "name": "stress", "cgroup": "offline", "threads": 10,
@@ -71,11 +74,13 @@ class Node:
         """Index order of every per-cgroup array; index 0 is the root ""."""
     def service_names(self) -> list[str]:
         """closed_loop and open_loop workloads, in spec order."""
-    def write(self, cgroup: str, knob: str, value: int) -> None:
-        """Write a knob by its kernel file name (cgroup v1): "cpu.shares", "cpu.idle",
-        "cpu.qos_level", "cpu.cfs_quota_us" (-1 = no limit), "cpu.cfs_period_us",
-        "cpu.cfs_burst_us"."""
-    def read(self, cgroup: str, knob: str) -> int: ...
+    def write(self, cgroup: str, knob: str, value: int | str) -> None:
+        """Write a knob by its kernel file name (cgroup v1) and as its file takes it:
+        "cpu.shares", "cpu.idle", "cpu.qos_level", "cpu.cfs_quota_us" (-1 = no limit),
+        "cpu.cfs_period_us", "cpu.cfs_burst_us" (ints); "cpuset.cpus", "cpuset.mems" (lists
+        like "0-3,6"). Shrinking cpuset.cpus moves the tasks off the CPUs it lost."""
+    def read(self, cgroup: str, knob: str) -> int | str:
+        """A knob as its file shows it: int for cpu.*, the list text for cpuset.*."""
     def reset_stats(self) -> None:
         """Zero every counter and latency record (used at the end of warm-up)."""
     def cgroup_stats(self, cgroup: str) -> dict[str, int]:

@@ -257,6 +257,8 @@ class Topology(_Table):
     threads_per_core: int = Field(1, ge=1)
     # per-thread speed while both SMT siblings run
     smt_speed: float = Field(0.6, gt=0, le=1, allow_inf_nan=False)
+    # speed of a task whose memory is on another NUMA node
+    numa_remote_speed: float = Field(0.75, gt=0, le=1, allow_inf_nan=False)
     siblings: list[list[Annotated[int, Field(ge=0)]]] | None = None
 
     @property
@@ -291,6 +293,7 @@ class Topology(_Table):
             "cores_per_socket": self.cores_per_socket,
             "threads_per_core": self.threads_per_core,
             "smt_speed": float(self.smt_speed),
+            "numa_remote_speed": float(self.numa_remote_speed),
             "siblings": self.siblings,
         }
 
@@ -305,6 +308,8 @@ class Kernel(_Table):
     sched_min_granularity: PositiveDuration | None = None
     sched_wakeup_granularity: Duration | None = None
     sched_idle_min_granularity: PositiveDuration | None = None
+    # openEuler SMT expeller: offline tasks stay off the SMT sibling of online work
+    smt_expeller: bool = False
 
     def core_spec(self) -> dict[str, Any]:
         return {
@@ -314,6 +319,7 @@ class Kernel(_Table):
             "sched_min_granularity_ns": self.sched_min_granularity,
             "sched_wakeup_granularity_ns": self.sched_wakeup_granularity,
             "sched_idle_min_granularity_ns": self.sched_idle_min_granularity,
+            "smt_expeller": self.smt_expeller,
         }
 
 
@@ -338,6 +344,9 @@ class Cgroup(_Table):
     cpu_cfs_quota_us: int = Field(-1, alias="cpu.cfs_quota_us", ge=-1)
     cpu_cfs_period_us: int = Field(100_000, alias="cpu.cfs_period_us", ge=1_000, le=1_000_000)
     cpu_cfs_burst_us: int = Field(0, alias="cpu.cfs_burst_us", ge=0)
+    # cpusets in the kernel's list format ("0-3,6"); unset = the parent's (checked by the core)
+    cpuset_cpus: str | None = Field(None, alias="cpuset.cpus")
+    cpuset_mems: str | None = Field(None, alias="cpuset.mems")
 
     @model_validator(mode="after")
     def _check(self) -> Cgroup:
@@ -368,6 +377,8 @@ class Cgroup(_Table):
             "cpu.cfs_quota_us": self.cpu_cfs_quota_us,
             "cpu.cfs_period_us": self.cpu_cfs_period_us,
             "cpu.cfs_burst_us": self.cpu_cfs_burst_us,
+            "cpuset.cpus": self.cpuset_cpus,
+            "cpuset.mems": self.cpuset_mems,
         }
 
 

@@ -59,3 +59,21 @@ def test_bad_calls_are_clear_errors():
     # The node is still usable after user errors.
     n.run_until(2_000_000)
     assert n.now() == 2_000_000
+
+
+def test_knobs_are_written_as_their_files_take_them():
+    n = core.Node(spec())
+    n.write("online", "cpu.shares", 512)
+    assert n.read("online", "cpu.shares") == 512
+    n.write("online", "cpuset.cpus", "1")
+    assert n.read("online", "cpuset.cpus") == "1"
+    with pytest.raises(ValueError, match="cpuset.cpus"):
+        n.write("online", "cpuset.cpus", "0-7")
+    with pytest.raises(ValueError, match="takes a list"):
+        n.write("online", "cpuset.cpus", 3)
+    with pytest.raises(ValueError, match="not a bool"):
+        n.write("online", "cpu.idle", True)
+    n.write("online", "cpu.cfs_quota_us", 50_000)
+    assert n.read("online", "cpu.cfs_quota_us") == 50_000
+    with pytest.raises(ValueError, match="must not exceed cpu.cfs_quota_us"):
+        n.write("online", "cpu.cfs_burst_us", 60_000)

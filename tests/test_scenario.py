@@ -97,11 +97,18 @@ def test_core_spec_shape():
         "cores_per_socket": 8,
         "threads_per_core": 1,
         "smt_speed": 0.6,
+        "numa_remote_speed": 0.75,
         "siblings": None,
     }
     assert spec["kernel"]["scheduler"] == "cfs" and spec["kernel"]["hz"] == 250
     assert spec["kernel"]["sched_latency_ns"] is None
-    no_quota = {"cpu.cfs_quota_us": -1, "cpu.cfs_period_us": 100_000, "cpu.cfs_burst_us": 0}
+    no_quota = {
+        "cpu.cfs_quota_us": -1,
+        "cpu.cfs_period_us": 100_000,
+        "cpu.cfs_burst_us": 0,
+        "cpuset.cpus": None,
+        "cpuset.mems": None,
+    }
     assert spec["cgroups"] == [
         {"name": "online", "parent": "", "cpu.shares": 1024, "cpu.idle": 0, "cpu.qos_level": 0}
         | no_quota,

@@ -32,9 +32,11 @@ impl Node {
 
     /// `select_task_rq_fair` for a wakeup, reduced to `select_idle_sibling(prev)`: the previous
     /// CPU if it is idle, else an idle core of the LLC (SMT), else an idle CPU of the LLC
-    /// scanned from prev + 1, else prev. Wakeups do not leave the LLC (balancing does that).
-    pub(crate) fn select_task_rq(&self, _t: TaskId, prev: CpuId) -> CpuId {
-        if self.idle_for_wake(prev) {
+    /// scanned from prev + 1, else prev. Wakeups do not leave the LLC (balancing does that)
+    /// unless prev is outside the task's cpuset (`select_fallback_rq`). Only allowed CPUs.
+    pub(crate) fn select_task_rq(&self, t: TaskId, prev: CpuId) -> CpuId {
+        let ok = |c: CpuId| self.allowed(t, c);
+        if ok(prev) && self.idle_for_wake(prev) {
             return prev;
         }
         let llc = &self.topo.socket_cpus[self.topo.socket_of[prev]];
@@ -43,39 +45,47 @@ impl Node {
         if self.topo.core_cpus[0].len() > 1 {
             for i in 1..n {
                 let c = llc[(start + i) % n];
-                if self.topo.siblings(c).iter().all(|&s| self.truly_idle(s)) {
+                if ok(c) && self.topo.siblings(c).iter().all(|&s| self.truly_idle(s)) {
                     return c;
                 }
             }
         }
         for i in 1..n {
             let c = llc[(start + i) % n];
-            if self.idle_for_wake(c) {
+            if ok(c) && self.idle_for_wake(c) {
                 return c;
             }
         }
-        prev
+        if ok(prev) {
+            return prev;
+        }
+        // select_fallback_rq: an idle allowed CPU anywhere, else the least busy allowed one.
+        (0..self.ncpus())
+            .filter(|&c| ok(c))
+            .min_by_key(|&c| (!self.idle_for_wake(c), self.cpus[c].tasks.len(), c))
+            .expect("a task's cpuset is never empty")
     }
 
-    /// `find_idlest_cpu` for a new task: fewest runnable tasks, then the least busy core,
-    /// then the least load, then the lowest id.
-    pub(crate) fn select_fork_cpu(&self) -> CpuId {
+    /// `find_idlest_cpu` for a new task: among its allowed CPUs, fewest runnable tasks, then
+    /// the least busy core, then the least load, then the lowest id.
+    pub(crate) fn select_fork_cpu(&self, t: TaskId) -> CpuId {
         (0..self.ncpus())
+            .filter(|&c| self.allowed(t, c))
             .min_by_key(|&c| {
                 let nr = self.cpus[c].tasks.len();
                 let core: usize = self.topo.siblings(c).iter().map(|&s| self.cpus[s].tasks.len()).sum();
                 (nr, core, self.rqs[self.root_rq(c)].load, c)
             })
-            .unwrap_or(0)
+            .expect("a task's cpuset is never empty")
     }
 
-    /// Queued (not running, not throttled) tasks of `cpu`.
-    fn movable(&self, cpu: CpuId) -> impl Iterator<Item = TaskId> + '_ {
+    /// Queued (not running, not throttled) tasks of `cpu` that may run on `dst`.
+    fn movable(&self, cpu: CpuId, dst: CpuId) -> impl Iterator<Item = TaskId> + '_ {
         self.cpus[cpu]
             .tasks
             .iter()
             .copied()
-            .filter(move |&t| self.tasks[t].state == TaskState::Runnable && !self.task_throttled(t))
+            .filter(move |&t| self.tasks[t].state == TaskState::Runnable && self.allowed(t, dst) && !self.task_throttled(t))
     }
 
     fn nr_movable(&self, cpu: CpuId) -> usize {
@@ -83,41 +93,43 @@ impl Node {
         (r.h_nr_running as usize).saturating_sub(self.cpus[cpu].curr.is_some() as usize)
     }
 
-    /// Which task balancing takes first: non-idle before idle-class, then the one that has
-    /// not run for longest (the tail of the kernel's cfs_tasks list), then the lowest id.
-    fn pick_movable(&self, cpu: CpuId) -> Option<TaskId> {
-        self.movable(cpu).min_by_key(|&t| (self.tasks[t].idle_policy, self.tasks[t].last_ran, t))
+    /// Whether moving `t` to `dst` takes it away from its memory (NUMA home node).
+    fn leaves_home(&self, t: TaskId, dst: CpuId) -> bool {
+        self.tasks[t].home_node.is_some_and(|h| h != self.topo.numa_of[dst])
     }
 
-    /// `newidle_balance`: this CPU has nothing to run; pull one waiting task from the CPU with
-    /// the most waiting work, nearest domain first. Returns whether a task was pulled.
+    /// Which task balancing takes first: non-idle before idle-class, then one that stays on
+    /// its NUMA node, then the one that has not run for longest (the tail of the kernel's
+    /// cfs_tasks list), then the lowest id.
+    fn pick_movable(&self, cpu: CpuId, dst: CpuId) -> Option<TaskId> {
+        self.movable(cpu, dst)
+            .min_by_key(|&t| (self.tasks[t].idle_policy, self.leaves_home(t, dst), self.tasks[t].last_ran, t))
+    }
+
+    /// `newidle_balance`: this CPU has nothing to run; pull one waiting task it may run from
+    /// the CPU with the most waiting work, nearest domain first. Returns whether it pulled.
     pub(crate) fn newidle_balance(&mut self, cpu: CpuId) -> bool {
         for d in 0..self.topo.domains[cpu].len() {
-            let src = self.topo.domains[cpu][d]
-                .span
-                .iter()
-                .copied()
-                .filter(|&c| c != cpu)
-                .max_by_key(|&c| (self.nr_movable(c), std::cmp::Reverse(c)));
-            let Some(src) = src else { continue };
-            if self.nr_movable(src) == 0 {
-                continue;
-            }
-            if let Some(t) = self.pick_movable(src) {
-                self.move_task(t, cpu);
-                return true;
+            let mut srcs: Vec<CpuId> =
+                self.topo.domains[cpu][d].span.iter().copied().filter(|&c| c != cpu && self.nr_movable(c) > 0).collect();
+            srcs.sort_by_key(|&c| (std::cmp::Reverse(self.nr_movable(c)), c));
+            for src in srcs {
+                if let Some(t) = self.pick_movable(src, cpu) {
+                    self.move_task(t, cpu);
+                    return true;
+                }
             }
         }
         false
     }
 
-    /// A task started waiting on `cpu`: if some CPU is idle, kick a NOHZ idle balance at the
-    /// next tick (`nohz_balancer_kick`).
+    /// `cpu` has tasks waiting (checked when one is queued and at its scheduler ticks): if some
+    /// CPU is idle, kick a NOHZ idle balance at the next tick (`nohz_balancer_kick`).
     pub(crate) fn maybe_kick_idle(&mut self, cpu: CpuId) {
         if self.idle_kick_pending || self.nr_movable(cpu) == 0 {
             return;
         }
-        if !(0..self.ncpus()).any(|c| self.cpus[c].curr.is_none()) {
+        if self.nr_idle_cpus == 0 {
             return;
         }
         self.idle_kick_pending = true;
@@ -231,14 +243,10 @@ impl Node {
             .collect();
         let (local_load, local_n) = stats[dom.local_group];
         if self.idle_for_wake(cpu) {
-            let src = dom
-                .span
-                .iter()
-                .copied()
-                .filter(|&c| c != cpu && self.nr_movable(c) > 0)
-                .max_by_key(|&c| (self.nr_movable(c), std::cmp::Reverse(c)));
-            if let Some(src) = src {
-                if let Some(t) = self.movable(src).filter(|&t| !self.tasks[t].idle_policy).min_by_key(|&t| (self.tasks[t].last_ran, t)) {
+            let mut srcs: Vec<CpuId> = dom.span.iter().copied().filter(|&c| c != cpu && self.nr_movable(c) > 0).collect();
+            srcs.sort_by_key(|&c| (std::cmp::Reverse(self.nr_movable(c)), c));
+            for src in srcs {
+                if let Some(t) = self.pick_movable(src, cpu).filter(|&t| !self.tasks[t].idle_policy) {
                     self.migrate_task(t, cpu);
                     return;
                 }
@@ -264,8 +272,8 @@ impl Node {
             .filter(|&c| self.nr_movable(c) > 0)
             .max_by_key(|&c| (self.rqs[self.root_rq(c)].load, std::cmp::Reverse(c)));
         let Some(src) = src else { return };
-        let mut cands: Vec<TaskId> = self.movable(src).collect();
-        cands.sort_by_key(|&t| (self.tasks[t].last_ran, t));
+        let mut cands: Vec<TaskId> = self.movable(src, cpu).collect();
+        cands.sort_by_key(|&t| (self.leaves_home(t, cpu), self.tasks[t].last_ran, t));
         let mut moved = 0;
         for t in cands {
             if moved >= NR_MIGRATE || imbalance <= 0.0 || self.cpus[src].tasks.len() <= 1 {

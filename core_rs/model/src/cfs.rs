@@ -451,6 +451,11 @@ impl Node {
                             self.throttle_qos(grq);
                             continue 'restart;
                         }
+                        if top_offline && self.tun.smt_expeller && self.sibling_runs_online(cpu) {
+                            self.throttle(grq, Throttle::EXPELLED);
+                            self.cpus[cpu].expelled.push(grq);
+                            continue 'restart;
+                        }
                         rq = grq;
                     }
                 }
@@ -477,6 +482,7 @@ impl Node {
             next = self.pick_next(cpu);
         }
         if let Some(n) = next {
+            let node_here = self.topo.numa_of[cpu];
             let task = &mut self.tasks[n];
             if task.state == TaskState::Runnable {
                 let waited = self.now - task.wait_start;
@@ -484,6 +490,12 @@ impl Node {
             }
             task.state = TaskState::Running;
             task.last_ran = self.now;
+            if task.home_node.is_none() {
+                // First touch: memory lands on this node if cpuset.mems allows, else on the
+                // first node it allows.
+                let mems = &self.cgroups[task.cg].mems;
+                task.home_node = Some(if mems[node_here] { node_here } else { mems.iter().position(|&m| m).unwrap_or(0) });
+            }
         }
         if let Some(p) = prev {
             if next != Some(p) {
@@ -492,8 +504,27 @@ impl Node {
         }
         self.cpus[cpu].curr = next;
         self.cpus[cpu].clock = self.now;
+        self.cpus[cpu].speed = self.speed_of(cpu);
+        if prev != next {
+            if let Some(tr) = self.run_trace.as_mut() {
+                tr.push((self.now, cpu, next));
+            }
+        }
         if prev.is_some() != next.is_some() {
+            if next.is_some() {
+                self.nr_idle_cpus -= 1;
+            } else {
+                self.nr_idle_cpus += 1;
+            }
             self.busy_changed(cpu);
+        }
+        if self.tun.smt_expeller {
+            let online = |t: Option<TaskId>| t.is_some_and(|t| !self.cgroups[self.tasks[t].cg].offline);
+            match (online(prev), online(next)) {
+                (false, true) => self.expel_siblings(cpu),
+                (true, false) => self.release_siblings(cpu),
+                _ => {}
+            }
         }
         self.reprogram(cpu);
         if next.is_some() {
@@ -501,31 +532,94 @@ impl Node {
         }
     }
 
-    /// A CPU started or stopped running: its SMT siblings change speed (settle them first).
-    fn busy_changed(&mut self, cpu: CpuId) {
-        let sibs = self.topo.siblings(cpu).len();
-        for i in 0..sibs {
+    /// Some SMT sibling of `cpu` is running online (not qos_level = -1) work.
+    fn sibling_runs_online(&self, cpu: CpuId) -> bool {
+        self.topo
+            .siblings(cpu)
+            .iter()
+            .any(|&s| s != cpu && self.cpus[s].curr.is_some_and(|t| !self.cgroups[self.tasks[t].cg].offline))
+    }
+
+    /// SMT expeller: `cpu` started online work; siblings running offline tasks reschedule
+    /// (the IPI), and their pick keeps offline groups off.
+    fn expel_siblings(&mut self, cpu: CpuId) {
+        for i in 0..self.topo.siblings(cpu).len() {
             let s = self.topo.siblings(cpu)[i];
-            if s != cpu {
-                self.update_curr(s);
-            }
-            let speed = self.speed_of(s);
-            if speed != self.cpus[s].speed {
-                self.cpus[s].speed = speed;
-                if s != cpu {
-                    self.reprogram(s);
-                }
+            if s != cpu && self.cpus[s].curr.is_some_and(|t| self.cgroups[self.tasks[t].cg].offline) {
+                self.schedule(s);
             }
         }
     }
 
-    fn speed_of(&self, cpu: CpuId) -> u64 {
-        let sibling_busy = self.topo.siblings(cpu).iter().any(|&s| s != cpu && self.cpus[s].curr.is_some());
-        if sibling_busy {
-            (self.topo.smt_speed * SPEED_ONE as f64).round() as u64
-        } else {
-            SPEED_ONE
+    /// SMT expeller: `cpu` stopped online work; siblings no longer next to online work get
+    /// their offline groups back.
+    fn release_siblings(&mut self, cpu: CpuId) {
+        for i in 0..self.topo.siblings(cpu).len() {
+            let s = self.topo.siblings(cpu)[i];
+            if s == cpu || self.cpus[s].expelled.is_empty() || self.sibling_runs_online(s) {
+                continue;
+            }
+            for grq in std::mem::take(&mut self.cpus[s].expelled) {
+                self.unthrottle(grq, Throttle::EXPELLED);
+            }
+            if self.cpus[s].curr.is_none() {
+                self.schedule(s);
+            } else {
+                self.reprogram(s);
+            }
         }
+    }
+
+    /// Stop the running task of `cpu` and leave the CPU empty (it stays queued, waiting), so
+    /// that the caller can move it; the caller schedules the CPU again afterwards.
+    pub(crate) fn preempt_off_cpu(&mut self, cpu: CpuId) {
+        let Some(t) = self.cpus[cpu].curr else { return };
+        self.update_curr(cpu);
+        self.put_prev(cpu);
+        self.cpus[cpu].curr = None;
+        if let Some(tr) = self.run_trace.as_mut() {
+            tr.push((self.now, cpu, None));
+        }
+        self.tasks[t].state = TaskState::Runnable;
+        self.tasks[t].wait_start = self.now;
+        self.cgroups[self.tasks[t].cg].stats.nr_switches += 1;
+        self.nr_idle_cpus += 1;
+        self.busy_changed(cpu);
+    }
+
+    /// A CPU started or stopped running: its SMT siblings change speed.
+    fn busy_changed(&mut self, cpu: CpuId) {
+        for i in 0..self.topo.siblings(cpu).len() {
+            let s = self.topo.siblings(cpu)[i];
+            if s != cpu {
+                self.refresh_speed(s);
+            }
+        }
+    }
+
+    /// Settle `cpu` at its old speed, then take the new one.
+    pub(crate) fn refresh_speed(&mut self, cpu: CpuId) {
+        self.update_curr(cpu);
+        let speed = self.speed_of(cpu);
+        if speed != self.cpus[cpu].speed {
+            self.cpus[cpu].speed = speed;
+            self.reprogram(cpu);
+        }
+    }
+
+    /// Speed of the work running on `cpu`: `smt_speed` while an SMT sibling also runs, times
+    /// `numa_remote_speed` when the task's memory is on another NUMA node.
+    fn speed_of(&self, cpu: CpuId) -> u64 {
+        let mut speed = 1.0f64;
+        if self.topo.siblings(cpu).iter().any(|&s| s != cpu && self.cpus[s].curr.is_some()) {
+            speed *= self.topo.smt_speed;
+        }
+        if let Some(t) = self.cpus[cpu].curr {
+            if self.tasks[t].home_node.is_some_and(|h| h != self.topo.numa_of[cpu]) {
+                speed *= self.topo.numa_remote_speed;
+            }
+        }
+        (speed * SPEED_ONE as f64).round() as u64
     }
 
     /// `sched_slice` (6.1, ALT_PERIOD and BASE_SLICE on): the period for the CPU's runnable
@@ -705,7 +799,7 @@ impl Node {
 
     /// `wake_up_new_task`: fork placement on the idlest CPU, START_DEBIT.
     pub(crate) fn wake_up_new(&mut self, t: TaskId) {
-        let cpu = self.select_fork_cpu();
+        let cpu = self.select_fork_cpu(t);
         self.enqueue_task(t, cpu, Enqueue::New);
         self.tasks[t].state = TaskState::Runnable;
         self.tasks[t].wait_start = self.now;

@@ -39,10 +39,13 @@ pub struct Cgroup {
     pub bw_usage_at_timer: u64,
     /// cpu.stat at the last reset_stats; reported counters are the difference.
     pub cpu_stat_base: CpuStat,
+    /// cpuset.cpus / cpuset.mems as membership masks (CPUs, NUMA nodes).
+    pub cpus: Vec<bool>,
+    pub mems: Vec<bool>,
 }
 
 impl Cgroup {
-    pub fn new(name: String, parent: Option<CgId>, shares: u64, idle: bool, qos_level: i64, ncpus: usize) -> Cgroup {
+    pub fn new(name: String, parent: Option<CgId>, shares: u64, idle: bool, qos_level: i64, ncpus: usize, nnodes: usize) -> Cgroup {
         Cgroup {
             name,
             parent,
@@ -61,6 +64,8 @@ impl Cgroup {
             bw_can_bind: false,
             bw_usage_at_timer: 0,
             cpu_stat_base: CpuStat::default(),
+            cpus: vec![true; ncpus],
+            mems: vec![true; nnodes],
         }
     }
 

@@ -8,6 +8,7 @@ pub mod bandwidth;
 pub mod cfs;
 pub mod cfs_rq;
 pub mod cgroup;
+pub mod cpuset;
 pub mod dist;
 pub mod error;
 pub mod events;

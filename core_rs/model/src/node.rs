@@ -47,6 +47,8 @@ pub struct Task {
     pub slot: u32,
     /// Position in its CPU's `tasks` list while runnable or running.
     pub pos: usize,
+    /// NUMA node its memory lives on (set where it first runs, within cpuset.mems).
+    pub home_node: Option<usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -62,6 +64,8 @@ pub struct Cpu {
     pub tasks: Vec<TaskId>,
     /// cfs_rqs throttled on this CPU because online work is runnable (qos_level = -1).
     pub qos_throttled: Vec<RqId>,
+    /// Offline cfs_rqs kept off this CPU because its SMT sibling runs online work.
+    pub expelled: Vec<RqId>,
     pub balance_gen: u64,
     /// Next periodic balance per domain level of this CPU.
     pub next_balance: Vec<Ns>,
@@ -88,8 +92,12 @@ pub struct Node {
     pub series: Series,
     pub sample_interval: Ns,
     pub idle_kick_pending: bool,
+    /// CPUs with nothing running.
+    pub nr_idle_cpus: usize,
     /// Optional trace of (time, cpu, nr_running) at every change, for checks in tests.
     pub trace: Option<Vec<(Ns, CpuId, u32)>>,
+    /// Optional trace of (time, cpu, running task) at every switch, for checks in tests.
+    pub run_trace: Option<Vec<(Ns, CpuId, Option<TaskId>)>>,
     pub(crate) eff: Effects,
 }
 
@@ -103,12 +111,13 @@ impl Node {
         let topo = Topology::build(&spec.topology)?;
         let ncpus = topo.ncpus;
         let tun = Tunables::new(&spec.kernel, ncpus);
-        let mut cgroups = vec![Cgroup::new(String::new(), None, 1024, false, 0, ncpus)];
+        let nnodes = topo.nnodes;
+        let mut cgroups = vec![Cgroup::new(String::new(), None, 1024, false, 0, ncpus, nnodes)];
         for c in &spec.cgroups {
             let parent = cgroups.iter().position(|g| g.name == c.parent).unwrap_or(ROOT);
             let id = cgroups.len();
             cgroups[parent].children.push(id);
-            let mut g = Cgroup::new(c.name.clone(), Some(parent), c.shares, c.idle == 1, c.qos_level, ncpus);
+            let mut g = Cgroup::new(c.name.clone(), Some(parent), c.shares, c.idle == 1, c.qos_level, ncpus, nnodes);
             g.depth = cgroups[parent].depth + 1;
             cgroups.push(g);
         }
@@ -137,6 +146,7 @@ impl Node {
                 next_event: Ns::MAX,
                 tasks: vec![],
                 qos_throttled: vec![],
+                expelled: vec![],
                 balance_gen: 0,
                 next_balance: vec![0; domains_per_cpu[c]],
                 balance_armed: false,
@@ -161,7 +171,9 @@ impl Node {
             series: Series::default(),
             sample_interval: spec.sample_interval_ns,
             idle_kick_pending: false,
+            nr_idle_cpus: ncpus,
             trace: None,
+            run_trace: None,
             eff: Effects::default(),
         };
         node.refresh_cgroup_flags();
@@ -173,8 +185,19 @@ impl Node {
                 node.set_bandwidth(i + 1, quota, period, burst);
             }
         }
+        for (i, c) in spec.cgroups.iter().enumerate() {
+            // Start from the parent's sets (v1 would start empty), then apply the spec's.
+            node.init_cpuset(i + 1, c.cpuset_cpus.as_deref(), c.cpuset_mems.as_deref())?;
+        }
         for (i, w) in spec.workloads.iter().enumerate() {
             node.add_workload(i, w, spec.seed);
+            let cg = node.cgroup_id(w.cgroup()).expect("validated");
+            if !node.cgroups[cg].cpus.iter().any(|&c| c) {
+                return Err(SpecError::new(
+                    format!("workloads[{i}].cgroup"),
+                    format!("cgroup {:?} has an empty cpuset.cpus", w.cgroup()),
+                ));
+            }
         }
         if node.sample_interval > 0 {
             node.queue.push(0, Event::Sample);
@@ -216,6 +239,7 @@ impl Node {
             wl,
             slot,
             pos: usize::MAX,
+            home_node: None,
         });
         self.cgroups[cg].nr_tasks += 1;
         self.apply_task_policy(id);
@@ -382,6 +406,7 @@ impl Node {
             self.eff = eff;
         } else if self.tick_wants_resched(cpu) || self.bandwidth_exhausted(cpu) {
             self.schedule(cpu);
+            self.maybe_kick_idle(cpu);
         } else {
             self.reprogram(cpu);
         }
@@ -491,6 +516,36 @@ impl Node {
 
     // ---------------------------------------------------------------- knobs
 
+    /// Write a knob the way its kernel file takes it: as text ("512", "-1", "0-3,6").
+    pub fn write(&mut self, cgroup: &str, knob: &str, text: &str) -> Result<()> {
+        let cg = self.cgroup_id(cgroup)?;
+        if cg == ROOT {
+            return Err(SpecError::new(knob, "the root cgroup's knobs are not writable"));
+        }
+        match knob {
+            "cpuset.cpus" => self.set_cpuset_cpus(cg, text),
+            "cpuset.mems" => self.set_cpuset_mems(cg, text),
+            _ => {
+                let v: i64 = text
+                    .trim()
+                    .parse()
+                    .map_err(|_| SpecError::new(knob, format!("expects an integer (got {text:?})")))?;
+                self.write_knob(cgroup, knob, v)
+            }
+        }
+    }
+
+    /// Read a knob as its kernel file shows it.
+    pub fn read(&self, cgroup: &str, knob: &str) -> Result<String> {
+        let cg = self.cgroup_id(cgroup)?;
+        match knob {
+            "cpuset.cpus" => Ok(crate::cpuset::format_list(&self.cgroups[cg].cpus)),
+            "cpuset.mems" => Ok(crate::cpuset::format_list(&self.cgroups[cg].mems)),
+            _ => self.read_knob(cgroup, knob).map(|v| v.to_string()),
+        }
+    }
+
+    /// Write an integer knob (cpu.*).
     pub fn write_knob(&mut self, cgroup: &str, knob: &str, value: i64) -> Result<()> {
         let cg = self.cgroup_id(cgroup)?;
         if cg == ROOT {
@@ -533,18 +588,15 @@ impl Node {
     /// done the simple way because knob writes are rare next to scheduling events.
     fn requeue_subtree(&mut self, cg: CgId, change: impl FnOnce(&mut Vec<Cgroup>)) {
         let in_subtree: Vec<bool> = (0..self.cgroups.len()).map(|g| self.is_descendant(g, cg)).collect();
-        let mut moved: Vec<(TaskId, bool)> = vec![];
+        let mut moved: Vec<TaskId> = vec![];
         for t in 0..self.tasks.len() {
             let st = self.tasks[t].state;
             if in_subtree[self.tasks[t].cg] && (st == TaskState::Runnable || st == TaskState::Running) {
-                let cpu = self.tasks[t].cpu;
-                let running = st == TaskState::Running;
-                if running {
-                    self.put_prev(cpu);
-                    self.cpus[cpu].curr = None;
+                if st == TaskState::Running {
+                    self.preempt_off_cpu(self.tasks[t].cpu);
                 }
                 self.dequeue_task(t, false);
-                moved.push((t, running));
+                moved.push(t);
             }
         }
         // Unthrottle everything first: throttling is re-decided at the next pick.
@@ -558,10 +610,9 @@ impl Node {
                 self.apply_task_policy(t);
             }
         }
-        for (t, _) in &moved {
-            let cpu = self.tasks[*t].cpu;
-            self.enqueue_task(*t, cpu, crate::cfs::Enqueue::Migrate);
-            self.tasks[*t].state = TaskState::Runnable;
+        for &t in &moved {
+            let cpu = self.tasks[t].cpu;
+            self.enqueue_task(t, cpu, crate::cfs::Enqueue::Migrate);
         }
         for cpu in 0..self.ncpus() {
             self.schedule(cpu);
@@ -581,9 +632,9 @@ impl Node {
         self.tasks.iter().filter(|t| self.is_descendant(t.cg, cg)).count() as u32
     }
 
-    /// How many CPUs a cgroup's tasks may run on.
-    pub(crate) fn allowed_cpus(&self, _cg: CgId) -> usize {
-        self.ncpus()
+    /// How many CPUs a cgroup's tasks may run on (its cpuset.cpus).
+    pub(crate) fn allowed_cpus(&self, cg: CgId) -> usize {
+        self.cgroups[cg].cpus.iter().filter(|&&c| c).count()
     }
 
     pub(crate) fn is_descendant(&self, mut g: CgId, ancestor: CgId) -> bool {
@@ -611,5 +662,35 @@ impl Node {
         self.tasks[t].idle_policy = idle;
         let se = self.tasks[t].se;
         self.ses[se].weight = if idle { WEIGHT_IDLEPRIO } else { NICE_0_LOAD };
+    }
+}
+
+impl Node {
+    /// Internal consistency of the bookkeeping (for tests): idle-CPU count, per-queue counts,
+    /// task positions. Returns the first violation found.
+    pub fn check_invariants(&self) -> std::result::Result<(), String> {
+        let idle = self.cpus.iter().filter(|c| c.curr.is_none()).count();
+        if idle != self.nr_idle_cpus {
+            return Err(format!("nr_idle_cpus {} but {idle} CPUs idle", self.nr_idle_cpus));
+        }
+        for (i, r) in self.rqs.iter().enumerate() {
+            let queued = r.timeline.len() as u32 + r.curr.filter(|&s| self.ses[s].on_rq).is_some() as u32;
+            if queued != r.nr_running {
+                return Err(format!("rq {i}: nr_running {} but {queued} entities queued", r.nr_running));
+            }
+        }
+        for (cpu, c) in self.cpus.iter().enumerate() {
+            for (pos, &t) in c.tasks.iter().enumerate() {
+                if self.tasks[t].pos != pos || self.tasks[t].cpu != cpu {
+                    return Err(format!("task {t} misplaced in CPU {cpu}'s list"));
+                }
+            }
+            if let Some(t) = c.curr {
+                if self.tasks[t].state != TaskState::Running || self.tasks[t].cpu != cpu {
+                    return Err(format!("CPU {cpu} runs task {t} in state {:?} on CPU {}", self.tasks[t].state, self.tasks[t].cpu));
+                }
+            }
+        }
+        Ok(())
     }
 }

@@ -37,6 +37,11 @@ pub struct TopologySpec {
     /// thread; ../shared/reference/kernel-and-anchors.md §B).
     #[serde(default = "default_smt_speed")]
     pub smt_speed: f64,
+    /// Speed of a task running on another NUMA node than its memory: 0.75, i.e. 1.33× slower
+    /// — remote DRAM costs 1.5–2× on the memory-bound part of the work (kernel-and-anchors.md
+    /// §B suggests ×1.5, range 1.3–2.0, applied to that fraction only).
+    #[serde(default = "default_numa_remote_speed")]
+    pub numa_remote_speed: f64,
     /// Logical ids sharing one physical core; default is Linux's usual x86 numbering where
     /// CPU c and c + ncores are siblings.
     #[serde(default)]
@@ -51,6 +56,9 @@ fn two() -> u32 {
 }
 fn default_smt_speed() -> f64 {
     0.6
+}
+fn default_numa_remote_speed() -> f64 {
+    0.75
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
@@ -71,6 +79,10 @@ pub struct KernelSpec {
     pub sched_wakeup_granularity_ns: Option<u64>,
     pub sched_idle_min_granularity_ns: Option<u64>,
     pub sched_migration_cost_ns: Option<u64>,
+    /// openEuler SMT expeller (CONFIG_QOS_SCHED_SMT_EXPELLER): offline (qos_level = -1) tasks
+    /// do not run on the SMT sibling of a CPU running online work.
+    #[serde(default)]
+    pub smt_expeller: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -92,6 +104,11 @@ pub struct CgroupSpec {
     pub cfs_period_us: i64,
     #[serde(rename = "cpu.cfs_burst_us", default)]
     pub cfs_burst_us: i64,
+    /// cpuset.cpus / cpuset.mems in the kernel's list format ("0-3,6"); None = the parent's.
+    #[serde(rename = "cpuset.cpus", default)]
+    pub cpuset_cpus: Option<String>,
+    #[serde(rename = "cpuset.mems", default)]
+    pub cpuset_mems: Option<String>,
 }
 
 fn default_shares() -> u64 {
@@ -197,8 +214,16 @@ pub const MIN_SHARES: u64 = 2;
 pub const MAX_SHARES: u64 = 1 << 18;
 
 /// The knobs the simulated cgroups have, by their cgroup v1 file names.
-pub const KNOBS: [&str; 6] =
-    ["cpu.shares", "cpu.idle", "cpu.qos_level", "cpu.cfs_quota_us", "cpu.cfs_period_us", "cpu.cfs_burst_us"];
+pub const KNOBS: [&str; 8] = [
+    "cpu.shares",
+    "cpu.idle",
+    "cpu.qos_level",
+    "cpu.cfs_quota_us",
+    "cpu.cfs_period_us",
+    "cpu.cfs_burst_us",
+    "cpuset.cpus",
+    "cpuset.mems",
+];
 
 pub fn check_knob(field: &str, knob: &str, value: i64) -> Result<()> {
     let bad = |why: String| Err(SpecError::new(field, why));
@@ -220,6 +245,7 @@ pub fn check_knob(field: &str, knob: &str, value: i64) -> Result<()> {
         }
         // Ranges of these are checked together (they constrain each other) by bandwidth_ns.
         "cpu.cfs_quota_us" | "cpu.cfs_period_us" | "cpu.cfs_burst_us" => {}
+        "cpuset.cpus" | "cpuset.mems" => return bad(format!("{knob} takes a list like \"0-3,6\", not a number")),
         _ => return bad(format!("unknown knob {knob:?} (known: {})", KNOBS.join(", "))),
     }
     Ok(())
@@ -257,6 +283,12 @@ impl NodeSpec {
         }
         if !(t.smt_speed > 0.0 && t.smt_speed <= 1.0) {
             return Err(SpecError::new("topology.smt_speed", format!("must be in (0, 1] (got {})", t.smt_speed)));
+        }
+        if !(t.numa_remote_speed > 0.0 && t.numa_remote_speed <= 1.0) {
+            return Err(SpecError::new(
+                "topology.numa_remote_speed",
+                format!("must be in (0, 1] (got {})", t.numa_remote_speed),
+            ));
         }
         if let Some(hz) = self.kernel.hz {
             if !(100..=1000).contains(&hz) {

@@ -16,9 +16,13 @@ pub struct Topology {
     pub core_cpus: Vec<Vec<CpuId>>,
     pub socket_of: Vec<usize>,
     pub numa_of: Vec<usize>,
+    /// Number of NUMA nodes.
+    pub nnodes: usize,
     /// Logical CPUs of each socket (= LLC), ascending.
     pub socket_cpus: Vec<Vec<CpuId>>,
     pub smt_speed: f64,
+    /// Speed of a task whose memory is on another NUMA node.
+    pub numa_remote_speed: f64,
     /// Scheduling domains of each CPU from the smallest span up (SMT, LLC, NUMA/node-wide),
     /// as in the kernel's sd hierarchy; a level whose span equals the level below is dropped.
     pub domains: Vec<Vec<Domain>>,
@@ -111,8 +115,10 @@ impl Topology {
             core_cpus,
             socket_of,
             numa_of,
+            nnodes: (t.sockets * t.numa_nodes_per_socket) as usize,
             socket_cpus,
             smt_speed: t.smt_speed,
+            numa_remote_speed: t.numa_remote_speed,
             domains: vec![],
         };
         topo.domains = (0..ncpus).map(|c| topo.build_domains(c)).collect();
@@ -165,6 +171,7 @@ mod tests {
             cores_per_socket: cores,
             threads_per_core: tpc,
             smt_speed: 0.6,
+            numa_remote_speed: 0.75,
             siblings: None,
         }
     }

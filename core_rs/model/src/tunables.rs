@@ -42,6 +42,8 @@ pub struct Tunables {
     /// Slice floor for an idle entity competing on a non-idle cfs_rq; not scaled.
     pub idle_min_granularity: u64,
     pub migration_cost: u64,
+    /// openEuler SMT expeller on.
+    pub smt_expeller: bool,
 }
 
 /// 1 + ilog2(min(ncpus, 8)): 1, 2, 3, 4 for 1, 2–3, 4–7, ≥8 CPUs (SCHED_TUNABLESCALING_LOG).
@@ -62,6 +64,7 @@ impl Tunables {
             wakeup_granularity: k.sched_wakeup_granularity_ns.unwrap_or(1_000_000 * f),
             idle_min_granularity: k.sched_idle_min_granularity_ns.unwrap_or(750_000),
             migration_cost: k.sched_migration_cost_ns.unwrap_or(500_000),
+            smt_expeller: k.smt_expeller,
         }
     }
 

@@ -91,17 +91,33 @@ impl Node {
         self.inner.service_names.clone()
     }
 
-    fn write(&mut self, cgroup: &str, knob: &str, value: i64) -> PyResult<()> {
+    /// Write a knob as its file takes it: an int (cpu.*) or text ("0-3" for cpuset.*).
+    fn write(&mut self, cgroup: &str, knob: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
         self.check()?;
+        let text: String = if let Ok(s) = value.extract::<String>() {
+            s
+        } else if let Ok(i) = value.extract::<i64>() {
+            if value.is_instance_of::<pyo3::types::PyBool>() {
+                return Err(PyValueError::new_err(format!("{knob}: expects an integer, not a bool")));
+            }
+            i.to_string()
+        } else {
+            return Err(PyValueError::new_err(format!("{knob}: expects an int or a str (got {})", value.get_type().name()?)));
+        };
         guarded(|| {
             self.inner.cgroup_id(cgroup).map_err(key_err)?;
-            self.inner.write_knob(cgroup, knob, value).map_err(value_err)
+            self.inner.write(cgroup, knob, &text).map_err(value_err)
         })
     }
 
-    fn read(&self, cgroup: &str, knob: &str) -> PyResult<i64> {
+    /// Read a knob as its file shows it: int for cpu.*, str for cpuset.*.
+    fn read(&self, py: Python<'_>, cgroup: &str, knob: &str) -> PyResult<PyObject> {
         self.inner.cgroup_id(cgroup).map_err(key_err)?;
-        self.inner.read_knob(cgroup, knob).map_err(value_err)
+        let text = self.inner.read(cgroup, knob).map_err(value_err)?;
+        Ok(match (knob.starts_with("cpuset."), text.parse::<i64>()) {
+            (false, Ok(v)) => v.into_pyobject(py)?.into_any().unbind(),
+            _ => text.into_pyobject(py)?.into_any().unbind(),
+        })
     }
 
     fn reset_stats(&mut self) -> PyResult<()> {
