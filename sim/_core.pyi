@@ -80,14 +80,17 @@ class Node:
         "cpu.cfs_period_us", "cpu.cfs_burst_us" (ints); "cpuset.cpus", "cpuset.mems" (lists
         like "0-3,6"). Shrinking cpuset.cpus moves the tasks off the CPUs it lost."""
     def read(self, cgroup: str, knob: str) -> int | str:
-        """A knob as its file shows it: int for cpu.*, the list text for cpuset.*."""
+        """A knob as its file shows it: int for cpu.*, text for cpuset.* and for
+        "cpu.pressure" ("some avg10=… avg60=… avg300=… total=<µs>\nfull …"; the root ""
+        gives the node's /proc/pressure/cpu)."""
     def reset_stats(self) -> None:
         """Zero every counter and latency record (used at the end of warm-up)."""
     def cgroup_stats(self, cgroup: str) -> dict[str, int]:
         """{"usage_ns" (hierarchical, like cpuacct.usage), "wait_ns" (run-queue wait of its
         tasks, hierarchical), "nr_switches" (hierarchical), "nr_running", "nr_tasks", and the
         group's own cpu.stat: "nr_periods", "nr_throttled", "throttled_time" (ns, summed over
-        CPUs), "nr_bursts", "burst_time" (ns)} — all since the last reset."""
+        CPUs), "nr_bursts", "burst_time" (ns), and cpu.pressure stall totals "psi_some_ns",
+        "psi_full_ns"} — all since the last reset."""
     def service_stats(self, name: str) -> dict[str, int]:
         """{"started", "completed"} since the last reset."""
     def service_latencies(self, name: str) -> bytes:

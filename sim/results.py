@@ -107,6 +107,9 @@ class CgroupResult:
     throttled_s: float = 0.0  # summed over CPUs, as the kernel sums it
     nr_bursts: int = 0
     burst_s: float = 0.0
+    # cpu.pressure: time some / all of its runnable tasks waited for a CPU
+    psi_some_s: float = 0.0
+    psi_full_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -119,6 +122,8 @@ class CgroupResult:
             "throttled_s": self.throttled_s,
             "nr_bursts": self.nr_bursts,
             "burst_s": self.burst_s,
+            "psi_some_s": self.psi_some_s,
+            "psi_full_s": self.psi_full_s,
         }
 
 
@@ -225,6 +230,8 @@ class RunResult:
                 throttled_s=stats["throttled_time"] / NS,
                 nr_bursts=int(stats["nr_bursts"]),
                 burst_s=stats["burst_time"] / NS,
+                psi_some_s=stats["psi_some_ns"] / NS,
+                psi_full_s=stats["psi_full_ns"] / NS,
             )
         busy = _u64(node.cpu_busy()).reshape(ncpus, len(cgroup_names)) / NS
         return cls(

@@ -95,6 +95,8 @@ class FakeNode:
             "throttled_time": 0,
             "nr_bursts": 0,
             "burst_time": 0,
+            "psi_some_ns": usage // 20,
+            "psi_full_ns": 0,
         }
 
     def _period(self, w: dict[str, Any]) -> int:

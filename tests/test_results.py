@@ -130,6 +130,8 @@ def test_results_json_document(experiment):
         "throttled_s",
         "nr_bursts",
         "burst_s",
+        "psi_some_s",
+        "psi_full_s",
     }
     assert len(run["cpus"]) == 8
 

@@ -293,6 +293,7 @@ impl Node {
         let idle = task.idle_policy as u32;
         self.ses[se].parent_rq = task.cg * ncpus + cpu;
         self.enqueue_chain(se, 1, idle, mode);
+        self.psi_runnable(t, cpu, 1);
         let c = &mut self.cpus[cpu];
         self.tasks[t].pos = c.tasks.len();
         c.tasks.push(t);
@@ -304,6 +305,7 @@ impl Node {
         let task = &self.tasks[t];
         let (cpu, se, idle) = (task.cpu, task.se, task.idle_policy as u32);
         self.dequeue_chain(se, 1, idle, !sleep);
+        self.psi_runnable(t, cpu, -1);
         let c = &mut self.cpus[cpu];
         let pos = self.tasks[t].pos;
         c.tasks.swap_remove(pos);
@@ -506,6 +508,7 @@ impl Node {
         self.cpus[cpu].clock = self.now;
         self.cpus[cpu].speed = self.speed_of(cpu);
         if prev != next {
+            self.psi_switch(cpu, prev, next);
             if let Some(tr) = self.run_trace.as_mut() {
                 tr.push((self.now, cpu, next));
             }
@@ -577,6 +580,7 @@ impl Node {
         self.update_curr(cpu);
         self.put_prev(cpu);
         self.cpus[cpu].curr = None;
+        self.psi_switch(cpu, Some(t), None);
         if let Some(tr) = self.run_trace.as_mut() {
             tr.push((self.now, cpu, None));
         }

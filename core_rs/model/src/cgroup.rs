@@ -2,6 +2,7 @@
 //! per-CPU load contributions that `calc_group_shares` divides its shares by.
 
 use crate::bandwidth::{CfsBandwidth, CpuStat};
+use crate::psi::Psi;
 use crate::stats::CgroupStats;
 use crate::tunables::{scale_load, WEIGHT_IDLEPRIO};
 
@@ -39,6 +40,9 @@ pub struct Cgroup {
     pub bw_usage_at_timer: u64,
     /// cpu.stat at the last reset_stats; reported counters are the difference.
     pub cpu_stat_base: CpuStat,
+    /// cpu.pressure (PSI), and its totals at the last reset_stats.
+    pub psi: Psi,
+    pub psi_base: [u64; 2],
     /// cpuset.cpus / cpuset.mems as membership masks (CPUs, NUMA nodes).
     pub cpus: Vec<bool>,
     pub mems: Vec<bool>,
@@ -64,6 +68,8 @@ impl Cgroup {
             bw_can_bind: false,
             bw_usage_at_timer: 0,
             cpu_stat_base: CpuStat::default(),
+            psi: Psi::default(),
+            psi_base: [0; 2],
             cpus: vec![true; ncpus],
             mems: vec![true; nnodes],
         }

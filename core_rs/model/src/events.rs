@@ -25,6 +25,8 @@ pub enum Event {
     Period { cg: usize, gen: u64 },
     /// CFS bandwidth slack timer of a cgroup.
     Slack { cg: usize, gen: u64 },
+    /// PSI averaging (every PSI_FREQ).
+    Psi,
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -13,6 +13,7 @@ pub mod dist;
 pub mod error;
 pub mod events;
 pub mod node;
+pub mod psi;
 pub mod rng;
 pub mod spec;
 pub mod stats;

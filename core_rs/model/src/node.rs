@@ -94,6 +94,10 @@ pub struct Node {
     pub idle_kick_pending: bool,
     /// CPUs with nothing running.
     pub nr_idle_cpus: usize,
+    /// PSI state per (cgroup, CPU): cgroup * ncpus + cpu.
+    pub psi_cpu: Vec<crate::psi::PsiCpu>,
+    /// Time of the last PSI average update.
+    pub psi_last: Ns,
     /// Optional trace of (time, cpu, nr_running) at every change, for checks in tests.
     pub trace: Option<Vec<(Ns, CpuId, u32)>>,
     /// Optional trace of (time, cpu, running task) at every switch, for checks in tests.
@@ -172,6 +176,8 @@ impl Node {
             sample_interval: spec.sample_interval_ns,
             idle_kick_pending: false,
             nr_idle_cpus: ncpus,
+            psi_cpu: vec![Default::default(); ncpus * ncg],
+            psi_last: 0,
             trace: None,
             run_trace: None,
             eff: Effects::default(),
@@ -202,6 +208,7 @@ impl Node {
         if node.sample_interval > 0 {
             node.queue.push(0, Event::Sample);
         }
+        node.queue.push(crate::psi::psi_period(node.tun.tick_ns), Event::Psi);
         Ok(node)
     }
 
@@ -376,6 +383,7 @@ impl Node {
             }
             Event::Period { cg, gen } => self.period_timer(cg, gen),
             Event::Slack { cg, gen } => self.slack_timer(cg, gen),
+            Event::Psi => self.psi_update(),
             Event::Sample => {
                 self.sample();
                 self.queue.push(self.now + self.sample_interval, Event::Sample);
@@ -481,10 +489,13 @@ impl Node {
         v
     }
 
-    /// Settle every running task so that counters read now are exact.
+    /// Settle every running task and fold pressure times, so that counters read now are exact.
     pub fn settle(&mut self) {
         for cpu in 0..self.ncpus() {
             self.update_curr(cpu);
+        }
+        for cg in 0..self.cgroups.len() {
+            self.psi_collect(cg);
         }
     }
 
@@ -493,6 +504,7 @@ impl Node {
         for g in &mut self.cgroups {
             g.stats = Default::default();
             g.cpu_stat_base = g.bw.stat;
+            g.psi_base = g.psi.total;
         }
         for t in 0..self.tasks.len() {
             if self.tasks[t].state == TaskState::Runnable {
@@ -535,10 +547,15 @@ impl Node {
         }
     }
 
-    /// Read a knob as its kernel file shows it.
-    pub fn read(&self, cgroup: &str, knob: &str) -> Result<String> {
+    /// Read a knob as its kernel file shows it ("cpu.pressure" of the root "" is the node's
+    /// /proc/pressure/cpu).
+    pub fn read(&mut self, cgroup: &str, knob: &str) -> Result<String> {
         let cg = self.cgroup_id(cgroup)?;
         match knob {
+            "cpu.pressure" => {
+                self.settle();
+                Ok(self.pressure_text(cg))
+            }
             "cpuset.cpus" => Ok(crate::cpuset::format_list(&self.cgroups[cg].cpus)),
             "cpuset.mems" => Ok(crate::cpuset::format_list(&self.cgroups[cg].mems)),
             _ => self.read_knob(cgroup, knob).map(|v| v.to_string()),

@@ -111,10 +111,10 @@ impl Node {
     }
 
     /// Read a knob as its file shows it: int for cpu.*, str for cpuset.*.
-    fn read(&self, py: Python<'_>, cgroup: &str, knob: &str) -> PyResult<PyObject> {
+    fn read(&mut self, py: Python<'_>, cgroup: &str, knob: &str) -> PyResult<PyObject> {
         self.inner.cgroup_id(cgroup).map_err(key_err)?;
         let text = self.inner.read(cgroup, knob).map_err(value_err)?;
-        Ok(match (knob.starts_with("cpuset."), text.parse::<i64>()) {
+        Ok(match (knob.starts_with("cpuset.") || knob.ends_with(".pressure"), text.parse::<i64>()) {
             (false, Ok(v)) => v.into_pyobject(py)?.into_any().unbind(),
             _ => text.into_pyobject(py)?.into_any().unbind(),
         })
@@ -145,6 +145,10 @@ impl Node {
         d.set_item("throttled_time", st.throttled_time)?;
         d.set_item("nr_bursts", st.nr_bursts)?;
         d.set_item("burst_time", st.burst_time)?;
+        // cpu.pressure totals (ns) since the last reset.
+        let g = &n.cgroups[id];
+        d.set_item("psi_some_ns", g.psi.total[0] - g.psi_base[0])?;
+        d.set_item("psi_full_ns", g.psi.total[1] - g.psi_base[1])?;
         Ok(d)
     }
 
