@@ -302,12 +302,14 @@ class Kernel(_Table):
     """[kernel]: scheduler tunables; unset ones take the kernel's defaults (scaled by
     1 + ilog2(min(ncpus, 8)) as the kernel scales them), which the core computes."""
 
-    scheduler: Literal["cfs"] = "cfs"
+    scheduler: Literal["cfs", "eevdf"] = "cfs"  # CFS (Linux <= 6.5) or EEVDF (>= 6.6)
     hz: int = Field(250, ge=1, le=10_000)
     sched_latency: PositiveDuration | None = None
     sched_min_granularity: PositiveDuration | None = None
     sched_wakeup_granularity: Duration | None = None
     sched_idle_min_granularity: PositiveDuration | None = None
+    # EEVDF base slice as debugfs shows it (default: 0.70 ms scaled by CPU count, like the kernel)
+    base_slice: PositiveDuration | None = None
     # openEuler SMT expeller: offline tasks stay off the SMT sibling of online work
     smt_expeller: bool = False
 
@@ -319,6 +321,7 @@ class Kernel(_Table):
             "sched_min_granularity_ns": self.sched_min_granularity,
             "sched_wakeup_granularity_ns": self.sched_wakeup_granularity,
             "sched_idle_min_granularity_ns": self.sched_idle_min_granularity,
+            "base_slice_ns": self.base_slice,
             "smt_expeller": self.smt_expeller,
         }
 

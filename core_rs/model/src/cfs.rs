@@ -37,6 +37,11 @@ pub fn calc_delta_fair(delta: u64, weight: u64) -> i64 {
 
 impl Node {
     #[inline]
+    pub(crate) fn eevdf(&self) -> bool {
+        self.tun.scheduler == crate::spec::SchedulerKind::Eevdf
+    }
+
+    #[inline]
     pub(crate) fn root_rq(&self, cpu: CpuId) -> RqId {
         ROOT * self.ncpus() + cpu
     }
@@ -146,6 +151,10 @@ impl Node {
         }
         if self.ses[se].on_rq {
             let rq = self.ses[se].parent_rq;
+            if self.eevdf() {
+                self.reweight_eevdf(rq, se, new_w);
+                self.ses[se].protected = false;
+            }
             self.rqs[rq].load = self.rqs[rq].load - old_w + new_w;
             self.publish_load(rq);
         }
@@ -207,16 +216,17 @@ impl Node {
                 adding = false;
             }
             if adding {
-                if let SeKind::Group(_) = self.ses[se].kind {
-                    let w = match self.ses[se].kind {
-                        SeKind::Group(grq) => self.calc_group_shares(grq),
-                        _ => unreachable!(),
-                    };
+                if let SeKind::Group(grq) = self.ses[se].kind {
+                    let w = self.calc_group_shares(grq);
+                    if self.eevdf() {
+                        self.reweight_eevdf(rq, se, w); // off the queue: rescales the saved lag
+                    }
                     self.ses[se].weight = w;
                 }
-                match (first, mode) {
-                    (true, Enqueue::New) => self.place_entity(rq, se, true),
-                    (true, Enqueue::Migrate) => self.ses[se].vruntime += self.rqs[rq].min_vruntime,
+                match (self.eevdf(), first, mode) {
+                    (true, first, mode) => self.place_eevdf(rq, se, first && mode == Enqueue::New),
+                    (false, true, Enqueue::New) => self.place_entity(rq, se, true),
+                    (false, true, Enqueue::Migrate) => self.ses[se].vruntime += self.rqs[rq].min_vruntime,
                     _ => self.place_entity(rq, se, false),
                 }
                 self.account_enqueue(rq, se);
@@ -255,8 +265,11 @@ impl Node {
         loop {
             let rq = self.ses[se].parent_rq;
             if removing {
+                if self.eevdf() {
+                    self.save_lag(rq, se);
+                }
                 self.account_dequeue(rq, se);
-                if first && migrate {
+                if first && migrate && !self.eevdf() {
                     self.ses[se].vruntime -= self.rqs[rq].min_vruntime;
                 }
                 self.update_min_vruntime(rq);
@@ -431,7 +444,7 @@ impl Node {
             let mut rq = self.root_rq(cpu);
             let mut n = 0;
             loop {
-                let (_, se) = self.rqs[rq].leftmost()?;
+                let se = if self.eevdf() { self.pick_eevdf(rq)? } else { self.rqs[rq].leftmost()?.1 };
                 path[n] = se;
                 n += 1;
                 match self.ses[se].kind {
@@ -442,6 +455,7 @@ impl Node {
                             self.rqs[prq].timeline.remove(&(v, s));
                             self.rqs[prq].curr = Some(s);
                             self.ses[s].prev_sum_exec = self.ses[s].sum_exec;
+                            self.ses[s].protected = true; // RUN_TO_PARITY (EEVDF only reads it)
                         }
                         return Some(t);
                     }
@@ -682,6 +696,9 @@ impl Node {
             self.reweight_group(g);
             se = g;
         }
+        if self.eevdf() {
+            return self.eevdf_renew(cpu);
+        }
         let min_gran = self.tun.min_granularity;
         let mut resched = false;
         self.tick_levels(cpu, |se, ideal, left| {
@@ -703,6 +720,9 @@ impl Node {
     /// The first scheduler tick at which `tick_wants_resched` will hold if nothing else
     /// changes on this CPU (anything that does change it reprograms the CPU).
     pub(crate) fn next_resched_tick(&self, cpu: CpuId) -> Ns {
+        if self.eevdf() {
+            return self.eevdf_next_tick(cpu);
+        }
         let min_gran = self.tun.min_granularity;
         let mut wait = u64::MAX;
         self.tick_levels(cpu, |se, ideal, left| {
@@ -759,6 +779,9 @@ impl Node {
         if cse_idle != pse_idle {
             return false;
         }
+        if self.eevdf() {
+            return self.eevdf_wakeup_preempts(se, pse);
+        }
         // wakeup_preempt_entity: ahead by more than wakeup_granularity in the waker's virtual time.
         let vdiff = self.ses[se].vruntime - self.ses[pse].vruntime;
         if vdiff <= 0 {
@@ -776,7 +799,11 @@ impl Node {
             return;
         }
         self.update_curr(cpu);
-        if self.wakeup_preempts(cpu, t) {
+        // EEVDF: the enqueue's update_curr renews a used-up slice; that alone reschedules
+        // only if others besides the waker were already waiting (the waker is not yet
+        // counted there), otherwise the eligibility/deadline pick decides.
+        let renewed = self.eevdf() && self.eevdf_renew(cpu) && self.rqs[self.root_rq(cpu)].h_nr_running > 2;
+        if renewed || self.wakeup_preempts(cpu, t) {
             self.schedule(cpu);
         } else {
             self.reprogram(cpu);
@@ -789,7 +816,8 @@ impl Node {
         debug_assert_eq!(self.tasks[t].state, TaskState::Sleeping);
         let prev = self.tasks[t].cpu;
         let cpu = self.select_task_rq(t, prev);
-        if cpu != prev {
+        if cpu != prev && !self.eevdf() {
+            // CFS re-bases vruntime on the new queue; EEVDF carries the lag instead.
             let ncpus = self.ncpus();
             let cg = self.tasks[t].cg;
             let se = self.tasks[t].se;

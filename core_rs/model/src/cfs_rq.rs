@@ -29,11 +29,27 @@ pub struct Se {
     pub on_rq: bool,
     /// The cfs_rq this entity is queued in (changes for a task when it migrates).
     pub parent_rq: RqId,
+    /// EEVDF: virtual deadline, lag saved at dequeue (virtual time), and RUN_TO_PARITY's
+    /// protection of the current slice (set when picked, lost when the deadline moves).
+    pub deadline: i64,
+    pub vlag: i64,
+    pub protected: bool,
 }
 
 impl Se {
     pub fn new(kind: SeKind, parent_rq: RqId, weight: u64) -> Se {
-        Se { kind, vruntime: 0, weight, sum_exec: 0, prev_sum_exec: 0, on_rq: false, parent_rq }
+        Se {
+            kind,
+            vruntime: 0,
+            weight,
+            sum_exec: 0,
+            prev_sum_exec: 0,
+            on_rq: false,
+            parent_rq,
+            deadline: 0,
+            vlag: 0,
+            protected: false,
+        }
     }
 }
 

@@ -10,6 +10,7 @@ pub mod cfs_rq;
 pub mod cgroup;
 pub mod cpuset;
 pub mod dist;
+pub mod eevdf;
 pub mod error;
 pub mod events;
 pub mod node;

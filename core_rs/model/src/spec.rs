@@ -64,8 +64,11 @@ fn default_numa_remote_speed() -> f64 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum SchedulerKind {
+    /// CFS, Linux ≤ 6.5.
     #[default]
     Cfs,
+    /// EEVDF, Linux ≥ 6.6.
+    Eevdf,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -79,6 +82,9 @@ pub struct KernelSpec {
     pub sched_wakeup_granularity_ns: Option<u64>,
     pub sched_idle_min_granularity_ns: Option<u64>,
     pub sched_migration_cost_ns: Option<u64>,
+    /// EEVDF base slice as debugfs base_slice_ns shows it (already scaled): None = the
+    /// kernel's 0.70 ms × (1 + ilog2(min(ncpus, 8))) (6.15+, 6.12.y; 0.75 ms before).
+    pub base_slice_ns: Option<u64>,
     /// openEuler SMT expeller (CONFIG_QOS_SCHED_SMT_EXPELLER): offline (qos_level = -1) tasks
     /// do not run on the SMT sibling of a CPU running online work.
     #[serde(default)]

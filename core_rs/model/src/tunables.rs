@@ -44,6 +44,9 @@ pub struct Tunables {
     pub migration_cost: u64,
     /// openEuler SMT expeller on.
     pub smt_expeller: bool,
+    pub scheduler: crate::spec::SchedulerKind,
+    /// EEVDF base slice (`sysctl_sched_base_slice`), scaled like the CFS tunables.
+    pub base_slice: u64,
 }
 
 /// 1 + ilog2(min(ncpus, 8)): 1, 2, 3, 4 for 1, 2–3, 4–7, ≥8 CPUs (SCHED_TUNABLESCALING_LOG).
@@ -65,6 +68,9 @@ impl Tunables {
             idle_min_granularity: k.sched_idle_min_granularity_ns.unwrap_or(750_000),
             migration_cost: k.sched_migration_cost_ns.unwrap_or(500_000),
             smt_expeller: k.smt_expeller,
+            scheduler: k.scheduler,
+            // 0.70 ms since commit 2ae891b82695 (6.15, backported to 6.12.y); §A6.
+            base_slice: k.base_slice_ns.unwrap_or(700_000 * f),
         }
     }
 
