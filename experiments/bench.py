@@ -2,8 +2,9 @@
 
     python experiments/bench.py [--repeat N]
 
-Runs (a) every run of experiments/clickhouse_stress.toml and (b) experiments/open_loop_96cpu.toml
-(96 logical CPUs, 5,000 req/s on 48 workers, 96 hogs, 60 simulated seconds) through the
+Runs (a) every run of experiments/clickhouse_stress.toml and (b) both runs of
+experiments/open_loop_96cpu.toml (96 logical CPUs, 5,000 req/s on 48 workers, 96 hogs, 60
+simulated seconds; without limits and with quotas and bursts on every group) through the
 same Python path users take (scenario -> NodeEnvironment -> core), REPEAT times each, and
 prints the median. The machine is shared and noisy: compare ratios within one run.
 """
@@ -49,6 +50,12 @@ def main() -> None:
     print(f"{'scenario: run':<{width}}  sim s  wall s (median of {args.repeat})  sim s / wall s  events / s")
     for name, sim_s, wall, speed, eps in rows:
         print(f"{name:<{width}}  {sim_s:5.0f}  {wall:22.3f}  {speed:14.0f}  {eps / 1e6:7.2f} M")
+    # The [cpu2] target: quotas and bursts on every group cost at most 20% of the speed.
+    walls = {name: wall for name, _, wall, _, _ in rows}
+    plain = walls.get("open_loop_96cpu: no limits")
+    limited = walls.get("open_loop_96cpu: quotas and bursts on every group")
+    if plain and limited:
+        print(f"\nquotas and bursts on every group / no limits, wall time: {limited / plain:.2f}x")
 
 
 if __name__ == "__main__":

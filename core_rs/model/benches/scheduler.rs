@@ -23,11 +23,18 @@ fn clickhouse() -> String {
     .to_string()
 }
 
-fn big_node() -> String {
+fn big_node(quotas: bool) -> String {
+    // Kubernetes-style limits that the groups stay under ([cpu2]: must cost <= 20% speed).
+    let cgroups = if quotas {
+        json!([{"name": "online", "cpu.cfs_quota_us": 4_800_000, "cpu.cfs_burst_us": 4_800_000},
+               {"name": "offline", "cpu.cfs_quota_us": 9_600_000, "cpu.cfs_burst_us": 9_600_000}])
+    } else {
+        json!([{"name": "online"}, {"name": "offline"}])
+    };
     json!({
         "seed": 1,
         "topology": {"sockets": 2, "cores_per_socket": 24, "threads_per_core": 2},
-        "cgroups": [{"name": "online"}, {"name": "offline"}],
+        "cgroups": cgroups,
         "workloads": [
             {"kind": "open_loop", "name": "web", "cgroup": "online", "rate_per_s": 5000.0, "workers": 48,
              "service": {"dist": "exponential", "mean_ns": 2e6}},
@@ -40,7 +47,11 @@ fn big_node() -> String {
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("simulate_1s");
     g.sample_size(20);
-    for (name, spec) in [("clickhouse_stress_8cpu", clickhouse()), ("open_loop_96cpu_96hogs", big_node())] {
+    for (name, spec) in [
+        ("clickhouse_stress_8cpu", clickhouse()),
+        ("open_loop_96cpu_96hogs", big_node(false)),
+        ("open_loop_96cpu_96hogs_quota_burst", big_node(true)),
+    ] {
         g.bench_function(name, |b| {
             b.iter_batched(
                 || {

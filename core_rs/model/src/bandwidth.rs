@@ -123,22 +123,6 @@ pub fn check_bandwidth(field: &str, quota: Option<Ns>, period: Ns, burst: Ns) ->
 }
 
 impl Node {
-    /// Whether a group's quota can ever bind: it cannot when it covers every CPU the group may
-    /// use for a whole period plus the silo slack (a 5 ms slice and a tick per CPU). Such a
-    /// group keeps no silos and needs no exhaustion events — a fast path that changes nothing
-    /// observable, because neither throttling nor bursts can happen to it; its period timer
-    /// and nr_periods still run while it is in use.
-    pub(crate) fn quota_can_bind(&self, cg: CgId) -> bool {
-        match self.cgroups[cg].bw.quota {
-            None => false,
-            Some(q) => {
-                let k = self.allowed_cpus(cg) as u64;
-                let bw = &self.cgroups[cg].bw;
-                q < k * (bw.period + BANDWIDTH_SLICE as u64 + self.tun.tick_ns)
-            }
-        }
-    }
-
     /// `account_cfs_rq_runtime`: charge `delta` to a queue's silo, refilling it from the pool
     /// when it runs dry.
     #[inline]
@@ -155,11 +139,24 @@ impl Node {
     }
 
     /// `__assign_cfs_rq_runtime`: pull up to a slice (plus the overrun) from the pool.
+    ///
+    /// One shortcut, which cannot change who is throttled when: if the pool could refill a
+    /// silo until the end of the period for every CPU the group may use (plus a slice and a
+    /// tick each), no queue of the group can be throttled before the refill, so the silo is
+    /// filled until then in one pull instead of one pull per 5 ms slice. Only the pool level
+    /// between pulls differs from the kernel's (by less than a slice per CPU). It keeps
+    /// generous or burst-padded quotas nearly free to simulate.
     pub(crate) fn assign_cfs_rq_runtime(&mut self, rq: RqId) -> bool {
         let cg = self.rqs[rq].cg;
-        let min_amount = BANDWIDTH_SLICE - self.rqs[rq].runtime_remaining;
+        let mut min_amount = BANDWIDTH_SLICE - self.rqs[rq].runtime_remaining;
         self.start_cfs_bandwidth(cg);
+        let until_refill = self.until_refresh(cg);
+        let k = self.allowed_cpus(cg) as u64;
         let bw = &mut self.cgroups[cg].bw;
+        let reserve = until_refill.saturating_add(BANDWIDTH_SLICE as u64 + self.tun.tick_ns);
+        if until_refill != Ns::MAX && bw.runtime as u128 >= k as u128 * reserve as u128 {
+            min_amount += until_refill as i64;
+        }
         if bw.runtime > 0 {
             let amount = (bw.runtime as i64).min(min_amount);
             bw.runtime -= amount as u64;
@@ -287,11 +284,6 @@ impl Node {
         }
     }
 
-    /// CPU time used by a cgroup's subtree since time 0.
-    fn subtree_usage_total(&self, cg: CgId) -> u64 {
-        (0..self.cgroups.len()).filter(|&g| self.is_descendant(g, cg)).map(|g| self.cgroups[g].usage_total_ns).sum()
-    }
-
     /// Time until the period timer fires next (Ns::MAX when inactive).
     fn until_refresh(&self, cg: CgId) -> Ns {
         let bw = &self.cgroups[cg].bw;
@@ -357,15 +349,6 @@ impl Node {
         if gen != self.cgroups[cg].bw.timer_gen || !self.cgroups[cg].bw.period_active {
             return;
         }
-        // A group whose quota cannot bind keeps no silos (see `quota_can_bind`); whether it
-        // was idle this period is read from its usage instead of from silo refills.
-        if !self.cgroups[cg].bw_can_bind {
-            self.settle();
-            let used = self.subtree_usage_total(cg);
-            let busy = used != self.cgroups[cg].bw_usage_at_timer || self.nr_running_in(cg) > 0;
-            self.cgroups[cg].bw_usage_at_timer = used;
-            self.cgroups[cg].bw.idle &= !busy;
-        }
         let bw = &mut self.cgroups[cg].bw;
         bw.expires = self.now;
         bw.stat.nr_periods += 1;
@@ -427,15 +410,13 @@ impl Node {
         bw.period_active = false;
         bw.slack_started = false;
         self.refill(cg);
-        let can_bind = self.quota_can_bind(cg);
-        self.cgroups[cg].bw_can_bind = can_bind;
         if quota.is_some() {
             self.start_cfs_bandwidth(cg);
         }
         let throttled = std::mem::take(&mut self.cgroups[cg].bw.throttled_rqs);
         for cpu in 0..ncpus {
             let rq = cg * ncpus + cpu;
-            self.rqs[rq].runtime_enabled = can_bind;
+            self.rqs[rq].runtime_enabled = quota.is_some();
             self.rqs[rq].runtime_remaining = 0;
         }
         for rq in throttled {

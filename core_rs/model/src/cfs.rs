@@ -242,10 +242,6 @@ impl Node {
             if throttled {
                 break;
             }
-            // A group with a quota whose period timer went quiet wakes it when used again.
-            if self.cgroups[cg].bw.quota.is_some() && !self.cgroups[cg].bw.period_active {
-                self.start_cfs_bandwidth(cg);
-            }
             if self.cgroups[cg].idle {
                 idle_nr = nr;
             }

@@ -34,10 +34,6 @@ pub struct Cgroup {
     pub usage_total_ns: u64,
     /// CFS bandwidth control: cpu.cfs_quota_us / cpu.cfs_period_us / cpu.cfs_burst_us.
     pub bw: CfsBandwidth,
-    /// The quota can throttle (see `Node::quota_can_bind`); its cfs_rqs keep silos.
-    pub bw_can_bind: bool,
-    /// Subtree usage at the last period timer (idle detection of non-binding quotas).
-    pub bw_usage_at_timer: u64,
     /// cpu.stat at the last reset_stats; reported counters are the difference.
     pub cpu_stat_base: CpuStat,
     /// cpu.pressure (PSI), and its totals at the last reset_stats.
@@ -65,8 +61,6 @@ impl Cgroup {
             stats: CgroupStats::default(),
             usage_total_ns: 0,
             bw: CfsBandwidth::default(),
-            bw_can_bind: false,
-            bw_usage_at_timer: 0,
             cpu_stat_base: CpuStat::default(),
             psi: Psi::default(),
             psi_base: [0; 2],

@@ -131,7 +131,6 @@ impl Node {
         self.check_cpuset(cg, "cpuset.cpus", &mask, |g| self.cgroups[g].cpus.clone())?;
         self.settle();
         self.cgroups[cg].cpus = mask;
-        self.cgroups[cg].bw_can_bind = self.quota_can_bind(cg);
         let stranded: Vec<TaskId> = (0..self.tasks.len())
             .filter(|&t| {
                 let task = &self.tasks[t];

@@ -60,6 +60,8 @@ pub struct Cpu {
     pub gen: u64,
     /// Time of the pending Cpu event for `gen` (Ns::MAX if none).
     pub next_event: Ns,
+    /// The tick at which the running task's slice is next checked (Ns::MAX if none).
+    pub resched_at: Ns,
     /// Runnable or running tasks on this CPU, in no particular order.
     pub tasks: Vec<TaskId>,
     /// cfs_rqs throttled on this CPU because online work is runnable (qos_level = -1).
@@ -148,6 +150,7 @@ impl Node {
                 speed: SPEED_ONE,
                 gen: 0,
                 next_event: Ns::MAX,
+                resched_at: Ns::MAX,
                 tasks: vec![],
                 qos_throttled: vec![],
                 expelled: vec![],
@@ -412,7 +415,9 @@ impl Node {
             }
             self.apply_effects(&mut eff);
             self.eff = eff;
-        } else if self.tick_wants_resched(cpu) || self.bandwidth_exhausted(cpu) {
+        } else if (self.now >= self.cpus[cpu].resched_at && self.tick_wants_resched(cpu)) || self.bandwidth_exhausted(cpu) {
+            // Slices are checked only at the tick planned for them: an event that is only a
+            // silo refill must not re-decide (or re-weigh) anything the tick would not.
             self.schedule(cpu);
             self.maybe_kick_idle(cpu);
         } else {
@@ -446,7 +451,9 @@ impl Node {
                 let speed = self.cpus[cpu].speed;
                 let rem = self.tasks[t].remaining as u128;
                 let done = self.now.saturating_add(((rem << SPEED_SHIFT).div_ceil(speed as u128)).min(u64::MAX as u128 / 2) as u64);
-                done.min(self.next_resched_tick(cpu)).min(self.next_bandwidth_tick(cpu))
+                let resched = self.next_resched_tick(cpu);
+                self.cpus[cpu].resched_at = resched;
+                done.min(resched).min(self.next_bandwidth_tick(cpu))
             }
         };
         let c = &mut self.cpus[cpu];

@@ -193,3 +193,13 @@ fn offline_runs_while_online_is_throttled() {
     assert!((on - 0.5).abs() < 0.01, "online {on}");
     assert!((off - 0.5).abs() < 0.01, "offline {off}");
 }
+
+#[test]
+fn a_quota_that_cannot_bind_never_throttles_and_counts_periods() {
+    // 4.5 CPUs of quota (+ as much burst) for 4 hogs on 4 CPUs: the silos are filled to the
+    // refill in one pull, which must not change the outcome: no throttling, full usage.
+    let (n, used) = run_hogs(4, quota_cg("g", 450_000, 100_000, 450_000), 4, 10);
+    assert!((used - 4.0).abs() < 1e-9, "{used}");
+    let st = n.cgroups[1].cpu_stat();
+    assert_eq!((st.nr_periods, st.nr_throttled, st.nr_bursts), (100, 0, 0));
+}
