@@ -19,7 +19,7 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -638,12 +638,21 @@ def _toml_message(source: str, err: tomllib.TOMLDecodeError) -> str:
     return f"{source}: {message} (at end of document)"
 
 
-# The discriminator fields of the tagged tables and their values.
-_TAGS = {
-    "kind": ("hog", "closed_loop", "open_loop"),
-    "dist": ("constant", "exponential", "lognormal", "empirical"),
+# The tagged tables: each model's tag is the one value of its discriminator's Literal.
+_TAGGED: dict[str, tuple[type[_Table], ...]] = {
+    "kind": (Hog, ClosedLoop, OpenLoop, Bursty),
+    "dist": (Constant, Exponential, Lognormal, Empirical),
 }
-_ALL_TAGS = {tag for tags in _TAGS.values() for tag in tags}
+_BY_TAG: dict[str, type[_Table]] = {
+    get_args(model.model_fields[key].annotation)[0]: model
+    for key, models in _TAGGED.items()
+    for model in models
+}
+_TAGS = {
+    key: tuple(get_args(m.model_fields[key].annotation)[0] for m in models)
+    for key, models in _TAGGED.items()
+}
+_ALL_TAGS = set(_BY_TAG)
 
 
 def _document_path(loc: tuple[str | int, ...], document: Any) -> tuple[str | int, ...]:
@@ -755,15 +764,6 @@ def _fields_at(path: tuple[str | int, ...], document: Any) -> list[str]:
     for part in path:
         node = node.get(part) if isinstance(node, dict) else None
     tag = node.get("kind") or node.get("dist") if isinstance(node, dict) else None
-    by_tag = {
-        "hog": Hog,
-        "closed_loop": ClosedLoop,
-        "open_loop": OpenLoop,
-        "constant": Constant,
-        "exponential": Exponential,
-        "lognormal": Lognormal,
-        "empirical": Empirical,
-    }
     fixed = {"scenario": Meta, "node": Topology, "kernel": Kernel}
     if not path:
         model = Scenario
@@ -774,7 +774,7 @@ def _fields_at(path: tuple[str | int, ...], document: Any) -> list[str]:
     elif path[0] == "runs" and len(path) == 2:
         model = Run
     elif path[0] == "workloads":
-        model = by_tag.get(tag) if isinstance(tag, str) else None
+        model = _BY_TAG.get(tag) if isinstance(tag, str) else None
     if model is None:
         return []
     return [f.alias or name for name, f in model.model_fields.items()]

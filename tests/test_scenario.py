@@ -245,6 +245,22 @@ def test_nested_cgroup_table_hints_at_the_quoted_path():
         ('name = "t"', 'name = ""', "scenario.name: must not be empty"),
         ("[cgroups.online]", "[cgroup.online]", "cgroup: unknown field"),
         ("rate = 100", "rate = inf", "workloads.web.rate: must be a finite number"),
+        (
+            '"cpu.shares" = 2',
+            '"cpu.cfs_quota_us" = 500',
+            'cgroups.offline."cpu.cfs_quota_us": must be -1 (no limit) or >= 1000',
+        ),
+        (
+            '"cpu.shares" = 2',
+            '"cpu.cfs_quota_us" = 50000\n"cpu.cfs_burst_us" = 60000',
+            'cgroups.offline."cpu.cfs_burst_us": must not exceed cpu.cfs_quota_us',
+        ),
+        (
+            '"cpu.shares" = 2',
+            '"cpu.cfs_period_us" = 2000000',
+            'cgroups.offline."cpu.cfs_period_us": must be <= 1000000',
+        ),
+        ('kind = "hog"', 'kind = "bursty"', "workloads.stress.every: required field missing"),
     ],
 )
 def test_bad_fields_name_their_path(old, new, expected):
@@ -511,3 +527,31 @@ def test_clickhouse_stress_experiment(root):
     assert offline("ClickHouse + stress (offline cpu.qos_level=-1)")["cpu.qos_level"] == -1
     assert offline("ClickHouse + stress (offline cpu.idle=1)")["cpu.idle"] == 1
     assert offline("ClickHouse + stress (offline cpu.idle=1)")["cpu.qos_level"] == 0
+
+
+def test_cpu2_knobs_reach_the_core_spec():
+    text = BASE.replace('"cpu.shares" = 2', '"cpu.cfs_quota_us" = 200000\n"cpu.cfs_burst_us" = 100000\n"cpuset.cpus" = "2-3"')
+    text += '\n[kernel]\nscheduler = "eevdf"\nbase_slice = "3ms"\nsmt_expeller = true\n'
+    spec = scenario(text).core_spec()
+    offline = spec["cgroups"][1]
+    assert (offline["cpu.cfs_quota_us"], offline["cpu.cfs_burst_us"], offline["cpuset.cpus"]) == (200_000, 100_000, "2-3")
+    assert spec["kernel"]["scheduler"] == "eevdf"
+    assert spec["kernel"]["base_slice_ns"] == 3_000_000 and spec["kernel"]["smt_expeller"] is True
+
+
+def test_bursty_workload_converts_to_ns():
+    text = BASE.replace(
+        'kind = "hog"\ncgroup = "offline"\nthreads = 2',
+        'kind = "bursty"\ncgroup = "offline"\nevery = "30s"\nlength = "200ms"',
+    )
+    (_, bursty) = scenario(text).core_spec()["workloads"]
+    assert bursty == {
+        "kind": "bursty",
+        "name": "stress",
+        "cgroup": "offline",
+        "steady_threads": 1,
+        "burst_threads": 2,
+        "every_ns": 30_000_000_000,
+        "length_ns": 200_000_000,
+        "start_ns": 0,
+    }
