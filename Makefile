@@ -25,7 +25,7 @@ demo: setup
 	$(BIN)/colosim run experiments/clickhouse_stress.toml --out out/clickhouse_stress
 
 test: setup
-	cd core_rs && cargo test --release -q
+	cd core_rs && cargo test -q   # debug: overflow checks on, quick to build
 	$(BIN)/python -m pytest tests -q
 
 bench: setup

@@ -65,9 +65,22 @@ impl Node {
         }
     }
 
-    /// Bring the running task's accounting up to `now`: work done at the CPU's current speed,
-    /// sum_exec and vruntime of its entity and every group entity above it, usage counters.
+    /// Bring the running task's accounting up to `now` (the kernel's `update_curr`): work
+    /// done at the CPU's current speed, sum_exec and vruntime of its entity and every group
+    /// entity above it, the bandwidth silos (pulling from the pool when one runs dry), usage.
     pub(crate) fn update_curr(&mut self, cpu: CpuId) {
+        self.account_curr(cpu, true);
+    }
+
+    /// The same accounting for an observer (samples, reads): it changes nothing the
+    /// scheduler would decide on — no runtime is pulled from a bandwidth pool — and, because
+    /// vruntime and progress keep their division remainders, splitting an interval into more
+    /// updates gives bit-identical results. Sampling more often never changes a run.
+    pub(crate) fn observe_curr(&mut self, cpu: CpuId) {
+        self.account_curr(cpu, false);
+    }
+
+    fn account_curr(&mut self, cpu: CpuId, pull_runtime: bool) {
         let now = self.now;
         let c = &mut self.cpus[cpu];
         let Some(t) = c.curr else {
@@ -79,7 +92,9 @@ impl Node {
             return;
         }
         c.clock = now;
-        let progress = ((delta as u128 * c.speed as u128) >> SPEED_SHIFT) as u64;
+        let work = delta as u128 * c.speed as u128 + c.progress_rem as u128;
+        c.progress_rem = (work & (SPEED_ONE as u128 - 1)) as u64;
+        let progress = (work >> SPEED_SHIFT) as u64;
         let task = &mut self.tasks[t];
         task.remaining = task.remaining.saturating_sub(progress);
         let cg = task.cg;
@@ -87,10 +102,20 @@ impl Node {
         loop {
             let s = &mut self.ses[se];
             s.sum_exec += delta;
-            s.vruntime += calc_delta_fair(delta, s.weight);
+            if s.weight == NICE_0_LOAD {
+                s.vruntime += delta as i64;
+            } else {
+                let num = delta as u128 * NICE_0_LOAD as u128 + s.vrem as u128;
+                s.vruntime += (num / s.weight as u128) as i64;
+                s.vrem = (num % s.weight as u128) as u64;
+            }
             let rq = s.parent_rq;
             self.update_min_vruntime(rq);
-            self.account_cfs_rq_runtime(rq, delta);
+            if pull_runtime {
+                self.account_cfs_rq_runtime(rq, delta);
+            } else if self.rqs[rq].runtime_enabled {
+                self.rqs[rq].runtime_remaining -= delta as i64;
+            }
             match self.rqs[rq].gse {
                 Some(g) => se = g,
                 None => break,
@@ -159,6 +184,7 @@ impl Node {
             self.publish_load(rq);
         }
         self.ses[se].weight = new_w;
+        self.ses[se].vrem = 0;
     }
 
     fn account_enqueue(&mut self, rq: RqId, se: SeId) {
@@ -208,6 +234,8 @@ impl Node {
     /// `nr` tasks (`idle_nr` of them idle) into h_nr_running up to the first throttled queue
     /// (`enqueue_task_fair`).
     fn enqueue_chain(&mut self, mut se: SeId, nr: u32, mut idle_nr: u32, mode: Enqueue) {
+        // enqueue_entity starts with update_curr: placement sees an up-to-date min_vruntime.
+        self.update_curr(self.rqs[self.ses[se].parent_rq].cpu);
         let mut adding = true;
         let mut first = true;
         loop {
@@ -256,6 +284,7 @@ impl Node {
     /// only when its own queue became empty. With `migrate`, the first entity's vruntime is
     /// stored relative to its queue's min_vruntime so that it can be re-based on another CPU.
     fn dequeue_chain(&mut self, mut se: SeId, nr: u32, mut idle_nr: u32, migrate: bool) {
+        self.update_curr(self.rqs[self.ses[se].parent_rq].cpu);
         let mut removing = true;
         let mut first = true;
         loop {
@@ -516,6 +545,9 @@ impl Node {
         }
         self.cpus[cpu].curr = next;
         self.cpus[cpu].clock = self.now;
+        if prev != next {
+            self.cpus[cpu].progress_rem = 0;
+        }
         self.cpus[cpu].speed = self.speed_of(cpu);
         if prev != next {
             self.psi_switch(cpu, prev, next);
@@ -613,7 +645,7 @@ impl Node {
 
     /// Settle `cpu` at its old speed, then take the new one.
     pub(crate) fn refresh_speed(&mut self, cpu: CpuId) {
-        self.update_curr(cpu);
+        self.observe_curr(cpu);
         let speed = self.speed_of(cpu);
         if speed != self.cpus[cpu].speed {
             self.cpus[cpu].speed = speed;

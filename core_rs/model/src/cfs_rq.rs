@@ -21,6 +21,8 @@ pub enum SeKind {
 pub struct Se {
     pub kind: SeKind,
     pub vruntime: i64,
+    /// Remainder of the last vruntime division, so that updates split anyhow add up exactly.
+    pub vrem: u64,
     /// Load weight, scaled like the kernel's on 64-bit (nice 0 = scale_load(1024)).
     pub weight: u64,
     pub sum_exec: u64,
@@ -41,6 +43,7 @@ impl Se {
         Se {
             kind,
             vruntime: 0,
+            vrem: 0,
             weight,
             sum_exec: 0,
             prev_sum_exec: 0,

@@ -57,6 +57,9 @@ pub struct Cpu {
     /// Time up to which the running task's progress and vruntime are settled.
     pub clock: Ns,
     pub speed: u64,
+    /// Work done below one unit (2^-SPEED_SHIFT ns) by the running task: kept so that
+    /// progress does not depend on how often it is settled.
+    pub progress_rem: u64,
     pub gen: u64,
     /// Time of the pending Cpu event for `gen` (Ns::MAX if none).
     pub next_event: Ns,
@@ -148,6 +151,7 @@ impl Node {
                 curr: None,
                 clock: 0,
                 speed: SPEED_ONE,
+                progress_rem: 0,
                 gen: 0,
                 next_event: Ns::MAX,
                 resched_at: Ns::MAX,
@@ -449,8 +453,8 @@ impl Node {
             None => Ns::MAX,
             Some(t) => {
                 let speed = self.cpus[cpu].speed;
-                let rem = self.tasks[t].remaining as u128;
-                let done = self.now.saturating_add(((rem << SPEED_SHIFT).div_ceil(speed as u128)).min(u64::MAX as u128 / 2) as u64);
+                let need = ((self.tasks[t].remaining as u128) << SPEED_SHIFT).saturating_sub(self.cpus[cpu].progress_rem as u128);
+                let done = self.now.saturating_add(need.div_ceil(speed as u128).min(u64::MAX as u128 / 2) as u64);
                 let resched = self.next_resched_tick(cpu);
                 self.cpus[cpu].resched_at = resched;
                 done.min(resched).min(self.next_bandwidth_tick(cpu))
@@ -470,7 +474,7 @@ impl Node {
 
     fn sample(&mut self) {
         for cpu in 0..self.ncpus() {
-            self.update_curr(cpu);
+            self.observe_curr(cpu);
         }
         self.series.t_ns.push(self.now);
         // Cumulative since time 0: reset_stats (end of warm-up) must not bend the series.
@@ -499,7 +503,7 @@ impl Node {
     /// Settle every running task and fold pressure times, so that counters read now are exact.
     pub fn settle(&mut self) {
         for cpu in 0..self.ncpus() {
-            self.update_curr(cpu);
+            self.observe_curr(cpu);
         }
         for cg in 0..self.cgroups.len() {
             self.psi_collect(cg);

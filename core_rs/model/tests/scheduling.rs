@@ -167,3 +167,35 @@ fn normal_hog_delays_wakeups_by_wakeup_granularity() {
     let mean = mean_latency(&n);
     assert!(mean > 1.3e6, "mean {mean}: a normal hog must cost the service something");
 }
+
+#[test]
+fn sampling_more_often_changes_nothing() {
+    // Observation (time-series samples, stat reads) settles accounting but must not change
+    // any decision: vruntime and progress keep their remainders, and no bandwidth runtime is
+    // pulled by an observer.
+    for sched in ["cfs", "eevdf"] {
+        let run = |interval: u64| {
+            let mut n = node(json!({
+                "seed": 6,
+                "kernel": {"scheduler": sched},
+                "topology": {"sockets": 1, "cores_per_socket": 2, "threads_per_core": 2},
+                "cgroups": [{"name": "online", "cpu.cfs_quota_us": 150_000},
+                            {"name": "offline", "cpu.shares": 300, "cpu.cfs_quota_us": 200_000, "cpu.cfs_burst_us": 100_000}],
+                "workloads": [hog("h", "offline", 3), open_loop(700.0, 6, 1.5e6)],
+                "sample_interval_ns": interval,
+            }));
+            for k in 1..=30 {
+                n.run_until(k * 100 * MS).unwrap();
+                if interval > 0 {
+                    n.settle(); // a reader looking every 100 ms
+                }
+            }
+            n.settle();
+            (n.services[0].latencies.clone(), n.hierarchical(|g| g.stats.usage_ns), n.cgroups[2].cpu_stat())
+        };
+        let (a, b) = (run(0), run(MS));
+        assert!(a.0 == b.0, "{sched}: latencies differ ({} vs {} requests)", a.0.len(), b.0.len());
+        assert_eq!(a.1, b.1, "{sched}: usage");
+        assert_eq!(a.2, b.2, "{sched}: cpu.stat");
+    }
+}
