@@ -85,7 +85,29 @@ impl Node {
             .tasks
             .iter()
             .copied()
-            .filter(move |&t| self.tasks[t].state == TaskState::Runnable && self.allowed(t, dst) && !self.task_throttled(t))
+            .filter(move |&t| self.can_migrate(t, dst))
+    }
+
+    /// `can_migrate_task`: queued (not running), allowed on `dst`, and its group hierarchy
+    /// throttled neither where it is nor on `dst` (`throttled_lb_pair`).
+    fn can_migrate(&self, t: TaskId, dst: CpuId) -> bool {
+        self.tasks[t].state == TaskState::Runnable
+            && self.allowed(t, dst)
+            && !self.task_throttled(t)
+            && !self.hierarchy_throttled_on(self.tasks[t].cg, dst)
+    }
+
+    /// Some cfs_rq of `cg` or an ancestor is throttled on `cpu`.
+    fn hierarchy_throttled_on(&self, cg: usize, cpu: CpuId) -> bool {
+        let ncpus = self.ncpus();
+        let mut g = Some(cg);
+        while let Some(c) = g {
+            if self.rqs[c * ncpus + cpu].throttled.any() {
+                return true;
+            }
+            g = self.cgroups[c].parent;
+        }
+        false
     }
 
     fn nr_movable(&self, cpu: CpuId) -> usize {
@@ -274,18 +296,25 @@ impl Node {
         let Some(src) = src else { return };
         let mut cands: Vec<TaskId> = self.movable(src, cpu).collect();
         cands.sort_by_key(|&t| (self.leaves_home(t, cpu), self.tasks[t].last_ran, t));
-        let mut moved = 0;
+        // detach_tasks, then attach_tasks: every move is made before any preemption check
+        // can reschedule a CPU (and so change which candidates are still queued).
+        let mut moved: Vec<TaskId> = vec![];
         for t in cands {
-            if moved >= NR_MIGRATE || imbalance <= 0.0 || self.cpus[src].tasks.len() <= 1 {
+            if moved.len() >= NR_MIGRATE || imbalance <= 0.0 || self.cpus[src].tasks.len() <= 1 {
                 break;
             }
             let h = self.task_h_load(t);
-            if h > imbalance {
+            if h > imbalance || self.tasks[t].cpu != src || !self.can_migrate(t, cpu) {
                 continue;
             }
             imbalance -= h;
-            self.migrate_task(t, cpu);
-            moved += 1;
+            self.move_task(t, cpu);
+            moved.push(t);
+        }
+        for t in moved {
+            if self.tasks[t].cpu == cpu && self.tasks[t].state == TaskState::Runnable {
+                self.check_preempt_curr(cpu, t);
+            }
         }
     }
 }

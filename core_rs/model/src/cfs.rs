@@ -631,6 +631,9 @@ impl Node {
         self.cgroups[self.tasks[t].cg].stats.nr_switches += 1;
         self.nr_idle_cpus += 1;
         self.busy_changed(cpu);
+        if self.tun.smt_expeller && !self.cgroups[self.tasks[t].cg].offline {
+            self.release_siblings(cpu);
+        }
     }
 
     /// A CPU started or stopped running: its SMT siblings change speed.

@@ -69,14 +69,11 @@ impl Cgroup {
         }
     }
 
-    /// tg->shares as the scheduler uses it (scaled): cpu.shares, or scale_load(WEIGHT_IDLEPRIO)
-    /// for a cpu.idle group (`sched_group_set_idle`, kernel-and-anchors.md §A7).
+    /// tg->shares as the scheduler uses it (scaled). A cpu.idle group's cpu.shares is
+    /// WEIGHT_IDLEPRIO = 3 (`sched_group_set_idle`, kernel-and-anchors.md §A7).
     pub fn effective_shares(&self) -> u64 {
-        if self.idle {
-            WEIGHT_IDLEPRIO
-        } else {
-            scale_load(self.shares)
-        }
+        debug_assert!(!self.idle || scale_load(self.shares) == WEIGHT_IDLEPRIO);
+        scale_load(self.shares)
     }
 }
 

@@ -60,8 +60,8 @@ impl Dist {
             Dist::Constant { value_ns } => return *value_ns,
             Dist::Exponential { mean_ns } => rng.exponential(*mean_ns),
             Dist::Lognormal { mean_ns, sigma } => {
-                let mu = mean_ns.ln() - sigma * sigma / 2.0;
-                (mu + sigma * rng.normal()).exp()
+                let mu = libm::log(*mean_ns) - sigma * sigma / 2.0;
+                libm::exp(mu + sigma * rng.normal())
             }
             Dist::Empirical { edges_ns, weights } => {
                 let total: f64 = weights.iter().sum();

@@ -115,27 +115,40 @@ impl Node {
     /// entity's virtual time.
     pub(crate) fn save_lag(&mut self, rq: RqId, se: SeId) {
         let lag = self.avg_vruntime(rq) - self.ses[se].vruntime;
-        let limit = calc_delta_fair((2 * self.tun.base_slice).max(self.tun.tick_ns), self.ses[se].weight);
+        let limit = self.lag_limit(self.ses[se].weight);
         self.ses[se].vlag = lag.clamp(-limit, limit);
     }
 
     /// `reweight_eevdf`: keep the entity's lag and its distance to the deadline in real time
     /// when its weight changes (`reweight_entity`; a dequeued one rescales its stored lag).
+    /// The lag limit of `entity_lag`: ±max(2 slices, a tick) in the entity's virtual time.
+    fn lag_limit(&self, weight: u64) -> i64 {
+        calc_delta_fair((2 * self.tun.base_slice).max(self.tun.tick_ns), weight)
+    }
+
     pub(crate) fn reweight_eevdf(&mut self, rq: RqId, se: SeId, new_w: u64) {
         let old_w = self.ses[se].weight;
+        let scale = |x: i64| (x as i128 * old_w as i128 / new_w as i128) as i64;
         if !self.ses[se].on_rq {
-            self.ses[se].vlag = (self.ses[se].vlag as i128 * old_w as i128 / new_w as i128) as i64;
+            let lag = scale(self.ses[se].vlag);
+            let limit = self.lag_limit(new_w);
+            self.ses[se].vlag = lag.clamp(-limit, limit);
             return;
         }
+        // 6.12 `reweight_entity`: update_entity_lag (clamped), then re-place with the lag and
+        // the relative deadline rescaled, so repeated weight swings cannot grow the distance.
         let v_avg = self.avg_vruntime(rq);
         let in_tree = self.rqs[rq].curr != Some(se);
         if in_tree {
             let key = (self.ses[se].vruntime, se);
             self.rqs[rq].timeline.remove(&key);
         }
+        let limit = self.lag_limit(old_w);
+        let lag = (v_avg - self.ses[se].vruntime).clamp(-limit, limit);
         let s = &mut self.ses[se];
-        s.vruntime = v_avg - ((v_avg - s.vruntime) as i128 * old_w as i128 / new_w as i128) as i64;
-        s.deadline = v_avg + ((s.deadline - v_avg) as i128 * old_w as i128 / new_w as i128) as i64;
+        let rel_deadline = s.deadline - s.vruntime;
+        s.vruntime = v_avg - scale(lag);
+        s.deadline = s.vruntime + scale(rel_deadline);
         if in_tree {
             let key = (self.ses[se].vruntime, se);
             self.rqs[rq].timeline.insert(key);

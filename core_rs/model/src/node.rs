@@ -126,7 +126,9 @@ impl Node {
             let parent = cgroups.iter().position(|g| g.name == c.parent).unwrap_or(ROOT);
             let id = cgroups.len();
             cgroups[parent].children.push(id);
-            let mut g = Cgroup::new(c.name.clone(), Some(parent), c.shares, c.idle == 1, c.qos_level, ncpus, nnodes);
+            // An idle group's shares read WEIGHT_IDLEPRIO (sched_group_set_idle).
+            let shares = if c.idle == 1 { 3 } else { c.shares };
+            let mut g = Cgroup::new(c.name.clone(), Some(parent), shares, c.idle == 1, c.qos_level, ncpus, nnodes);
             g.depth = cgroups[parent].depth + 1;
             cgroups.push(g);
         }
@@ -583,12 +585,23 @@ impl Node {
         self.settle();
         match knob {
             "cpu.shares" => {
+                if self.cgroups[cg].idle {
+                    // sched_group_set_shares returns -EINVAL for an idle group.
+                    return Err(SpecError::new(knob, "cannot be written while cpu.idle is 1 (the kernel returns EINVAL)"));
+                }
                 self.cgroups[cg].shares = value as u64;
                 self.requeue_subtree(cg, |_| {});
             }
             "cpu.idle" => {
                 let idle = value == 1;
-                self.requeue_subtree(cg, |g| g[cg].idle = idle);
+                // sched_group_set_idle: shares become WEIGHT_IDLEPRIO, and NICE_0_LOAD again
+                // when idle is cleared (the old value is not restored).
+                self.requeue_subtree(cg, |g| {
+                    if g[cg].idle != idle {
+                        g[cg].shares = if idle { 3 } else { 1024 };
+                    }
+                    g[cg].idle = idle;
+                });
             }
             "cpu.qos_level" => {
                 self.requeue_subtree(cg, |g| g[cg].qos_level = value);
@@ -627,9 +640,12 @@ impl Node {
                 moved.push(t);
             }
         }
-        // Unthrottle everything first: throttling is re-decided at the next pick.
+        // Lift qos and expeller throttles: they are re-decided at the next pick.
         for cpu in 0..self.ncpus() {
             self.unthrottle_qos(cpu);
+            for grq in std::mem::take(&mut self.cpus[cpu].expelled) {
+                self.unthrottle(grq, crate::cfs_rq::Throttle::EXPELLED);
+            }
         }
         change(&mut self.cgroups);
         self.refresh_cgroup_flags();

@@ -1,5 +1,7 @@
 //! Seeded PRNG (xoshiro256**, seeded through splitmix64). Written here rather than pulled in
 //! so that the stream for a seed never changes under us: determinism is a promise of the core.
+//! Transcendental functions come from `libm` (a pure-Rust port of musl's), not the platform's
+//! maths library, so a seed gives bit-identical samples on every machine.
 
 #[derive(Clone, Debug)]
 pub struct Rng {
@@ -49,14 +51,14 @@ impl Rng {
     }
 
     pub fn exponential(&mut self, mean: f64) -> f64 {
-        -mean * self.uniform_pos().ln()
+        -mean * libm::log(self.uniform_pos())
     }
 
     /// Standard normal by Box–Muller (one value per call; simple and deterministic).
     pub fn normal(&mut self) -> f64 {
         let u1 = self.uniform_pos();
         let u2 = self.uniform();
-        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+        libm::sqrt(-2.0 * libm::log(u1)) * libm::cos(std::f64::consts::TAU * u2)
     }
 }
 

@@ -124,3 +124,26 @@ fn eevdf_waits_are_bounded_by_a_slice() {
     let worst = *lat.iter().max().unwrap() as f64 / 1e6;
     assert!(worst <= 0.2 + 0.7 + 4.0 + 0.2, "worst {worst} ms");
 }
+
+#[test]
+fn eevdf_group_weight_swings_keep_vruntime_bounded() {
+    // Review finding: reweighting a queued group entity scaled its distance to V by
+    // old/new weight without the lag clamp, and idle groups swinging between 2 and 3
+    // scaled units grew it until i64 overflowed.
+    let mut n = node(json!({"seed": 3, "kernel": {"scheduler": "eevdf", "hz": 1000},
+        "topology": {"sockets": 2, "cores_per_socket": 1, "threads_per_core": 2},
+        "cgroups": [{"name": "g0", "cpu.idle": 1}, {"name": "g1", "cpu.idle": 1}, {"name": "g3", "parent": "g0", "cpu.shares": 2}],
+        "workloads": [{"kind": "bursty", "name": "w0", "cgroup": "g0", "steady_threads": 0, "burst_threads": 1,
+                       "every_ns": 36_000_000u64, "length_ns": 5_000_000u64},
+                      hog("w2", "g3", 1),
+                      {"kind": "open_loop", "name": "w3", "cgroup": "g1", "rate_per_s": 1730.0, "workers": 6,
+                       "service": {"dist": "exponential", "mean_ns": 972608.0}, "start_ns": 41_000_000u64}]}));
+    n.run_until(5 * S).unwrap();
+    n.check_invariants().unwrap();
+    for s in &n.ses {
+        if s.on_rq {
+            let min_v = n.rqs[s.parent_rq].min_vruntime;
+            assert!((s.vruntime - min_v).abs() < 1 << 50, "vruntime {} far from min_vruntime {min_v}", s.vruntime);
+        }
+    }
+}

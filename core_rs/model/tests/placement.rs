@@ -152,3 +152,47 @@ fn smt_expeller_keeps_offline_off_the_sibling_of_online_work() {
     let (n, online, offline) = expeller_run(false);
     assert!(overlap(&n, &online, &offline) > 100_000_000, "without the expeller they do share a core");
 }
+
+#[test]
+fn the_expeller_lets_go_when_online_work_leaves_by_a_knob_write() {
+    // Review finding: making the online group offline at run time must release the sibling.
+    let mut n = node(json!({
+        "kernel": {"smt_expeller": true},
+        "topology": {"sockets": 1, "cores_per_socket": 1, "threads_per_core": 2},
+        "cgroups": [{"name": "on", "cpuset.cpus": "0"}, {"name": "off", "cpu.qos_level": -1, "cpuset.cpus": "1"}],
+        "workloads": [hog("a", "on", 1), hog("b", "off", 1)],
+    }));
+    n.run_until(10 * MS).unwrap();
+    n.write("on", "cpu.qos_level", "-1").unwrap();
+    n.reset_stats();
+    n.run_until(5 * S).unwrap();
+    assert!(usage(&mut n, "off") > 4 * S, "the sibling stayed expelled");
+    n.check_invariants().unwrap();
+}
+
+#[test]
+fn balancing_does_not_migrate_a_task_that_started_running() {
+    // Review finding: a preemption check during balancing (expeller → schedule of the source
+    // CPU) used to start a later candidate, which was then migrated while running.
+    let mut n = node(json!({"seed": 15109, "kernel": {"hz": 1000, "smt_expeller": true},
+        "topology": {"cores_per_socket": 1, "threads_per_core": 2},
+        "cgroups": [{"name": "g0", "cpu.cfs_quota_us": 169430}, {"name": "g1", "cpu.qos_level": -1}],
+        "workloads": [{"kind": "open_loop", "name": "w1", "cgroup": "g1", "rate_per_s": 1253.6, "workers": 2,
+                       "service": {"dist": "exponential", "mean_ns": 868396.5}},
+                      {"kind": "closed_loop", "name": "w4", "cgroup": "g0", "clients": 2, "fanout": 3,
+                       "service": {"dist": "exponential", "mean_ns": 2709004.6}}]}));
+    for k in 1..=20 {
+        n.run_until(k * 50 * MS).unwrap();
+        n.check_invariants().unwrap();
+    }
+}
+
+#[test]
+fn idle_groups_shares_follow_the_kernel() {
+    let mut n = node(json!({"topology": topo(1, 1), "cgroups": [{"name": "g", "cpu.shares": 512}]}));
+    n.write("g", "cpu.idle", "1").unwrap();
+    assert_eq!(n.read("g", "cpu.shares").unwrap(), "3");
+    assert!(n.write("g", "cpu.shares", "100").unwrap_err().to_string().contains("EINVAL"));
+    n.write("g", "cpu.idle", "0").unwrap();
+    assert_eq!(n.read("g", "cpu.shares").unwrap(), "1024", "cleared idle resets to NICE_0_LOAD, not the old 512");
+}

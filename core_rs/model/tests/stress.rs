@@ -1,0 +1,395 @@
+//! Randomised invariant checking of the core's bookkeeping (written during review).
+use colosim_core::cfs_rq::{SeKind, Throttle};
+use colosim_core::node::TaskState;
+use colosim_core::rng::Rng;
+use colosim_core::tunables::scale_load_down;
+use colosim_core::Node;
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+
+const MS: u64 = 1_000_000;
+
+fn desc(n: &Node, mut g: usize, a: usize) -> bool {
+    loop {
+        if g == a {
+            return true;
+        }
+        match n.cgroups[g].parent {
+            Some(p) => g = p,
+            None => return false,
+        }
+    }
+}
+
+pub fn full_check(n: &Node, strict: bool) -> Result<(), String> {
+    n.check_invariants()?;
+    let ncpus = n.ncpus();
+    // tasks / cpus
+    for (t, task) in n.tasks.iter().enumerate() {
+        let runnable = matches!(task.state, TaskState::Runnable | TaskState::Running);
+        let se = &n.ses[task.se];
+        if runnable {
+            if n.cpus[task.cpu].tasks.get(task.pos) != Some(&t) {
+                return Err(format!("task {t} runnable but not in cpu {} list", task.cpu));
+            }
+            if !se.on_rq {
+                return Err(format!("task {t} runnable but se not on_rq"));
+            }
+            if se.parent_rq != task.cg * ncpus + task.cpu {
+                return Err(format!("task {t} se parent_rq {} != cg*ncpus+cpu", se.parent_rq));
+            }
+        } else {
+            if se.on_rq {
+                return Err(format!("task {t} state {:?} but se on_rq", task.state));
+            }
+            if task.pos != usize::MAX {
+                return Err(format!("task {t} sleeping with pos"));
+            }
+        }
+        if task.state == TaskState::Running && n.cpus[task.cpu].curr != Some(t) {
+            return Err(format!("task {t} Running but cpu {} curr {:?}", task.cpu, n.cpus[task.cpu].curr));
+        }
+    }
+    // rq accounting
+    let nrq = n.rqs.len();
+    let mut nr = vec![0u32; nrq];
+    let mut load = vec![0u64; nrq];
+    let mut members: Vec<BTreeSet<(i64, usize)>> = vec![BTreeSet::new(); nrq];
+    for (i, s) in n.ses.iter().enumerate() {
+        if s.on_rq {
+            nr[s.parent_rq] += 1;
+            load[s.parent_rq] += s.weight;
+            if n.rqs[s.parent_rq].curr != Some(i) {
+                members[s.parent_rq].insert((s.vruntime, i));
+            }
+        }
+    }
+    for (i, s) in n.ses.iter().enumerate() {
+        if s.on_rq && (s.vruntime - n.rqs[s.parent_rq].min_vruntime).abs() > 10_000_000_000_000_000 {
+            return Err(format!("se {i} vruntime {} far from min_vruntime {} (w {})", s.vruntime, n.rqs[s.parent_rq].min_vruntime, s.weight));
+        }
+    }
+    for (i, r) in n.rqs.iter().enumerate() {
+        if r.nr_running != nr[i] {
+            return Err(format!("rq {i} (cg {} cpu {}): nr_running {} vs {} on_rq ses", r.cg, r.cpu, r.nr_running, nr[i]));
+        }
+        if r.load != load[i] {
+            return Err(format!("rq {i} (cg {} cpu {}): load {} vs Σw {}", r.cg, r.cpu, r.load, load[i]));
+        }
+        if r.timeline != members[i] {
+            return Err(format!("rq {i} (cg {} cpu {}): timeline {:?} vs {:?}", r.cg, r.cpu, r.timeline, members[i]));
+        }
+        if let Some(c) = r.curr {
+            if n.ses[c].parent_rq != i {
+                return Err(format!("rq {i} curr {c} has parent_rq {}", n.ses[c].parent_rq));
+            }
+        }
+        if let Some(g) = r.gse {
+            let want = r.nr_running > 0 && !r.throttled.any();
+            if n.ses[g].on_rq != want {
+                return Err(format!(
+                    "rq {i} (cg {} cpu {}): gse on_rq {} but nr_running {} throttled {:?}",
+                    r.cg, r.cpu, n.ses[g].on_rq, r.nr_running, r.throttled
+                ));
+            }
+        }
+        let g = &n.cgroups[r.cg];
+        if r.cg != 0 && g.load_contrib[r.cpu] != scale_load_down(r.load) {
+            return Err(format!("rq {i}: load_contrib {} vs load {}", g.load_contrib[r.cpu], scale_load_down(r.load)));
+        }
+    }
+    for (cg, g) in n.cgroups.iter().enumerate() {
+        if cg != 0 && g.total_load != g.load_contrib.iter().sum::<u64>() {
+            return Err(format!("cg {cg} total_load"));
+        }
+    }
+    // h_nr_running recomputed bottom-up (cgroup ids topological: children after parents)
+    let mut h = vec![0u32; nrq];
+    let mut ih = vec![0u32; nrq];
+    for cg in (0..n.cgroups.len()).rev() {
+        for cpu in 0..ncpus {
+            let rq = cg * ncpus + cpu;
+            let (mut a, mut b) = (0, 0);
+            for s in n.ses.iter() {
+                if !s.on_rq || s.parent_rq != rq {
+                    continue;
+                }
+                match s.kind {
+                    SeKind::Task(t) => {
+                        a += 1;
+                        b += n.tasks[t].idle_policy as u32;
+                    }
+                    SeKind::Group(c) => {
+                        a += h[c];
+                        b += if n.cgroups[n.rqs[c].cg].idle { h[c] } else { ih[c] };
+                    }
+                }
+            }
+            h[rq] = a;
+            ih[rq] = b;
+        }
+    }
+    for i in 0..nrq {
+        let r = &n.rqs[i];
+        if r.h_nr_running != h[i] || r.idle_h_nr_running != ih[i] {
+            return Err(format!(
+                "rq {i} (cg {} cpu {} thr {:?}): h_nr {} idle_h {} vs recomputed {} {}",
+                r.cg, r.cpu, r.throttled, r.h_nr_running, r.idle_h_nr_running, h[i], ih[i]
+            ));
+        }
+    }
+    // curr chains
+    for cpu in 0..ncpus {
+        let mut expect_curr: Vec<Option<usize>> = vec![None; n.cgroups.len()];
+        if let Some(t) = n.cpus[cpu].curr {
+            let mut se = n.tasks[t].se;
+            loop {
+                let rq = n.ses[se].parent_rq;
+                expect_curr[n.rqs[rq].cg] = Some(se);
+                match n.rqs[rq].gse {
+                    Some(g) => se = g,
+                    None => break,
+                }
+            }
+        }
+        for cg in 0..n.cgroups.len() {
+            let rq = cg * ncpus + cpu;
+            if n.rqs[rq].curr != expect_curr[cg] {
+                return Err(format!("cpu {cpu} cg {cg}: rq.curr {:?} vs expected {:?}", n.rqs[rq].curr, expect_curr[cg]));
+            }
+        }
+        if let Some(t) = n.cpus[cpu].curr {
+            // running task must not be under a throttled queue
+            let mut rq = n.ses[n.tasks[t].se].parent_rq;
+            loop {
+                if n.rqs[rq].throttled.any() {
+                    return Err(format!("cpu {cpu} runs task {t} under throttled rq {rq} ({:?})", n.rqs[rq].throttled));
+                }
+                match n.rqs[rq].gse {
+                    Some(g) => rq = n.ses[g].parent_rq,
+                    None => break,
+                }
+            }
+            if n.cpus[cpu].next_event == u64::MAX {
+                return Err(format!("cpu {cpu} runs {t} with no event"));
+            }
+        }
+        // throttle lists
+        let qos: BTreeSet<usize> =
+            (0..n.cgroups.len()).map(|cg| cg * ncpus + cpu).filter(|&r| n.rqs[r].throttled.has(Throttle::QOS)).collect();
+        let ql: Vec<usize> = n.cpus[cpu].qos_throttled.clone();
+        if ql.len() != qos.len() || ql.iter().copied().collect::<BTreeSet<_>>() != qos {
+            return Err(format!("cpu {cpu}: qos_throttled list {:?} vs bits {:?}", ql, qos));
+        }
+        let ex: BTreeSet<usize> =
+            (0..n.cgroups.len()).map(|cg| cg * ncpus + cpu).filter(|&r| n.rqs[r].throttled.has(Throttle::EXPELLED)).collect();
+        let el = n.cpus[cpu].expelled.clone();
+        if el.len() != ex.len() || el.iter().copied().collect::<BTreeSet<_>>() != ex {
+            return Err(format!("cpu {cpu}: expelled list {:?} vs bits {:?}", el, ex));
+        }
+        // PSI
+        for cg in 0..n.cgroups.len() {
+            let cnt = n
+                .tasks
+                .iter()
+                .filter(|t| t.cpu == cpu && matches!(t.state, TaskState::Runnable | TaskState::Running) && desc(n, t.cg, cg))
+                .count() as u32;
+            let on = n.cpus[cpu].curr.is_some_and(|t| desc(n, n.tasks[t].cg, cg));
+            let p = &n.psi_cpu[cg * ncpus + cpu];
+            if p.nr != cnt || p.oncpu != on {
+                return Err(format!("psi cg {cg} cpu {cpu}: nr {} oncpu {} vs {cnt} {on}", p.nr, p.oncpu));
+            }
+        }
+        if strict {
+            let root = &n.rqs[cpu];
+            if n.cpus[cpu].curr.is_none() && root.h_nr_running > 0 {
+                return Err(format!("cpu {cpu} idle with root h_nr_running {}", root.h_nr_running));
+            }
+            if !n.cpus[cpu].qos_throttled.is_empty() && root.h_nr_running <= root.idle_h_nr_running {
+                return Err(format!("cpu {cpu}: offline qos-throttled but no online runnable"));
+            }
+            if !n.cpus[cpu].expelled.is_empty() {
+                let sib_online = n.topo.siblings(cpu).iter().any(|&s| {
+                    s != cpu && n.cpus[s].curr.is_some_and(|t| !n.cgroups[n.tasks[t].cg].offline)
+                });
+                if !sib_online {
+                    return Err(format!("cpu {cpu}: expelled but no sibling runs online"));
+                }
+            }
+        }
+    }
+    for (cg, g) in n.cgroups.iter().enumerate() {
+        let bits: BTreeSet<usize> =
+            (0..ncpus).map(|c| cg * ncpus + c).filter(|&r| n.rqs[r].throttled.has(Throttle::BANDWIDTH)).collect();
+        let l = &g.bw.throttled_rqs;
+        if l.len() != bits.len() || l.iter().copied().collect::<BTreeSet<_>>() != bits {
+            return Err(format!("cg {cg}: bw throttled list {:?} vs bits {:?}", l, bits));
+        }
+        if !bits.is_empty() && (!g.bw.period_active || g.bw.quota.is_none()) {
+            return Err(format!("cg {cg}: bandwidth-throttled but period timer inactive / no quota"));
+        }
+    }
+    Ok(())
+}
+
+struct Gen {
+    r: Rng,
+}
+impl Gen {
+    fn u(&mut self, n: u64) -> u64 {
+        self.r.next_u64() % n
+    }
+    fn p(&mut self, p: f64) -> bool {
+        self.r.uniform() < p
+    }
+}
+
+fn subset_list(g: &mut Gen, parent: &[usize]) -> Vec<usize> {
+    let mut v: Vec<usize> = parent.iter().copied().filter(|_| g.p(0.6)).collect();
+    if v.is_empty() {
+        v.push(parent[g.u(parent.len() as u64) as usize]);
+    }
+    v
+}
+fn list_str(v: &[usize]) -> String {
+    v.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
+}
+
+pub fn scenario(seed: u64) -> (Value, Vec<(String, Vec<usize>)>) {
+    let mut g = Gen { r: Rng::new(seed) };
+    let sockets = 1 + g.u(2) as u32;
+    let cores = 1 + g.u(3) as u32;
+    let threads = 1 + g.u(2) as u32;
+    let numa = if cores % 2 == 0 && g.p(0.3) { 2 } else { 1 };
+    let ncpus = (sockets * cores * threads) as usize;
+    let sched = if g.p(0.5) { "cfs" } else { "eevdf" };
+    let ncg = 1 + g.u(6) as usize;
+    let mut cgs = vec![];
+    let mut names: Vec<(String, Vec<usize>)> = vec![];
+    for i in 0..ncg {
+        let parent = if i > 0 && g.p(0.5) { Some(g.u(i as u64) as usize) } else { None };
+        let pcpus: Vec<usize> = parent.map(|p| names[p].1.clone()).unwrap_or((0..ncpus).collect());
+        let cpus = if g.p(0.4) { subset_list(&mut g, &pcpus) } else { pcpus.clone() };
+        let mut c = json!({"name": format!("g{i}"), "parent": parent.map(|p| format!("g{p}")).unwrap_or_default(),
+            "cpu.shares": ([2u64, 100, 1024, 4096][g.u(4) as usize]),
+            "cpu.idle": if g.p(0.25) {1} else {0},
+            "cpu.qos_level": if g.p(0.3) {-1} else {0},
+            "cpuset.cpus": list_str(&cpus)});
+        if g.p(0.4) && parent.is_none() {
+            let period = [10_000, 50_000, 100_000][g.u(3) as usize];
+            let quota = (period as f64 * (0.2 + g.r.uniform() * 2.0)) as i64;
+            c["cpu.cfs_period_us"] = json!(period);
+            c["cpu.cfs_quota_us"] = json!(quota.max(1000));
+            if g.p(0.5) {
+                c["cpu.cfs_burst_us"] = json!(quota.max(1000) / 2);
+            }
+        } else if g.p(0.2) {
+            // child with small quota (must be <= parent's)
+            let period = 100_000;
+            c["cpu.cfs_period_us"] = json!(period);
+            c["cpu.cfs_quota_us"] = json!(5_000 + g.u(20_000) as i64);
+        }
+        cgs.push(c);
+        names.push((format!("g{i}"), cpus));
+    }
+    let nwl = 1 + g.u(6) as usize;
+    let mut wls = vec![];
+    for i in 0..nwl {
+        let cg = format!("g{}", g.u(ncg as u64));
+        let start = g.u(50) * MS;
+        let w = match g.u(4) {
+            0 => json!({"kind":"hog","name":format!("w{i}"),"cgroup":cg,"threads":1+g.u(4),"start_ns":start}),
+            1 => json!({"kind":"closed_loop","name":format!("w{i}"),"cgroup":cg,"clients":1+g.u(4),"fanout":1+g.u(3),
+                 "service":{"dist":"exponential","mean_ns": 200_000.0 + g.r.uniform()*3e6},
+                 "think": if g.p(0.5) {json!({"dist":"exponential","mean_ns": 1e6})} else {Value::Null}, "start_ns":start}),
+            2 => json!({"kind":"open_loop","name":format!("w{i}"),"cgroup":cg,"rate_per_s": 100.0 + g.r.uniform()*3000.0,
+                 "workers":1+g.u(6),"service":{"dist":"exponential","mean_ns": 100_000.0 + g.r.uniform()*2e6},"start_ns":start}),
+            _ => json!({"kind":"bursty","name":format!("w{i}"),"cgroup":cg,"steady_threads":g.u(2),"burst_threads":1+g.u(3),
+                 "every_ns": 5*MS + g.u(50)*MS, "length_ns": MS + g.u(10)*MS, "start_ns":start}),
+        };
+        let mut w = w;
+        if w.get("think").is_some_and(|t| t.is_null()) {
+            w.as_object_mut().unwrap().remove("think");
+        }
+        wls.push(w);
+    }
+    let spec = json!({
+        "seed": seed,
+        "topology": {"sockets": sockets, "cores_per_socket": cores, "threads_per_core": threads, "numa_nodes_per_socket": numa},
+        "kernel": {"scheduler": sched, "smt_expeller": g.p(0.5), "hz": ([250u32, 1000][g.u(2) as usize])},
+        "cgroups": cgs,
+        "workloads": wls,
+    });
+    (spec, names)
+}
+
+pub fn run(seed: u64, steps: usize, strict: bool) -> Result<(), String> {
+    let (spec, names) = scenario(seed);
+    let mut n = match Node::from_json(&spec.to_string()) {
+        Ok(n) => n,
+        Err(e) => return Err(format!("SPECERR {e}")),
+    };
+    let ncpus = n.ncpus();
+    let mut g = Gen { r: Rng::new(seed ^ 0xdead_beef) };
+    let mut t = 0u64;
+    let mut log: Vec<String> = vec![];
+    for step in 0..steps {
+        t += match g.u(4) {
+            0 => 0,
+            1 => g.u(1000) * 1000,
+            2 => g.u(5) * MS,
+            _ => g.u(30) * MS,
+        };
+        n.run_until(t).map_err(|e| e.to_string())?;
+        if let Err(e) = full_check(&n, strict) {
+            return Err(format!("seed {seed} step {step} t={t}: {e}\nknob log: {log:?}\nspec: {spec}"));
+        }
+        if g.p(0.15) {
+            let cg = &names[g.u(names.len() as u64) as usize].0;
+            let (knob, val) = match g.u(8) {
+                0 => ("cpu.shares", ["2", "100", "1024", "8000"][g.u(4) as usize].to_string()),
+                1 => ("cpu.idle", g.u(2).to_string()),
+                2 => ("cpu.qos_level", if g.p(0.5) { "-1".into() } else { "0".into() }),
+                3 => ("cpu.cfs_quota_us", if g.p(0.3) { "-1".into() } else { (1000 + g.u(200_000)).to_string() }),
+                4 => ("cpu.cfs_period_us", (1000 + g.u(200_000)).to_string()),
+                5 => ("cpu.cfs_burst_us", g.u(50_000).to_string()),
+                6 => {
+                    let all: Vec<usize> = (0..ncpus).collect();
+                    ("cpuset.cpus", list_str(&subset_list(&mut g, &all)))
+                }
+                _ => ("cpuset.mems", "0".to_string()),
+            };
+            let r = n.write(cg, knob, &val);
+            log.push(format!("t={t} {cg} {knob}={val} -> {}", if r.is_ok() { "ok" } else { "err" }));
+            if let Err(e) = full_check(&n, strict) {
+                return Err(format!("seed {seed} step {step} t={t} after write: {e}\nknob log: {log:?}\nspec: {spec}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Random scenarios (1–8 CPUs with SMT and NUMA, nested cgroups with quotas and burst,
+/// cpu.idle, qos_level -1, cpusets, both schedulers, the SMT expeller, every workload kind)
+/// under random run-time knob writes; after every step the whole bookkeeping is recomputed
+/// from scratch and compared (`full_check`), including the strict properties: no idle CPU
+/// with runnable work, no stale qos or expeller throttle. STRESS_N / STRESS_STEPS enlarge it.
+#[test]
+fn stress() {
+    let n: u64 = std::env::var("STRESS_N").ok().and_then(|s| s.parse().ok()).unwrap_or(200);
+    let steps: usize = std::env::var("STRESS_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(200);
+    let mut failures: Vec<String> = vec![];
+    for seed in 0..n {
+        match std::panic::catch_unwind(|| run(seed, steps, true)) {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) if e.starts_with("SPECERR") => {} // a random spec the core rightly rejects
+            Ok(Err(e)) => failures.push(e),
+            Err(p) => failures.push(format!(
+                "seed {seed}: panic {} with spec {}",
+                p.downcast_ref::<String>().cloned().or(p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default(),
+                scenario(seed).0
+            )),
+        }
+    }
+    assert!(failures.is_empty(), "{} of {n} scenarios broke an invariant; first:\n{}", failures.len(), failures[0]);
+}
