@@ -681,7 +681,7 @@ impl Node {
         self.cgroups[cg].cpus.iter().filter(|&&c| c).count()
     }
 
-    pub(crate) fn is_descendant(&self, mut g: CgId, ancestor: CgId) -> bool {
+    pub fn is_descendant(&self, mut g: CgId, ancestor: CgId) -> bool {
         loop {
             if g == ancestor {
                 return true;

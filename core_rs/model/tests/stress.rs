@@ -9,16 +9,8 @@ use std::collections::BTreeSet;
 
 const MS: u64 = 1_000_000;
 
-fn desc(n: &Node, mut g: usize, a: usize) -> bool {
-    loop {
-        if g == a {
-            return true;
-        }
-        match n.cgroups[g].parent {
-            Some(p) => g = p,
-            None => return false,
-        }
-    }
+fn desc(n: &Node, g: usize, a: usize) -> bool {
+    n.is_descendant(g, a)
 }
 
 pub fn full_check(n: &Node, strict: bool) -> Result<(), String> {
