@@ -1,5 +1,38 @@
-"""Policy agents (none, static, koordinator, rubik) that drive cgroups through one seam.
+"""Policy agents that drive cgroups through one seam (../shared/DESIGN.md, "The one seam").
 
-The seam and the policies arrive with the [policies] issue; this package exists so the
-build installs the layout ../shared/DESIGN.md fixes.
+    from policies import build_policy, PolicyRunner, SimBackend
+    policy = build_policy({"name": "rubik", "quota_turbo": ["online"]})
+    runner = PolicyRunner(policy, SimBackend(env))
+    env.process(runner.process(env))
+
+`none` (fair sharing by requests), `static` (BE as cpu.idle or qos_level) and `rubik`
+(absolute preemption, quota burst, quotaTurbo) are here; Koordinator's policies are still to
+come (issue [policies]).
 """
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from policies.cgroup import Backend, CgroupStats, Knob, KnobWrite, NodeStats, SimBackend
+from policies.policy import Decision, Observation, Param, Policy, PolicyError, PolicyRunner
+from policies.rubik import Rubik
+from policies.static import NoIsolation, Static
+
+POLICIES: dict[str, type[Policy]] = {p.name: p for p in (NoIsolation, Static, Rubik)}
+
+
+def build_policy(table: Mapping[str, Any], where: str = "policy") -> Policy:
+    """A policy from its configuration table: `name` picks it, the rest configures it."""
+    config = dict(table)
+    name = config.pop("name", None)
+    if name not in POLICIES:
+        raise PolicyError(f"{where}.name: unknown policy {name!r} (known: {', '.join(POLICIES)})")
+    return POLICIES[name](config, where)
+
+
+__all__ = [
+    "Backend", "CgroupStats", "Decision", "Knob", "KnobWrite", "NodeStats", "Observation",
+    "Param", "Policy", "PolicyError", "PolicyRunner", "SimBackend", "POLICIES", "build_policy",
+]

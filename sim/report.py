@@ -41,6 +41,7 @@ def write_report(result: ExperimentResult, path: str | Path) -> Path:
 baseline/run &minus; 1 (negative = worse).</p>
 <pre>{html.escape(str(result))}</pre>
 {"".join(parts)}
+{decisions_html(result)}
 </body>
 </html>
 """
@@ -177,3 +178,19 @@ def throttling_figure(result: ExperimentResult) -> go.Figure | None:
     return _finish_time_panels(
         fig, len(throttled), "CFS bandwidth: throttled periods so far (cpu.stat nr_throttled)", 300, -0.15
     )
+
+
+def decisions_html(result: ExperimentResult, most: int = 500) -> str:
+    """Each run's policy decisions, in order, with the numbers behind them."""
+    blocks = []
+    for name, run in result.runs.items():
+        if not run.decisions:
+            continue
+        lines = [f"t={d['t_s']:.2f}s {d['policy']}: {d['what']}" for d in run.decisions[:most]]
+        if len(run.decisions) > most:
+            lines.append(f"… {len(run.decisions) - most} more in results.json")
+        blocks.append(
+            f"<details><summary>{html.escape(name)}: {len(run.decisions)} policy decisions</summary>"
+            f"<pre>{html.escape(chr(10).join(lines))}</pre></details>"
+        )
+    return "<h2>Policy decisions</h2>" + "".join(blocks) if blocks else ""

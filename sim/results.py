@@ -182,6 +182,7 @@ class RunResult:
     cgroup_names: list[str]  # columns of cpu_busy_s, the core's order; index 0 is the root
     cpu_busy_s: np.ndarray  # ncpus x len(cgroup_names): time each CPU ran each leaf cgroup
     timeseries: TimeSeries
+    decisions: list[dict[str, Any]] = field(default_factory=list)  # the policy's, in order
 
     @property
     def measured_s(self) -> float:
@@ -258,6 +259,7 @@ class RunResult:
             "services": {n: s.to_dict() for n, s in self.services.items()},
             "cgroups": {n: c.to_dict() for n, c in self.cgroups.items()},
             "cpus": self.cpus(),
+            "decisions": self.decisions,
         }
 
 

@@ -73,6 +73,12 @@ def run_variant(
         raise ScenarioError(f'run "{variant.name}": {_message(err)}') from None
     if meta.warmup > 0:
         env.process(warm_up(env, at=meta.warmup / NS_PER_S))
+    runner = None
+    if variant.scenario.policy is not None:
+        from policies import PolicyRunner, SimBackend, build_policy
+
+        runner = PolicyRunner(build_policy(variant.scenario.policy), SimBackend(env))
+        env.process(runner.process(env))
     if attach is not None:
         attach(env, variant)
     done = 0
@@ -84,7 +90,10 @@ def run_variant(
         env.run(until=end / NS_PER_S)
         on_progress(end - done)
         done = end
-    return RunResult.from_environment(env, variant.name)
+    result = RunResult.from_environment(env, variant.name)
+    if runner is not None:
+        result.decisions = [d.to_dict() for d in runner.decisions]
+    return result
 
 
 def _message(err: Exception) -> str:

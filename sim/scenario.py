@@ -388,6 +388,16 @@ class Cgroup(_Table):
 # --- the scenario ----------------------------------------------------------------------
 
 
+def _policy_targets(policy: Any) -> set[str]:
+    """Every cgroup a policy's configuration names (so that a typo is caught here)."""
+    names: set[str] = set()
+    for attr in ("offline", "turbo", "be"):
+        names.update(getattr(policy, attr, []))
+    for attr in ("burst", "requests"):
+        names.update(getattr(policy, attr, {}))
+    return names
+
+
 class Meta(_Table):
     """[scenario]: name, length of the run and what is measured."""
 
@@ -441,6 +451,8 @@ class Scenario(_Table):
     kernel: Kernel = Field(default_factory=Kernel)
     cgroups: dict[str, Cgroup] = {}
     workloads: dict[str, Workload] = {}
+    # the node agent ([policy] name = "none" | "static" | "rubik" and its configuration)
+    policy: dict[str, Any] | None = None
     runs: list[Run] = []
 
     _variants: list[Variant] = PrivateAttr(default_factory=list)
@@ -465,6 +477,18 @@ class Scenario(_Table):
                         f"no cgroup named {_show(workload.cgroup)} (declared: {declared})",
                     )
                 )
+        if self.policy is not None:
+            from policies import PolicyError, build_policy
+
+            try:
+                policy = build_policy(self.policy)
+            except PolicyError as err:
+                where, _, why = str(err).partition(": ")
+                errors.append((tuple(where.split(".")), why))
+            else:
+                for cg in sorted(policy.watched_cgroups() | _policy_targets(policy)):
+                    if cg not in self.cgroups:
+                        errors.append((("policy",), f"names cgroup {_show(cg)}, which is not declared ({declared})"))
         seen: set[str] = set()
         for i, run in enumerate(self.runs):
             if run.name in seen:

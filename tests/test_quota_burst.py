@@ -39,9 +39,11 @@ def test_burst_absorbs_the_spell(result):
     run = result.runs["quota 2 CPUs, burst 200 ms"]
     online = run.cgroups["online"]
     assert online.nr_throttled == 0
-    # Two periods per spell draw on the buffer: 600 ms used against 400 ms of quota.
+    # Two periods per spell draw on the buffer: 600 ms used against 400 ms of quota, less what
+    # the CPUs' silos kept from before (an idle silo keeps up to 1 ms, min_cfs_rq_runtime, and
+    # the burst spends that without touching the pool).
     assert online.nr_bursts == 4 * 2
-    assert online.burst_s / 4 == pytest.approx(0.2, abs=0.01)
+    assert 0.17 <= online.burst_s / 4 <= 0.205
     assert run.services["spiky"].p50_s == pytest.approx(0.2, abs=1e-6)
 
 

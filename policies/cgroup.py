@@ -1,0 +1,162 @@
+"""The one seam (../shared/DESIGN.md): a node and its cgroups as a policy sees them.
+
+Every operation maps 1:1 to a kernel file. A `Knob` knows its cgroup v1 and v2 file names and
+how a value converts between them, so a policy speaks one vocabulary (the v1 names and units,
+which are the simulator's) and each backend writes what its kernel has. Policies never touch
+a backend directly: they return `KnobWrite`s, and the runner applies them through a backend —
+the simulator's here, the host's (v1 or v2) in `replay/`.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Protocol
+
+NS_PER_S = 1_000_000_000
+
+
+class Knob(enum.Enum):
+    """A cgroup file, by its v1 name, with its v2 counterpart (None where v2 has none)."""
+
+    CPU_SHARES = ("cpu.shares", "cpu.weight")
+    CPU_IDLE = ("cpu.idle", "cpu.idle")
+    CPU_QOS_LEVEL = ("cpu.qos_level", "cpu.qos_level")  # openEuler only (v1)
+    CPU_CFS_QUOTA_US = ("cpu.cfs_quota_us", "cpu.max")
+    CPU_CFS_PERIOD_US = ("cpu.cfs_period_us", "cpu.max")
+    CPU_CFS_BURST_US = ("cpu.cfs_burst_us", "cpu.max.burst")
+    CPUSET_CPUS = ("cpuset.cpus", "cpuset.cpus")
+    CPUSET_MEMS = ("cpuset.mems", "cpuset.mems")
+
+    def __init__(self, v1: str, v2: str | None) -> None:
+        self.v1 = v1
+        self.v2 = v2
+
+    @classmethod
+    def named(cls, name: str) -> Knob:
+        for k in cls:
+            if k.v1 == name:
+                return k
+        known = ", ".join(k.v1 for k in cls)
+        raise ValueError(f"unknown knob {name!r} (known: {known})")
+
+
+# --- unit conversions between the v1 and v2 files ---------------------------------------
+
+
+def shares_to_weight(shares: int) -> int:
+    """cpu.shares → cpu.weight, inverting the kernel's weight → shares (w × 1024 / 100,
+    kernel-and-anchors.md §A2), clamped to [1, 10000]."""
+    return max(1, min(10_000, round(shares * 100 / 1024)))
+
+
+def weight_to_shares(weight: int) -> int:
+    """cpu.weight → the tg->shares the kernel uses: round(w × 1024 / 100) (§A2)."""
+    return round(weight * 1024 / 100)
+
+
+def cpu_max(quota_us: int, period_us: int) -> str:
+    """cpu.cfs_quota_us + cpu.cfs_period_us → cpu.max ("max 100000" for no limit)."""
+    return f"{'max' if quota_us < 0 else quota_us} {period_us}"
+
+
+def parse_cpu_max(text: str) -> tuple[int, int]:
+    """cpu.max → (quota µs, -1 for "max"; period µs)."""
+    quota, _, period = text.strip().partition(" ")
+    return (-1 if quota == "max" else int(quota)), int(period or 100_000)
+
+
+# --- what a policy reads ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CgroupStats:
+    """Cumulative counters of one cgroup, as the kernel keeps them (cpuacct.usage, cpu.stat,
+    cpu.pressure totals); a policy takes differences between two reads."""
+
+    usage_ns: int
+    nr_periods: int
+    nr_throttled: int
+    throttled_ns: int
+    nr_bursts: int
+    burst_ns: int
+    psi_some_ns: int
+    nr_running: int
+
+
+@dataclass(frozen=True)
+class NodeStats:
+    """The node as /proc/stat shows it: CPUs, and cumulative busy and total CPU time."""
+
+    ncpus: int
+    busy_ns: int
+    total_ns: int
+
+
+@dataclass(frozen=True)
+class KnobWrite:
+    """One write a policy asks for: `value` in the v1 file's units (int or list text)."""
+
+    cgroup: str
+    knob: Knob
+    value: int | str
+
+    def __str__(self) -> str:
+        return f"{self.cgroup}/{self.knob.v1} = {self.value}"
+
+
+class Backend(Protocol):
+    """What every backend (simulator, host v1, host v2) offers a policy runner."""
+
+    def now(self) -> float: ...
+    def read(self, cgroup: str, knob: Knob) -> int | str: ...
+    def write(self, w: KnobWrite) -> None: ...
+    def stats(self, cgroup: str) -> CgroupStats: ...
+    def node(self) -> NodeStats: ...
+
+
+class SimBackend:
+    """The simulator backend: the cgroup files of a `sim._core.Node`, at SimPy's clock."""
+
+    def __init__(self, env) -> None:  # env: sim.NodeEnvironment
+        self.env = env
+
+    def now(self) -> float:
+        return self.env.now
+
+    def read(self, cgroup: str, knob: Knob) -> int | str:
+        return self.env.node.read(cgroup, knob.v1)
+
+    def write(self, w: KnobWrite) -> None:
+        self.env.node.write(w.cgroup, w.knob.v1, w.value)
+
+    def stats(self, cgroup: str) -> CgroupStats:
+        s = self.env.node.cgroup_stats(cgroup)
+        return CgroupStats(
+            usage_ns=s["usage_ns"],
+            nr_periods=s["nr_periods"],
+            nr_throttled=s["nr_throttled"],
+            throttled_ns=s["throttled_time"],
+            nr_bursts=s["nr_bursts"],
+            burst_ns=s["burst_time"],
+            psi_some_ns=s["psi_some_ns"],
+            nr_running=s["nr_running"],
+        )
+
+    def node(self) -> NodeStats:
+        node = self.env.node
+        busy = node.cgroup_stats("")["usage_ns"]
+        return NodeStats(ncpus=node.ncpus, busy_ns=busy, total_ns=node.ncpus * node.now())
+
+
+def utilisation(before: NodeStats, after: NodeStats) -> float:
+    """Node CPU utilisation in percent between two reads, as rubik computes it from
+    /proc/stat: 100 × Δbusy / Δtotal, 0 if nothing was busy, 100 if no time passed."""
+    d_busy = after.busy_ns - before.busy_ns
+    d_total = after.total_ns - before.total_ns
+    if d_busy <= 0:
+        return 0.0
+    if d_total <= 0:
+        return 100.0
+    return max(0.0, min(100.0, 100.0 * d_busy / d_total))
+

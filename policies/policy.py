@@ -1,0 +1,149 @@
+"""`Policy`: a node agent that looks at the node every `interval` and writes cgroup knobs.
+
+A policy's decision is a pure function of what it observes (and of the state it keeps, such
+as rubik's usage window): `tick(obs)` returns `Decision`s, each carrying the knob writes and
+the inputs that produced it, so a run has an exact, readable record of why batch work lost or
+gained CPU at a given moment. The runner (`PolicyRunner`) observes through a backend, applies
+the writes, records the decisions; in the simulator it is a plain SimPy process.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Generator, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from policies.cgroup import Backend, CgroupStats, Knob, KnobWrite, NodeStats
+
+
+class PolicyError(ValueError):
+    """Bad policy configuration; the message names the field."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """A tunable parameter: its range and the real system's default (the search space)."""
+
+    name: str
+    low: float
+    high: float
+    default: float
+    integer: bool = False
+    doc: str = ""
+
+    def check(self, value: Any, where: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise PolicyError(f"{where}.{self.name}: must be a number (got {value!r})")
+        if self.integer and value != int(value):
+            raise PolicyError(f"{where}.{self.name}: must be an integer (got {value!r})")
+        if not self.low <= value <= self.high:
+            raise PolicyError(f"{where}.{self.name}: must be in [{self.low:g}, {self.high:g}] (got {value!r})")
+        return value
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What a policy sees at one tick: the time, the node, and for each cgroup it watches its
+    cumulative stats and the current value of the knobs it asked for."""
+
+    now: float
+    node: NodeStats
+    cgroups: Mapping[str, CgroupStats]
+    knobs: Mapping[tuple[str, Knob], int | str]
+
+    def knob(self, cgroup: str, knob: Knob) -> int | str:
+        return self.knobs[(cgroup, knob)]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One decision: when, what (in words, with the numbers that led to it), which writes."""
+
+    t: float
+    policy: str
+    what: str
+    writes: tuple[KnobWrite, ...] = ()
+    inputs: Mapping[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "t_s": self.t,
+            "policy": self.policy,
+            "what": self.what,
+            "writes": [{"cgroup": w.cgroup, "knob": w.knob.v1, "value": w.value} for w in self.writes],
+            "inputs": dict(self.inputs),
+        }
+
+    def __str__(self) -> str:
+        return f"t={self.t:.2f}s {self.policy}: {self.what}"
+
+
+class Policy(abc.ABC):
+    """Base class: declares its parameters; subclasses implement `watch`, `attach`, `tick`."""
+
+    name: ClassVar[str]
+    params: ClassVar[tuple[Param, ...]] = ()
+
+    def __init__(self, config: Mapping[str, Any] | None = None, where: str = "policy") -> None:
+        config = dict(config or {})
+        self.where = where
+        known = {p.name: p for p in self.params}
+        self.values: dict[str, float] = {p.name: p.default for p in self.params}
+        for key, value in config.items():
+            if key not in known:
+                raise PolicyError(f"{where}.{key}: unknown parameter of {self.name} (known: {', '.join(known) or 'none'})")
+            self.values[key] = known[key].check(value, where)
+
+    @classmethod
+    def search_space(cls) -> tuple[Param, ...]:
+        return cls.params
+
+    @property
+    @abc.abstractmethod
+    def interval(self) -> float:
+        """Seconds between ticks."""
+
+    def watch(self) -> Iterable[tuple[str, Knob]]:
+        """(cgroup, knob) pairs whose values `tick` needs to see."""
+        return ()
+
+    def watched_cgroups(self) -> Iterable[str]:
+        return {cg for cg, _ in self.watch()}
+
+    def attach(self, obs: Observation) -> list[Decision]:
+        """Called once at the start: the initial writes."""
+        return []
+
+    @abc.abstractmethod
+    def tick(self, obs: Observation) -> list[Decision]:
+        """Called every `interval`."""
+
+
+class PolicyRunner:
+    """Observe → decide → write, every interval, through a backend; keeps the decision log."""
+
+    def __init__(self, policy: Policy, backend: Backend) -> None:
+        self.policy = policy
+        self.backend = backend
+        self.decisions: list[Decision] = []
+
+    def observe(self) -> Observation:
+        b = self.backend
+        watched = list(self.policy.watch())
+        cgroups = {cg: b.stats(cg) for cg in sorted({cg for cg, _ in watched} | set(self.policy.watched_cgroups()))}
+        knobs = {(cg, k): b.read(cg, k) for cg, k in watched}
+        return Observation(now=b.now(), node=b.node(), cgroups=cgroups, knobs=knobs)
+
+    def apply(self, decisions: list[Decision]) -> None:
+        for d in decisions:
+            for w in d.writes:
+                self.backend.write(w)
+            self.decisions.append(d)
+
+    def process(self, env) -> Generator[Any, Any, None]:
+        """The SimPy process: attach now, then tick every interval."""
+        self.apply(self.policy.attach(self.observe()))
+        while True:
+            yield env.timeout(self.policy.interval)
+            self.apply(self.policy.tick(self.observe()))

@@ -1,0 +1,137 @@
+"""openEuler rubik's CPU features as a `Policy` (../shared/reference/rubik.md): absolute
+preemption (offline cgroups get cpu.qos_level = -1; the SMT expeller is the kernel's
+`kernel.smt_expeller`), quota burst (cpu.cfs_burst_us from the pod's annotation, with rubik's
+checks) and quotaTurbo (policies/quota_turbo.py) at its syncInterval.
+
+Configuration (the scenario's `[policy]` table): which cgroups are offline, which are under
+quotaTurbo, the burst of each quota-burst cgroup, and quotaTurbo's tunables with rubik's
+defaults.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from policies import quota_turbo as qt
+from policies.cgroup import Knob, KnobWrite, utilisation
+from policies.policy import Decision, Observation, Param, Policy, PolicyError
+
+
+class Rubik(Policy):
+    name = "rubik"
+    params = (
+        Param("high_water_mark", 0, 100, qt.HIGH_WATER_MARK, doc="quotaTurbo.highWaterMark (%)"),
+        Param("alarm_water_mark", 0, 100, qt.ALARM_WATER_MARK, doc="quotaTurbo.alarmWaterMark (%)"),
+        Param("sync_interval", 0.1, 10.0, 0.1, doc="quotaTurbo.syncInterval (s)"),
+        Param("elevate_limit", 0, 100, qt.ELEVATE_LIMIT, doc="% of node CPUs added per round at most"),
+        Param("slow_fallback_ratio", 0, 1, qt.SLOW_FALLBACK_RATIO),
+        Param("cpu_floating_limit", 0, 100, qt.CPU_FLOATING_LIMIT),
+    )
+
+    def __init__(self, config: Mapping[str, Any] | None = None, where: str = "policy") -> None:
+        config = dict(config or {})
+        self.offline: list[str] = _names(config.pop("offline", []), f"{where}.offline")
+        self.turbo: list[str] = _names(config.pop("quota_turbo", []), f"{where}.quota_turbo")
+        burst = config.pop("quota_burst", {})
+        if not isinstance(burst, Mapping) or not all(isinstance(v, int) and v >= 0 for v in burst.values()):
+            raise PolicyError(f"{where}.quota_burst: must map cgroup names to burst µs (integers >= 0)")
+        self.burst: dict[str, int] = dict(burst)
+        super().__init__(config, where)
+        if not self.values["high_water_mark"] < self.values["alarm_water_mark"]:
+            raise PolicyError(f"{where}.high_water_mark: must be below alarm_water_mark")
+        self.containers: list[qt.Container] = []
+        self.util_history: list[tuple[float, float]] = []
+        self.prev_node = None
+
+    @property
+    def interval(self) -> float:
+        return self.values["sync_interval"]
+
+    def watch(self) -> Iterable[tuple[str, Knob]]:
+        for cg in self.turbo:
+            yield (cg, Knob.CPU_CFS_QUOTA_US)
+            yield (cg, Knob.CPU_CFS_PERIOD_US)
+            for anc in qt.ancestors_to_adjust(cg):
+                yield (anc, Knob.CPU_CFS_QUOTA_US)
+        for cg in self.burst:
+            yield (cg, Knob.CPU_CFS_QUOTA_US)
+            yield (cg, Knob.CPU_CFS_PERIOD_US)
+
+    def attach(self, obs: Observation) -> list[Decision]:
+        out = [
+            Decision(obs.now, self.name, f"{cg} is offline: cpu.qos_level = -1 (absolute preemption)",
+                     (KnobWrite(cg, Knob.CPU_QOS_LEVEL, -1),))
+            for cg in self.offline
+        ]
+        ncpus = obs.node.ncpus
+        for cg, burst in self.burst.items():
+            quota, period = obs.knob(cg, Knob.CPU_CFS_QUOTA_US), obs.knob(cg, Knob.CPU_CFS_PERIOD_US)
+            # quotaburst.go: only below the node's capacity and not above the quota.
+            if 0 <= quota < period * ncpus and quota >= burst:
+                out.append(Decision(obs.now, self.name, f"{cg}: quota burst {burst} µs",
+                                    (KnobWrite(cg, Knob.CPU_CFS_BURST_US, burst),), {"quota_us": quota}))
+            else:
+                out.append(Decision(obs.now, self.name, f"{cg}: quota burst {burst} µs refused (quota {quota} µs)"))
+        for cg in self.turbo:
+            quota, period = obs.knob(cg, Knob.CPU_CFS_QUOTA_US), obs.knob(cg, Knob.CPU_CFS_PERIOD_US)
+            limit = quota / period if quota > 0 else 0.0
+            if not 0 < limit < ncpus:  # a container qualifies only if 0 < cpuLimit < NumCPU
+                out.append(Decision(obs.now, self.name, f"{cg}: not under quotaTurbo (limit {limit:g} CPUs)"))
+                continue
+            s = obs.cgroups[cg]
+            c = qt.Container(cg, limit, period, quota, s.nr_throttled, s.throttled_ns, s.nr_throttled, s.throttled_ns)
+            self.containers.append(c)
+        self.prev_node = obs.node
+        self.util_history = [(obs.now, 0.0)]  # the very first sample records 0 (rubik.md §2.2)
+        return out
+
+    def tick(self, obs: Observation) -> list[Decision]:
+        if not self.containers:
+            return []
+        util = utilisation(self.prev_node, obs.node)
+        self.prev_node = obs.node
+        self.util_history = [(t, u) for t, u in self.util_history if obs.now - t < qt.UTIL_HISTORY_S]
+        self.util_history.append((obs.now, util))
+        for c in self.containers:
+            s = obs.cgroups[c.cgroup]
+            c.period = int(obs.knob(c.cgroup, Knob.CPU_CFS_PERIOD_US))
+            c.quota = int(obs.knob(c.cgroup, Knob.CPU_CFS_QUOTA_US))
+            c.prev_nr_throttled, c.prev_throttled_ns = c.nr_throttled, c.throttled_ns
+            c.nr_throttled, c.throttled_ns = s.nr_throttled, s.throttled_ns
+            c.usage.append((round(obs.now * 1e9), s.usage_ns))
+        v = self.values
+        nxt = qt.adjust_quota(
+            self.containers, util, [u for _, u in self.util_history], obs.node.ncpus,
+            v["high_water_mark"], v["alarm_water_mark"], v["elevate_limit"],
+            v["slow_fallback_ratio"], v["cpu_floating_limit"],
+        )
+        out = []
+        for c in self.containers:
+            delta = nxt[c.cgroup] - c.quota
+            if delta == 0:
+                continue
+            # The same delta on the pod cgroups above; parents first when growing.
+            chain = [(c.cgroup, c.quota)] + [
+                (a, q) for a in qt.ancestors_to_adjust(c.cgroup)
+                if (q := int(obs.knob(a, Knob.CPU_CFS_QUOTA_US))) != -1
+            ]
+            if delta > 0:
+                chain.reverse()
+            writes = tuple(KnobWrite(cg, Knob.CPU_CFS_QUOTA_US, q + delta) for cg, q in chain)
+            why = (f"throttled {c.new_nr_throttled} periods" if c.new_nr_throttled else "not throttled")
+            out.append(Decision(
+                obs.now, self.name,
+                f"quotaTurbo {c.cgroup}: quota {c.quota}→{nxt[c.cgroup]} µs ({why}, node {util:.1f}% busy)",
+                writes,
+                {"util": util, "new_nr_throttled": c.new_nr_throttled, "limit_cpus": c.limit},
+            ))
+        return out
+
+
+def _names(value: Any, where: str) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise PolicyError(f"{where}: must be a list of cgroup names")
+    return list(value)

@@ -1,0 +1,116 @@
+"""Policies: rubik's quotaTurbo decision functions against the reference's worked cases
+(../shared/reference/rubik.md §2), the seam's conversions, configuration errors, and the
+policies running in the simulator."""
+
+from __future__ import annotations
+
+import pytest
+
+from policies import PolicyError, build_policy
+from policies import quota_turbo as qt
+from policies.cgroup import cpu_max, parse_cpu_max, shares_to_weight, weight_to_shares, utilisation, NodeStats
+from sim import ScenarioError, load_scenario, run_scenario
+
+
+def container(quota=200_000, limit=2.0, new_nr=0, new_ns=0, usage=()):
+    c = qt.Container("kubepods/burstable/pod1/c1", limit, 100_000, quota, new_nr, new_ns, 0, 0)
+    c.usage.extend(usage)
+    return c
+
+
+def test_max_quota_worked_example():
+    # rubik.md §2.3: limit 2, period 100 ms, usage 0/190/380 ms at 0/100/200 ms → 236 666.67
+    c = container(usage=[(0, 0), (100_000_000, 190_000_000), (200_000_000, 380_000_000)])
+    assert qt.max_quota(c) == pytest.approx(236_666.67, abs=0.01)
+    assert qt.max_quota(container()) == 400_000  # one sample or none: the 2 × limit ceiling
+
+
+def test_elevation_gives_what_was_short_up_to_one_percent_of_the_node():
+    # throttled once for 50 ms of a 100 ms period: 0.5 cores short
+    c = container(new_nr=1, new_ns=50_000_000)
+    assert qt.adjust_quota([c], util=40, util_history=[40, 41], ncpus=64) == {c.cgroup: 250_000}
+    c = container(new_nr=1, new_ns=50_000_000)
+    # on 8 CPUs at most 1% of the node, 0.08 cores, per round
+    assert qt.adjust_quota([c], util=40, util_history=[40], ncpus=8) == {c.cgroup: 208_000}
+
+
+def test_no_elevation_when_utilisation_fluctuates_or_is_near_the_alarm():
+    c = container(new_nr=1, new_ns=50_000_000)
+    assert qt.adjust_quota([c], util=40, util_history=[30, 41], ncpus=64)[c.cgroup] == 200_000
+    c = container(new_nr=1, new_ns=50_000_000)
+    assert qt.adjust_quota([c], util=79.5, util_history=[79.5], ncpus=64)[c.cgroup] == 200_000
+
+
+def test_slow_and_fast_fallback():
+    # util 70: k = (70 − 60)/(80 − 60) × 0.1 = 0.05 of the 100 000 µs boost goes back
+    c = container(quota=300_000)
+    assert qt.adjust_quota([c], util=70, util_history=[70], ncpus=10)[c.cgroup] == 295_000
+    # util 90 on 10 CPUs: 1 core over the alarm mark comes off (plus the slow 15%), floored at the limit
+    c = container(quota=300_000)
+    assert qt.adjust_quota([c], util=90, util_history=[90], ncpus=10)[c.cgroup] == 200_000
+    # a throttled container keeps its boost under the slow fallback
+    c = container(quota=300_000, new_nr=2, new_ns=0)
+    assert qt.adjust_quota([c], util=70, util_history=[70], ncpus=10)[c.cgroup] == 300_000
+
+
+def test_quota_never_leaves_limit_to_twice_limit():
+    c = container(quota=390_000, new_nr=1, new_ns=90_000_000)
+    assert qt.adjust_quota([c], util=10, util_history=[10], ncpus=100)[c.cgroup] == 400_000
+
+
+def test_pod_cgroups_move_with_the_container():
+    assert qt.ancestors_to_adjust("kubepods/burstable/pod1/c1") == ["kubepods/burstable/pod1", "kubepods/burstable"]
+    assert qt.ancestors_to_adjust("online") == []
+
+
+def test_seam_conversions():
+    assert (shares_to_weight(1024), shares_to_weight(2), shares_to_weight(262144)) == (100, 1, 10000)
+    assert weight_to_shares(100) == 1024 and weight_to_shares(1) == 10
+    assert cpu_max(-1, 100_000) == "max 100000" and cpu_max(50_000, 100_000) == "50000 100000"
+    assert parse_cpu_max("max 100000") == (-1, 100_000) and parse_cpu_max("20000 50000") == (20_000, 50_000)
+    assert utilisation(NodeStats(4, 0, 0), NodeStats(4, 2_000, 4_000)) == 50.0
+    assert utilisation(NodeStats(4, 0, 0), NodeStats(4, 0, 4_000)) == 0.0
+
+
+@pytest.mark.parametrize(
+    "table, needle",
+    [
+        ({"name": "koordinatorr"}, "policy.name: unknown policy"),
+        ({"name": "rubik", "high_water_mark": 120}, "policy.high_water_mark: must be in [0, 100]"),
+        ({"name": "rubik", "high_water_mark": 90}, "policy.high_water_mark: must be below alarm_water_mark"),
+        ({"name": "rubik", "turbo": ["a"]}, "policy.turbo: unknown parameter"),
+        ({"name": "static", "mode": "nice"}, 'policy.mode: must be "idle" or "qos_level"'),
+        ({"name": "none", "requests": {"a": -1}}, "policy.requests"),
+    ],
+)
+def test_bad_configuration_names_the_field(table, needle):
+    with pytest.raises(PolicyError, match=needle.replace("[", r"\[").replace("]", r"\]")):
+        build_policy(table)
+
+
+def test_a_policy_naming_an_undeclared_cgroup_is_a_scenario_error(root):
+    with pytest.raises(ScenarioError, match='policy: names cgroup "nope"'):
+        load_scenario(root / "experiments" / "quota_burst.toml", ['policy={name="rubik", quota_turbo=["nope"]}'])
+
+
+def test_static_policy_in_the_simulator_isolates_like_the_knob(root):
+    # The ClickHouse experiment with the offline group made offline by a policy, not a knob.
+    s = load_scenario(
+        root / "experiments" / "clickhouse_stress.toml",
+        ["scenario.duration=30s", 'policy={name="static", be=["offline"], mode="qos_level"}'],
+    )
+    result = run_scenario(s, progress=False)
+    run = result.runs["ClickHouse + stress (no isolation)"]  # the policy isolates every run
+    assert run.cgroups["offline"].cpu_share < 0.05
+    assert run.decisions[0]["what"] == "offline is best-effort: cpu.qos_level = -1"
+
+
+def test_quota_turbo_lowers_throttling_of_the_bursty_service(root):
+    result = run_scenario(load_scenario(root / "experiments" / "quota_burst.toml"), progress=False)
+    plain = result.runs["quota 2 CPUs, no burst"].cgroups["online"]
+    turbo = result.runs["quota 2 CPUs, rubik quotaTurbo"]
+    assert turbo.cgroups["online"].nr_throttled < plain.nr_throttled
+    raised = [d for d in turbo.decisions if d["what"].startswith("quotaTurbo online")]
+    assert raised and all(d["inputs"]["new_nr_throttled"] > 0 for d in raised)
+    quotas = [w["value"] for d in raised for w in d["writes"]]
+    assert quotas == sorted(quotas) and 200_000 < quotas[-1] <= 400_000
