@@ -5,9 +5,9 @@
     runner = PolicyRunner(policy, SimBackend(env))
     env.process(runner.process(env))
 
-`none` (fair sharing by requests), `static` (BE as cpu.idle or qos_level) and `rubik`
-(absolute preemption, quota burst, quotaTurbo) are here; Koordinator's policies are still to
-come (issue [policies]).
+`none` (fair sharing by requests), `static` (BE as cpu.idle or qos_level), `rubik`
+(absolute preemption, quota burst, quotaTurbo) and `koordinator` (CPU suppress, cpuset and
+cfsQuota) are here; Koordinator's CPU burst, evict and bind policies are still to come.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from typing import Any
 
 from policies.cgroup import Backend, CgroupStats, Knob, KnobWrite, NodeStats, SimBackend
 from policies.policy import Decision, Observation, Param, Policy, PolicyError, PolicyRunner
+from policies.koordinator import Koordinator
 from policies.rubik import Rubik
 from policies.static import NoIsolation, Static
 
-POLICIES: dict[str, type[Policy]] = {p.name: p for p in (NoIsolation, Static, Rubik)}
+POLICIES: dict[str, type[Policy]] = {p.name: p for p in (NoIsolation, Static, Rubik, Koordinator)}
 
 
 def build_policy(table: Mapping[str, Any], where: str = "policy") -> Policy:

@@ -66,6 +66,31 @@ def parse_cpu_max(text: str) -> tuple[int, int]:
     return (-1 if quota == "max" else int(quota)), int(period or 100_000)
 
 
+def parse_cpus(text: str) -> list[int]:
+    """A kernel CPU list ("0-3,6") → [0, 1, 2, 3, 6]."""
+    out: list[int] = []
+    for part in text.strip().split(","):
+        if not part.strip():
+            continue
+        lo, _, hi = part.partition("-")
+        out += range(int(lo), int(hi or lo) + 1)
+    return out
+
+
+def format_cpus(cpus) -> str:
+    """CPU ids → the kernel's list format: {0, 1, 2, 3, 6} → "0-3,6"."""
+    ids = sorted(set(cpus))
+    runs: list[str] = []
+    i = 0
+    while i < len(ids):
+        j = i
+        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
+            j += 1
+        runs.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
+        i = j + 1
+    return ",".join(runs)
+
+
 # --- what a policy reads ---------------------------------------------------------------
 
 
@@ -94,6 +119,16 @@ class NodeStats:
 
 
 @dataclass(frozen=True)
+class Cpu:
+    """A logical CPU as /sys/devices/system/cpu describes it."""
+
+    cpu: int
+    core: int
+    socket: int
+    node: int
+
+
+@dataclass(frozen=True)
 class KnobWrite:
     """One write a policy asks for: `value` in the v1 file's units (int or list text)."""
 
@@ -113,6 +148,7 @@ class Backend(Protocol):
     def write(self, w: KnobWrite) -> None: ...
     def stats(self, cgroup: str) -> CgroupStats: ...
     def node(self) -> NodeStats: ...
+    def cpus(self) -> list[Cpu]: ...
 
 
 class SimBackend:
@@ -142,6 +178,9 @@ class SimBackend:
             psi_some_ns=s["psi_some_ns"],
             nr_running=s["nr_running"],
         )
+
+    def cpus(self) -> list[Cpu]:
+        return [Cpu(i, core, socket, numa) for i, (core, socket, numa) in enumerate(self.env.node.cpu_topology())]
 
     def node(self) -> NodeStats:
         node = self.env.node

@@ -14,7 +14,7 @@ from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from policies.cgroup import Backend, CgroupStats, Knob, KnobWrite, NodeStats
+from policies.cgroup import Backend, CgroupStats, Cpu, Knob, KnobWrite, NodeStats
 
 
 class PolicyError(ValueError):
@@ -51,6 +51,7 @@ class Observation:
     node: NodeStats
     cgroups: Mapping[str, CgroupStats]
     knobs: Mapping[tuple[str, Knob], int | str]
+    cpus: tuple[Cpu, ...] = ()
 
     def knob(self, cgroup: str, knob: Knob) -> int | str:
         return self.knobs[(cgroup, knob)]
@@ -127,13 +128,16 @@ class PolicyRunner:
         self.policy = policy
         self.backend = backend
         self.decisions: list[Decision] = []
+        self._cpus: tuple[Cpu, ...] | None = None
 
     def observe(self) -> Observation:
         b = self.backend
         watched = list(self.policy.watch())
         cgroups = {cg: b.stats(cg) for cg in sorted({cg for cg, _ in watched} | set(self.policy.watched_cgroups()))}
         knobs = {(cg, k): b.read(cg, k) for cg, k in watched}
-        return Observation(now=b.now(), node=b.node(), cgroups=cgroups, knobs=knobs)
+        if self._cpus is None:
+            self._cpus = tuple(b.cpus())
+        return Observation(now=b.now(), node=b.node(), cgroups=cgroups, knobs=knobs, cpus=self._cpus)
 
     def apply(self, decisions: list[Decision]) -> None:
         for d in decisions:

@@ -70,6 +70,8 @@ class Node:
     def now(self) -> int: ...
     @property
     def ncpus(self) -> int: ...
+    def cpu_topology(self) -> list[tuple[int, int, int]]:
+        """Per logical CPU: (core id, socket, NUMA node)."""
     def cgroup_names(self) -> list[str]:
         """Index order of every per-cgroup array; index 0 is the root ""."""
     def service_names(self) -> list[str]:

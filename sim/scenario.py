@@ -391,8 +391,10 @@ class Cgroup(_Table):
 def _policy_targets(policy: Any) -> set[str]:
     """Every cgroup a policy's configuration names (so that a typo is caught here)."""
     names: set[str] = set()
-    for attr in ("offline", "turbo", "be"):
+    for attr in ("offline", "turbo", "be", "ls"):
         names.update(getattr(policy, attr, []))
+    if getattr(policy, "besteffort", None):
+        names.add(policy.besteffort)
     for attr in ("burst", "requests"):
         names.update(getattr(policy, attr, {}))
     return names

@@ -114,3 +114,74 @@ def test_quota_turbo_lowers_throttling_of_the_bursty_service(root):
     assert raised and all(d["inputs"]["new_nr_throttled"] > 0 for d in raised)
     quotas = [w["value"] for d in raised for w in d["writes"]]
     assert quotas == sorted(quotas) and 200_000 < quotas[-1] <= 400_000
+
+
+# --- Koordinator CPU suppress (koordinator.md §1) --------------------------------------------
+
+from policies import cpu_suppress as cs  # noqa: E402
+from policies.cgroup import Cpu, format_cpus, parse_cpus  # noqa: E402
+
+
+def linux_cpus(sockets=1, cores=24, threads=2):
+    """Logical CPUs numbered as Linux does: CPU c and c + ncores are HT siblings."""
+    ncores = sockets * cores
+    return [
+        Cpu(cpu=c + t * ncores, core=c, socket=c // cores, node=c // cores)
+        for t in range(threads)
+        for c in range(ncores)
+    ]
+
+
+def test_suppress_formula_hand_worked():
+    # 48 CPUs × 65% = 31.2 cores; LS uses 20.5; node 24.0 used of which pods 22.75 → system 1.25
+    assert cs.suppress_milli(48, 65, ls_used=20.5, node_used=24.0, pods_used=22.75) == 31200 - 20500 - 1250
+    # the node's reservation is a floor on system usage
+    assert cs.suppress_milli(48, 65, 20.5, 24.0, 22.75, reserved=2) == 31200 - 20500 - 2000
+    # LS above the threshold: negative before a minimum
+    assert cs.suppress_milli(8, 65, ls_used=7.0, node_used=7.0, pods_used=7.0) == 5200 - 7000
+    assert cs.suppress_milli(8, 0, 0, 0, 0) == 0 and cs.suppress_milli(8, 100, 0, 0, 0) == 8000
+
+
+def test_cpuset_size_minimum_and_slow_scale_up():
+    assert cs.cpuset_size(9500, old_size=48, nprocs=48) == 10  # scale-down unlimited
+    assert cs.cpuset_size(-1800, old_size=10, nprocs=48) == 2  # at least 2 CPUs
+    assert cs.cpuset_size(40000, old_size=10, nprocs=48) == 15  # +ceil(4.8) = 5 per round
+
+
+def test_pick_cpus_takes_ht_pairs_first():
+    cpus = linux_cpus()  # one socket, 24 cores × 2 threads
+    assert cs.pick_cpus(cpus, 10) == [0, 24, 1, 25, 2, 26, 3, 27, 4, 28]
+    assert cs.pick_cpus(cpus, 3) == [0, 24, 1]
+    # two sockets (= NUMA nodes): pairs alternate between the two buckets
+    two = linux_cpus(sockets=2, cores=4)
+    assert cs.pick_cpus(two, 4) == [0, 8, 4, 12]
+    assert cs.pick_cpus(two, 20) == []  # more than the pool: nothing
+
+
+def test_cfs_quota_steps():
+    # 9.5 cores → 950000 µs, but growth is at most 10% of capacity (48 cores) per round
+    assert cs.cfs_quota(9500, current=-1, capacity_cpus=48) == 950_000
+    assert cs.cfs_quota(9500, current=100_000, capacity_cpus=48) == 100_000 + 480_000
+    assert cs.cfs_quota(9500, current=949_000, capacity_cpus=48) == 949_000  # < 1% of capacity: bypass
+    assert cs.cfs_quota(-5000, current=949_000, capacity_cpus=48) == 2000  # decreases at once, floor 2000
+
+
+def test_cpu_lists():
+    assert parse_cpus("0-3,6") == [0, 1, 2, 3, 6] and format_cpus({6, 0, 1, 2, 3}) == "0-3,6"
+
+
+def test_koordinator_suppresses_batch_as_online_load_rises(root):
+    # ClickHouse + stress with the BE cgroup under Koordinator's cpuset suppress.
+    s = load_scenario(
+        root / "experiments" / "clickhouse_stress.toml",
+        ["scenario.duration=20s", 'policy={name="koordinator", besteffort="offline", ls=["online"]}'],
+    )
+    result = run_scenario(s, progress=False)
+    plain = run_scenario(load_scenario(root / "experiments" / "clickhouse_stress.toml", ["scenario.duration=20s"]), progress=False)
+    run = result.runs["ClickHouse + stress (no isolation)"]
+    base = plain.runs["ClickHouse + stress (no isolation)"]
+    # LS saturates the node: BE is held to the 2-CPU minimum cpuset — at most 2/8 of the node
+    # (it got half before); online gains at least the other 6 CPUs.
+    assert run.cgroups["offline"].cpu_share < 0.27 and base.cgroups["offline"].cpu_share > 0.45
+    assert run.services["clickhouse"].qps > 1.3 * base.services["clickhouse"].qps
+    assert any("BE cpuset 8→2 CPUs" in d["what"] for d in run.decisions)

@@ -83,6 +83,12 @@ impl Node {
         self.inner.ncpus()
     }
 
+    /// Per logical CPU: (core id, socket, NUMA node), as /sys/devices/system/cpu shows them.
+    fn cpu_topology(&self) -> Vec<(usize, usize, usize)> {
+        let t = &self.inner.topo;
+        (0..t.ncpus).map(|c| (t.core_of[c], t.socket_of[c], t.numa_of[c])).collect()
+    }
+
     fn cgroup_names(&self) -> Vec<String> {
         self.inner.cgroups.iter().map(|g| g.name.clone()).collect()
     }
