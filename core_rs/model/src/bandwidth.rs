@@ -254,12 +254,8 @@ impl Node {
         self.cgroups[cg].bw.stat.throttled_time += throttled_for;
         self.unthrottle(rq, Throttle::BANDWIDTH);
         // unthrottle_cfs_rq: an idle CPU is kicked; a busy one picks the group up at its next
-        // scheduling point (the queue changed, so its slice is re-planned).
-        if self.cpus[cpu].curr.is_none() {
-            self.schedule(cpu);
-        } else {
-            self.reprogram(cpu);
-        }
+        // scheduling point.
+        self.queue_changed(cpu);
     }
 
     /// `return_cfs_rq_runtime`: a queue that went empty gives back all but 1 ms of its silo,

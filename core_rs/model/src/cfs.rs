@@ -607,11 +607,17 @@ impl Node {
             for grq in std::mem::take(&mut self.cpus[s].expelled) {
                 self.unthrottle(grq, Throttle::EXPELLED);
             }
-            if self.cpus[s].curr.is_none() {
-                self.schedule(s);
-            } else {
-                self.reprogram(s);
-            }
+            self.queue_changed(s);
+        }
+    }
+
+    /// A CPU's queues changed without a wakeup check (a group came back, a task was moved
+    /// in): an idle CPU schedules, a busy one re-plans its running task's slice.
+    pub(crate) fn queue_changed(&mut self, cpu: CpuId) {
+        if self.cpus[cpu].curr.is_none() {
+            self.schedule(cpu);
+        } else {
+            self.reprogram(cpu);
         }
     }
 
