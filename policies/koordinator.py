@@ -12,9 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from policies import cpu_burst as cb
 from policies import cpu_suppress as cs
 from policies.cgroup import CgroupStats, Knob, KnobWrite, NodeStats, format_cpus, parse_cpus
 from policies.policy import Decision, Observation, Param, Policy, PolicyError
+
+
+BURST_POLICIES = ("none", "cpuBurstOnly", "cfsQuotaBurstOnly", "auto")
 
 
 class Koordinator(Policy):
@@ -22,6 +26,10 @@ class Koordinator(Policy):
     params = (
         Param("cpu_suppress_threshold_percent", 0, 100, 65, doc="NodeSLO cpuSuppressThresholdPercent"),
         Param("cpu_suppress_interval", 0.1, 60, 1.0, doc="cpu-suppress-interval-seconds"),
+        Param("cpu_burst_percent", 0, 10_000, cb.CPU_BURST_PERCENT, doc="cpuBurstStrategy.cpuBurstPercent"),
+        Param("cfs_quota_burst_percent", 0, 10_000, cb.CFS_QUOTA_BURST_PERCENT, doc="cfsQuotaBurstPercent"),
+        Param("share_pool_threshold_percent", 0, 100, cb.SHARE_POOL_THRESHOLD_PERCENT, doc="sharePoolThresholdPercent"),
+        Param("cfs_quota_burst_period_seconds", -1, 3600, -1, integer=True, doc="-1: unlimited"),
     )
 
     def __init__(self, config: Mapping[str, Any] | None = None, where: str = "policy") -> None:
@@ -38,11 +46,21 @@ class Koordinator(Policy):
         self.mode = config.pop("cpu_suppress_policy", "cpuset")
         if self.mode not in ("cpuset", "cfsQuota"):
             raise PolicyError(f'{where}.cpu_suppress_policy: must be "cpuset" or "cfsQuota" (got {self.mode!r})')
+        burst = config.pop("cpu_burst", [])
+        if not isinstance(burst, list) or not all(isinstance(v, str) and v for v in burst):
+            raise PolicyError(f"{where}.cpu_burst: must be a list of cgroup names (LS containers with a CPU limit)")
+        self.burst_cgroups: list[str] = list(burst)
+        self.burst_policy = config.pop("cpu_burst_policy", "auto" if burst else "none")
+        if self.burst_policy not in BURST_POLICIES:
+            raise PolicyError(f"{where}.cpu_burst_policy: must be one of {', '.join(BURST_POLICIES)} (got {self.burst_policy!r})")
         self.reserved = config.pop("reserved_cpus", 0)
         if isinstance(self.reserved, bool) or not isinstance(self.reserved, int | float) or self.reserved < 0:
             raise PolicyError(f"{where}.reserved_cpus: must be a number of cores >= 0")
         super().__init__(config, where)
         self.prev: tuple[NodeStats, dict[str, CgroupStats]] | None = None
+        self.base: dict[str, int] = {}  # each burst container's limit as quota (µs)
+        self.limiters: dict[str, cb.Limiter] = {}
+        self.pool_usage: list[float] = []  # share-pool usage of the last rounds (5 s window)
 
     @property
     def interval(self) -> float:
@@ -53,13 +71,27 @@ class Koordinator(Policy):
         yield (self.besteffort, Knob.CPU_CFS_QUOTA_US)
         for cg in self.be:
             yield (cg, Knob.CPUSET_CPUS)
+        for cg in self.burst_cgroups:
+            yield (cg, Knob.CPU_CFS_QUOTA_US)
+            yield (cg, Knob.CPU_CFS_BURST_US)
 
     def watched_cgroups(self) -> Iterable[str]:
-        return {self.besteffort, *self.be, *self.ls}
+        return {self.besteffort, *self.be, *self.ls, *self.burst_cgroups}
 
     def attach(self, obs: Observation) -> list[Decision]:
         self.prev = (obs.node, dict(obs.cgroups))
-        return []
+        out = []
+        for cg in self.burst_cgroups:
+            quota = int(obs.knob(cg, Knob.CPU_CFS_QUOTA_US))
+            if quota <= 0:
+                out.append(Decision(obs.now, self.name, f"CPU burst: {cg} has no CPU limit, left alone"))
+                continue
+            self.base[cg] = quota
+            limiter = cb.Limiter(self.values["cfs_quota_burst_period_seconds"], self.values["cfs_quota_burst_percent"])
+            # koordlet starts the bucket at capacity × rand[0, 0.5); we take the mean, 1/4.
+            limiter.tokens = limiter.capacity * 0.25 if limiter.period_s >= 0 else 0.0
+            self.limiters[cg] = limiter
+        return out
 
     def tick(self, obs: Observation) -> list[Decision]:
         node0, cg0 = self.prev
@@ -83,8 +115,44 @@ class Koordinator(Policy):
         )
         inputs = {"ls_used": ls_used, "node_used": node_used, "suppress_milli": milli}
         if self.mode == "cpuset":
-            return self._by_cpuset(obs, milli, why, inputs)
-        return self._by_cfs_quota(obs, milli, why, inputs)
+            out = self._by_cpuset(obs, milli, why, inputs)
+        else:
+            out = self._by_cfs_quota(obs, milli, why, inputs)
+        # CPU burst: the share pool is the whole node here (no LSE/LSR reservations yet),
+        # and its usage leaves out the best-effort pods (system usage stays in, by design).
+        self.pool_usage = (self.pool_usage + [node_used - cores(self.besteffort)])[-5:]
+        pool = cb.pool_state(ncpus, sum(self.pool_usage) / len(self.pool_usage), self.values["share_pool_threshold_percent"])
+        for cg in self.base:
+            out += self._burst(obs, cg, cores(cg), cg0[cg], pool, dt)
+        return out
+
+    def _burst(self, obs: Observation, cg: str, used: float, before: CgroupStats, pool: cb.PoolState, dt: float) -> list[Decision]:
+        """`applyCPUBurst` for one container: the static burst, then the CFS-quota burst."""
+        base = self.base[cg]
+        limit = base / cb.CFS_PERIOD_US
+        out = []
+        if self.burst_policy in ("cpuBurstOnly", "auto"):
+            want = cb.static_burst_us(limit, self.values["cpu_burst_percent"])
+            if int(obs.knob(cg, Knob.CPU_CFS_BURST_US)) != want:
+                out.append(Decision(obs.now, self.name, f"CPU burst: {cg} cfs_burst_us = {want} ({self.values['cpu_burst_percent']:g}% of the limit)",
+                                    (KnobWrite(cg, Knob.CPU_CFS_BURST_US, want),)))
+        if self.burst_policy not in ("cfsQuotaBurstOnly", "auto"):
+            return out
+        s = obs.cgroups[cg]
+        periods = s.nr_periods - before.nr_periods
+        ratio = (s.nr_throttled - before.nr_throttled) / periods if periods > 0 else None
+        allowed = self.limiters[cg].allow(int(used / limit * 100), dt / 1e9)
+        op = cb.node_override(cb.container_op(True, allowed, ratio), pool)
+        current = int(obs.knob(cg, Knob.CPU_CFS_QUOTA_US))
+        target = cb.target_quota(op, current, base, cb.quota_ceiling(base, self.values["cfs_quota_burst_percent"]))
+        if target != current:
+            out.append(Decision(
+                obs.now, self.name,
+                f"CFS quota burst: {cg} {op.value} {current}→{target} µs (throttled {0 if ratio is None else ratio:.0%} of periods, pool {pool.value})",
+                (KnobWrite(cg, Knob.CPU_CFS_QUOTA_US, target),),
+                {"throttle_ratio": ratio or 0.0, "used_cores": used},
+            ))
+        return out
 
     def _by_cpuset(self, obs: Observation, milli: int, why: str, inputs: dict) -> list[Decision]:
         old = parse_cpus(str(obs.knob(self.besteffort, Knob.CPUSET_CPUS)))

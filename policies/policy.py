@@ -140,10 +140,17 @@ class PolicyRunner:
         return Observation(now=b.now(), node=b.node(), cgroups=cgroups, knobs=knobs, cpus=self._cpus)
 
     def apply(self, decisions: list[Decision]) -> None:
+        """Write each decision's knobs in order. A write the kernel refuses (EINVAL: e.g. a
+        burst above the quota) does not stop the agent — koordlet and rubik log it and go
+        on — so it is recorded as a decision of its own."""
         for d in decisions:
-            for w in d.writes:
-                self.backend.write(w)
             self.decisions.append(d)
+            for w in d.writes:
+                try:
+                    self.backend.write(w)
+                except (ValueError, KeyError) as err:
+                    reason = err.args[0] if err.args else str(err)
+                    self.decisions.append(Decision(d.t, d.policy, f"write refused: {w}: {reason}", (), {}))
 
     def process(self, env) -> Generator[Any, Any, None]:
         """The SimPy process: attach now, then tick every interval."""

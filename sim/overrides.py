@@ -31,9 +31,9 @@ Path = tuple[str | int, ...]
 
 _BARE = re.compile(r"^[A-Za-z0-9_-]+$")
 
-# Tables whose `kind` or `dist` selects their shape: an override naming another one replaces
+# Tables whose `kind`, `dist` or `name` (of a policy) selects their shape: an override naming another one replaces
 # the table instead of merging into it (merging would keep the old shape's fields).
-_SHAPE_KEYS = ("kind", "dist")
+_SHAPE_KEYS = ("kind", "dist", "name")
 
 
 def format_path(path: Iterable[str | int]) -> str:
@@ -122,7 +122,7 @@ def apply_override(doc: dict[str, Any], path: tuple[str, ...], value: Any, where
     every table on the way must already exist, so a misspelt workload or cgroup name is an
     error here rather than a half-empty new entry.  A table value is merged into the table it
     replaces (so `set = { workloads.stress.enabled = false }`, which TOML reads as nested
-    tables, means what it says) unless it names a different `kind` or `dist`.
+    tables, means what it says) unless it names a different `kind`, `dist` or `name` (a policy).
     """
     shown = f"{where}{format_path(path)}"
     node: Any = doc

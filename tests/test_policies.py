@@ -185,3 +185,64 @@ def test_koordinator_suppresses_batch_as_online_load_rises(root):
     assert run.cgroups["offline"].cpu_share < 0.27 and base.cgroups["offline"].cpu_share > 0.45
     assert run.services["clickhouse"].qps > 1.3 * base.services["clickhouse"].qps
     assert any("BE cpuset 8→2 CPUs" in d["what"] for d in run.decisions)
+
+
+# --- Koordinator CPU burst (koordinator.md §2) -----------------------------------------------
+
+from policies import cpu_burst as cb  # noqa: E402
+
+
+def test_static_burst_and_ceiling():
+    assert cb.static_burst_us(2.0) == 2_000_000  # 1000% of a 2-CPU limit: 20 CPU-periods
+    assert cb.static_burst_us(2.0, 50) == 100_000
+    assert cb.quota_ceiling(200_000) == 600_000 and cb.quota_ceiling(200_000, 90) == 200_000
+
+
+def test_pool_state_thresholds():
+    assert cb.pool_state(48, 24) is cb.PoolState.OVERLOAD  # ratio 0.5 >= 50%
+    assert cb.pool_state(48, 22) is cb.PoolState.COOLING  # 0.458 in [0.45, 0.5)
+    assert cb.pool_state(48, 21) is cb.PoolState.IDLE
+    assert cb.pool_state(0, 0) is cb.PoolState.OVERLOAD  # no pool: ratio 1
+
+
+def test_operations_and_targets():
+    op = cb.container_op(True, allowed=True, throttle_ratio=0.3)
+    assert op is cb.Op.SCALE_UP
+    assert cb.node_override(op, cb.PoolState.IDLE) is cb.Op.SCALE_UP
+    assert cb.node_override(op, cb.PoolState.COOLING) is cb.Op.REMAIN
+    assert cb.node_override(cb.Op.REMAIN, cb.PoolState.OVERLOAD) is cb.Op.SCALE_DOWN
+    assert cb.container_op(True, allowed=False, throttle_ratio=0.3) is cb.Op.SCALE_DOWN
+    assert cb.container_op(True, allowed=True, throttle_ratio=None) is cb.Op.REMAIN
+    assert cb.container_op(False, allowed=True, throttle_ratio=0.3) is cb.Op.RESET
+    assert cb.target_quota(cb.Op.SCALE_UP, 200_000, 200_000, 600_000) == 240_000
+    assert cb.target_quota(cb.Op.SCALE_UP, 550_000, 200_000, 600_000) == 600_000
+    assert cb.target_quota(cb.Op.SCALE_DOWN, 220_000, 200_000, 600_000) == 200_000
+    assert cb.target_quota(cb.Op.RESET, 480_000, 200_000, 600_000) == 200_000
+
+
+def test_limiter_token_bucket():
+    lim = cb.Limiter(period_s=10, percent=300)  # capacity 10 × 200 = 2000
+    assert lim.allow(usage_percent=50, dt_s=1.0) and lim.tokens == 50
+    assert not lim.allow(usage_percent=250, dt_s=1.0) and lim.tokens == -100
+    assert cb.Limiter(-1, 300).allow(500, 1.0)  # no period: unlimited
+    assert not cb.Limiter(10, 90).allow(0, 1.0)  # percent below 100: never
+
+
+def test_koordinator_cfs_quota_burst_relieves_the_bursty_service(root):
+    table = 'policy={name="koordinator", besteffort="offline", ls=["online"], cpu_burst=["online"], cpu_burst_policy="cfsQuotaBurstOnly"}'
+    s = load_scenario(root / "experiments" / "quota_burst.toml", [table])
+    run = run_scenario(s, progress=False).runs["quota 2 CPUs, no burst"]
+    plain = run_scenario(load_scenario(root / "experiments" / "quota_burst.toml"), progress=False).runs["quota 2 CPUs, no burst"]
+    ups = [d for d in run.decisions if "scaleUp" in d["what"]]
+    assert ups and ups[0]["writes"][0]["value"] == 240_000  # ×1.2 of the 2-CPU base
+    assert run.cgroups["online"].nr_throttled < plain.cgroups["online"].nr_throttled
+
+
+def test_static_burst_above_the_quota_is_refused_like_mainline(root):
+    # Mainline kernels reject cfs_burst_us > cfs_quota_us with EINVAL (checked on this host,
+    # Linux 6.18); Koordinator's default 1000% static burst therefore fails there, and the
+    # decision log says so instead of the agent crashing.
+    table = 'policy={name="koordinator", besteffort="offline", ls=["online"], cpu_burst=["online"], cpu_burst_policy="cpuBurstOnly"}'
+    s = load_scenario(root / "experiments" / "quota_burst.toml", ["scenario.duration=5s", table])
+    run = run_scenario(s, progress=False).runs["quota 2 CPUs, no burst"]
+    assert any(d["what"].startswith("write refused: online/cpu.cfs_burst_us = 2000000") for d in run.decisions)
