@@ -16,7 +16,7 @@ from sim.results import PERCENTILES, ExperimentResult
 def write_report(result: ExperimentResult, path: str | Path) -> Path:
     """Write the report to `path`: the result tables, latency percentiles per run, and each
     cgroup's CPU share over time per run."""
-    figures = [latency_figure(result), cpu_share_figure(result), throttling_figure(result)]
+    figures = [latency_figure(result), cpu_share_figure(result), throttling_figure(result), decisions_figure(result)]
     parts = [
         fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"responsive": True})
         for i, fig in enumerate(figures)
@@ -194,3 +194,31 @@ def decisions_html(result: ExperimentResult, most: int = 500) -> str:
             f"<pre>{html.escape(chr(10).join(lines))}</pre></details>"
         )
     return "<h2>Policy decisions</h2>" + "".join(blocks) if blocks else ""
+
+
+def decisions_figure(result: ExperimentResult) -> go.Figure | None:
+    """A timeline of each run's policy decisions: one marker per decision, its reason on
+    hover, so that a change in CPU share can be traced to the decision that caused it."""
+    runs = [(name, run) for name, run in result.runs.items() if run.decisions]
+    if not runs:
+        return None
+    fig = go.Figure()
+    colors = _colors(list(result.runs))
+    for name, run in runs:
+        fig.add_scatter(
+            x=[d["t_s"] for d in run.decisions],
+            y=[name] * len(run.decisions),
+            mode="markers",
+            marker={"color": colors[name], "size": 10, "symbol": "diamond"},
+            name=name,
+            text=[d["what"] for d in run.decisions],
+            hovertemplate="%{x:.2f}s: %{text}<extra></extra>",
+        )
+    fig.update_xaxes(title_text="simulated time (s)", range=[0, result.duration_s])
+    fig.update_layout(
+        title="Policy decisions (hover for why)",
+        height=260 + 50 * len(runs),
+        showlegend=False,
+        margin={"l": 220},
+    )
+    return fig
