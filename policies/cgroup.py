@@ -13,8 +13,6 @@ import enum
 from dataclasses import dataclass
 from typing import Protocol
 
-NS_PER_S = 1_000_000_000
-
 
 class Knob(enum.Enum):
     """A cgroup file, by its v1 name, with its v2 counterpart (None where v2 has none)."""

@@ -15,7 +15,7 @@ from typing import Any
 from policies import cpu_burst as cb
 from policies import cpu_suppress as cs
 from policies.cgroup import CgroupStats, Knob, KnobWrite, NodeStats, format_cpus, parse_cpus
-from policies.policy import Decision, Observation, Param, Policy, PolicyError
+from policies.policy import Decision, Observation, Param, Policy, PolicyError, cgroup_names
 
 
 BURST_POLICIES = ("none", "cpuBurstOnly", "cfsQuotaBurstOnly", "auto")
@@ -37,20 +37,13 @@ class Koordinator(Policy):
         self.besteffort: str = config.pop("besteffort", "")
         if not isinstance(self.besteffort, str) or not self.besteffort:
             raise PolicyError(f"{where}.besteffort: must name the best-effort QoS cgroup")
-        be = config.pop("be", [])
-        ls = config.pop("ls", [])
-        for key, value in (("be", be), ("ls", ls)):
-            if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-                raise PolicyError(f"{where}.{key}: must be a list of cgroup names")
-        self.be, self.ls = list(be), list(ls)
+        self.be = cgroup_names(config.pop("be", []), f"{where}.be")
+        self.ls = cgroup_names(config.pop("ls", []), f"{where}.ls")
         self.mode = config.pop("cpu_suppress_policy", "cpuset")
         if self.mode not in ("cpuset", "cfsQuota"):
             raise PolicyError(f'{where}.cpu_suppress_policy: must be "cpuset" or "cfsQuota" (got {self.mode!r})')
-        burst = config.pop("cpu_burst", [])
-        if not isinstance(burst, list) or not all(isinstance(v, str) and v for v in burst):
-            raise PolicyError(f"{where}.cpu_burst: must be a list of cgroup names (LS containers with a CPU limit)")
-        self.burst_cgroups: list[str] = list(burst)
-        self.burst_policy = config.pop("cpu_burst_policy", "auto" if burst else "none")
+        self.burst_cgroups = cgroup_names(config.pop("cpu_burst", []), f"{where}.cpu_burst")
+        self.burst_policy = config.pop("cpu_burst_policy", "auto" if self.burst_cgroups else "none")
         if self.burst_policy not in BURST_POLICIES:
             raise PolicyError(f"{where}.cpu_burst_policy: must be one of {', '.join(BURST_POLICIES)} (got {self.burst_policy!r})")
         self.reserved = config.pop("reserved_cpus", 0)

@@ -42,6 +42,15 @@ class Param:
         return value
 
 
+def cgroup_names(value: Any, where: str) -> list[str]:
+    """A configuration entry naming cgroups: one name or a list of names."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise PolicyError(f"{where}: must be a list of cgroup names")
+    return list(value)
+
+
 @dataclass(frozen=True)
 class Observation:
     """What a policy sees at one tick: the time, the node, and for each cgroup it watches its

@@ -15,7 +15,7 @@ from typing import Any
 
 from policies import quota_turbo as qt
 from policies.cgroup import Knob, KnobWrite, utilisation
-from policies.policy import Decision, Observation, Param, Policy, PolicyError
+from policies.policy import Decision, Observation, Param, Policy, PolicyError, cgroup_names
 
 
 class Rubik(Policy):
@@ -31,8 +31,8 @@ class Rubik(Policy):
 
     def __init__(self, config: Mapping[str, Any] | None = None, where: str = "policy") -> None:
         config = dict(config or {})
-        self.offline: list[str] = _names(config.pop("offline", []), f"{where}.offline")
-        self.turbo: list[str] = _names(config.pop("quota_turbo", []), f"{where}.quota_turbo")
+        self.offline = cgroup_names(config.pop("offline", []), f"{where}.offline")
+        self.turbo = cgroup_names(config.pop("quota_turbo", []), f"{where}.quota_turbo")
         burst = config.pop("quota_burst", {})
         if not isinstance(burst, Mapping) or not all(isinstance(v, int) and v >= 0 for v in burst.values()):
             raise PolicyError(f"{where}.quota_burst: must map cgroup names to burst µs (integers >= 0)")
@@ -128,10 +128,3 @@ class Rubik(Policy):
             ))
         return out
 
-
-def _names(value: Any, where: str) -> list[str]:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise PolicyError(f"{where}: must be a list of cgroup names")
-    return list(value)

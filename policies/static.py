@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from policies.cgroup import Knob, KnobWrite
-from policies.policy import Decision, Observation, Policy, PolicyError
+from policies.policy import Decision, Observation, Policy, PolicyError, cgroup_names
 
 
 class NoIsolation(Policy):
@@ -51,10 +51,7 @@ class Static(Policy):
 
     def __init__(self, config: Mapping[str, Any] | None = None, where: str = "policy") -> None:
         config = dict(config or {})
-        be = config.pop("be", [])
-        self.be = [be] if isinstance(be, str) else be
-        if not isinstance(self.be, list) or not all(isinstance(c, str) and c for c in self.be):
-            raise PolicyError(f"{where}.be: must be a list of cgroup names")
+        self.be = cgroup_names(config.pop("be", []), f"{where}.be")
         mode = config.pop("mode", "idle")
         if mode not in self.MODES:
             raise PolicyError(f'{where}.mode: must be "idle" or "qos_level" (got {mode!r})')

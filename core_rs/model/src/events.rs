@@ -73,14 +73,6 @@ impl EventQueue {
     pub fn pop(&mut self) -> Option<(Ns, Event)> {
         self.heap.pop().map(|e| (e.at, e.ev))
     }
-
-    pub fn len(&self) -> usize {
-        self.heap.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
-    }
 }
 
 #[cfg(test)]

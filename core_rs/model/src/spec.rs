@@ -81,7 +81,6 @@ pub struct KernelSpec {
     pub sched_min_granularity_ns: Option<u64>,
     pub sched_wakeup_granularity_ns: Option<u64>,
     pub sched_idle_min_granularity_ns: Option<u64>,
-    pub sched_migration_cost_ns: Option<u64>,
     /// EEVDF base slice as debugfs base_slice_ns shows it (already scaled): None = the
     /// kernel's 0.70 ms × (1 + ilog2(min(ncpus, 8))) (6.15+, 6.12.y; 0.75 ms before).
     pub base_slice_ns: Option<u64>,

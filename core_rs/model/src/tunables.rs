@@ -41,7 +41,6 @@ pub struct Tunables {
     pub wakeup_granularity: u64,
     /// Slice floor for an idle entity competing on a non-idle cfs_rq; not scaled.
     pub idle_min_granularity: u64,
-    pub migration_cost: u64,
     /// openEuler SMT expeller on.
     pub smt_expeller: bool,
     pub scheduler: crate::spec::SchedulerKind,
@@ -66,7 +65,6 @@ impl Tunables {
             min_granularity: k.sched_min_granularity_ns.unwrap_or(750_000 * f),
             wakeup_granularity: k.sched_wakeup_granularity_ns.unwrap_or(1_000_000 * f),
             idle_min_granularity: k.sched_idle_min_granularity_ns.unwrap_or(750_000),
-            migration_cost: k.sched_migration_cost_ns.unwrap_or(500_000),
             smt_expeller: k.smt_expeller,
             scheduler: k.scheduler,
             // 0.70 ms since commit 2ae891b82695 (6.15, backported to 6.12.y); §A6.

@@ -109,8 +109,7 @@ pub enum Workload {
 }
 
 impl ClosedLoop {
-    fn issue(&mut self, wl: usize, c: usize, now: Ns, me: Option<u32>, eff: &mut Effects, svc: &mut ServiceStats) -> Option<u64> {
-        let _ = wl;
+    fn issue(&mut self, c: usize, now: Ns, me: Option<u32>, eff: &mut Effects, svc: &mut ServiceStats) -> Option<u64> {
         svc.started += 1;
         self.clients[c].outstanding = self.fanout;
         self.clients[c].issued_at = now;
@@ -139,10 +138,10 @@ impl Workload {
                 let svc = cl.svc;
                 if slot == START {
                     for c in 0..cl.clients.len() {
-                        cl.issue(wl, c, now, None, eff, &mut services[svc]);
+                        cl.issue(c, now, None, eff, &mut services[svc]);
                     }
                 } else {
-                    cl.issue(wl, slot as usize, now, None, eff, &mut services[svc]);
+                    cl.issue(slot as usize, now, None, eff, &mut services[svc]);
                 }
             }
             Workload::Bursty(b) => {
@@ -188,7 +187,7 @@ impl Workload {
                 services[svc].record(now, now - cl.clients[c].issued_at);
                 let think = cl.think.as_ref().map(|d| d.sample(&mut cl.rng)).unwrap_or(0);
                 if think == 0 {
-                    match cl.issue(wl, c, now, Some(slot), eff, &mut services[svc]) {
+                    match cl.issue(c, now, Some(slot), eff, &mut services[svc]) {
                         Some(w) => Next::Compute(w),
                         None => Next::Sleep,
                     }
