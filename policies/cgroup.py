@@ -186,6 +186,41 @@ class SimBackend:
         return NodeStats(ncpus=node.ncpus, busy_ns=busy, total_ns=node.ncpus * node.now())
 
 
+# --- knobs a kernel may lack, and the upstream knob that stands in for each -------------------
+
+# cpu.qos_level exists only on openEuler; mainline's nearest is cpu.idle=1 (a SCHED_IDLE group,
+# Linux >= 5.15): offline work then gets a minimal weight instead of absolute preemption.
+SUBSTITUTES: dict[Knob, Knob] = {Knob.CPU_QOS_LEVEL: Knob.CPU_IDLE}
+
+
+def substitute(w: KnobWrite) -> KnobWrite:
+    """The write that stands in for `w` on a kernel without its knob."""
+    if w.knob is Knob.CPU_QOS_LEVEL:
+        return KnobWrite(w.cgroup, Knob.CPU_IDLE, 1 if int(w.value) < 0 else 0)
+    raise ValueError(f"{w.cgroup}/{w.knob.v1}: no stand-in for this knob")
+
+
+class Substituting:
+    """A backend as a kernel without some knobs sees it: writes and reads of a missing knob go
+    to its stand-in (SUBSTITUTES). Replay wraps the host backend in it, and the simulator
+    backend too, so the prediction simulates the knob the host really got."""
+
+    def __init__(self, inner: Backend, missing: set[Knob]) -> None:
+        self.inner = inner
+        self.missing = set(missing)
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    def read(self, cgroup: str, knob: Knob) -> int | str:
+        if knob in self.missing and knob is Knob.CPU_QOS_LEVEL:
+            return -1 if self.inner.read(cgroup, Knob.CPU_IDLE) == 1 else 0
+        return self.inner.read(cgroup, knob)
+
+    def write(self, w: KnobWrite) -> None:
+        self.inner.write(substitute(w) if w.knob in self.missing else w)
+
+
 def utilisation(before: NodeStats, after: NodeStats) -> float:
     """Node CPU utilisation in percent between two reads, as rubik computes it from
     /proc/stat: 100 × Δbusy / Δtotal, 0 if nothing was busy, 100 if no time passed."""

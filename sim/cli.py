@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sim.environment import CoreNotBuilt
-from sim.errors import ScenarioError
+from sim.errors import HostError, ScenarioError
 
 USAGE_ERROR = 2
 
@@ -43,6 +43,27 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, help="seed for every run (default: scenario.seed)")
     run.add_argument("--out", type=Path, help="output directory (default: out/<scenario name>)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    rep = commands.add_parser(
+        "replay",
+        help="run a scenario on this host's real cgroups (root)",
+        description="Run every [[runs]] entry on this host: real cgroups beneath this process's own, "
+        "real workloads, the scenario's policy; with --compare, beside the simulator's prediction.",
+    )
+    rep.add_argument("scenario", metavar="SCENARIO.toml", type=Path, nargs="?")
+    rep.add_argument("--compare", action="store_true", help="calibrate on the online workload alone, then print measured vs predicted")
+    rep.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="as for run")
+    rep.add_argument("--seed", type=int, help="seed for every run (default: scenario.seed)")
+    rep.add_argument("--out", type=Path, help="write comparison.json and report.html here")
+    rep.add_argument("--dry-run", action="store_true", help="print every knob write it would make, run nothing")
+    rep.add_argument("--cleanup", action="store_true", help="remove what a crashed replay left, and exit")
+    cal = commands.add_parser(
+        "calibrate",
+        help="measure the core's error per mechanism on this host (root)",
+        description="Short micro-scenarios (shares split, cpu.idle, quota, quota+burst, cpuset) on the host "
+        "and in the simulator; prints the error of each.",
+    )
+    cal.add_argument("--duration", type=float, default=8.0, help="seconds per micro-scenario (default 8)")
+    cal.add_argument("--out", type=Path, help="write calibration.json here")
     return parser
 
 
@@ -59,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CoreNotBuilt as err:  # an installation problem, not the user's input
         print(f"colosim: error: {err}", file=sys.stderr)
         return 1
-    except (ScenarioError, OSError, ValueError, KeyError) as err:
+    except (ScenarioError, HostError, OSError, ValueError, KeyError) as err:
         if os.environ.get("COLOSIM_DEBUG"):
             raise
         print(f"colosim: error: {_one_line(err)}", file=sys.stderr)
@@ -67,6 +88,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.command == "replay":
+        return _replay(args)
+    if args.command == "calibrate":
+        from replay.calibrate import calibrate
+
+        return calibrate(args.duration, args.out)
     # Imported here so `colosim --help` and argument errors stay fast.
     from sim.report import write_report
     from sim.runner import run_scenario
@@ -86,6 +113,18 @@ def _run(args: argparse.Namespace) -> int:
     print(result)
     print(f"\nwrote {results_path} and {report_path}")
     return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from replay.compare import cleanup, replay
+
+    if args.cleanup:
+        return cleanup()
+    if args.scenario is None:
+        raise ScenarioError("replay: give a SCENARIO.toml (or --cleanup)")
+    if args.seed is not None and not 0 <= args.seed < 2**64:
+        raise ScenarioError(f"--seed: must be in 0..2^64-1 (got {args.seed})")
+    return replay(args.scenario, args.overrides, args.seed, args.out, args.compare, args.dry_run)
 
 
 def _one_line(err: BaseException) -> str:

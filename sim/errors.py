@@ -8,3 +8,8 @@ class ScenarioError(ValueError):
     ``workloads.web.rate: must be > 0 (got -5)``; the CLI prints it as is.  It subclasses
     ValueError so callers that already catch bad input keep working.
     """
+
+
+class HostError(RuntimeError):
+    """The host cannot do what replay needs (not root, no writable cgroups, a missing
+    controller, knob or program, another replay running); the message says what and where."""

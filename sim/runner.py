@@ -63,6 +63,7 @@ def run_variant(
     seed: int,
     on_progress: Callable[[int], object] = lambda ns: None,
     attach: Attach | None = None,
+    substitute: frozenset = frozenset(),
 ) -> RunResult:
     """One run: build the node, schedule the warm-up, run to the end in chunks."""
     meta = variant.scenario.scenario
@@ -76,8 +77,11 @@ def run_variant(
     runner = None
     if variant.scenario.policy is not None:
         from policies import PolicyRunner, SimBackend, build_policy
+        from policies.cgroup import Substituting
 
-        runner = PolicyRunner(build_policy(variant.scenario.policy), SimBackend(env))
+        backend = SimBackend(env)
+        # Replay's prediction simulates what the host got: knobs it lacks go to stand-ins.
+        runner = PolicyRunner(build_policy(variant.scenario.policy), Substituting(backend, substitute) if substitute else backend)
         env.process(runner.process(env))
     if attach is not None:
         attach(env, variant)

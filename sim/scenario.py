@@ -152,10 +152,54 @@ def _fanout(value: Any) -> int | str:
     raise ValueError(f'must be an integer >= 1 or "ncpus" (got {_show(value)})')
 
 
+# clickhouse-benchmark's query in the seed experiment (../shared/seeds/002, test_demo.sh)
+SEED_QUERY = "SELECT * FROM system.numbers LIMIT 10000000 OFFSET 10000000"
+
+HOST_PROGRAMS = {
+    "hog": ("builtin", "stress", "stress-ng", "command"),
+    "closed_loop": ("builtin", "clickhouse", "nginx"),
+    "open_loop": ("builtin",),
+    "bursty": ("builtin",),
+}
+
+
+def _host_shorthand(value: Any) -> Any:
+    return {"program": value} if isinstance(value, str) else value
+
+
+class HostProgram(_Table):
+    """[workloads.x.host]: what runs for this workload in `colosim replay` (the simulator
+    ignores it). "builtin" is colosim-load, which executes the workload's own distributions;
+    the others are the real programs of the seed experiments."""
+
+    program: Literal["builtin", "stress", "stress-ng", "clickhouse", "nginx", "command"] = "builtin"
+    command: list[str] | None = None  # program = "command": the argv of a CPU-bound job
+    query: str = SEED_QUERY  # clickhouse: the query clickhouse-benchmark sends
+    path: str = "/"  # nginx: the URL path wrk requests
+
+    @model_validator(mode="after")
+    def _check(self) -> HostProgram:
+        if self.program == "command" and not self.command:
+            raise _FieldErrors([(("command",), 'must be given (a non-empty list) when program = "command"')])
+        if self.program != "command" and self.command is not None:
+            raise _FieldErrors([(("command",), 'is only for program = "command"')])
+        return self
+
+
 class _Workload(_Table):
     cgroup: str
     enabled: bool = True  # a disabled workload is left out of the core spec
     start: Duration = 0
+    host: Annotated[HostProgram, BeforeValidator(_host_shorthand)] = Field(default_factory=HostProgram)
+
+    @model_validator(mode="after")
+    def _check_host(self) -> _Workload:
+        allowed = HOST_PROGRAMS[self.kind]  # type: ignore[attr-defined]
+        if self.host.program not in allowed:
+            raise _FieldErrors(
+                [(("host", "program"), f"a {self.kind} workload runs on the host as {_alternatives(allowed)} (got {_show(self.host.program)})")]  # type: ignore[attr-defined]
+            )
+        return self
 
 
 class Hog(_Workload):

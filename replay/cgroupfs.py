@@ -1,0 +1,543 @@
+"""The host's cgroup filesystems behind the one seam: cgroup v1 (a hierarchy per controller)
+and cgroup v2 (one unified hierarchy), detected from /proc/self/mountinfo.
+
+A `HostBackend` implements the same `policies.cgroup.Backend` the simulator backend does, so
+a policy object drives real cgroups unchanged. Policies speak v1 names and units; the v2
+backend converts (cpu.shares → cpu.weight, cfs_quota_us + cfs_period_us → cpu.max,
+cfs_burst_us → cpu.max.burst) with the kernel's arithmetic (policies.cgroup).
+
+Safety (../shared/DESIGN.md, "replay"): a backend is rooted at a *run folder*,
+`<own cgroup>/colosim-<run id>` in every hierarchy it uses, where "own cgroup" is what
+/proc/self/cgroup names for this process. Every path it touches is checked to lie inside that
+folder before anything is written; the folder's parent (our own cgroup) is only read.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sim.errors import HostError
+from policies.cgroup import (
+    CgroupStats,
+    Cpu,
+    Knob,
+    KnobWrite,
+    NodeStats,
+    cpu_max,
+    parse_cpu_max,
+    parse_cpus,
+    shares_to_weight,
+    weight_to_shares,
+)
+
+# The controllers replay needs in v1, each possibly co-mounted ("cpu,cpuacct").
+V1_CONTROLLERS = ("cpu", "cpuacct", "cpuset")
+RUN_PREFIX = "colosim-"
+USER_HZ_NS = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+
+
+
+
+class Fs:
+    """The file operations a backend makes, in one place: the kernel's cgroupfs on a host,
+    a fake kernel over a temporary directory in tests."""
+
+    def read(self, path: Path) -> str:
+        return path.read_text()
+
+    def write(self, path: Path, text: str) -> None:
+        # One write(2) of the whole value, as `echo value > file` does: cgroupfs parses a write
+        # at a time, and refuses a bad value with EINVAL.
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            os.write(fd, text.encode())
+        finally:
+            os.close(fd)
+
+    def mkdir(self, path: Path) -> None:
+        path.mkdir()
+
+    def rmdir(self, path: Path) -> None:
+        path.rmdir()
+
+    def exists(self, path: Path) -> bool:
+        return path.exists()
+
+
+# What a fresh cgroup's files hold (cgroup-v1/v2 docs), for a dry run's reads.
+DEFAULTS = {
+    "cpu.shares": "1024", "cpu.idle": "0", "cpu.qos_level": "0", "cpu.cfs_quota_us": "-1",
+    "cpu.cfs_period_us": "100000", "cpu.cfs_burst_us": "0", "cpu.weight": "100",
+    "cpu.max": "max 100000", "cpu.max.burst": "0", "cpuset.cpus": "", "cpuset.mems": "",
+    "cgroup.subtree_control": "",
+}
+
+
+# Knobs the root cgroup does not have (a root cannot be limited).
+ROOTLESS = {Knob.CPU_CFS_QUOTA_US, Knob.CPU_CFS_PERIOD_US, Knob.CPU_CFS_BURST_US, Knob.CPU_IDLE, Knob.CPU_SHARES}
+
+
+# --- where the hierarchies are -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The cgroup hierarchies replay uses and this process's place in them.
+
+    v1: `mounts` maps each controller to its hierarchy's mount point; v2: the one key "" maps
+    to the unified mount. `own` maps the same keys to this process's cgroup path ("/..")."""
+
+    version: int
+    mounts: dict[str, Path]
+    own: dict[str, str]
+
+    def own_dir(self, controller: str) -> Path:
+        return self.mounts[controller] / self.own[controller].lstrip("/")
+
+    @property
+    def keys(self) -> list[str]:
+        return list(self.mounts)
+
+
+def detect_layout(mountinfo: str | None = None, self_cgroup: str | None = None) -> Layout:
+    """Which cgroup version holds the cpu controller here, and where we sit in it.
+
+    A v1 cpu hierarchy wins when there is one (a v2 mount beside it, as on this kind of host,
+    has no cpu controller: the kernel gives a controller to one version only)."""
+    if mountinfo is None:
+        mountinfo = Path("/proc/self/mountinfo").read_text()
+    if self_cgroup is None:
+        self_cgroup = Path("/proc/self/cgroup").read_text()
+    v1: dict[str, Path] = {}
+    unified: Path | None = None
+    for line in mountinfo.splitlines():
+        left, _, right = line.partition(" - ")
+        fields, rfields = left.split(), right.split()
+        if len(fields) < 5 or len(rfields) < 3:
+            continue
+        fstype, options = rfields[0], rfields[2].split(",")
+        mount = Path(fields[4])
+        if fstype == "cgroup":
+            for c in V1_CONTROLLERS:
+                if c in options:
+                    v1[c] = mount
+        elif fstype == "cgroup2":
+            unified = mount
+    own_v1: dict[str, str] = {}
+    own_v2 = None
+    for line in self_cgroup.splitlines():
+        num, _, rest = line.partition(":")
+        controllers, _, path = rest.partition(":")
+        if num == "0" and controllers == "":
+            own_v2 = path
+        for c in controllers.split(","):
+            if c in V1_CONTROLLERS:
+                own_v1[c] = path
+    if "cpu" in v1:
+        missing = [c for c in V1_CONTROLLERS if c not in v1 or c not in own_v1]
+        if missing:
+            raise HostError(f"cgroup v1: controller(s) {', '.join(missing)} not mounted")
+        return Layout(1, {c: v1[c] for c in V1_CONTROLLERS}, {c: own_v1[c] for c in V1_CONTROLLERS})
+    if unified is not None and own_v2 is not None:
+        return Layout(2, {"": unified}, {"": own_v2})
+    raise HostError("no cgroup hierarchy with the cpu controller is mounted (looked in /proc/self/mountinfo)")
+
+
+# --- knob ranges: what the kernel would accept (checked before writing) -----------------
+
+
+def check_value(w: KnobWrite) -> None:
+    """The knob's documented range (kernel-and-anchors.md §A; cgroup-v1 cpu/cpuset docs),
+    so that a bad value is refused with its name before it reaches a file."""
+    v, k = w.value, w.knob
+    if k in (Knob.CPUSET_CPUS, Knob.CPUSET_MEMS):
+        if not isinstance(v, str):
+            raise ValueError(f"{w.cgroup}/{k.v1}: must be a CPU list like \"0-3,6\" (got {v!r})")
+        try:
+            parse_cpus(v)
+        except ValueError:
+            raise ValueError(f"{w.cgroup}/{k.v1}: not a CPU list: {v!r}") from None
+        return
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ValueError(f"{w.cgroup}/{k.v1}: must be an integer (got {v!r})")
+    ok = {
+        Knob.CPU_SHARES: 2 <= v <= 262_144,
+        Knob.CPU_IDLE: v in (0, 1),
+        Knob.CPU_QOS_LEVEL: v in (-1, 0),
+        Knob.CPU_CFS_QUOTA_US: v == -1 or v >= 1_000,
+        Knob.CPU_CFS_PERIOD_US: 1_000 <= v <= 1_000_000,
+        Knob.CPU_CFS_BURST_US: v >= 0,
+    }[k]
+    if not ok:
+        raise ValueError(f"{w.cgroup}/{k.v1}: value {v} out of the kernel's range")
+
+
+def _nesting_order(writes: list[KnobWrite], backend: HostBackend) -> list[KnobWrite]:
+    """Where limits nest (v1 quotas, cpusets), a loosening write goes parent first and a
+    tightening one child first, so the kernel never sees a child above its parent."""
+
+    def key(item: tuple[int, KnobWrite]) -> tuple[int, int]:
+        i, w = item
+        depth = w.cgroup.count("/") + 1
+        if w.knob in (Knob.CPU_CFS_QUOTA_US, Knob.CPUSET_CPUS, Knob.CPUSET_MEMS):
+            old = backend.read(w.cgroup, w.knob)
+            if w.knob is Knob.CPU_CFS_QUOTA_US:
+                tighter = w.value != -1 and (old == -1 or int(w.value) < int(old))
+            else:
+                tighter = not set(parse_cpus(str(old))) <= set(parse_cpus(str(w.value)))
+            return (0, -depth if tighter else depth)
+        return (1, i)
+
+    return [w for _, w in sorted(enumerate(writes), key=key)]
+
+
+@dataclass(frozen=True)
+class WriteRecord:
+    """One knob write on the host, as it was made (for the run's record and --dry-run)."""
+
+    t: float
+    path: str
+    value: str
+    old: str
+
+    def __str__(self) -> str:
+        return f"echo {self.value!r} > {self.path}   (was {self.old.strip()!r})"
+
+
+@dataclass
+class HostBackend:
+    """A run folder in the host's cgroup hierarchies, as a `Backend`.
+
+    Cgroup names are paths relative to the run folder ("online", "kubepods/besteffort");
+    "" is the run folder itself. `dry_run` records writes without making them (mkdir too)."""
+
+    layout: Layout
+    run_id: str
+    fs: Fs = field(default_factory=Fs)
+    dry_run: bool = False
+    log: list[WriteRecord] = field(default_factory=list)
+    missing: set[Knob] = field(default_factory=set)
+    _created: list[str] = field(default_factory=list)
+    _shadow: dict[Path, str] = field(default_factory=dict)  # dry run: what would be in the files
+    _t0: float = field(default_factory=time.monotonic)
+
+    # -- paths ---------------------------------------------------------------------------
+
+    @property
+    def folder(self) -> str:
+        return RUN_PREFIX + self.run_id
+
+    def dir(self, key: str, cgroup: str) -> Path:
+        base = self.layout.own_dir(key) / self.folder
+        path = base / cgroup if cgroup else base
+        # Every path we write must stay inside the run folder.
+        if os.path.commonpath([os.path.normpath(path), os.path.normpath(base)]) != os.path.normpath(base):
+            raise ValueError(f"cgroup {cgroup!r} lies outside the run folder")
+        return path
+
+    def keys_for(self, knob_file: str) -> str:
+        """Which hierarchy holds a file (v1: by its controller prefix)."""
+        if self.layout.version == 2:
+            return ""
+        prefix = knob_file.split(".", 1)[0]
+        return prefix if prefix in self.layout.mounts else "cpu"
+
+    def path(self, cgroup: str, knob_file: str) -> Path:
+        return self.dir(self.keys_for(knob_file), cgroup) / knob_file
+
+    def now(self) -> float:
+        return time.monotonic() - self._t0
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def check_writable(self) -> None:
+        """Root and a writable own cgroup in every hierarchy, before anything starts."""
+        if os.geteuid() != 0:
+            raise HostError("replay needs root to create cgroups (run it as root)")
+        for key in self.layout.keys:
+            own = self.layout.own_dir(key)
+            if not self.fs.exists(own / "cgroup.procs"):
+                raise HostError(f"{own}: not a cgroup directory")
+            if not os.access(own, os.W_OK):
+                raise HostError(f"{own}: cgroup not writable")
+        if self.layout.version == 2:
+            own = self.layout.own_dir("")
+            enabled = self.fs.read(own / "cgroup.subtree_control").split()
+            missing = [c for c in ("cpu", "cpuset") if c not in enabled]
+            if missing:
+                raise HostError(
+                    f"{own}: controller(s) {', '.join(missing)} not enabled for children "
+                    f"(cgroup.subtree_control is {' '.join(enabled) or 'empty'}); replay writes nothing "
+                    "outside its own folder, so delegate them first"
+                )
+
+    def create(self, cgroups: Iterable[str]) -> None:
+        """The run folder and the given cgroups (parents first) in every hierarchy."""
+        wanted = [""]
+        for cg in cgroups:
+            parts = cg.split("/")
+            wanted += ["/".join(parts[: i + 1]) for i in range(len(parts))]
+        for cg in dict.fromkeys(wanted):
+            self._mkdir(cg)
+
+    def _mkdir(self, cgroup: str) -> None:
+        if cgroup in self._created:
+            return
+        for key in self.layout.keys:
+            d = self.dir(key, cgroup)
+            if not self.dry_run:
+                self.fs.mkdir(d)
+        self._created.append(cgroup)
+        if self.layout.version == 1:
+            # A new v1 cpuset is empty and takes no task until cpus and mems are set: start
+            # it with its parent's, as cgroup.clone_children would (without writing the parent).
+            parent = cgroup.rpartition("/")[0] if cgroup else None
+            for knob in (Knob.CPUSET_CPUS, Knob.CPUSET_MEMS):
+                src = self.dir("cpuset", parent) if parent is not None else self.layout.own_dir("cpuset")
+                self._write_file(self.path(cgroup, knob.v1), self._read_file(src / knob.v1).strip())
+        else:
+            # Children of this cgroup get the cpu and cpuset controllers (cgroup v2 needs the
+            # parent to enable them; the run folder and its inner cgroups hold no processes).
+            self._write_file(self.dir("", cgroup) / "cgroup.subtree_control", "+cpu +cpuset")
+
+    def created(self) -> list[str]:
+        return list(self._created)
+
+    def procs(self, cgroup: str) -> list[int]:
+        out: set[int] = set()
+        for key in self.layout.keys:
+            f = self.dir(key, cgroup) / "cgroup.procs"
+            if self.fs.exists(f):
+                out.update(int(x) for x in self.fs.read(f).split())
+        return sorted(out)
+
+    def join_paths(self, cgroup: str) -> list[Path]:
+        """The cgroup.procs files a process writes its pid to, to join `cgroup` everywhere."""
+        return [self.dir(key, cgroup) / "cgroup.procs" for key in self.layout.keys]
+
+    def remove(self) -> None:
+        """Remove every cgroup this run made, children first (each must be empty)."""
+        for cg in sorted(self._created, key=lambda c: (-(c.count("/") + 1) if c else 0)):
+            for key in self.layout.keys:
+                d = self.dir(key, cg)
+                if not self.dry_run and self.fs.exists(d):
+                    _rmdir_retry(self.fs, d)
+        self._created.clear()
+
+    # -- the Backend protocol -------------------------------------------------------------
+
+    def _read_file(self, path: Path) -> str:
+        """A file's text; in a dry run, what it would hold (a file of a cgroup not made yet
+        holds the kernel's default)."""
+        if path in self._shadow:
+            return self._shadow[path]
+        if self.dry_run and not self.fs.exists(path):
+            return DEFAULTS.get(path.name, "")
+        return self.fs.read(path)
+
+    def has_file(self, cgroup: str, knob: Knob) -> bool:
+        """Whether the kernel offers this knob (its file exists in the cgroup). In a dry run
+        the run folder does not exist: look beside it, in our own cgroup, whose missing
+        bandwidth files (the root cgroup has none) are no evidence."""
+        name = knob.v1 if self.layout.version == 1 else knob.v2
+        if name is None:
+            return False
+        path = self.path(cgroup, name)
+        if self.dry_run and not self.fs.exists(path.parent):
+            own = self.layout.own_dir(self.keys_for(name)) / name
+            return self.fs.exists(own) or knob in ROOTLESS
+        return self.fs.exists(path)
+
+    def read(self, cgroup: str, knob: Knob) -> int | str:
+        if self.layout.version == 1:
+            text = self._read_file(self.path(cgroup, knob.v1)).strip()
+            return text if knob in (Knob.CPUSET_CPUS, Knob.CPUSET_MEMS) else int(text)
+        d = self.dir("", cgroup)
+        if knob is Knob.CPU_SHARES:
+            return weight_to_shares(int(self._read_file(d / "cpu.weight")))
+        if knob in (Knob.CPU_CFS_QUOTA_US, Knob.CPU_CFS_PERIOD_US):
+            quota, period = parse_cpu_max(self._read_file(d / "cpu.max"))
+            return quota if knob is Knob.CPU_CFS_QUOTA_US else period
+        if knob in (Knob.CPUSET_CPUS, Knob.CPUSET_MEMS):
+            return self._read_file(d / knob.v2).strip()
+        return int(self._read_file(d / knob.v2).strip())
+
+    def write(self, w: KnobWrite) -> None:
+        self.apply([w])
+
+    def apply(self, writes: list[KnobWrite]) -> None:
+        """Validate each write, order nested limits, skip unchanged values, write and log."""
+        for w in writes:
+            check_value(w)
+        for w in _nesting_order(writes, self) if len(writes) > 1 else writes:
+            if self.read(w.cgroup, w.knob) == w.value:
+                continue
+            path, text = self._file_for(w)
+            self._write_file(path, text)
+
+    def _file_for(self, w: KnobWrite) -> tuple[Path, str]:
+        if self.layout.version == 1:
+            return self.path(w.cgroup, w.knob.v1), str(w.value)
+        d = self.dir("", w.cgroup)
+        k, v = w.knob, w.value
+        if k is Knob.CPU_SHARES:
+            return d / "cpu.weight", str(shares_to_weight(int(v)))
+        if k is Knob.CPU_CFS_QUOTA_US:
+            return d / "cpu.max", cpu_max(int(v), int(self.read(w.cgroup, Knob.CPU_CFS_PERIOD_US)))
+        if k is Knob.CPU_CFS_PERIOD_US:
+            return d / "cpu.max", cpu_max(int(self.read(w.cgroup, Knob.CPU_CFS_QUOTA_US)), int(v))
+        return d / k.v2, str(v)
+
+    def _write_file(self, path: Path, text: str) -> None:
+        try:
+            old = self._read_file(path)
+        except OSError:
+            old = ""
+        self.log.append(WriteRecord(self.now(), str(path), text, old))
+        if self.dry_run:
+            self._shadow[path] = text
+            return
+        try:
+            self.fs.write(path, text)
+        except OSError as err:
+            reason = os.strerror(err.errno) if err.errno else str(err)
+            raise ValueError(f"{path}: the kernel refused {text!r}: {reason}") from None
+
+    def stats(self, cgroup: str) -> CgroupStats:
+        if self.layout.version == 1:
+            usage = int(self.fs.read(self.path(cgroup, "cpuacct.usage")))
+            stat = _keyed(self.fs.read(self.path(cgroup, "cpu.stat")))
+            scale = 1  # v1 cpu.stat times are in ns
+            psi = 0  # v1 has no per-cgroup pressure files
+        else:
+            d = self.dir("", cgroup)
+            stat = _keyed(self.fs.read(d / "cpu.stat"))
+            usage = stat.get("usage_usec", 0) * 1000
+            stat = {k.replace("_usec", "_time"): v for k, v in stat.items()}
+            scale = 1000
+            psi = _psi_total(self.fs.read(d / "cpu.pressure")) if self.fs.exists(d / "cpu.pressure") else 0
+        return CgroupStats(
+            usage_ns=usage,
+            nr_periods=stat.get("nr_periods", 0),
+            nr_throttled=stat.get("nr_throttled", 0),
+            throttled_ns=stat.get("throttled_time", 0) * scale,
+            nr_bursts=stat.get("nr_bursts", 0),
+            burst_ns=stat.get("burst_time", 0) * scale,
+            psi_some_ns=psi,
+            nr_running=self._nr_running(cgroup),
+        )
+
+    def percpu_usage(self, cgroup: str) -> list[int] | None:
+        """cpuacct.usage_percpu (v1 only): ns each CPU ran this cgroup's tasks."""
+        if self.layout.version != 1:
+            return None
+        return [int(x) for x in self.fs.read(self.path(cgroup, "cpuacct.usage_percpu")).split()]
+
+    def _nr_running(self, cgroup: str) -> int:
+        n = 0
+        tasks = self.dir(self.keys_for("cpu"), cgroup) / ("tasks" if self.layout.version == 1 else "cgroup.threads")
+        try:
+            tids = self.fs.read(tasks).split()
+        except OSError:
+            return 0
+        for tid in tids:
+            try:
+                state = Path(f"/proc/{tid}/stat").read_text().rpartition(")")[2].split()[0]
+            except (OSError, IndexError):
+                continue
+            n += state == "R"
+        return n
+
+    def node(self) -> NodeStats:
+        return read_proc_stat()
+
+    def cpus(self) -> list[Cpu]:
+        return host_cpus()
+
+
+def _rmdir_retry(fs: Fs, d: Path) -> None:
+    # A killed task leaves its cgroup a moment after it is reaped: retry EBUSY briefly.
+    for _ in range(100):
+        try:
+            fs.rmdir(d)
+            return
+        except OSError as err:
+            if err.errno != errno.EBUSY:
+                raise
+            time.sleep(0.02)
+    fs.rmdir(d)
+
+
+def _keyed(text: str) -> dict[str, int]:
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].lstrip("-").isdigit():
+            out[parts[0]] = int(parts[1])
+    return out
+
+
+def _psi_total(text: str) -> int:
+    """cpu.pressure's "some ... total=<µs>" in ns."""
+    for line in text.splitlines():
+        if line.startswith("some"):
+            for item in line.split():
+                if item.startswith("total="):
+                    return int(item[6:]) * 1000
+    return 0
+
+
+def read_proc_stat(text: str | None = None) -> NodeStats:
+    """/proc/stat's first line: busy = everything but idle and iowait, in ns (USER_HZ ticks)."""
+    if text is None:
+        text = Path("/proc/stat").read_text()
+    first = text.splitlines()[0].split()
+    ticks = [int(x) for x in first[1:]]
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
+    total = sum(ticks[:8])  # guest time is already inside user/nice
+    ncpus = sum(1 for line in text.splitlines() if line.startswith("cpu") and line[3:4].isdigit())
+    return NodeStats(ncpus=ncpus, busy_ns=(total - idle) * USER_HZ_NS, total_ns=total * USER_HZ_NS)
+
+
+def host_cpus(root: Path = Path("/sys/devices/system/cpu")) -> list[Cpu]:
+    """Online logical CPUs with core, socket and NUMA node from sysfs."""
+    online = parse_cpus((root / "online").read_text())
+    out = []
+    for i in online:
+        topo = root / f"cpu{i}" / "topology"
+        core = int((topo / "core_id").read_text())
+        socket = int((topo / "physical_package_id").read_text())
+        nodes = sorted(p.name for p in (root / f"cpu{i}").glob("node[0-9]*"))
+        out.append(Cpu(i, core, socket, int(nodes[0][4:]) if nodes else 0))
+    return out
+
+
+def leftover_folders(layout: Layout, fs: Fs | None = None) -> list[Path]:
+    """Run folders a crashed replay left under our own cgroup, in every hierarchy."""
+    fs = fs or Fs()
+    out = []
+    for key in layout.keys:
+        own = layout.own_dir(key)
+        if fs.exists(own):
+            out += sorted(p for p in own.iterdir() if p.is_dir() and p.name.startswith(RUN_PREFIX))
+    return out
+
+
+def remove_tree(folder: Path, fs: Fs | None = None, kill=None) -> int:
+    """Remove a leftover run folder bottom-up, killing the tasks still in it first; returns
+    how many cgroups were removed. `kill(pid)` is how a task is killed (SIGKILL)."""
+    fs = fs or Fs()
+    dirs = sorted((p for p in folder.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)) + [folder]
+    for d in dirs:
+        procs = d / "cgroup.procs"
+        if kill is not None and fs.exists(procs):
+            for pid in fs.read(procs).split():
+                kill(int(pid))
+    for d in dirs:
+        _rmdir_retry(fs, d)
+    return len(dirs)

@@ -1,0 +1,286 @@
+"""One variant of a scenario, run for real: its cgroups and knobs, its workloads, its policy
+at its interval, and what the host measured, as the same `RunResult` a simulated run gives.
+
+What the host cannot tell us is left as NaN (run-queue wait per cgroup, per-CPU busy time on
+cgroup v2, latencies of each request of a real server) rather than guessed.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from policies.cgroup import SUBSTITUTES, Knob, KnobWrite, Substituting
+from replay.cgroupfs import HostError, WriteRecord
+from replay.session import Session
+from replay.workloads import HostWorkload
+from sim.results import CgroupResult, RunResult, ServiceResult, TimeSeries
+from sim.scenario import Scenario, Variant
+
+# Knobs of a scenario's [cgroups] table, in the order they are written (period before quota
+# before burst: the kernel checks burst <= quota at each write).
+_CGROUP_KNOBS = (
+    ("cpu_shares", Knob.CPU_SHARES, 1024),
+    ("cpu_idle", Knob.CPU_IDLE, 0),
+    ("cpu_qos_level", Knob.CPU_QOS_LEVEL, 0),
+    ("cpu_cfs_period_us", Knob.CPU_CFS_PERIOD_US, 100_000),
+    ("cpu_cfs_quota_us", Knob.CPU_CFS_QUOTA_US, -1),
+    ("cpu_cfs_burst_us", Knob.CPU_CFS_BURST_US, 0),
+    ("cpuset_cpus", Knob.CPUSET_CPUS, None),
+    ("cpuset_mems", Knob.CPUSET_MEMS, None),
+)
+
+
+def cgroup_writes(scenario: Scenario) -> list[KnobWrite]:
+    """The knob writes that set up a scenario's cgroups (values that differ from a fresh
+    cgroup's), parents before children."""
+    writes = []
+    for path in scenario._cgroup_order():
+        cg = scenario.cgroups[path]
+        for attr, knob, default in _CGROUP_KNOBS:
+            value = getattr(cg, attr)
+            if value is not None and value != default:
+                writes.append(KnobWrite(path, knob, value))
+    return writes
+
+
+def missing_knobs(session: Session) -> set[Knob]:
+    """Knobs this host's kernel lacks (probed in the run folder)."""
+    return {k for k in Knob if not session.backend.has_file("", k)}
+
+
+def check_knobs(scenarios: list[Scenario], missing: set[Knob], say: Callable[[str], Any]) -> set[Knob]:
+    """Knobs the host lacks: one with an upstream stand-in is substituted — in the scenario's
+    cgroups, in every policy write, and in the prediction — and said once if anything uses
+    it; a scenario that sets one without a stand-in fails before anything runs. Returns the
+    substituted knobs."""
+    used = {w.knob for sc in scenarios for w in cgroup_writes(sc)}
+    substituted = missing & set(SUBSTITUTES)
+    for knob in sorted(substituted, key=lambda k: k.v1):
+        if knob in used or any(sc.policy for sc in scenarios):
+            stand_in = SUBSTITUTES[knob]
+            say(
+                f"note: this kernel has no {knob.v1} (openEuler only); replay writes the nearest "
+                f"upstream knob instead ({stand_in.v1}=1 for {knob.v1}=-1) and the prediction "
+                f"simulates {stand_in.v1} too"
+            )
+    for knob in sorted(used & missing - substituted, key=lambda k: k.v1):
+        raise HostError(f"the scenario sets {knob.v1}, which this host's kernel does not have")
+    return substituted
+
+
+def host_equivalent(scenario: Scenario, substituted: set[Knob]) -> Scenario:
+    """The scenario as the host runs it: knobs it lacks replaced by their stand-ins."""
+    if Knob.CPU_QOS_LEVEL not in substituted:
+        return scenario
+    out = scenario.model_copy(deep=True)
+    for cg in out.cgroups.values():
+        if cg.cpu_qos_level == -1:
+            cg.cpu_qos_level = 0
+            cg.cpu_idle = 1
+    return out
+
+
+def host_topology(cpus) -> dict[str, Any]:
+    """`[node]` overrides that describe this host (from /sys/devices/system/cpu)."""
+    sockets = len({c.socket for c in cpus})
+    cores = len({(c.socket, c.core) for c in cpus})
+    threads = len(cpus) // max(1, cores)
+    nodes = len({c.node for c in cpus})
+    out: dict[str, Any] = {
+        "node.sockets": sockets,
+        "node.cores_per_socket": cores // sockets,
+        "node.threads_per_core": max(1, threads),
+        "node.numa_nodes_per_socket": max(1, nodes // sockets),
+        "kernel.scheduler": host_scheduler(),
+    }
+    return out
+
+
+def host_scheduler(release: str | None = None) -> str:
+    """EEVDF replaced CFS's pick in Linux 6.6 (kernel-and-anchors.md, EEVDF)."""
+    release = release or os.uname().release
+    major, minor = (int(x) for x in re.match(r"(\d+)\.(\d+)", release).groups())
+    return "eevdf" if (major, minor) >= (6, 6) else "cfs"
+
+
+@dataclass
+class HostRun:
+    result: RunResult
+    writes: list[WriteRecord] = field(default_factory=list)
+    samples: list[dict[str, Any]] = field(default_factory=list)
+
+
+def run_on_host(
+    variant: Variant,
+    seed: int,
+    session: Session,
+    substituted: set[Knob],
+    on_progress: Callable[[float], Any] = lambda s: None,
+) -> HostRun:
+    """Run one variant for its duration on the host; the run folder is emptied afterwards."""
+    sc = variant.scenario
+    meta = sc.scenario
+    duration, warmup = meta.duration / 1e9, meta.warmup / 1e9
+    sample_every = meta.sample_interval / 1e9 if meta.sample_interval else 0.0
+    backend = session.backend
+    ncpus = len(backend.cpus())
+    order = sc._cgroup_order()
+    workloads = [
+        HostWorkload(name, w, w.core_spec(name, ncpus), f"workloads.{name}")
+        for name, w in sc.workloads.items()
+        if w.enabled
+    ]
+    for w in workloads:
+        w.check()
+
+    first_write = len(backend.log)
+    backend.create(order)
+    knobs = Substituting(backend, substituted)
+    for w in cgroup_writes(sc):
+        knobs.write(w)
+
+    runner = None
+    if sc.policy is not None:
+        from policies import PolicyRunner, build_policy
+
+        runner = PolicyRunner(build_policy(sc.policy), knobs)
+
+    def snapshot() -> dict[str, Any]:
+        if session.dry_run:
+            return {"t": time.monotonic(), "usage": {c: 0 for c in order}, "stat": {}, "percpu": {}}
+        return {
+            "t": time.monotonic(),
+            "usage": {c: backend.stats(c).usage_ns for c in order},
+            "throttled": {c: backend.stats(c).nr_throttled for c in order},
+            "stat": {c: backend.stats(c) for c in order},
+            "percpu": {c: backend.percpu_usage(c) for c in order},
+        }
+
+    t0 = time.monotonic()
+    backend._t0 = t0
+    try:
+        for w in workloads:
+            w.start(session, t0, duration, warmup, seed)
+        next_tick = None
+        if runner is not None:
+            runner.apply(runner.policy.attach(runner.observe()))
+            next_tick = runner.policy.interval
+        samples = [snapshot()]
+        at_warmup = samples[0] if warmup == 0 else None
+        if warmup == 0:
+            for w in workloads:
+                w.start_generator(session)
+        next_sample = sample_every if sample_every else math.inf
+        while True:
+            now = time.monotonic() - t0
+            events = [duration, next_sample, next_tick if next_tick is not None else math.inf]
+            if at_warmup is None:
+                events.append(warmup)
+            target = min(events)
+            if target > now and not session.dry_run:
+                time.sleep(target - now)
+            now = target
+            if at_warmup is None and now >= warmup:
+                at_warmup = snapshot()
+                for w in workloads:
+                    w.start_generator(session)
+            if next_tick is not None and now >= next_tick:
+                runner.apply(runner.policy.tick(runner.observe()))
+                next_tick += runner.policy.interval
+            if now >= next_sample:
+                samples.append(snapshot())
+                next_sample += sample_every
+                on_progress(sample_every)
+            if now >= duration:
+                break
+        at_end = snapshot()
+        # Built-in workloads end at the duration and write their results; real load
+        # generators finish their last queries. Then everything left is killed.
+        for w in workloads:
+            w.wait(timeout=t0 + duration + 30 - time.monotonic())
+        session.kill_all()
+        services = {}
+        for w in workloads:
+            if w.is_service and not session.dry_run:
+                services[w.name] = w.result()
+    finally:
+        session.kill_all()
+        for w in workloads:
+            w.close()
+        backend.remove()
+        backend.create([])
+
+    result = _run_result(variant.name, ncpus, duration, warmup, order, at_warmup, at_end, samples, services, session.dry_run)
+    if runner is not None:
+        result.decisions = [d.to_dict() for d in runner.decisions]
+    return HostRun(result, backend.log[first_write:], [])
+
+
+def _run_result(name, ncpus, duration, warmup, order, a, b, samples, services, dry) -> RunResult:
+    measured = duration - warmup
+    capacity = ncpus * measured
+    cgroups = {}
+    for c in order:
+        if dry:
+            cpu_s, st0, st1 = 0.0, None, None
+        else:
+            cpu_s = (b["usage"][c] - a["usage"][c]) / 1e9
+            st0, st1 = a["stat"][c], b["stat"][c]
+        cgroups[c] = CgroupResult(
+            name=c,
+            cpu_s=cpu_s,
+            cpu_share=cpu_s / capacity if capacity > 0 else math.nan,
+            wait_s=math.nan,
+            nr_switches=0,
+            nr_periods=st1.nr_periods - st0.nr_periods if st1 else 0,
+            nr_throttled=st1.nr_throttled - st0.nr_throttled if st1 else 0,
+            throttled_s=(st1.throttled_ns - st0.throttled_ns) / 1e9 if st1 else 0.0,
+            nr_bursts=st1.nr_bursts - st0.nr_bursts if st1 else 0,
+            burst_s=(st1.burst_ns - st0.burst_ns) / 1e9 if st1 else 0.0,
+            psi_some_s=(st1.psi_some_ns - st0.psi_some_ns) / 1e9 if st1 else 0.0,
+        )
+    names = ["", *order]
+    leaves = [c for c in order if not any(o.startswith(c + "/") for o in order)]
+    busy = np.zeros((ncpus, len(names)))
+    for c in leaves:
+        i = names.index(c)
+        p0, p1 = (a["percpu"].get(c), b["percpu"].get(c)) if not dry else (None, None)
+        if p0 and p1 and len(p0) >= ncpus:
+            busy[:, i] = (np.asarray(p1[:ncpus]) - np.asarray(p0[:ncpus])) / 1e9
+        else:  # cgroup v2 keeps no per-CPU usage: spread it evenly
+            busy[:, i] = cgroups[c].cpu_s / ncpus
+    return RunResult(
+        name=name,
+        ncpus=ncpus,
+        duration_s=duration,
+        warmup_s=warmup,
+        services=services,
+        cgroups=cgroups,
+        cgroup_names=names,
+        cpu_busy_s=busy,
+        timeseries=_timeseries(samples, ncpus, order, services, dry),
+    )
+
+
+def _timeseries(samples, ncpus, order, services: dict[str, ServiceResult], dry) -> TimeSeries:
+    if len(samples) < 2 or dry:
+        return TimeSeries(np.empty(0), {c: np.empty(0) for c in order}, {s: np.empty(0, dtype=np.int64) for s in services}, {c: np.empty(0, dtype=np.int64) for c in order})
+    t = np.array([s["t"] for s in samples]) - samples[0]["t"]
+    dt = np.diff(t)
+    share = {c: np.diff([s["usage"][c] for s in samples]) / 1e9 / (ncpus * dt) for c in order}
+    throttled = {c: np.diff([s["throttled"][c] for s in samples]).astype(np.int64) for c in order}
+    completions = {}
+    for name, svc in services.items():
+        if len(svc.completions_s):
+            completions[name] = np.histogram(svc.completions_s, bins=t)[0].astype(np.int64)
+        else:
+            completions[name] = np.zeros(len(dt), dtype=np.int64)
+    return TimeSeries(t_s=t[1:], cpu_share=share, completions=completions, nr_throttled=throttled)

@@ -1,0 +1,331 @@
+"""The host counterpart of each simulated workload kind.
+
+    builtin     colosim-load (core_rs/load): the workload's own spec, distributions and random
+                streams, service times burnt as thread CPU time — any kind
+    stress      `stress --cpu N` (seed 000/002's offline job)            — hog
+    stress-ng   `stress-ng --cpu N --cpu-method int64`                   — hog
+    command     any CPU-bound argv, one copy per thread                  — hog
+    clickhouse  clickhouse-server + clickhouse-benchmark -c C --json     — closed_loop
+    nginx       nginx + wrk -c C --latency                               — closed_loop
+
+Every process of a workload runs in the workload's cgroup (in the seed, clickhouse-benchmark
+ran inside the ClickHouse container). Latency and QPS of real servers come from their load
+generator's own report; colosim-load reports every request.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from replay.cgroupfs import HostError
+from sim.results import ServiceResult
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def load_binary() -> str:
+    """Where colosim-load is: $COLOSIM_LOAD, the repository's release build, or PATH."""
+    for candidate in (os.environ.get("COLOSIM_LOAD"), REPO / "core_rs/target/release/colosim-load", shutil.which("colosim-load")):
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    raise HostError(
+        "colosim-load is not built: run `cargo build --release -p colosim-load` in core_rs "
+        "(make setup does) or set COLOSIM_LOAD"
+    )
+
+
+def _need(program: str, where: str, package: str) -> str:
+    path = shutil.which(program) or next((p for p in (f"/usr/sbin/{program}", f"/usr/bin/{program}") if os.access(p, os.X_OK)), None)
+    if path is None:
+        raise HostError(f"{where}: program {program!r} not found on this host (Debian package {package})")
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_port(port: int, proc, what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise HostError(f"{what} exited at start (status {proc.returncode})")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise HostError(f"{what} did not listen on port {port} within {timeout:.0f} s")
+
+
+@dataclass
+class ReportedService(ServiceResult):
+    """A service measured by a load generator that reports percentiles, not each request."""
+
+    reported: dict[float, float] | None = None  # percentile -> seconds
+    reported_qps: float = math.nan
+
+    def percentile(self, p: float) -> float:
+        if not self.reported:
+            return math.nan
+        ps = sorted(self.reported)
+        return float(np.interp(p, ps, [self.reported[q] for q in ps]))
+
+    @property
+    def mean_s(self) -> float:
+        return math.nan
+
+    @property
+    def qps(self) -> float:
+        return self.reported_qps
+
+
+class HostWorkload:
+    """One workload of a scenario, on the host, over a window [warmup, duration]."""
+
+    def __init__(self, name: str, model: Any, core_spec: dict[str, Any], where: str) -> None:
+        self.name = name
+        self.model = model  # sim.scenario workload table
+        self.spec = core_spec  # the same document the core gets (fanout resolved)
+        self.program = model.host.program
+        self.where = where
+        self.is_service = model.kind in ("closed_loop", "open_loop", "bursty")
+        self._tmp: tempfile.TemporaryDirectory | None = None
+        self._procs: list = []
+        self._t0 = 0
+
+    # -- before anything starts ----------------------------------------------------------
+
+    def check(self) -> None:
+        """Every program this workload needs exists (one clear error otherwise)."""
+        p, where = self.program, f"{self.where}.host.program"
+        if p == "builtin":
+            load_binary()
+        elif p in ("stress", "stress-ng"):
+            _need(p, where, p)
+        elif p == "command":
+            argv0 = self.model.host.command[0]
+            if shutil.which(argv0) is None:
+                raise HostError(f"{self.where}.host.command: program {argv0!r} not found on this host")
+        elif p == "clickhouse":
+            for prog, pkg in (("clickhouse-server", "clickhouse-server"), ("clickhouse-benchmark", "clickhouse-tools")):
+                _need(prog, where, pkg)
+        elif p == "nginx":
+            _need("nginx", where, "nginx")
+            _need("wrk", where, "wrk")
+
+    # -- running -------------------------------------------------------------------------
+
+    def start(self, session, t0: float, duration_s: float, warmup_s: float, seed: int) -> None:
+        """Start at `t0` (time.monotonic()); services measure from t0 + warmup."""
+        self._tmp = tempfile.TemporaryDirectory(prefix=f"colosim-{self.name}-")
+        tmp = Path(self._tmp.name)
+        self._t0 = t0
+        self._window = (warmup_s, duration_s)
+        cg = self.model.cgroup
+        p = self.program
+        if p == "builtin":
+            argv = [load_binary(), "--spec", json.dumps(self.spec), "--seed", str(seed),
+                    "--duration-ns", str(round(duration_s * 1e9)), "--out", str(tmp / "result.json")]
+            self._procs.append(session.spawn(argv, cg))
+        elif p == "stress":
+            self._procs.append(session.spawn(["stress", "--cpu", str(self.model.threads), "--timeout", f"{math.ceil(duration_s)}s"], cg))
+        elif p == "stress-ng":
+            self._procs.append(session.spawn(["stress-ng", "--cpu", str(self.model.threads), "--cpu-method", "int64", "--timeout", f"{math.ceil(duration_s)}s"], cg))
+        elif p == "command":
+            for _ in range(self.model.threads):
+                self._procs.append(session.spawn(list(self.model.host.command), cg))
+        elif p == "clickhouse":
+            self._start_clickhouse(session, tmp, cg, duration_s - warmup_s)
+        elif p == "nginx":
+            self._start_nginx(session, tmp, cg, duration_s - warmup_s)
+
+    def _start_clickhouse(self, session, tmp: Path, cg: str, seconds: float) -> None:
+        port = _free_port()
+        (tmp / "config.xml").write_text(CLICKHOUSE_CONFIG.format(port=port, dir=tmp))
+        (tmp / "users.xml").write_text(CLICKHOUSE_USERS)
+        log = open(tmp / "server.log", "w")  # noqa: SIM115 - closed with the temp dir
+        server = session.spawn(["clickhouse-server", f"--config-file={tmp / 'config.xml'}"], cg, stdout=log, stderr=log, cwd=tmp)
+        self._procs.append(server)
+        if server is None:
+            return
+        _wait_port(port, server, "clickhouse-server")
+        self._generator = (
+            ["clickhouse-benchmark", "--port", str(port), "-c", str(self.model.clients), "-i", "100000000",
+             "-t", str(max(1, round(seconds))), "-d", "0", "--json", str(tmp / "bench.json")],
+            self.model.host.query,
+        )
+
+    def _start_nginx(self, session, tmp: Path, cg: str, seconds: float) -> None:
+        port = _free_port()
+        for d in ("logs", "html", "tmp"):
+            (tmp / d).mkdir()
+        (tmp / "html" / "index.html").write_text("colosim\n" * 64)
+        workers = len(os.sched_getaffinity(0))
+        (tmp / "nginx.conf").write_text(NGINX_CONFIG.format(port=port, dir=tmp, workers=workers))
+        server = session.spawn(["nginx", "-p", str(tmp), "-c", str(tmp / "nginx.conf")], cg)
+        self._procs.append(server)
+        if server is None:
+            return
+        _wait_port(port, server, "nginx")
+        self._generator = (
+            ["wrk", "-t", str(min(self.model.clients, workers)), "-c", str(self.model.clients),
+             "-d", f"{max(1, round(seconds))}s", "--latency", f"http://127.0.0.1:{port}{self.model.host.path}"],
+            None,
+        )
+
+    def start_generator(self, session) -> None:
+        """Real servers: the load generator starts at the end of the warm-up."""
+        gen = getattr(self, "_generator", None)
+        if gen is None:
+            return
+        argv, stdin_text = gen
+        tmp = Path(self._tmp.name)
+        self._gen_out = open(tmp / "generator.out", "w")  # noqa: SIM115
+        stdin = subprocess.DEVNULL
+        if stdin_text is not None:
+            # clickhouse-benchmark reads its queries from stdin
+            (tmp / "queries.txt").write_text(stdin_text + "\n")
+            stdin = open(tmp / "queries.txt")  # noqa: SIM115
+        self._gen_proc = session.spawn(argv, self.model.cgroup, stdout=self._gen_out, stderr=subprocess.STDOUT, stdin=stdin)
+        if stdin is not subprocess.DEVNULL:
+            stdin.close()
+
+    def wait(self, timeout: float) -> None:
+        for p in [*self._procs, getattr(self, "_gen_proc", None)]:
+            if p is None:
+                continue
+            try:
+                p.wait(timeout=max(0.1, timeout))
+            except subprocess.TimeoutExpired:
+                pass
+
+    def result(self) -> ServiceResult | None:
+        if not self.is_service or self._tmp is None:
+            return None
+        tmp = Path(self._tmp.name)
+        warmup, duration = self._window
+        measured = duration - warmup
+        if self.program == "builtin":
+            f = tmp / "result.json"
+            if not f.exists():
+                raise HostError(f"{self.where}: colosim-load wrote no result (did it crash?)")
+            doc = json.loads(f.read_text())
+            t0_ns = round(self._t0 * 1e9)
+            done = (np.asarray(doc["completions_ns"], dtype=np.int64) - t0_ns) / 1e9
+            lat = np.asarray(doc["latencies_ns"], dtype=np.float64) / 1e9
+            keep = (done >= warmup) & (done <= duration)
+            return ServiceResult(
+                name=self.name, latencies_s=lat[keep], completions_s=done[keep],
+                started=int(doc["started"]), completed=int(keep.sum()), measured_s=measured,
+            )
+        text = (tmp / "generator.out").read_text() if (tmp / "generator.out").exists() else ""
+        if self.program == "clickhouse":
+            f = tmp / "bench.json"
+            if not f.exists():
+                raise HostError(f"{self.where}: clickhouse-benchmark wrote no report: {text[-300:]}")
+            return parse_clickhouse_json(self.name, f.read_text(), measured)
+        return parse_wrk(self.name, text, measured)
+
+    def close(self) -> None:
+        if getattr(self, "_gen_out", None) is not None:
+            self._gen_out.close()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+
+def parse_clickhouse_json(name: str, text: str, measured_s: float) -> ReportedService:
+    """clickhouse-benchmark --json: {"statistics": {"QPS", "num_queries"}, "query_time_percentiles"}
+    (18.16 writes it bare; newer versions nest it under "host:port")."""
+    doc = json.loads(text)
+    if "statistics" not in doc and len(doc) == 1:
+        doc = next(iter(doc.values()))
+    stats, pct = doc["statistics"], doc["query_time_percentiles"]
+    n = int(stats.get("num_queries", 0))
+    return ReportedService(
+        name=name, latencies_s=np.empty(0), completions_s=np.empty(0), started=n, completed=n,
+        measured_s=measured_s, reported={float(k): float(v) for k, v in pct.items()},
+        reported_qps=float(stats["QPS"]),
+    )
+
+
+_WRK_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}
+
+
+def parse_wrk(name: str, text: str, measured_s: float) -> ReportedService:
+    """wrk --latency: the "Latency Distribution" lines and "Requests/sec"."""
+    pct = {}
+    for p, value, unit in re.findall(r"^\s+(\d+)%\s+([\d.]+)(us|ms|s|m)\s*$", text, re.M):
+        pct[float(p)] = float(value) * _WRK_UNITS[unit]
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", text)
+    total = re.search(r"(\d+) requests in", text)
+    if not pct or rps is None:
+        raise HostError(f"wrk printed no latency distribution: {text[-300:]}")
+    n = int(total.group(1)) if total else 0
+    return ReportedService(
+        name=name, latencies_s=np.empty(0), completions_s=np.empty(0), started=n, completed=n,
+        measured_s=measured_s, reported=pct, reported_qps=float(rps.group(1)),
+    )
+
+
+CLICKHOUSE_CONFIG = """<?xml version="1.0"?>
+<yandex>
+  <logger><level>warning</level><console>1</console></logger>
+  <tcp_port>{port}</tcp_port>
+  <listen_host>127.0.0.1</listen_host>
+  <path>{dir}/data/</path>
+  <tmp_path>{dir}/tmp/</tmp_path>
+  <user_files_path>{dir}/user_files/</user_files_path>
+  <format_schema_path>{dir}/format_schemas/</format_schema_path>
+  <users_config>users.xml</users_config>
+  <default_profile>default</default_profile>
+  <default_database>default</default_database>
+  <mark_cache_size>5368709120</mark_cache_size>
+</yandex>
+"""
+
+CLICKHOUSE_USERS = """<?xml version="1.0"?>
+<yandex>
+  <profiles><default></default></profiles>
+  <users><default><password></password><networks><ip>127.0.0.1</ip></networks>
+    <profile>default</profile><quota>default</quota></default></users>
+  <quotas><default><interval><duration>3600</duration><queries>0</queries><errors>0</errors>
+    <result_rows>0</result_rows><read_rows>0</read_rows><execution_time>0</execution_time>
+  </interval></default></quotas>
+</yandex>
+"""
+
+NGINX_CONFIG = """daemon off;
+worker_processes {workers};
+error_log {dir}/logs/error.log warn;
+pid {dir}/nginx.pid;
+events {{ worker_connections 1024; }}
+http {{
+  access_log off;
+  client_body_temp_path {dir}/tmp;
+  proxy_temp_path {dir}/tmp;
+  fastcgi_temp_path {dir}/tmp;
+  uwsgi_temp_path {dir}/tmp;
+  scgi_temp_path {dir}/tmp;
+  server {{
+    listen 127.0.0.1:{port};
+    root {dir}/html;
+  }}
+}}
+"""
