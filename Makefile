@@ -1,13 +1,16 @@
 # Two entry points for a fresh machine (see README): `make demo` and `make test`.
 # Everything they need is installed here: a virtualenv with the Python packages, the Rust
-# extension built by maturin (release), nothing from the system beyond python3 and cargo.
+# extension built by maturin (release), colosim-load (the host side of replay), and — for
+# replay's tests on a real host — the Debian packages of the seed experiments' programs.
 
 PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
+LOAD    := core_rs/target/release/colosim-load
+DEBS    := stress stress-ng wrk nginx clickhouse-server clickhouse-client clickhouse-tools
 
-.PHONY: setup demo test bench clean
+.PHONY: setup host-packages demo test bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -19,14 +22,25 @@ $(STAMP): $(BIN)/python pyproject.toml $(shell find core_rs -name '*.rs' -o -nam
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(STAMP)
 
-setup: $(STAMP)
+$(LOAD): $(STAMP)
+	cd core_rs && cargo build -q --release -p colosim-load
+
+setup: $(STAMP) $(LOAD)
+
+# The programs replay runs on the host (apt-get, as root; skipped where apt-get or root is
+# missing — the host tests then say what they skip and why).
+host-packages:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	  if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi; \
+	else echo "not root or no apt-get: $(DEBS) not installed"; fi
 
 demo: setup
 	$(BIN)/colosim run experiments/clickhouse_stress.toml --out out/clickhouse_stress
 
-test: setup
+test: setup host-packages
 	cd core_rs && cargo test -q   # debug: overflow checks on, quick to build
-	$(BIN)/python -m pytest tests -q
+	$(BIN)/python -m pytest tests -q -rs
 
 bench: setup
 	cd core_rs && cargo bench --bench scheduler

@@ -179,21 +179,24 @@ def check_value(w: KnobWrite) -> None:
 
 def _nesting_order(writes: list[KnobWrite], backend: HostBackend) -> list[KnobWrite]:
     """Where limits nest (v1 quotas, cpusets), a loosening write goes parent first and a
-    tightening one child first, so the kernel never sees a child above its parent."""
+    tightening one child first, so the kernel never sees a child above its parent. The
+    nested writes are reordered among their own slots; every other write keeps its place."""
+    nested = [i for i, w in enumerate(writes) if w.knob in (Knob.CPU_CFS_QUOTA_US, Knob.CPUSET_CPUS, Knob.CPUSET_MEMS)]
 
-    def key(item: tuple[int, KnobWrite]) -> tuple[int, int]:
-        i, w = item
+    def key(i: int) -> tuple[int, int]:
+        w = writes[i]
         depth = w.cgroup.count("/") + 1
-        if w.knob in (Knob.CPU_CFS_QUOTA_US, Knob.CPUSET_CPUS, Knob.CPUSET_MEMS):
-            old = backend.read(w.cgroup, w.knob)
-            if w.knob is Knob.CPU_CFS_QUOTA_US:
-                tighter = w.value != -1 and (old == -1 or int(w.value) < int(old))
-            else:
-                tighter = not set(parse_cpus(str(old))) <= set(parse_cpus(str(w.value)))
-            return (0, -depth if tighter else depth)
-        return (1, i)
+        old = backend.read(w.cgroup, w.knob)
+        if w.knob is Knob.CPU_CFS_QUOTA_US:
+            tighter = w.value != -1 and (old == -1 or int(w.value) < int(old))
+        else:
+            tighter = not set(parse_cpus(str(old))) <= set(parse_cpus(str(w.value)))
+        return (-depth if tighter else depth, i)
 
-    return [w for _, w in sorted(enumerate(writes), key=key)]
+    out = list(writes)
+    for slot, i in zip(nested, sorted(nested, key=key), strict=True):
+        out[slot] = writes[i]
+    return out
 
 
 @dataclass(frozen=True)

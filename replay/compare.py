@@ -115,6 +115,7 @@ def replay(
     variants = scenario.variants()
     host = ExperimentResult(scenario.name, seed, scenario.duration_s, scenario.warmup_s, scenario.baseline)
     runs: dict[str, HostRun] = {}
+    precheck(variants)
     with Session(dry_run=dry_run, log=say) as session:
         substituted = check_knobs([v.scenario for v in variants], missing_knobs(session), say)
         for v in variants:
@@ -148,6 +149,16 @@ def replay(
         write_outputs(out, scenario, host, predicted, comparisons, runs, factors)
         print(f"\nwrote {out / 'comparison.json'} and {out / 'report.html'}")
     return 0
+
+
+def precheck(variants: list[Variant]) -> None:
+    """Every program every run needs is on this host, before anything is created."""
+    from replay.workloads import HostWorkload
+
+    for v in variants:
+        for name, w in v.scenario.workloads.items():
+            if w.enabled:
+                HostWorkload(name, w, {}, f"workloads.{name}").check()
 
 
 def predict(scenario: Scenario, host: ExperimentResult, seed: int, substituted: set[Knob]) -> tuple[ExperimentResult, dict[str, float]]:

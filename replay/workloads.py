@@ -161,7 +161,6 @@ class HostWorkload:
         (tmp / "users.xml").write_text(CLICKHOUSE_USERS)
         log = open(tmp / "server.log", "w")  # noqa: SIM115 - closed with the temp dir
         server = session.spawn(["clickhouse-server", f"--config-file={tmp / 'config.xml'}"], cg, stdout=log, stderr=log, cwd=tmp)
-        self._procs.append(server)
         if server is None:
             return
         _wait_port(port, server, "clickhouse-server")
@@ -179,7 +178,6 @@ class HostWorkload:
         workers = len(os.sched_getaffinity(0))
         (tmp / "nginx.conf").write_text(NGINX_CONFIG.format(port=port, dir=tmp, workers=workers))
         server = session.spawn(["nginx", "-p", str(tmp), "-c", str(tmp / "nginx.conf")], cg)
-        self._procs.append(server)
         if server is None:
             return
         _wait_port(port, server, "nginx")
@@ -207,6 +205,8 @@ class HostWorkload:
             stdin.close()
 
     def wait(self, timeout: float) -> None:
+        """Wait for what ends by itself (workloads with a duration, load generators); servers
+        run until the session kills them."""
         for p in [*self._procs, getattr(self, "_gen_proc", None)]:
             if p is None:
                 continue

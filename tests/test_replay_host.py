@@ -1,0 +1,262 @@
+"""Replay on this host's real cgroups: root and a writable cgroup hierarchy with the cpu
+controller are needed, and colosim-load built (make setup builds it). Elsewhere these tests
+skip with the reason."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from replay.cgroupfs import Layout, detect_layout, leftover_folders
+from sim.errors import HostError
+
+
+def _host_reason() -> str | None:
+    if os.geteuid() != 0:
+        return "replay needs root"
+    try:
+        layout = detect_layout()
+    except HostError as err:
+        return str(err)
+    for key in layout.keys:
+        if not os.access(layout.own_dir(key), os.W_OK):
+            return f"{layout.own_dir(key)} is not writable"
+    from replay.workloads import load_binary
+
+    try:
+        load_binary()
+    except HostError as err:
+        return str(err)
+    return None
+
+
+REASON = _host_reason()
+pytestmark = pytest.mark.skipif(REASON is not None, reason=f"host replay unavailable: {REASON}")
+
+COLOSIM = [sys.executable, "-m", "sim"]
+
+
+def hog_scenario(tmp: Path, seconds: int = 4, extra: str = "", hog_b: str = "") -> Path:
+    path = tmp / "pair.toml"
+    path.write_text(f"""
+[scenario]
+name = "pair"
+duration = "{seconds}s"
+warmup = "1s"
+
+[cgroups.a]
+"cpu.shares" = 1024
+[cgroups.b]
+"cpu.shares" = 512
+
+[workloads.ha]
+kind = "hog"
+cgroup = "a"
+threads = 4
+[workloads.hb]
+kind = "hog"
+cgroup = "b"
+threads = 4
+{hog_b}
+{extra}
+""")
+    return path
+
+
+KNOB_FILES = ("cpu.shares", "cpu.idle", "cpu.cfs_quota_us", "cpu.cfs_period_us", "cpu.cfs_burst_us", "cpu.weight",
+              "cpu.max", "cpuset.cpus", "cpuset.mems", "cgroup.subtree_control", "memory.limit_in_bytes")
+
+
+def parent_state(layout: Layout) -> dict[str, str]:
+    """Every knob file of our own cgroup, and the names of its children."""
+    state = {}
+    for key in layout.keys:
+        own = layout.own_dir(key)
+        for name in KNOB_FILES:
+            f = own / name
+            if f.exists():
+                state[f"{key}/{name}"] = f.read_text()
+        state[f"{key}/children"] = " ".join(sorted(p.name for p in own.iterdir() if p.is_dir()))
+    return state
+
+
+def load_processes() -> list[int]:
+    """Processes still running colosim-load."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if b"colosim-load" in (d / "cmdline").read_bytes().split(b"\0")[0]:
+                    out.append(int(d.name))
+            except OSError:
+                pass
+    return out
+
+
+def assert_clean(layout: Layout, before: dict[str, str]) -> None:
+    assert leftover_folders(layout) == []
+    assert load_processes() == []
+    assert parent_state(layout) == before
+
+
+@pytest.fixture
+def layout():
+    layout = detect_layout()
+    assert leftover_folders(layout) == [], "a leftover run folder from an earlier run: colosim replay --cleanup"
+    return layout
+
+
+def test_hog_pair_under_shares_1024_512_splits_2_to_1_and_leaves_nothing(tmp_path, layout):
+    before = parent_state(layout)
+    proc = subprocess.run([*COLOSIM, "replay", str(hog_scenario(tmp_path)), "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    measured = json.loads((tmp_path / "out/comparison.json").read_text())["variants"]["pair"]["measured"]
+    ratio = measured["a CPU (share)"] / measured["b CPU (share)"]
+    assert ratio == pytest.approx(2.0, rel=0.05)
+    assert measured["a CPU (share)"] + measured["b CPU (share)"] > 0.9  # the node was busy
+    assert_clean(layout, before)
+
+
+def test_knob_writes_are_recorded_and_only_inside_the_run_folder(tmp_path, layout):
+    extra = '[[runs]]\nname = "quota"\nset = { \'cgroups.b."cpu.cfs_quota_us"\' = 50000 }\n'
+    proc = subprocess.run([*COLOSIM, "replay", str(hog_scenario(tmp_path, 3, extra)), "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((tmp_path / "o/comparison.json").read_text())["variants"]["quota"]
+    files = [w["file"] for w in doc["knob_writes"]]
+    assert any(f.endswith("/b/cpu.cfs_quota_us") for f in files)
+    assert all("/colosim-" in f for f in files)
+    # a 50% quota on b: b gets at most 0.5 CPU of the node's
+    ncpus = len(os.sched_getaffinity(0))
+    assert doc["measured"]["b CPU (share)"] * ncpus == pytest.approx(0.5, rel=0.1)
+    assert doc["measured"]["b nr_throttled"] > 0
+
+
+def test_an_exception_inside_a_policy_cleans_up(tmp_path, layout, monkeypatch):
+    import policies
+    from policies.policy import Policy
+    from replay.compare import replay
+
+    class Boom(Policy):
+        name = "boom"
+        interval = 0.5
+
+        def tick(self, obs):
+            raise RuntimeError("policy bug")
+
+    monkeypatch.setitem(policies.POLICIES, "boom", Boom)
+    before = parent_state(layout)
+    path = hog_scenario(tmp_path, 5, '[policy]\nname = "boom"\n')
+    with pytest.raises(RuntimeError, match="policy bug"):
+        replay(path, [], None, None, compare=False, dry_run=False, say=lambda m: None)
+    assert_clean(layout, before)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_mid_run_kills_the_workloads_and_removes_the_cgroups(tmp_path, layout, sig):
+    before = parent_state(layout)
+    proc = subprocess.Popen([*COLOSIM, "replay", str(hog_scenario(tmp_path, 60))],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while not load_processes() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert load_processes(), "the replay never started its workloads"
+    assert leftover_folders(layout), "the run folder should exist while it runs"
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    assert_clean(layout, before)
+
+
+def test_an_unknown_workload_binary_is_one_clear_error_before_anything_starts(tmp_path, layout):
+    before = parent_state(layout)
+    path = hog_scenario(tmp_path, hog_b='host = { program = "command", command = ["no-such-hog-xyz"] }')
+    proc = subprocess.run([*COLOSIM, "replay", str(path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "colosim: error: workloads.hb.host.command: program 'no-such-hog-xyz' not found on this host"
+    assert_clean(layout, before)
+
+
+def test_a_second_replay_while_one_runs_is_refused(tmp_path, layout):
+    from replay.session import Session
+
+    before = parent_state(layout)
+    with Session(log=lambda m: None):
+        proc = subprocess.run([*COLOSIM, "replay", str(hog_scenario(tmp_path))], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2
+        assert "another replay is running" in proc.stderr and "Traceback" not in proc.stderr
+        assert len(leftover_folders(layout)) == len(layout.keys)  # only the first one's
+    assert_clean(layout, before)
+
+
+def test_dry_run_prints_every_write_and_creates_nothing(tmp_path, layout):
+    before = parent_state(layout)
+    extra = '[[runs]]\nname = "idle"\nset = { \'cgroups.b."cpu.idle"\' = 1 }\n'
+    proc = subprocess.run([*COLOSIM, "replay", str(hog_scenario(tmp_path, 2, extra)), "--dry-run"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "/b/cpu.shares" in proc.stdout and "'512'" in proc.stdout
+    assert "/b/cpu.idle" in proc.stdout
+    assert "would run in a:" in proc.stderr
+    assert_clean(layout, before)
+
+
+def test_cleanup_removes_what_a_crashed_run_left(tmp_path, layout):
+    before = parent_state(layout)
+    folders = []
+    for key in layout.keys:
+        d = layout.own_dir(key) / "colosim-crashed" / "x"
+        d.mkdir(parents=True)
+        folders.append(d)
+    if layout.version == 1:  # a v1 cpuset needs cpus and mems before a task can join
+        for name in ("cpuset.cpus", "cpuset.mems"):
+            text = (layout.own_dir("cpuset") / name).read_text().strip()
+            for d in (layout.own_dir("cpuset") / "colosim-crashed", layout.own_dir("cpuset") / "colosim-crashed/x"):
+                (d / name).write_text(text)
+    sleeper = subprocess.Popen(["sleep", "600"])
+    for d in folders:
+        (d / "cgroup.procs").write_text(str(sleeper.pid))
+    proc = subprocess.run([*COLOSIM, "replay", "--cleanup"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "removed" in proc.stderr
+    assert sleeper.wait(timeout=10) == -signal.SIGKILL
+    assert_clean(layout, before)
+
+
+@pytest.mark.parametrize("program,needs", [("clickhouse", "clickhouse-benchmark"), ("nginx", "wrk")])
+def test_real_servers_run_with_their_own_load_generators(tmp_path, layout, program, needs):
+    import shutil
+
+    if shutil.which(needs) is None:
+        pytest.skip(f"{needs} is not installed (make host-packages)")
+    before = parent_state(layout)
+    path = tmp_path / "server.toml"
+    path.write_text(f"""
+[scenario]
+name = "server"
+duration = "5s"
+warmup = "1s"
+[cgroups.online]
+[workloads.svc]
+kind = "closed_loop"
+cgroup = "online"
+clients = 4
+service = "5ms"
+host = "{program}"
+""")
+    proc = subprocess.run([*COLOSIM, "replay", str(path), "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    m = json.loads((tmp_path / "o/comparison.json").read_text())["variants"]["server"]["measured"]
+    assert m["QPS"] > 1
+    assert 0 < m["P50 (s)"] <= m["P90 (s)"] <= m["P99 (s)"] < 5
+    assert m["online CPU (share)"] > 0.01  # the server ran in its cgroup
+    assert_clean(layout, before)
