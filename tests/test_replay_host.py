@@ -260,3 +260,16 @@ host = "{program}"
     assert 0 < m["P50 (s)"] <= m["P90 (s)"] <= m["P99 (s)"] < 5
     assert m["online CPU (share)"] > 0.01  # the server ran in its cgroup
     assert_clean(layout, before)
+
+
+def test_calibrate_measures_each_mechanism_on_host_and_in_the_simulator(tmp_path, layout):
+    before = parent_state(layout)
+    proc = subprocess.run([*COLOSIM, "calibrate", "--duration", "3", "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((tmp_path / "calibration.json").read_text())
+    assert len(doc) == 5
+    shares = doc["cpu.shares 1024:512"]["CPU a / CPU b"]
+    assert shares["host"] == pytest.approx(2.0, rel=0.05) and shares["sim"] == pytest.approx(2.0, rel=0.05)
+    quota = doc["cpu.cfs_quota_us 50% of a CPU"]["CPUs used"]
+    assert quota["host"] == pytest.approx(0.5, rel=0.1) and quota["sim"] == pytest.approx(0.5, rel=0.05)
+    assert_clean(layout, before)
