@@ -273,3 +273,26 @@ def test_calibrate_measures_each_mechanism_on_host_and_in_the_simulator(tmp_path
     quota = doc["cpu.cfs_quota_us 50% of a CPU"]["CPUs used"]
     assert quota["host"] == pytest.approx(0.5, rel=0.1) and quota["sim"] == pytest.approx(0.5, rel=0.05)
     assert_clean(layout, before)
+
+
+def test_builtin_service_burns_exactly_its_service_time(tmp_path, layout):
+    """One client, 20 ms of CPU per request, nothing else running: each request takes 20 ms
+    (plus the clock's granularity), so 50 per second."""
+    path = tmp_path / "one.toml"
+    path.write_text("""
+[scenario]
+name = "one"
+duration = "4s"
+warmup = "1s"
+[cgroups.online]
+[workloads.svc]
+kind = "closed_loop"
+cgroup = "online"
+clients = 1
+service = "20ms"
+""")
+    proc = subprocess.run([*COLOSIM, "replay", str(path), "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    m = json.loads((tmp_path / "o/comparison.json").read_text())["variants"]["one"]["measured"]
+    assert m["P50 (s)"] == pytest.approx(0.020, rel=0.05)
+    assert m["QPS"] == pytest.approx(50, rel=0.05)
