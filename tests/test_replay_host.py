@@ -115,7 +115,7 @@ def layout():
 
 def test_hog_pair_under_shares_1024_512_splits_2_to_1_and_leaves_nothing(tmp_path, layout):
     before = parent_state(layout)
-    proc = subprocess.run([*COLOSIM, "replay", str(hog_scenario(tmp_path)), "--out", str(tmp_path / "out")],
+    proc = subprocess.run([*COLOSIM, "replay", str(hog_scenario(tmp_path, 7)), "--out", str(tmp_path / "out")],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     measured = json.loads((tmp_path / "out/comparison.json").read_text())["variants"]["pair"]["measured"]
@@ -269,7 +269,8 @@ def test_calibrate_measures_each_mechanism_on_host_and_in_the_simulator(tmp_path
     doc = json.loads((tmp_path / "calibration.json").read_text())
     assert len(doc) == 5
     shares = doc["cpu.shares 1024:512"]["CPU a / CPU b"]
-    assert shares["host"] == pytest.approx(2.0, rel=0.05) and shares["sim"] == pytest.approx(2.0, rel=0.05)
+    # a 3 s window is noisier than the dedicated 2:1 test's 6 s: the host within 10% here
+    assert shares["host"] == pytest.approx(2.0, rel=0.10) and shares["sim"] == pytest.approx(2.0, rel=0.02)
     quota = doc["cpu.cfs_quota_us 50% of a CPU"]["CPUs used"]
     assert quota["host"] == pytest.approx(0.5, rel=0.1) and quota["sim"] == pytest.approx(0.5, rel=0.05)
     assert_clean(layout, before)
