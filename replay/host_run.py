@@ -115,7 +115,6 @@ def host_scheduler(release: str | None = None) -> str:
 class HostRun:
     result: RunResult
     writes: list[WriteRecord] = field(default_factory=list)
-    samples: list[dict[str, Any]] = field(default_factory=list)
 
 
 def run_on_host(
@@ -154,12 +153,11 @@ def run_on_host(
         runner = PolicyRunner(build_policy(sc.policy), knobs)
 
     def snapshot() -> dict[str, Any]:
+        # One read of each cgroup's files per sample (cpuacct/cpu.stat, per-CPU usage).
         if session.dry_run:
-            return {"t": time.monotonic(), "usage": {c: 0 for c in order}, "stat": {}, "percpu": {}}
+            return {"t": time.monotonic(), "stat": {}, "percpu": {}}
         return {
             "t": time.monotonic(),
-            "usage": {c: backend.stats(c).usage_ns for c in order},
-            "throttled": {c: backend.stats(c).nr_throttled for c in order},
             "stat": {c: backend.stats(c) for c in order},
             "percpu": {c: backend.percpu_usage(c) for c in order},
         }
@@ -221,7 +219,7 @@ def run_on_host(
     result = _run_result(variant.name, ncpus, duration, warmup, order, at_warmup, at_end, samples, services, session.dry_run)
     if runner is not None:
         result.decisions = [d.to_dict() for d in runner.decisions]
-    return HostRun(result, backend.log[first_write:], [])
+    return HostRun(result, backend.log[first_write:])
 
 
 def _run_result(name, ncpus, duration, warmup, order, a, b, samples, services, dry) -> RunResult:
@@ -232,8 +230,8 @@ def _run_result(name, ncpus, duration, warmup, order, a, b, samples, services, d
         if dry:
             cpu_s, st0, st1 = 0.0, None, None
         else:
-            cpu_s = (b["usage"][c] - a["usage"][c]) / 1e9
             st0, st1 = a["stat"][c], b["stat"][c]
+            cpu_s = (st1.usage_ns - st0.usage_ns) / 1e9
         cgroups[c] = CgroupResult(
             name=c,
             cpu_s=cpu_s,
@@ -275,8 +273,8 @@ def _timeseries(samples, ncpus, order, services: dict[str, ServiceResult], dry) 
         return TimeSeries(np.empty(0), {c: np.empty(0) for c in order}, {s: np.empty(0, dtype=np.int64) for s in services}, {c: np.empty(0, dtype=np.int64) for c in order})
     t = np.array([s["t"] for s in samples]) - samples[0]["t"]
     dt = np.diff(t)
-    share = {c: np.diff([s["usage"][c] for s in samples]) / 1e9 / (ncpus * dt) for c in order}
-    throttled = {c: np.diff([s["throttled"][c] for s in samples]).astype(np.int64) for c in order}
+    share = {c: np.diff([s["stat"][c].usage_ns for s in samples]) / 1e9 / (ncpus * dt) for c in order}
+    throttled = {c: np.diff([s["stat"][c].nr_throttled for s in samples]).astype(np.int64) for c in order}
     completions = {}
     for name, svc in services.items():
         if len(svc.completions_s):

@@ -58,27 +58,23 @@ class FakeKernel(Fs):
 
 
 def v1_backend(tmp_path: Path, drop: tuple[str, ...] = ()) -> tuple[HostBackend, FakeKernel]:
+    """A hierarchy per controller under tmp_path/<controller>; our own cgroup is /me."""
     files = {c: {k: v for k, v in f.items() if k not in drop} for c, f in V1_FILES.items()}
-    mounts = {}
     for c, f in files.items():
         own = tmp_path / c / "me"
         own.mkdir(parents=True)
         for name, text in f.items():
             (own / name).write_text(text)
-        (own / "cpuset.cpus").write_text("0-3\n") if c == "cpuset" else None
-        (own / "cpuset.mems").write_text("0\n") if c == "cpuset" else None
-        mounts[c] = tmp_path / c
-    layout = Layout(1, mounts, {c: "/me" for c in files})
-    fake = FakeKernel({})
-    fake_by_dir = files
+    (tmp_path / "cpuset/me/cpuset.cpus").write_text("0-3\n")
+    (tmp_path / "cpuset/me/cpuset.mems").write_text("0\n")
 
     class PerController(FakeKernel):
         def mkdir(self, path: Path) -> None:
             path.mkdir()
-            controller = path.relative_to(tmp_path).parts[0]
-            for name, text in fake_by_dir[controller].items():
+            for name, text in files[path.relative_to(tmp_path).parts[0]].items():
                 (path / name).write_text(text)
 
+    layout = Layout(1, {c: tmp_path / c for c in files}, {c: "/me" for c in files})
     fake = PerController({})
     return HostBackend(layout, "t1", fs=fake), fake
 
