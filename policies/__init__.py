@@ -12,25 +12,29 @@ cfsQuota) are here; Koordinator's CPU burst, evict and bind policies are still t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from policies.cgroup import Backend, CgroupStats, Knob, KnobWrite, NodeStats, SimBackend
 from policies.policy import Decision, Observation, Param, Policy, PolicyError, PolicyRunner
 from policies.koordinator import Koordinator
 from policies.rubik import Rubik
+from policies.pods import Pod
 from policies.static import NoIsolation, Static
 
 POLICIES: dict[str, type[Policy]] = {p.name: p for p in (NoIsolation, Static, Rubik, Koordinator)}
 
 
-def build_policy(table: Mapping[str, Any], where: str = "policy") -> Policy:
-    """A policy from its configuration table: `name` picks it, the rest configures it."""
+def build_policy(table: Mapping[str, Any], where: str = "policy", pods: Iterable[Pod] = ()) -> Policy:
+    """A policy from its configuration table: `name` picks it, the rest configures it; the
+    node's pods (if the scenario has any) fill in what the table leaves out."""
     config = dict(table)
     name = config.pop("name", None)
     if name not in POLICIES:
         raise PolicyError(f"{where}.name: unknown policy {name!r} (known: {', '.join(POLICIES)})")
-    return POLICIES[name](config, where)
+    policy = POLICIES[name](config, where)
+    policy.use_pods(tuple(pods))
+    return policy
 
 
 __all__ = [

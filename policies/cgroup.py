@@ -25,6 +25,9 @@ class Knob(enum.Enum):
     CPU_CFS_BURST_US = ("cpu.cfs_burst_us", "cpu.max.burst")
     CPUSET_CPUS = ("cpuset.cpus", "cpuset.cpus")
     CPUSET_MEMS = ("cpuset.mems", "cpuset.mems")
+    # write-only, 1 kills every task of the subtree (v2, Linux >= 5.14; replay emulates it on
+    # v1 by signalling cgroup.procs): an agent's eviction
+    CGROUP_KILL = ("cgroup.kill", "cgroup.kill")
 
     def __init__(self, v1: str, v2: str | None) -> None:
         self.v1 = v1

@@ -113,3 +113,17 @@ def cfs_quota(milli: int, current: int, capacity_cpus: int) -> int:
     if new - current > max_inc and current != -1:
         new = current + int(max_inc)
     return new
+
+
+def be_cpuset(cpus: Sequence[Cpu], size: int, lsr: set[int] = frozenset(), lse: set[int] = frozenset(), reserved: set[int] = frozenset()) -> list[int]:
+    """`adjustByCPUSet` steps 1 and 3: candidates are all CPUs but the reserved ones; those
+    bound to LSR pods form the LSR pool, the rest (minus LSE pods' CPUs) the LS pool; BE gets
+    floor(size × |LSR| / (|LSR| + |LS|)) CPUs from the LSR pool and the rest from the LS
+    pool, each picked by `pick_cpus` (a pool too small gives nothing)."""
+    pool_lsr = [c for c in cpus if c.cpu not in reserved and c.cpu in lsr]
+    pool_ls = [c for c in cpus if c.cpu not in reserved and c.cpu not in lsr and c.cpu not in lse]
+    total = len(pool_lsr) + len(pool_ls)
+    if total == 0:
+        return []  # koordlet divides by zero here; nothing to give BE
+    lsr_n = size * len(pool_lsr) // total
+    return pick_cpus(pool_lsr, lsr_n) + pick_cpus(pool_ls, size - lsr_n)

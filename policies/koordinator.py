@@ -1,10 +1,18 @@
-"""Koordinator's koordlet as a `Policy` — for now its CPU suppress
-(policies/cpu_suppress.py; ../shared/reference/koordinator.md §1) with koordlet's defaults.
+"""Koordinator's koordlet (and the slo-controller's batch resources) as a `Policy`
+(../shared/reference/koordinator.md) with koordlet's defaults:
 
-Configuration: `besteffort` (the BE QoS directory, whose children are the BE pods), `ls` (the
-cgroups of non-BE pods, whose usage is subtracted), `cpu_suppress_policy` ("cpuset" or
-"cfsQuota"), `reserved_cpus` (the node's reservation, in cores), and the tunables below.
-CPU burst, CPU evict and the bind policies are still to come.
+* CPU suppress (policies/cpu_suppress.py, §1): cpuset or cfsQuota policy on the besteffort
+  QoS directory, with the LSR/LSE pools of bound pods;
+* CPU burst (policies/cpu_burst.py, §2): static cfs_burst_us and the CFS-quota burst state
+  machine for LS pods with a CPU limit;
+* BE CPU eviction (policies/cpu_evict.py, §4.2): `cgroup.kill` of BE pods when their CPU
+  satisfaction falls below cpuEvictBESatisfactionLowerPercent (off unless configured);
+* batch resources (policies/batch_resource.py, §5): the batch-cpu/batch-memory the node would
+  advertise, recorded as decisions (nothing is written: it is the scheduler's input).
+
+With pods in the scenario everything is taken from them (BE = BE pods under
+kubepods/besteffort, LS = the others, LSR/LSE pools from their bound CPUs); without pods,
+the cgroups are named in the configuration: `besteffort`, `be`, `ls`, `cpu_burst`.
 """
 
 from __future__ import annotations
@@ -12,9 +20,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from policies import batch_resource as br
 from policies import cpu_burst as cb
+from policies import cpu_evict as ce
 from policies import cpu_suppress as cs
 from policies.cgroup import CgroupStats, Knob, KnobWrite, NodeStats, format_cpus, parse_cpus
+from policies.pods import BESTEFFORT, Pod, QoSClass
 from policies.policy import Decision, Observation, Param, Policy, PolicyError, cgroup_names
 
 
@@ -30,12 +41,19 @@ class Koordinator(Policy):
         Param("cfs_quota_burst_percent", 0, 10_000, cb.CFS_QUOTA_BURST_PERCENT, doc="cfsQuotaBurstPercent"),
         Param("share_pool_threshold_percent", 0, 100, cb.SHARE_POOL_THRESHOLD_PERCENT, doc="sharePoolThresholdPercent"),
         Param("cfs_quota_burst_period_seconds", -1, 3600, -1, integer=True, doc="-1: unlimited"),
+        # BECPUEvict: the two satisfaction percents have no default (0 here: off)
+        Param("cpu_evict_be_satisfaction_lower_percent", 0, 60, 0, doc="cpuEvictBESatisfactionLowerPercent, (0, 60]; 0 = off"),
+        Param("cpu_evict_be_satisfaction_upper_percent", 0, 100, 0, doc="cpuEvictBESatisfactionUpperPercent, (0, 100)"),
+        Param("cpu_evict_be_usage_threshold_percent", 0, 100, ce.USAGE_THRESHOLD_PERCENT, doc="cpuEvictBEUsageThresholdPercent"),
+        Param("cpu_evict_time_window_seconds", 1, 3600, 1, integer=True, doc="cpuEvictTimeWindowSeconds (at least 1 s)"),
+        Param("cpu_reclaim_threshold_percent", 0, 100, br.CPU_RECLAIM_THRESHOLD_PERCENT, doc="colocation cpuReclaimThresholdPercent"),
+        Param("memory_reclaim_threshold_percent", 0, 100, br.MEMORY_RECLAIM_THRESHOLD_PERCENT, doc="memoryReclaimThresholdPercent"),
     )
 
     def __init__(self, config: Mapping[str, Any] | None = None, where: str = "policy") -> None:
         config = dict(config or {})
         self.besteffort: str = config.pop("besteffort", "")
-        if not isinstance(self.besteffort, str) or not self.besteffort:
+        if not isinstance(self.besteffort, str):
             raise PolicyError(f"{where}.besteffort: must name the best-effort QoS cgroup")
         self.be = cgroup_names(config.pop("be", []), f"{where}.be")
         self.ls = cgroup_names(config.pop("ls", []), f"{where}.ls")
@@ -49,11 +67,46 @@ class Koordinator(Policy):
         self.reserved = config.pop("reserved_cpus", 0)
         if isinstance(self.reserved, bool) or not isinstance(self.reserved, int | float) or self.reserved < 0:
             raise PolicyError(f"{where}.reserved_cpus: must be a number of cores >= 0")
+        memory = config.pop("node_memory", None)
+        if memory is not None and (isinstance(memory, bool) or not isinstance(memory, int) or memory <= 0):
+            raise PolicyError(f"{where}.node_memory: must be the node's memory in bytes")
+        self.node_memory: int | None = memory
         super().__init__(config, where)
+        lower = self.values["cpu_evict_be_satisfaction_lower_percent"]
+        upper = self.values["cpu_evict_be_satisfaction_upper_percent"]
+        if (lower > 0) != (upper > 0) or (lower > 0 and not (upper >= lower and upper < 100)):
+            raise PolicyError(
+                f"{where}.cpu_evict_be_satisfaction_upper_percent: BE CPU eviction needs both percents, "
+                f"lower in (0, 60] and upper in [lower, 100) (got lower {lower:g}, upper {upper:g})"
+            )
+        self.evict_on = lower > 0
+        self.lsr_cpus: set[int] = set()
+        self.lse_cpus: set[int] = set()
+        self.by_cgroup: dict[str, Pod] = {}
         self.prev: tuple[NodeStats, dict[str, CgroupStats]] | None = None
         self.base: dict[str, int] = {}  # each burst container's limit as quota (µs)
         self.limiters: dict[str, cb.Limiter] = {}
         self.pool_usage: list[float] = []  # share-pool usage of the last rounds (5 s window)
+        self.evict_window: list[ce.BEState] = []
+        self.last_evict = 0.0
+        self.evicted: set[str] = set()
+        self.usage_window: list[dict[str, float]] = []  # per-second usages for the NodeMetric
+        self.batch: tuple[int, int | None] | None = None  # last advertised (cpu milli, memory)
+        self.batch_at = 0.0
+
+    def use_pods(self, pods: tuple[Pod, ...]) -> None:
+        super().use_pods(pods)
+        if pods:
+            self.besteffort = self.besteffort or BESTEFFORT
+            self.be = self.be or [p.cgroup for p in pods if p.is_be]
+            self.ls = self.ls or [p.cgroup for p in pods if not p.is_be]
+            self.lsr_cpus = {c for p in pods if p.qos is QoSClass.LSR for c in p.cpuset}
+            self.lse_cpus = {c for p in pods if p.qos is QoSClass.LSE for c in p.cpuset}
+            if not self.burst_cgroups and self.burst_policy != "none":
+                self.burst_cgroups = [p.cgroup for p in pods if p.cpu_burstable and p.cpu_limit]
+            self.by_cgroup = {p.cgroup: p for p in pods}
+        if not self.besteffort:
+            raise PolicyError(f"{self.where}.besteffort: must name the best-effort QoS cgroup (or the scenario must have pods)")
 
     @property
     def interval(self) -> float:
@@ -73,6 +126,8 @@ class Koordinator(Policy):
 
     def attach(self, obs: Observation) -> list[Decision]:
         self.prev = (obs.node, dict(obs.cgroups))
+        # The CPU evictor starts with lastEvictTime = now: no eviction in the first cool-down.
+        self.last_evict = obs.now
         out = []
         for cg in self.burst_cgroups:
             quota = int(obs.knob(cg, Knob.CPU_CFS_QUOTA_US))
@@ -96,27 +151,33 @@ class Koordinator(Policy):
         def cores(cg: str) -> float:
             return (obs.cgroups[cg].usage_ns - cg0[cg].usage_ns) / dt
 
-        ls_used = sum(cores(cg) for cg in self.ls)
-        pods_used = ls_used + cores(self.besteffort)
+        live_ls = [cg for cg in self.ls if cg not in self.evicted]
+        ls_used = sum(cores(cg) for cg in live_ls)
+        be_used = cores(self.besteffort)
+        pods_used = ls_used + be_used
         node_used = (obs.node.busy_ns - node0.busy_ns) / dt
         ncpus = obs.node.ncpus
         threshold = self.values["cpu_suppress_threshold_percent"]
         milli = cs.suppress_milli(ncpus, threshold, ls_used, node_used, pods_used, self.reserved)
-        why = (
-            f"LS used {ls_used:.2f}, system {max(node_used - pods_used, self.reserved):.2f} "
-            f"of {ncpus} × {threshold:g}%"
-        )
+        system = max(node_used - pods_used, self.reserved)
+        why = f"LS used {ls_used:.2f}, system {system:.2f} of {ncpus} × {threshold:g}%"
         inputs = {"ls_used": ls_used, "node_used": node_used, "suppress_milli": milli}
         if self.mode == "cpuset":
             out = self._by_cpuset(obs, milli, why, inputs)
         else:
             out = self._by_cfs_quota(obs, milli, why, inputs)
-        # CPU burst: the share pool is the whole node here (no LSE/LSR reservations yet),
-        # and its usage leaves out the best-effort pods (system usage stays in, by design).
-        self.pool_usage = (self.pool_usage + [node_used - cores(self.besteffort)])[-5:]
-        pool = cb.pool_state(ncpus, sum(self.pool_usage) / len(self.pool_usage), self.values["share_pool_threshold_percent"])
+        # CPU burst: the share pool is the CPUs not reserved by LSE/LSR pods; its usage leaves
+        # out LSE/LSR/BE pods (system usage stays in, by design).
+        reserved_pods = [p for p in self.pods if p.qos in (QoSClass.LSE, QoSClass.LSR)]
+        pool_cpus = ncpus - sum(p.cpu_request for p in reserved_pods) / 1000
+        pool_used = node_used - be_used - sum(cores(p.cgroup) for p in reserved_pods if p.cgroup in obs.cgroups)
+        self.pool_usage = (self.pool_usage + [pool_used])[-5:]
+        pool = cb.pool_state(pool_cpus, sum(self.pool_usage) / len(self.pool_usage), self.values["share_pool_threshold_percent"])
         for cg in self.base:
             out += self._burst(obs, cg, cores(cg), cg0[cg], pool, dt)
+        if self.evict_on:
+            out += self._evict(obs, cores, be_used)
+        out += self._batch_resource(obs, cores, node_used, pods_used)
         return out
 
     def _burst(self, obs: Observation, cg: str, used: float, before: CgroupStats, pool: cb.PoolState, dt: float) -> list[Decision]:
@@ -147,13 +208,94 @@ class Koordinator(Policy):
             ))
         return out
 
+    def _evict(self, obs: Observation, cores, be_used: float) -> list[Decision]:
+        """BECPUEvict (§4.2): satisfaction of the BE requests by their real limit, averaged
+        over the time window; kill the chosen BE pods (cgroup.kill), then cool down 20 s."""
+        cpuset = parse_cpus(str(obs.knob(self.besteffort, Knob.CPUSET_CPUS)))
+        quota = int(obs.knob(self.besteffort, Knob.CPU_CFS_QUOTA_US))
+        live = [self.by_cgroup[cg] for cg in self.be if cg in self.by_cgroup and cg not in self.evicted]
+        latest = ce.BEState(be_used * 1000, sum(p.cpu_request for p in live), ce.real_limit(len(cpuset), quota))
+        window = self.values["cpu_evict_time_window_seconds"]
+        self.evict_window = (self.evict_window + [latest])[-max(1, round(window / self.interval)):]
+        if obs.now - self.last_evict < ce.COOL_DOWN_S or len(self.evict_window) * self.interval < window / 3:
+            return []
+        n = len(self.evict_window)
+        avg = ce.BEState(
+            sum(s.usage for s in self.evict_window) / n,
+            int(sum(s.request for s in self.evict_window) / n),
+            int(sum(s.limit for s in self.evict_window) / n),
+        )
+        lower = self.values["cpu_evict_be_satisfaction_lower_percent"]
+        upper = self.values["cpu_evict_be_satisfaction_upper_percent"]
+        release = ce.to_release(avg, latest, lower, upper, self.values["cpu_evict_be_usage_threshold_percent"])
+        if release <= 0:
+            return []
+        chosen = ce.victims([ce.Candidate(p.cgroup, p.priority_value, cores(p.cgroup) * 1000, p.cpu_request) for p in live], release)
+        if not chosen:
+            return []
+        self.last_evict = obs.now
+        self.evicted.update(c.name for c in chosen)
+        names = ", ".join(self.by_cgroup[c.name].name for c in chosen)
+        satisfaction = avg.limit / avg.request if avg.request else 0.0
+        return [Decision(
+            obs.now, self.name,
+            f"BE CPU evict: {names} (BE limit {avg.limit / 1000:g} of {avg.request / 1000:g} CPUs requested = "
+            f"{satisfaction:.0%} ≤ {lower:g}%, used {avg.usage / 1000:.2f}; give back {release}m to reach {upper:g}%)",
+            tuple(KnobWrite(c.name, Knob.CGROUP_KILL, 1) for c in chosen),
+            {"be_limit_milli": avg.limit, "be_request_milli": avg.request, "be_used_milli": avg.usage, "release_milli": release},
+        )]
+
+    def _batch_resource(self, obs: Observation, cores, node_used: float, pods_used: float) -> list[Decision]:
+        """The slo-controller's batch-cpu/batch-memory (§5) from the NodeMetric koordlet
+        reports every 60 s (usages averaged over 300 s), recorded when it would patch the
+        node (a change above 10%, or 300 s since the last patch)."""
+        if not self.pods:
+            return []
+        sample = {p.cgroup: cores(p.cgroup) for p in self.pods if p.cgroup in obs.cgroups and p.cgroup not in self.evicted}
+        sample["system"] = max(node_used - pods_used, 0.0)
+        keep = max(1, round(br.AGGREGATE_SECONDS / self.interval))
+        self.usage_window = (self.usage_window + [sample])[-keep:]
+        if int(obs.now // br.REPORT_INTERVAL_S) == int((obs.now - self.interval) // br.REPORT_INTERVAL_S):
+            return []  # not a report time
+        n = len(self.usage_window)
+        avg = {k: sum(s.get(k, 0.0) for s in self.usage_window) / n for k in self.usage_window[-1]}
+        live = [p for p in self.pods if p.cgroup not in self.evicted]
+        cpu_usage = {cg: v * 1000 for cg, v in avg.items() if cg != "system"}
+        hp = br.hp_sums(live, cpu_usage, "cpu")
+        capacity = obs.node.ncpus * 1000
+        reserved = int(self.reserved * 1000)
+        system = int(avg["system"] * 1000)
+        cpu = br.batch_allocatable(capacity, self.values["cpu_reclaim_threshold_percent"], system, reserved, hp)
+        memory = None
+        if self.node_memory:
+            # no memory model yet: every pod counts as one without a memory metric (its request)
+            mem_hp = br.hp_sums(live, {}, "memory")
+            memory = br.batch_allocatable(self.node_memory, self.values["memory_reclaim_threshold_percent"], 0, 0, mem_hp)
+        old = self.batch
+        if old is not None and not br.needs_sync(old[0], cpu, obs.now - self.batch_at) and (
+            memory is None or not br.needs_sync(old[1], memory, obs.now - self.batch_at)
+        ):
+            return []
+        self.batch = (cpu, memory)
+        self.batch_at = obs.now
+        margin = int(capacity * (100 - self.values["cpu_reclaim_threshold_percent"]) / 100)
+        mem_text = f", batch-memory {memory / 2**30:.1f} GiB" if memory is not None else ""
+        return [Decision(
+            obs.now, self.name,
+            f"batch resources: batch-cpu {cpu / 1000:.2f} CPUs{mem_text} (capacity {capacity / 1000:g} − margin "
+            f"{margin / 1000:g} − system {max(system, reserved) / 1000:.2f} − HP used {hp.used / 1000:.2f}, "
+            f"{br.AGGREGATE_SECONDS} s averages over {n} samples)",
+            (),
+            {"batch_cpu_milli": cpu, "batch_memory_bytes": memory or 0, "hp_used_milli": hp.used,
+             "hp_request_milli": hp.request, "system_used_milli": system, "margin_milli": margin},
+        )]
+
     def _by_cpuset(self, obs: Observation, milli: int, why: str, inputs: dict) -> list[Decision]:
         old = parse_cpus(str(obs.knob(self.besteffort, Knob.CPUSET_CPUS)))
         nprocs = len(obs.cpus)
         size = cs.cpuset_size(milli, len(old), nprocs)
         reserved = set(range(int(round(self.reserved))))  # reserved CPUs: the lowest ids
-        pool = [c for c in obs.cpus if c.cpu not in reserved]
-        new = cs.pick_cpus(pool, size)
+        new = cs.be_cpuset(obs.cpus, size, self.lsr_cpus, self.lse_cpus, reserved)
         writes: list[KnobWrite] = []
         if obs.knob(self.besteffort, Knob.CPU_CFS_QUOTA_US) != -1:
             # applying one policy recovers the other
@@ -173,7 +315,8 @@ class Koordinator(Policy):
         current = int(obs.knob(self.besteffort, Knob.CPU_CFS_QUOTA_US))
         new = cs.cfs_quota(milli, current, obs.node.ncpus)
         writes: list[KnobWrite] = []
-        all_cpus = format_cpus({c.cpu for c in obs.cpus} - set(range(int(round(self.reserved)))))
+        # all CPUs but the reserved ones and LSE pods' (§1.2)
+        all_cpus = format_cpus({c.cpu for c in obs.cpus} - set(range(int(round(self.reserved)))) - self.lse_cpus)
         if str(obs.knob(self.besteffort, Knob.CPUSET_CPUS)) != all_cpus:
             # applying one policy recovers the other: BE cpusets back to all CPUs, parent first
             writes += [KnobWrite(cg, Knob.CPUSET_CPUS, all_cpus) for cg in [self.besteffort, *self.be]]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from policies.cgroup import Backend, CgroupStats, Cpu, Knob, KnobWrite, NodeStats
+from policies.pods import Pod
 
 
 class PolicyError(ValueError):
@@ -105,9 +106,16 @@ class Policy(abc.ABC):
                 raise PolicyError(f"{where}.{key}: unknown parameter of {self.name} (known: {', '.join(known) or 'none'})")
             self.values[key] = known[key].check(value, where)
 
+        self.pods: tuple[Pod, ...] = ()
+
     @classmethod
     def search_space(cls) -> tuple[Param, ...]:
         return cls.params
+
+    def use_pods(self, pods: tuple[Pod, ...]) -> None:
+        """The node's pods, before `attach`: a policy takes from them what its configuration
+        leaves out (which cgroups are best-effort, online, bound to CPUs)."""
+        self.pods = pods
 
     @property
     @abc.abstractmethod

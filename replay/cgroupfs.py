@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -172,6 +173,7 @@ def check_value(w: KnobWrite) -> None:
         Knob.CPU_CFS_QUOTA_US: v == -1 or v >= 1_000,
         Knob.CPU_CFS_PERIOD_US: 1_000 <= v <= 1_000_000,
         Knob.CPU_CFS_BURST_US: v >= 0,
+        Knob.CGROUP_KILL: v == 1,
     }[k]
     if not ok:
         raise ValueError(f"{w.cgroup}/{k.v1}: value {v} out of the kernel's range")
@@ -347,6 +349,8 @@ class HostBackend:
         """Whether the kernel offers this knob (its file exists in the cgroup). In a dry run
         the run folder does not exist: look beside it, in our own cgroup, whose missing
         bandwidth files (the root cgroup has none) are no evidence."""
+        if knob is Knob.CGROUP_KILL:
+            return True  # emulated where the kernel lacks it (see `kill`)
         name = knob.v1 if self.layout.version == 1 else knob.v2
         if name is None:
             return False
@@ -357,6 +361,8 @@ class HostBackend:
         return self.fs.exists(path)
 
     def read(self, cgroup: str, knob: Knob) -> int | str:
+        if knob is Knob.CGROUP_KILL:
+            return 0  # write-only in the kernel
         if self.layout.version == 1:
             text = self._read_file(self.path(cgroup, knob.v1)).strip()
             return text if knob in (Knob.CPUSET_CPUS, Knob.CPUSET_MEMS) else int(text)
@@ -378,10 +384,31 @@ class HostBackend:
         for w in writes:
             check_value(w)
         for w in _nesting_order(writes, self) if len(writes) > 1 else writes:
+            if w.knob is Knob.CGROUP_KILL:
+                self.kill(w.cgroup)
+                continue
             if self.read(w.cgroup, w.knob) == w.value:
                 continue
             path, text = self._file_for(w)
             self._write_file(path, text)
+
+    def kill(self, cgroup: str) -> None:
+        """cgroup.kill: the kernel's file where it has one (v2, Linux >= 5.14); otherwise
+        SIGKILL to every process of the subtree, as cgroup.procs lists them."""
+        kill_file = self.dir("", cgroup) / "cgroup.kill" if self.layout.version == 2 else None
+        if kill_file is not None and (self.dry_run or self.fs.exists(kill_file)):
+            self._write_file(kill_file, "1")
+            return
+        subtree = [c for c in self._created if c == cgroup or c.startswith(cgroup + "/")] or [cgroup]
+        pids = sorted({p for c in subtree for p in self.procs(c)})
+        self.log.append(WriteRecord(self.now(), str(self.path(cgroup, "cgroup.procs")), f"SIGKILL {pids}", ""))
+        if self.dry_run:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     def _file_for(self, w: KnobWrite) -> tuple[Path, str]:
         if self.layout.version == 1:

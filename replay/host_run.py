@@ -148,9 +148,9 @@ def run_on_host(
 
     runner = None
     if sc.policy is not None:
-        from policies import PolicyRunner, build_policy
+        from policies import PolicyRunner
 
-        runner = PolicyRunner(build_policy(sc.policy), knobs)
+        runner = PolicyRunner(sc.build_policy(), knobs)
 
     def snapshot() -> dict[str, Any]:
         # One read of each cgroup's files per sample (cpuacct/cpu.stat, per-CPU usage).

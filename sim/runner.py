@@ -76,12 +76,12 @@ def run_variant(
         env.process(warm_up(env, at=meta.warmup / NS_PER_S))
     runner = None
     if variant.scenario.policy is not None:
-        from policies import PolicyRunner, SimBackend, build_policy
+        from policies import PolicyRunner, SimBackend
         from policies.cgroup import Substituting
 
         backend = SimBackend(env)
         # Replay's prediction simulates what the host got: knobs it lacks go to stand-ins.
-        runner = PolicyRunner(build_policy(variant.scenario.policy), Substituting(backend, substitute) if substitute else backend)
+        runner = PolicyRunner(variant.scenario.build_policy(), Substituting(backend, substitute) if substitute else backend)
         env.process(runner.process(env))
     if attach is not None:
         attach(env, variant)

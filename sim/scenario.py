@@ -33,6 +33,19 @@ from pydantic import (
     model_validator,
 )
 
+from policies.cgroup import Cpu
+from policies.cpu_bind import BindError, take_cpus
+from policies.pods import (
+    KubeQoS,
+    Pod,
+    PriorityClass,
+    QoSClass,
+    cpu_milli,
+    kube_qos,
+    kubelet_cgroup,
+    kubelet_knobs,
+    memory_bytes,
+)
 from sim.duration import format_duration, parse_duration
 from sim.errors import ScenarioError
 from sim.overrides import apply_override, format_path, normalize, parse_path
@@ -187,13 +200,17 @@ class HostProgram(_Table):
 
 
 class _Workload(_Table):
-    cgroup: str
+    # where its tasks run: a cgroup, or a pod (whose cgroup the kubelet layout gives it)
+    cgroup: str = ""
+    pod: str | None = None
     enabled: bool = True  # a disabled workload is left out of the core spec
     start: Duration = 0
     host: Annotated[HostProgram, BeforeValidator(_host_shorthand)] = Field(default_factory=HostProgram)
 
     @model_validator(mode="after")
     def _check_host(self) -> _Workload:
+        if bool(self.cgroup) == (self.pod is not None):
+            raise _FieldErrors([(("cgroup",), "give exactly one of cgroup or pod")])
         allowed = HOST_PROGRAMS[self.kind]  # type: ignore[attr-defined]
         if self.host.program not in allowed:
             raise _FieldErrors(
@@ -304,10 +321,26 @@ class Topology(_Table):
     # speed of a task whose memory is on another NUMA node
     numa_remote_speed: float = Field(0.75, gt=0, le=1, allow_inf_nan=False)
     siblings: list[list[Annotated[int, Field(ge=0)]]] | None = None
+    # the node's memory capacity ("192Gi"); only Koordinator's batch-memory uses it so far
+    memory: Annotated[int, BeforeValidator(memory_bytes)] | None = None
 
     @property
     def ncpus(self) -> int:
         return self.sockets * self.cores_per_socket * self.threads_per_core
+
+    def cpus(self) -> list[Cpu]:
+        """Each logical CPU's core, socket and NUMA node, numbered as the core numbers them
+        (core_rs/model/src/topology.rs: Linux's x86 order, all first threads then all second
+        threads, unless `siblings` says otherwise)."""
+        ncores = self.sockets * self.cores_per_socket
+        siblings = self.siblings or [[c + k * ncores for k in range(self.threads_per_core)] for c in range(ncores)]
+        per_node = self.cores_per_socket // self.numa_nodes_per_socket
+        out = [
+            Cpu(cpu, core, core // self.cores_per_socket, core // per_node)
+            for core, group in enumerate(siblings)
+            for cpu in group
+        ]
+        return sorted(out, key=lambda c: c.cpu)
 
     @model_validator(mode="after")
     def _check(self) -> Topology:
@@ -429,6 +462,74 @@ class Cgroup(_Table):
         }
 
 
+# --- pods and the kubelet layout -------------------------------------------------------
+
+CpuQuantity = Annotated[int, BeforeValidator(cpu_milli)]
+MemoryQuantity = Annotated[int, BeforeValidator(memory_bytes)]
+
+
+class PodTable(_Table):
+    """[pods.name]: a pod as Koordinator and the kubelet see it. CPU as Kubernetes writes it
+    (2, 0.5, "500m"), memory as "16000Mi"; for a BE pod these are its batch-cpu/batch-memory.
+    Without `cgroup` the pod gets the kubelet's cgroup (kubepods/[burstable|besteffort/]pod-name)."""
+
+    qos: Literal["SYSTEM", "LSE", "LSR", "LS", "BE"] | None = None  # koordinator.sh/qosClass
+    priority_class: Literal["koord-prod", "koord-mid", "koord-batch", "koord-free"] | None = None
+    priority: int | None = Field(None, ge=0)  # spec.priority
+    cpu_request: CpuQuantity = 0
+    cpu_limit: CpuQuantity | None = None
+    memory_request: MemoryQuantity = 0
+    memory_limit: MemoryQuantity | None = None
+    cgroup: str | None = None
+    # koord-scheduler binds LSR/LSE koord-prod pods to CPUs (scheduling.koordinator.sh/resource-spec)
+    cpu_bind_policy: Literal["Default", "FullPCPUs", "SpreadByPCPUs"] | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> PodTable:
+        errors: list[FieldError] = []
+        if self.cpu_limit is not None and self.cpu_limit < self.cpu_request:
+            errors.append((("cpu_limit",), f"must be >= cpu_request ({self.cpu_request}m) (got {self.cpu_limit}m)"))
+        if self.memory_limit is not None and self.memory_limit < self.memory_request:
+            errors.append((("memory_limit",), "must be >= memory_request"))
+        if errors:
+            raise _FieldErrors(errors)
+        return self
+
+    def pod(self, name: str, cpuset: tuple[int, ...] = ()) -> Pod:
+        raw = kube_qos(self.cpu_request, self.cpu_limit, self.memory_request, self.memory_limit)
+        # GetPodQoSClassWithDefault: Guaranteed → LSR, Burstable → LS, BestEffort → BE
+        default = {KubeQoS.GUARANTEED: QoSClass.LSR, KubeQoS.BURSTABLE: QoSClass.LS, KubeQoS.BESTEFFORT: QoSClass.BE}[raw]
+        qos = QoSClass(self.qos) if self.qos else default
+        if self.priority_class:
+            klass = PriorityClass.named(self.priority_class)
+        elif self.priority is not None:
+            klass = next((p for p in PriorityClass if p.low <= self.priority <= p.high), PriorityClass.for_qos(qos))
+        else:
+            klass = PriorityClass.for_qos(qos)
+        value = self.priority if self.priority is not None else klass.default
+        kq = KubeQoS.BESTEFFORT if qos is QoSClass.BE else raw
+        return Pod(
+            name=name, qos=qos, priority=klass, priority_value=value,
+            cpu_request=self.cpu_request, cpu_limit=self.cpu_limit,
+            memory_request=self.memory_request, memory_limit=self.memory_limit,
+            cgroup=self.cgroup or kubelet_cgroup(name, kq), cpuset=cpuset, bind_policy=self.cpu_bind_policy,
+        )
+
+
+class Kubelet(_Table):
+    """[kubelet]: the node's reservation (kube-reserved + system-reserved CPU): allocatable =
+    capacity − reserved_cpu; kubepods' cpu.shares follow the allocatable CPU."""
+
+    reserved_cpu: CpuQuantity = 0
+
+
+class Scheduler(_Table):
+    """[scheduler]: koord-scheduler's NUMA resource plugin (koordinator.md §6.1)."""
+
+    numa_allocate_strategy: Literal["MostAllocated", "LeastAllocated", "DistributeEvenly"] = "LeastAllocated"
+    default_cpu_bind_policy: Literal["FullPCPUs", "SpreadByPCPUs"] = "FullPCPUs"
+
+
 # --- the scenario ----------------------------------------------------------------------
 
 
@@ -496,16 +597,21 @@ class Scenario(_Table):
     node: Topology = Field(default_factory=Topology)
     kernel: Kernel = Field(default_factory=Kernel)
     cgroups: dict[str, Cgroup] = {}
+    pods: dict[str, PodTable] = {}
+    kubelet: Kubelet = Field(default_factory=Kubelet)
+    scheduler: Scheduler = Field(default_factory=Scheduler)
     workloads: dict[str, Workload] = {}
     # the node agent ([policy] name = "none" | "static" | "rubik" and its configuration)
     policy: dict[str, Any] | None = None
     runs: list[Run] = []
 
     _variants: list[Variant] = PrivateAttr(default_factory=list)
+    _pods: tuple[Pod, ...] = PrivateAttr(default=())
 
     @model_validator(mode="after")
     def _check(self) -> Scenario:
         errors: list[FieldError] = []
+        errors += self._place_pods()
         for path in self.cgroups:
             parent, _, leaf = path.rpartition("/")
             if not leaf or path.startswith("/") or "//" in path:
@@ -515,7 +621,14 @@ class Scenario(_Table):
             elif parent and parent not in self.cgroups:
                 errors.append((("cgroups", path), f"parent cgroup {_show(parent)} is not declared"))
         declared = ", ".join(self.cgroups) or "none"
+        pod_cgroups = {p.name: p.cgroup for p in self._pods}
         for name, workload in self.workloads.items():
+            if workload.pod is not None:
+                if workload.pod not in pod_cgroups:
+                    known = ", ".join(pod_cgroups) or "none"
+                    errors.append((("workloads", name, "pod"), f"no pod named {_show(workload.pod)} (declared: {known})"))
+                    continue
+                workload.cgroup = pod_cgroups[workload.pod]
             if workload.cgroup not in self.cgroups:
                 errors.append(
                     (
@@ -524,10 +637,10 @@ class Scenario(_Table):
                     )
                 )
         if self.policy is not None:
-            from policies import PolicyError, build_policy
+            from policies import PolicyError
 
             try:
-                policy = build_policy(self.policy)
+                policy = self.build_policy()
             except PolicyError as err:
                 where, _, why = str(err).partition(": ")
                 errors.append((tuple(where.split(".")), why))
@@ -546,6 +659,72 @@ class Scenario(_Table):
         if errors:
             raise _FieldErrors(errors)
         return self
+
+    def _place_pods(self) -> list[FieldError]:
+        """Bind LSR/LSE pods to CPUs (koord-scheduler), then give every pod the kubelet's
+        cgroups; a cgroup the scenario also declares keeps the fields it sets."""
+        errors: list[FieldError] = []
+        topology = self.node.cpus()
+        taken: set[int] = set()
+        pods: list[Pod] = []
+        for name, table in self.pods.items():
+            where = ("pods", name)
+            if not name or "/" in name or name in (".", ".."):
+                errors.append((where, "a pod name must not be empty or contain '/'"))
+                continue
+            pod = table.pod(name)
+            if table.cpu_bind_policy is not None:
+                need, rest = divmod(pod.cpu_request, 1000)
+                why = None
+                if pod.qos not in (QoSClass.LSR, QoSClass.LSE) or pod.priority is not PriorityClass.PROD:
+                    why = f"only LSR and LSE pods of koord-prod are bound to CPUs (this one is {pod.qos.value}, {pod.priority.label})"
+                elif need == 0 or rest:
+                    why = f"a bound pod requests a whole number of CPUs (got cpu_request {pod.cpu_request}m)"
+                if why is None:
+                    policy = table.cpu_bind_policy
+                    if policy == "Default":
+                        policy = self.scheduler.default_cpu_bind_policy
+                    try:
+                        cpus = take_cpus(topology, taken, need, policy, self.scheduler.numa_allocate_strategy)
+                    except BindError as err:
+                        why = f"cannot bind: {err}"
+                    else:
+                        taken.update(cpus)
+                        pod = table.pod(name, tuple(cpus))
+                if why is not None:
+                    errors.append((where + ("cpu_bind_policy",), why))
+            if table.cgroup is not None and table.cgroup not in self.cgroups:
+                errors.append((where + ("cgroup",), f"no cgroup named {_show(table.cgroup)} (a pod needs a declared cgroup, or none for the kubelet's)"))
+            pods.append(pod)
+        self._pods = tuple(pods)
+        if not pods:
+            return errors
+        layout = kubelet_knobs(pods, self.node.ncpus, self.kubelet.reserved_cpu)
+        merged: dict[str, Cgroup] = {}
+        for path, knobs in layout.items():
+            mine = self.cgroups.get(path)
+            if mine is not None:
+                own = {Cgroup.model_fields[f].alias: getattr(mine, f) for f in mine.model_fields_set}
+                knobs = {**knobs, **own}
+            merged[path] = Cgroup.model_validate(knobs)
+        self.cgroups = {**merged, **{k: v for k, v in self.cgroups.items() if k not in merged}}
+        return errors
+
+    def build_policy(self):
+        """The node agent of [policy] (None without one), given the pods and the node's
+        memory (Koordinator's batch-memory needs it)."""
+        if self.policy is None:
+            return None
+        from policies import build_policy
+
+        table = dict(self.policy)
+        if table.get("name") == "koordinator" and self.node.memory and "node_memory" not in table:
+            table["node_memory"] = self.node.memory
+        return build_policy(table, pods=self._pods)
+
+    def pod_list(self) -> tuple[Pod, ...]:
+        """The pods, as the agents see them (bound CPUs included)."""
+        return self._pods
 
     # -- convenient names for the [scenario] table
 
@@ -834,13 +1013,15 @@ def _fields_at(path: tuple[str | int, ...], document: Any) -> list[str]:
     for part in path:
         node = node.get(part) if isinstance(node, dict) else None
     tag = node.get("kind") or node.get("dist") if isinstance(node, dict) else None
-    fixed = {"scenario": Meta, "node": Topology, "kernel": Kernel}
+    fixed = {"scenario": Meta, "node": Topology, "kernel": Kernel, "kubelet": Kubelet, "scheduler": Scheduler}
     if not path:
         model = Scenario
     elif len(path) == 1:
         model = fixed.get(str(path[0]))
     elif path[0] == "cgroups" and len(path) == 2:
         model = Cgroup
+    elif path[0] == "pods" and len(path) == 2:
+        model = PodTable
     elif path[0] == "runs" and len(path) == 2:
         model = Run
     elif path[0] == "workloads":

@@ -88,6 +88,8 @@ pub struct Node {
     pub cpus: Vec<Cpu>,
     pub workloads: Vec<Workload>,
     pub workload_names: Vec<String>,
+    /// Workloads whose tasks were killed (`cgroup.kill`): their timers are ignored.
+    pub killed: Vec<bool>,
     pub services: Vec<ServiceStats>,
     pub service_names: Vec<String>,
     pub queue: EventQueue,
@@ -176,6 +178,7 @@ impl Node {
             cpus,
             workloads: vec![],
             workload_names: vec![],
+            killed: vec![],
             services: vec![],
             service_names: vec![],
             queue: EventQueue::default(),
@@ -343,6 +346,7 @@ impl Node {
         }
         self.workloads.push(workload);
         self.workload_names.push(w.name().to_string());
+        self.killed.push(false);
         self.queue.push(start, Event::Workload { wl: idx, slot: START });
     }
 
@@ -385,6 +389,9 @@ impl Node {
                 self.nohz_idle_balance();
             }
             Event::Workload { wl, slot } => {
+                if self.killed[wl] {
+                    return;
+                }
                 let mut eff = std::mem::take(&mut self.eff);
                 self.workloads[wl].on_timer(wl, slot, self.now, &mut eff, &mut self.services);
                 self.apply_effects(&mut eff);
@@ -584,6 +591,7 @@ impl Node {
         check_knob(knob, knob, value)?;
         self.settle();
         match knob {
+            "cgroup.kill" => self.kill_subtree(cg),
             "cpu.shares" => {
                 if self.cgroups[cg].idle {
                     // sched_group_set_shares returns -EINVAL for an idle group.
@@ -618,6 +626,8 @@ impl Node {
             "cpu.shares" => Ok(g.shares as i64),
             "cpu.idle" => Ok(g.idle as i64),
             "cpu.qos_level" => Ok(g.qos_level),
+            // write-only in the kernel; reading gives 0 here so that every knob reads
+            "cgroup.kill" => Ok(0),
             _ => self.read_bandwidth_knob(cg, knob).ok_or_else(|| {
                 SpecError::new(knob, format!("unknown knob {knob:?} (known: {})", crate::spec::KNOBS.join(", ")))
             }),
@@ -659,6 +669,33 @@ impl Node {
             self.enqueue_task(t, cpu, crate::cfs::Enqueue::Migrate);
         }
         for cpu in 0..self.ncpus() {
+            self.schedule(cpu);
+        }
+    }
+
+    /// `cgroup.kill` (cgroup v2, Linux >= 5.14): SIGKILL every task of the subtree. Its tasks
+    /// leave their CPUs for good and the workloads they belong to stop (no more requests,
+    /// arrivals or forks); what they completed stays in the stats. koordlet's eviction kills
+    /// a pod's containers the same way (through the CRI).
+    fn kill_subtree(&mut self, cg: CgId) {
+        let in_subtree: Vec<bool> = (0..self.cgroups.len()).map(|g| self.is_descendant(g, cg)).collect();
+        for t in 0..self.tasks.len() {
+            if !in_subtree[self.tasks[t].cg] {
+                continue;
+            }
+            self.killed[self.tasks[t].wl] = true;
+            let st = self.tasks[t].state;
+            if st == TaskState::Running {
+                self.preempt_off_cpu(self.tasks[t].cpu);
+            }
+            if matches!(st, TaskState::Runnable | TaskState::Running) {
+                self.dequeue_task(t, false);
+            }
+            self.tasks[t].state = TaskState::Sleeping;
+            self.tasks[t].remaining = 0;
+        }
+        for cpu in 0..self.ncpus() {
+            self.unthrottle_qos(cpu);
             self.schedule(cpu);
         }
     }

@@ -219,7 +219,7 @@ pub const MIN_SHARES: u64 = 2;
 pub const MAX_SHARES: u64 = 1 << 18;
 
 /// The knobs the simulated cgroups have, by their cgroup v1 file names.
-pub const KNOBS: [&str; 8] = [
+pub const KNOBS: [&str; 9] = [
     "cpu.shares",
     "cpu.idle",
     "cpu.qos_level",
@@ -228,6 +228,7 @@ pub const KNOBS: [&str; 8] = [
     "cpu.cfs_burst_us",
     "cpuset.cpus",
     "cpuset.mems",
+    "cgroup.kill",
 ];
 
 pub fn check_knob(field: &str, knob: &str, value: i64) -> Result<()> {
@@ -241,6 +242,11 @@ pub fn check_knob(field: &str, knob: &str, value: i64) -> Result<()> {
         "cpu.idle" => {
             if value != 0 && value != 1 {
                 return bad(format!("cpu.idle must be 0 or 1 (got {value})"));
+            }
+        }
+        "cgroup.kill" => {
+            if value != 1 {
+                return bad(format!("cgroup.kill only takes 1 (got {value})"));
             }
         }
         "cpu.qos_level" => {
