@@ -157,6 +157,21 @@ class SimBackend:
 
     def __init__(self, env) -> None:  # env: sim.NodeEnvironment
         self.env = env
+        # The run's warm-up zeroes the core's counters (reset_stats); the kernel's never go
+        # back, so each counter is kept monotonic here: (last raw reading, offset added).
+        self._last: dict[tuple[str, str], tuple[int, int]] = {}
+
+    def _monotonic(self, cgroup: str, raw: dict[str, int]) -> dict[str, int]:
+        out = dict(raw)
+        for key, value in raw.items():
+            if key == "nr_running":
+                continue
+            last, offset = self._last.get((cgroup, key), (0, 0))
+            if value < last:
+                offset += last
+            self._last[(cgroup, key)] = (value, offset)
+            out[key] = value + offset
+        return out
 
     def now(self) -> float:
         return self.env.now
@@ -168,7 +183,7 @@ class SimBackend:
         self.env.node.write(w.cgroup, w.knob.v1, w.value)
 
     def stats(self, cgroup: str) -> CgroupStats:
-        s = self.env.node.cgroup_stats(cgroup)
+        s = self._monotonic(cgroup, self.env.node.cgroup_stats(cgroup))
         return CgroupStats(
             usage_ns=s["usage_ns"],
             nr_periods=s["nr_periods"],
@@ -185,7 +200,7 @@ class SimBackend:
 
     def node(self) -> NodeStats:
         node = self.env.node
-        busy = node.cgroup_stats("")["usage_ns"]
+        busy = self._monotonic("", node.cgroup_stats(""))["usage_ns"]
         return NodeStats(ncpus=node.ncpus, busy_ns=busy, total_ns=node.ncpus * node.now())
 
 

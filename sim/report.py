@@ -105,7 +105,8 @@ def cpu_share_figure(result: ExperimentResult) -> go.Figure | None:
         cols=1,
         shared_xaxes=True,
         subplot_titles=[r.name for r in runs],
-        vertical_spacing=0.08,
+        # plotly needs spacing <= 1 / (rows - 1); many runs get thinner gaps
+        vertical_spacing=min(0.08, 0.5 / max(len(runs) - 1, 1)),
     )
     colors = _colors(result.cgroup_names)
     for row, run in enumerate(runs, start=1):

@@ -273,6 +273,8 @@ class ExperimentResult:
     warmup_s: float
     baseline: str
     runs: dict[str, RunResult] = field(default_factory=dict)
+    # run name -> (row, column): the runs laid out as the seeds' tables are
+    grid: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     @property
     def service_names(self) -> list[str]:
@@ -349,8 +351,27 @@ class ExperimentResult:
         ]
         return "CFS bandwidth (cpu.stat, after warm-up)\n" + _markdown(header, rows)
 
+    def grid_tables(self) -> str | None:
+        """The runs in the seed's shape: a row per policy, a column per load; for each
+        service its P50/P90/P99 (ms) and requests/s."""
+        if not self.grid:
+            return None
+        rows = list(dict.fromkeys(r for r, _ in self.grid.values()))
+        cols = list(dict.fromkeys(c for _, c in self.grid.values()))
+        at = {rc: name for name, rc in self.grid.items()}
+        out = []
+        for svc in self.service_names:
+            lat, qps = [], []
+            for r in rows:
+                cells = [self.runs[at[(r, c)]].services.get(svc) if (r, c) in at else None for c in cols]
+                lat.append([r] + ["-" if s is None else "/".join(f"{getattr(s, a) * 1000:.0f}" for a in ("p50_s", "p90_s", "p99_s")) for s in cells])
+                qps.append([r] + ["-" if s is None else sig3(s.qps) for s in cells])
+            out.append(f"{svc}: P50/P90/P99 latency (ms)\n" + _markdown(["", *cols], lat))
+            out.append(f"{svc}: requests/s\n" + _markdown(["", *cols], qps))
+        return "\n\n".join(out) or None
+
     def __str__(self) -> str:
-        parts = [self.table(), self.cpu_table(), self.bandwidth_table()]
+        parts = [self.grid_tables(), self.table(), self.cpu_table(), self.bandwidth_table()]
         return "\n\n".join(p for p in parts if p)
 
     def to_dict(self) -> dict[str, Any]:
@@ -362,6 +383,7 @@ class ExperimentResult:
                 "duration_s": self.duration_s,
                 "warmup_s": self.warmup_s,
                 "baseline": self.baseline,
+                "grid": {name: list(rc) for name, rc in self.grid.items()},
                 "runs": {name: run.to_dict() for name, run in self.runs.items()},
             }
         )

@@ -55,6 +55,8 @@ def run_scenario(
             # refresh=False: a refresh would show the bar before `delay` has passed
             bar.set_description_str(f"{scenario.name}: {variant.name}", refresh=False)
             result.runs[variant.name] = run_variant(variant, seed, bar.update, attach)
+            if variant.grid is not None:
+                result.grid[variant.name] = variant.grid
     return result
 
 

@@ -245,9 +245,18 @@ class ClosedLoop(_Workload):
     fanout: Annotated[int | str, PlainValidator(_fanout)] = 1
     think: Distribution = Constant(dist="constant", value=0)
     service: Distribution
+    # a server with a fixed pool of worker threads (Go's GOMAXPROCS, a thread pool): requests
+    # wait for a free worker; unset, each client has its own thread(s)
+    workers: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _check_workers(self) -> ClosedLoop:
+        if self.workers is not None and self.fanout != 1:
+            raise _FieldErrors([(("workers",), "a worker pool serves requests of fanout 1")])
+        return self
 
     def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
-        return {
+        spec = {
             "kind": "closed_loop",
             "name": name,
             "cgroup": self.cgroup,
@@ -257,6 +266,9 @@ class ClosedLoop(_Workload):
             "service": self.service.core_spec(),
             "start_ns": self.start,
         }
+        if self.workers is not None:
+            spec["workers"] = self.workers
+        return spec
 
 
 class OpenLoop(_Workload):
@@ -579,7 +591,17 @@ class Run(_Table):
     name: str = Field(min_length=1)
     description: str = ""
     baseline: bool = False
+    # where the run sits in a results grid (the seeds' tables: a row per policy, a column
+    # per offline load); both or neither
+    row: str = ""
+    column: str = ""
     overrides: dict[str, Any] = Field(default_factory=dict, alias="set")
+
+    @model_validator(mode="after")
+    def _check(self) -> Run:
+        if bool(self.row) != bool(self.column):
+            raise _FieldErrors([(("column" if self.row else "row",), "give both row and column, or neither")])
+        return self
 
 
 @dataclass(frozen=True)
@@ -590,6 +612,7 @@ class Variant:
     name: str
     baseline: bool
     scenario: Scenario
+    grid: tuple[str, str] | None = None  # (row, column) in the results grid
 
 
 class Scenario(_Table):
@@ -823,10 +846,10 @@ class Scenario(_Table):
             for path, value in everywhere:
                 apply_override(doc, path, value, where="--set ")
             variant = _validate(cls, doc, where=f"runs[{i}] {_show(run.name)}: ")
-            variants.append(Variant(run.name, run.baseline, variant))
+            variants.append(Variant(run.name, run.baseline, variant, (run.row, run.column) if run.row else None))
         if variants and not any(v.baseline for v in variants):
             first = variants[0]
-            variants[0] = Variant(first.name, True, first.scenario)
+            variants[0] = Variant(first.name, True, first.scenario, first.grid)
         scenario._variants = variants
         return scenario
 

@@ -355,6 +355,10 @@ fn main() -> ExitCode {
     let run = Run { stop, start: t0 + start_ns };
     let rec = match spec {
         WorkloadSpec::Hog { threads, .. } => hog(&run, threads),
+        WorkloadSpec::ClosedLoop { workers: Some(_), .. } => {
+            eprintln!("colosim-load: error: --spec: a closed_loop with a worker pool (workers) does not run on the host yet");
+            return ExitCode::from(2);
+        }
         WorkloadSpec::ClosedLoop { clients, fanout, service, think, .. } => {
             closed_loop(&run, args.seed, clients, fanout.max(1), service, think)
         }

@@ -277,8 +277,8 @@ impl Node {
                 let threads = (0..*threads).map(|k| self.new_task(cg, idx, k, 0)).collect();
                 (Workload::Hog(Hog { threads }), *start_ns)
             }
-            WorkloadSpec::ClosedLoop { clients, fanout, service, think, start_ns, .. } => {
-                let n = clients * fanout;
+            WorkloadSpec::ClosedLoop { clients, fanout, service, think, workers, start_ns, .. } => {
+                let n = workers.unwrap_or(clients * fanout);
                 let threads = (0..n).map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus)).collect();
                 self.service_names.push(w.name().to_string());
                 self.services.push(ServiceStats::default());
@@ -294,6 +294,11 @@ impl Node {
                     service: service.clone(),
                     think,
                     rng,
+                    pool: workers.map(|w| crate::workload::Pool {
+                        idle: (0..w).rev().collect(),
+                        queue: std::collections::VecDeque::new(),
+                        serving: vec![0; w as usize],
+                    }),
                 };
                 (Workload::ClosedLoop(cl), *start_ns)
             }

@@ -165,6 +165,11 @@ pub enum WorkloadSpec {
         service: Dist,
         #[serde(default)]
         think: Option<Dist>,
+        /// Serve the clients' requests with a pool of this many threads (a server with a
+        /// fixed number of workers, e.g. Go's GOMAXPROCS): requests queue for a free worker
+        /// and their latency includes the wait. None: a thread per client (and fanout).
+        #[serde(default)]
+        workers: Option<u32>,
         #[serde(default)]
         start_ns: u64,
     },
@@ -350,12 +355,18 @@ impl NodeSpec {
             }
             match w {
                 WorkloadSpec::Hog { .. } => {}
-                WorkloadSpec::ClosedLoop { clients, fanout, service, think, .. } => {
+                WorkloadSpec::ClosedLoop { clients, fanout, service, think, workers, .. } => {
                     if *clients == 0 {
                         return Err(SpecError::new(f("clients"), "must be >= 1"));
                     }
                     if *fanout == 0 {
                         return Err(SpecError::new(f("fanout"), "must be >= 1"));
+                    }
+                    if *workers == Some(0) {
+                        return Err(SpecError::new(f("workers"), "must be >= 1"));
+                    }
+                    if workers.is_some() && *fanout != 1 {
+                        return Err(SpecError::new(f("workers"), "a worker pool serves requests of fanout 1"));
                     }
                     service.validate(&f("service"))?;
                     if let Some(t) = think {

@@ -54,6 +54,20 @@ pub struct ClosedLoop {
     pub service: Dist,
     pub think: Option<Dist>,
     pub rng: Rng,
+    /// A fixed pool of worker threads serving the clients' requests (`threads` are then the
+    /// workers), or None for a thread per client.
+    pub pool: Option<Pool>,
+}
+
+/// Workers of a closed loop's pool: requests wait in FIFO order for a free one.
+#[derive(Debug)]
+pub struct Pool {
+    /// Idle worker slots, the most recently idled reused first (as in `OpenLoop`).
+    pub idle: Vec<u32>,
+    /// Clients whose request waits for a worker.
+    pub queue: VecDeque<usize>,
+    /// The client each worker is serving.
+    pub serving: Vec<usize>,
 }
 
 #[derive(Debug)]
@@ -113,6 +127,17 @@ impl ClosedLoop {
         svc.started += 1;
         self.clients[c].outstanding = self.fanout;
         self.clients[c].issued_at = now;
+        if let Some(pool) = self.pool.as_mut() {
+            match pool.idle.pop() {
+                Some(w) => {
+                    pool.serving[w as usize] = c;
+                    let work = self.service.sample(&mut self.rng).max(1);
+                    eff.wakes.push((self.threads[w as usize], work));
+                }
+                None => pool.queue.push_back(c),
+            }
+            return None;
+        }
         let mut mine = None;
         for k in 0..self.fanout {
             let slot = c as u32 * self.fanout + k;
@@ -177,6 +202,32 @@ impl Workload {
     pub fn on_done(&mut self, wl: usize, slot: u32, now: Ns, eff: &mut Effects, services: &mut [ServiceStats]) -> Next {
         match self {
             Workload::Hog(_) => Next::Compute(FOREVER),
+            Workload::ClosedLoop(cl) if cl.pool.is_some() => {
+                // A worker finished a request: its client thinks or asks again (joining the
+                // queue), and the worker takes the oldest waiting request, if any.
+                let c = cl.pool.as_ref().unwrap().serving[slot as usize];
+                let svc = cl.svc;
+                services[svc].record(now, now - cl.clients[c].issued_at);
+                let think = cl.think.as_ref().map(|d| d.sample(&mut cl.rng)).unwrap_or(0);
+                if think == 0 {
+                    services[svc].started += 1;
+                    cl.clients[c].issued_at = now;
+                    cl.pool.as_mut().unwrap().queue.push_back(c);
+                } else {
+                    eff.timers.push((now + think, wl, c as u32));
+                }
+                let pool = cl.pool.as_mut().unwrap();
+                match pool.queue.pop_front() {
+                    Some(next) => {
+                        pool.serving[slot as usize] = next;
+                        Next::Compute(cl.service.sample(&mut cl.rng).max(1))
+                    }
+                    None => {
+                        pool.idle.push(slot);
+                        Next::Sleep
+                    }
+                }
+            }
             Workload::ClosedLoop(cl) => {
                 let c = (slot / cl.fanout) as usize;
                 cl.clients[c].outstanding -= 1;
