@@ -40,7 +40,8 @@ Core spec (JSON object passed to `Node`):
         {"kind": "closed_loop", "name": "ch", "cgroup": "online", "clients": 10,
          "fanout": 8, "think": {"dist": "constant", "value_ns": 0},
          "service": {"dist": "lognormal", "mean_ns": 48000000, "sigma": 0.4},
-         "start_ns": 0},
+         "workers": null,                          # or N: a pool of N threads serves the
+         "start_ns": 0},                           #   clients' requests (fanout 1)
         {"kind": "open_loop", "name": "web", "cgroup": "online", "rate_per_s": 5000.0,
          "workers": 48, "service": {"dist": "exponential", "mean_ns": 1000000},
          "start_ns": 0},
@@ -80,7 +81,8 @@ class Node:
         """Write a knob by its kernel file name (cgroup v1) and as its file takes it:
         "cpu.shares", "cpu.idle", "cpu.qos_level", "cpu.cfs_quota_us" (-1 = no limit),
         "cpu.cfs_period_us", "cpu.cfs_burst_us" (ints); "cpuset.cpus", "cpuset.mems" (lists
-        like "0-3,6"). Shrinking cpuset.cpus moves the tasks off the CPUs it lost."""
+        like "0-3,6"); "cgroup.kill" (1: every task of the subtree dies and its workloads
+        stop). Shrinking cpuset.cpus moves the tasks off the CPUs it lost."""
     def read(self, cgroup: str, knob: str) -> int | str:
         """A knob as its file shows it: int for cpu.*, text for cpuset.* and for
         "cpu.pressure" ("some avg10=… avg60=… avg300=… total=<µs>\nfull …"; the root ""
