@@ -44,6 +44,11 @@ class Rubik(Policy):
         self.util_history: list[tuple[float, float]] = []
         self.prev_node = None
 
+    def use_pods(self, pods) -> None:
+        super().use_pods(pods)
+        # with pods and no `offline` list: the BE pods are rubik's offline pods
+        self.offline = self.offline or [p.cgroup for p in pods if p.is_be]
+
     @property
     def interval(self) -> float:
         return self.values["sync_interval"]

@@ -58,6 +58,11 @@ class Static(Policy):
         self.mode = mode
         super().__init__(config, where)
 
+    def use_pods(self, pods) -> None:
+        super().use_pods(pods)
+        # with pods and no `be` list: the BE pods (koord QoS BE or Kubernetes BestEffort)
+        self.be = self.be or [p.cgroup for p in pods if p.is_be]
+
     @property
     def interval(self) -> float:
         return 3600.0

@@ -304,3 +304,12 @@ def test_seed_003_shapes(root):
     assert full[0] == pytest.approx(0.6 * solo.qps, rel=0.05)
     # Koordinator beats plain colocation where the offline load is heaviest
     assert q["Koordinator, 30c"].qps > 1.3 * q["plain colocation, 30c"].qps
+
+
+@pytest.mark.parametrize("name, knob, value", [("static", "cpu.idle", 1), ("rubik", "cpu.qos_level", -1)])
+def test_static_and_rubik_take_the_be_pods_when_not_told(name, knob, value):
+    sc = Scenario.from_toml(POD_SCENARIO + f'[policy]\nname = "{name}"\n')
+    run = run_scenario(sc, progress=False).runs["pods"]
+    writes = [w for d in run.decisions for w in d["writes"]]
+    assert {"cgroup": "kubepods/besteffort/pod-batch", "knob": knob, "value": value} in writes
+    assert all(w["cgroup"] == "kubepods/besteffort/pod-batch" for w in writes if w["knob"] == knob)
