@@ -14,6 +14,7 @@ worked examples (§6.3).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from policies.cgroup import Cpu
@@ -49,53 +50,41 @@ def take_cpus(
     if need <= 0:
         return []
     pack = strategy == "MostAllocated"
-    threads = max(sum(1 for c in topology if (c.socket, c.core) == key) for key in {(c.socket, c.core) for c in topology})
+    threads = max(Counter((c.socket, c.core) for c in topology).values())
     nodes = {c.node for c in topology}
     sockets = {c.socket for c in topology}
-    per_node = len(topology) // len(nodes)
-    per_socket = len(topology) // len(sockets)
     score = _scores(free)
-
-    def unit_order(units: Iterable[int], unit_score: dict[int, int], socket_of: dict[int, int]) -> list[int]:
+    # The first level a pod of `need` CPUs fits in (a NUMA node, else a socket), with each
+    # unit's socket; None when it needs more than a socket.
+    levels = (
+        ("node", len(topology) // len(nodes), nodes, {c.node: c.socket for c in topology}),
+        ("socket", len(topology) // len(sockets), sockets, {s: s for s in sockets}),
+    )
+    fitting = next(((level, units, socket_of) for level, limit, units, socket_of in levels if need <= limit), None)
+    ordered: list[int] = []
+    if fitting is not None:
+        level, units, socket_of = fitting
         sign = 1 if pack else -1  # ascending free score packs, descending spreads
-        return sorted(units, key=lambda u: (sign * unit_score.get(u, 0), sign * score["socket"].get(socket_of[u], 0), u))
-
-    node_socket = {c.node: c.socket for c in topology}
-    socket_self = {s: s for s in sockets}
+        ordered = sorted(units, key=lambda u: (sign * score[level].get(u, 0), sign * score["socket"].get(socket_of[u], 0), u))
     if policy == "FullPCPUs" or threads == 1:
         full = _full_cores(topology, free)
-        for level, limit, units, socket_of in (
-            ("node", per_node, nodes, node_socket),
-            ("socket", per_socket, sockets, socket_self),
-        ):
-            if need > limit:
-                continue
-            for u in unit_order(units, score[level], socket_of):
-                cpus = [c.cpu for core in _cores_of(full, level, u) for c in core]
-                if len(cpus) >= need:
-                    return cpus[:need]
-            break  # no unit of the first fitting level has enough: the general fallback
-        else:
-            if need > per_socket:
-                return _across_sockets(full, free, need)
-        return _fallback(free, need, whole_cores=True)
-    # SpreadByPCPUs
-    for level, limit, units, socket_of in (
-        ("node", per_node, nodes, node_socket),
-        ("socket", per_socket, sockets, socket_self),
-    ):
-        if need > limit:
-            continue
-        ordered = unit_order(units, score[level], socket_of)
-        for one_per_core in (True, False):
-            for u in ordered:
-                # spreadCPUs keeps the CPUs' own order: cores by their first CPU id
-                cores = sorted(_cores_of(_group_cores(free), level, u), key=lambda g: g[0].cpu)
-                cpus = _spread(cores)
-                offered = [core[0].cpu for core in cores] if one_per_core else cpus
-                if len(offered) >= need:
-                    return cpus[:need]
-        break
+        if fitting is None:
+            return _across_sockets(full, free, need)
+        for u in ordered:
+            cpus = [c.cpu for core in _cores_of(full, level, u) for c in core]
+            if len(cpus) >= need:
+                return cpus[:need]
+        return _fallback(free, need, whole_cores=True)  # no unit of that level has enough
+    # SpreadByPCPUs: a unit offering one thread per core first, then any with enough threads
+    free_cores = _group_cores(free)
+    for one_per_core in (True, False):
+        for u in ordered:
+            # spreadCPUs keeps the CPUs' own order: cores by their first CPU id
+            cores = sorted(_cores_of(free_cores, level, u), key=lambda g: g[0].cpu)
+            cpus = _spread(cores)
+            offered = [core[0].cpu for core in cores] if one_per_core else cpus
+            if len(offered) >= need:
+                return cpus[:need]
     return _fallback(free, need, whole_cores=False)
 
 

@@ -17,8 +17,10 @@ with cpu.shares = MilliCPUToShares(request) and cpu.cfs_quota_us = MilliCPUToQuo
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
+
+from policies.cgroup import format_cpus
 
 CFS_PERIOD_US = 100_000
 MIN_SHARES = 2
@@ -172,8 +174,6 @@ def kubelet_knobs(pods: Iterable[Pod], ncpus: int, reserved_milli: int = 0) -> d
     }
     ls_pool, be_pool = share_pools(range(ncpus), pods)
     any_bound = any(p.cpuset for p in pods)
-    from policies.cgroup import format_cpus
-
     if any_bound:
         out[BURSTABLE]["cpuset.cpus"] = format_cpus(ls_pool)
         out[BESTEFFORT]["cpuset.cpus"] = format_cpus(be_pool)
@@ -189,10 +189,6 @@ def kubelet_knobs(pods: Iterable[Pod], ncpus: int, reserved_milli: int = 0) -> d
             knobs["cpuset.cpus"] = format_cpus(ls_pool)
         out[p.cgroup] = knobs
     return out
-
-
-def by_cgroup(pods: Iterable[Pod]) -> Mapping[str, Pod]:
-    return {p.cgroup: p for p in pods}
 
 
 # --- Kubernetes resource quantities ------------------------------------------------------

@@ -17,7 +17,7 @@ import difflib
 import json
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -34,7 +34,7 @@ from pydantic import (
 )
 
 from policies.cgroup import Cpu
-from policies.cpu_bind import BindError, take_cpus
+from policies.cpu_bind import DEFAULT_CPU_BIND_POLICY, DEFAULT_NUMA_STRATEGY, BindError, take_cpus
 from policies.pods import (
     KubeQoS,
     Pod,
@@ -507,7 +507,7 @@ class PodTable(_Table):
             raise _FieldErrors(errors)
         return self
 
-    def pod(self, name: str, cpuset: tuple[int, ...] = ()) -> Pod:
+    def pod(self, name: str) -> Pod:
         raw = kube_qos(self.cpu_request, self.cpu_limit, self.memory_request, self.memory_limit)
         # GetPodQoSClassWithDefault: Guaranteed → LSR, Burstable → LS, BestEffort → BE
         default = {KubeQoS.GUARANTEED: QoSClass.LSR, KubeQoS.BURSTABLE: QoSClass.LS, KubeQoS.BESTEFFORT: QoSClass.BE}[raw]
@@ -519,13 +519,13 @@ class PodTable(_Table):
         else:
             klass = PriorityClass.for_qos(qos)
         value = self.priority if self.priority is not None else klass.default
-        kq = KubeQoS.BESTEFFORT if qos is QoSClass.BE else raw
-        return Pod(
+        pod = Pod(
             name=name, qos=qos, priority=klass, priority_value=value,
             cpu_request=self.cpu_request, cpu_limit=self.cpu_limit,
             memory_request=self.memory_request, memory_limit=self.memory_limit,
-            cgroup=self.cgroup or kubelet_cgroup(name, kq), cpuset=cpuset, bind_policy=self.cpu_bind_policy,
+            cgroup=self.cgroup or "", bind_policy=self.cpu_bind_policy,
         )
+        return pod if self.cgroup else replace(pod, cgroup=kubelet_cgroup(name, pod.kube_qos))
 
 
 class Kubelet(_Table):
@@ -538,8 +538,8 @@ class Kubelet(_Table):
 class Scheduler(_Table):
     """[scheduler]: koord-scheduler's NUMA resource plugin (koordinator.md §6.1)."""
 
-    numa_allocate_strategy: Literal["MostAllocated", "LeastAllocated", "DistributeEvenly"] = "LeastAllocated"
-    default_cpu_bind_policy: Literal["FullPCPUs", "SpreadByPCPUs"] = "FullPCPUs"
+    numa_allocate_strategy: Literal["MostAllocated", "LeastAllocated", "DistributeEvenly"] = DEFAULT_NUMA_STRATEGY
+    default_cpu_bind_policy: Literal["FullPCPUs", "SpreadByPCPUs"] = DEFAULT_CPU_BIND_POLICY
 
 
 # --- the scenario ----------------------------------------------------------------------
@@ -713,7 +713,7 @@ class Scenario(_Table):
                         why = f"cannot bind: {err}"
                     else:
                         taken.update(cpus)
-                        pod = table.pod(name, tuple(cpus))
+                        pod = replace(pod, cpuset=tuple(cpus))
                 if why is not None:
                     errors.append((where + ("cpu_bind_policy",), why))
             if table.cgroup is not None and table.cgroup not in self.cgroups:

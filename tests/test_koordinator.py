@@ -10,10 +10,11 @@ import pytest
 from policies import batch_resource as br
 from policies import cpu_evict as ce
 from policies import cpu_suppress as cs
-from policies.cgroup import Cpu
+from policies.cgroup import Cpu, SimBackend
 from policies.cpu_bind import BindError, take_cpus
 from policies.pods import Pod, PriorityClass, QoSClass, cpu_milli, memory_bytes, milli_cpu_to_quota, milli_cpu_to_shares
 from sim import ScenarioError, load_scenario, run_scenario
+from sim.environment import NodeEnvironment
 from sim.scenario import Scenario
 
 
@@ -63,14 +64,10 @@ def test_bind_on_linux_numbering_and_when_full():
 
 
 def test_python_topology_numbers_cpus_as_the_core_does():
-    from sim.environment import NodeEnvironment
-
     for node in ({"sockets": 2, "cores_per_socket": 6, "threads_per_core": 2, "numa_nodes_per_socket": 2},
                  {"cores_per_socket": 4, "threads_per_core": 2, "siblings": [[0, 1], [2, 3], [4, 5], [6, 7]]}):
         sc = Scenario.model_validate({"scenario": {"name": "t", "duration": "1s"}, "node": node})
         env = NodeEnvironment(sc.core_spec())
-        from policies.cgroup import SimBackend
-
         mine = [(c.cpu, c.core, c.socket, c.node) for c in sc.node.cpus()]
         core = [(c.cpu, c.core, c.socket, c.node) for c in SimBackend(env).cpus()]
         assert mine == core

@@ -202,25 +202,23 @@ impl Workload {
     pub fn on_done(&mut self, wl: usize, slot: u32, now: Ns, eff: &mut Effects, services: &mut [ServiceStats]) -> Next {
         match self {
             Workload::Hog(_) => Next::Compute(FOREVER),
-            Workload::ClosedLoop(cl) if cl.pool.is_some() => {
+            Workload::ClosedLoop(ClosedLoop { pool: Some(pool), svc, clients, think, service, rng, .. }) => {
                 // A worker finished a request: its client thinks or asks again (joining the
                 // queue), and the worker takes the oldest waiting request, if any.
-                let c = cl.pool.as_ref().unwrap().serving[slot as usize];
-                let svc = cl.svc;
-                services[svc].record(now, now - cl.clients[c].issued_at);
-                let think = cl.think.as_ref().map(|d| d.sample(&mut cl.rng)).unwrap_or(0);
+                let c = pool.serving[slot as usize];
+                services[*svc].record(now, now - clients[c].issued_at);
+                let think = think.as_ref().map(|d| d.sample(rng)).unwrap_or(0);
                 if think == 0 {
-                    services[svc].started += 1;
-                    cl.clients[c].issued_at = now;
-                    cl.pool.as_mut().unwrap().queue.push_back(c);
+                    services[*svc].started += 1;
+                    clients[c].issued_at = now;
+                    pool.queue.push_back(c);
                 } else {
                     eff.timers.push((now + think, wl, c as u32));
                 }
-                let pool = cl.pool.as_mut().unwrap();
                 match pool.queue.pop_front() {
                     Some(next) => {
                         pool.serving[slot as usize] = next;
-                        Next::Compute(cl.service.sample(&mut cl.rng).max(1))
+                        Next::Compute(service.sample(rng).max(1))
                     }
                     None => {
                         pool.idle.push(slot);
