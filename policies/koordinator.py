@@ -35,20 +35,22 @@ BURST_POLICIES = ("none", "cpuBurstOnly", "cfsQuotaBurstOnly", "auto")
 class Koordinator(Policy):
     name = "koordinator"
     params = (
-        Param("cpu_suppress_threshold_percent", 0, 100, 65, doc="NodeSLO cpuSuppressThresholdPercent"),
+        Param("cpu_suppress_threshold_percent", 0, 100, 65, integer=True, doc="NodeSLO cpuSuppressThresholdPercent"),
         Param("cpu_suppress_interval", 0.1, 60, 1.0, doc="cpu-suppress-interval-seconds"),
-        Param("cpu_burst_percent", 0, 10_000, cb.CPU_BURST_PERCENT, doc="cpuBurstStrategy.cpuBurstPercent"),
-        Param("cfs_quota_burst_percent", 0, 10_000, cb.CFS_QUOTA_BURST_PERCENT, doc="cfsQuotaBurstPercent"),
-        Param("share_pool_threshold_percent", 0, 100, cb.SHARE_POOL_THRESHOLD_PERCENT, doc="sharePoolThresholdPercent"),
+        Param("cpu_burst_percent", 0, 10_000, cb.CPU_BURST_PERCENT, integer=True, doc="cpuBurstStrategy.cpuBurstPercent"),
+        Param("cfs_quota_burst_percent", 0, 10_000, cb.CFS_QUOTA_BURST_PERCENT, integer=True, doc="cfsQuotaBurstPercent"),
+        Param("share_pool_threshold_percent", 0, 100, cb.SHARE_POOL_THRESHOLD_PERCENT, integer=True, doc="sharePoolThresholdPercent"),
         Param("cfs_quota_burst_period_seconds", -1, 3600, -1, integer=True, doc="-1: unlimited"),
         # BECPUEvict: the two satisfaction percents have no default (0 here: off)
-        Param("cpu_evict_be_satisfaction_lower_percent", 0, 60, 0, doc="cpuEvictBESatisfactionLowerPercent, (0, 60]; 0 = off"),
-        Param("cpu_evict_be_satisfaction_upper_percent", 0, 100, 0, doc="cpuEvictBESatisfactionUpperPercent, (0, 100)"),
-        Param("cpu_evict_be_usage_threshold_percent", 0, 100, ce.USAGE_THRESHOLD_PERCENT, doc="cpuEvictBEUsageThresholdPercent"),
+        Param("cpu_evict_be_satisfaction_lower_percent", 0, 60, 0, integer=True, doc="cpuEvictBESatisfactionLowerPercent, (0, 60]; 0 = off"),
+        Param("cpu_evict_be_satisfaction_upper_percent", 0, 100, 0, integer=True, doc="cpuEvictBESatisfactionUpperPercent, (0, 100)"),
+        Param("cpu_evict_be_usage_threshold_percent", 0, 100, ce.USAGE_THRESHOLD_PERCENT, integer=True, doc="cpuEvictBEUsageThresholdPercent"),
         Param("cpu_evict_time_window_seconds", 1, 3600, 1, integer=True, doc="cpuEvictTimeWindowSeconds (at least 1 s)"),
-        Param("cpu_reclaim_threshold_percent", 0, 100, br.CPU_RECLAIM_THRESHOLD_PERCENT, doc="colocation cpuReclaimThresholdPercent"),
-        Param("memory_reclaim_threshold_percent", 0, 100, br.MEMORY_RECLAIM_THRESHOLD_PERCENT, doc="memoryReclaimThresholdPercent"),
+        Param("cpu_reclaim_threshold_percent", 0, 100, br.CPU_RECLAIM_THRESHOLD_PERCENT, integer=True, doc="colocation cpuReclaimThresholdPercent"),
+        Param("memory_reclaim_threshold_percent", 0, 100, br.MEMORY_RECLAIM_THRESHOLD_PERCENT, integer=True, doc="memoryReclaimThresholdPercent"),
     )
+    # NodeSLO's percents are int64 in Koordinator's API, hence integer Params above
+    tuned = ("cpu_suppress_threshold_percent", "cpu_burst_percent", "cfs_quota_burst_percent", "share_pool_threshold_percent")
 
     def __init__(self, config: Mapping[str, Any] | None = None, where: str = "policy") -> None:
         config = dict(config or {})

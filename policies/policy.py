@@ -95,6 +95,9 @@ class Policy(abc.ABC):
 
     name: ClassVar[str]
     params: ClassVar[tuple[Param, ...]] = ()
+    # the parameters `colosim tune` searches unless told otherwise: the thresholds an
+    # operator really sets (the rest keep their defaults)
+    tuned: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, config: Mapping[str, Any] | None = None, where: str = "policy") -> None:
         config = dict(config or {})

@@ -21,13 +21,15 @@ from policies.policy import Decision, Observation, Param, Policy, PolicyError, c
 class Rubik(Policy):
     name = "rubik"
     params = (
-        Param("high_water_mark", 0, 100, qt.HIGH_WATER_MARK, doc="quotaTurbo.highWaterMark (%)"),
-        Param("alarm_water_mark", 0, 100, qt.ALARM_WATER_MARK, doc="quotaTurbo.alarmWaterMark (%)"),
+        Param("high_water_mark", 0, 100, qt.HIGH_WATER_MARK, integer=True, doc="quotaTurbo.highWaterMark (%)"),
+        Param("alarm_water_mark", 0, 100, qt.ALARM_WATER_MARK, integer=True, doc="quotaTurbo.alarmWaterMark (%)"),
         Param("sync_interval", 0.1, 10.0, 0.1, doc="quotaTurbo.syncInterval (s)"),
         Param("elevate_limit", 0, 100, qt.ELEVATE_LIMIT, doc="% of node CPUs added per round at most"),
         Param("slow_fallback_ratio", 0, 1, qt.SLOW_FALLBACK_RATIO),
         Param("cpu_floating_limit", 0, 100, qt.CPU_FLOATING_LIMIT),
     )
+    # the water marks are quotaTurbo's config-file keys (rubik.md: integers, 0 <= H < A <= 100)
+    tuned = ("high_water_mark", "alarm_water_mark", "elevate_limit")
 
     def __init__(self, config: Mapping[str, Any] | None = None, where: str = "policy") -> None:
         config = dict(config or {})

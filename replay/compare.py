@@ -29,10 +29,12 @@ from sim.scenario import Scenario, Variant, load_scenario
 CALIBRATION_ROUNDS = 4
 
 
-def load_for_host(path: Path, overrides: list[str]) -> Scenario:
+def load_for_host(path: Path, overrides: list[str] | dict[str, Any]) -> Scenario:
     """The scenario with this host's topology (user overrides still win)."""
+    from sim.overrides import combine
+
     topo = host_topology(host_cpus())
-    return load_scenario(path, [*(f"{k}={v}" for k, v in topo.items()), *overrides])
+    return load_scenario(path, combine(topo, overrides))
 
 
 def scale_service(scenario: Scenario, name: str, k: float, sigma: float | None = None) -> Scenario:
@@ -103,7 +105,7 @@ def _say(msg: str) -> None:
 
 def replay(
     path: Path,
-    overrides: list[str],
+    overrides: list[str] | dict[str, Any],
     seed: int | None,
     out: Path | None,
     compare: bool,

@@ -42,6 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--seed", type=int, help="seed for every run (default: scenario.seed)")
     run.add_argument("--out", type=Path, help="output directory (default: out/<scenario name>)")
+    run.add_argument("--policy", type=Path, metavar="POLICY.toml", help="run every run under this [policy] (a file colosim tune wrote)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     rep = commands.add_parser(
         "replay",
@@ -53,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--compare", action="store_true", help="calibrate on the online workload alone, then print measured vs predicted")
     rep.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="as for run")
     rep.add_argument("--seed", type=int, help="seed for every run (default: scenario.seed)")
+    rep.add_argument("--policy", type=Path, metavar="POLICY.toml", help="as for run")
     rep.add_argument("--out", type=Path, help="write comparison.json and report.html here")
     rep.add_argument("--dry-run", action="store_true", help="print every knob write it would make, run nothing")
     rep.add_argument("--cleanup", action="store_true", help="remove what a crashed replay left, and exit")
@@ -64,6 +66,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     cal.add_argument("--duration", type=float, default=8.0, help="seconds per micro-scenario (default 8)")
     cal.add_argument("--out", type=Path, help="write calibration.json here")
+    from sim.tuning.command import add_parser
+
+    add_parser(commands)
     return parser
 
 
@@ -90,6 +95,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     if args.command == "replay":
         return _replay(args)
+    if args.command == "tune":
+        from sim.tuning.command import tune
+
+        return tune(args)
     if args.command == "calibrate":
         from replay.calibrate import calibrate
 
@@ -99,7 +108,7 @@ def _run(args: argparse.Namespace) -> int:
     from sim.runner import run_scenario
     from sim.scenario import load_scenario
 
-    scenario = load_scenario(args.scenario, args.overrides)
+    scenario = load_scenario(args.scenario, _overrides(args))
     if args.seed is not None and not 0 <= args.seed < 2**64:
         raise ScenarioError(f"--seed: must be in 0..2^64-1 (got {args.seed})")
     result = run_scenario(scenario, seed=args.seed, progress=not args.no_progress)
@@ -124,7 +133,15 @@ def _replay(args: argparse.Namespace) -> int:
         raise ScenarioError("replay: give a SCENARIO.toml (or --cleanup)")
     if args.seed is not None and not 0 <= args.seed < 2**64:
         raise ScenarioError(f"--seed: must be in 0..2^64-1 (got {args.seed})")
-    return replay(args.scenario, args.overrides, args.seed, args.out, args.compare, args.dry_run)
+    return replay(args.scenario, _overrides(args), args.seed, args.out, args.compare, args.dry_run)
+
+
+def _overrides(args: argparse.Namespace) -> dict:
+    """--policy FILE, then every --set (which wins)."""
+    from sim.overrides import combine
+    from sim.scenario import policy_file
+
+    return combine(policy_file(args.policy) if args.policy else {}, args.overrides)
 
 
 def _one_line(err: BaseException) -> str:

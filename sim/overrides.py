@@ -148,3 +148,15 @@ def _merge(old: Any, new: Any) -> Any:
     for key, value in new.items():
         merged[key] = _merge(old.get(key), value)
     return merged
+
+
+def combine(*layers: Iterable[str] | Mapping[str, Any]) -> dict[str, Any]:
+    """Several layers of overrides (`key=value` strings or {path: value}) as one mapping,
+    applied in order, so a later layer wins over an earlier one."""
+    out: dict[str, Any] = {}
+    for layer in layers:
+        for path, value in normalize(layer):
+            key = format_path(path)
+            out.pop(key, None)  # keep the order of application: re-setting moves it last
+            out[key] = value
+    return out

@@ -626,6 +626,9 @@ class Scenario(_Table):
     workloads: dict[str, Workload] = {}
     # the node agent ([policy] name = "none" | "static" | "rubik" and its configuration)
     policy: dict[str, Any] | None = None
+    # `colosim tune`'s study ([tune]: policy, params, slo, objective, trials, seeds, batch);
+    # validated by sim.tuning, ignored by run and replay
+    tune: dict[str, Any] | None = None
     runs: list[Run] = []
 
     _variants: list[Variant] = PrivateAttr(default_factory=list)
@@ -867,8 +870,8 @@ class Scenario(_Table):
         return cls.from_document(document, overrides)
 
 
-def load_scenario(path: str | Path, overrides: Iterable[str] | Mapping[str, Any] = ()) -> Scenario:
-    """Read and validate a scenario file; ScenarioError names what is wrong."""
+def read_document(path: str | Path) -> dict[str, Any]:
+    """A TOML file's document; ScenarioError names what is wrong with the file."""
     try:
         raw = Path(path).read_bytes()
     except FileNotFoundError:
@@ -881,7 +884,25 @@ def load_scenario(path: str | Path, overrides: Iterable[str] | Mapping[str, Any]
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
         raise ScenarioError(f"{path}: not UTF-8 text (byte {err.start})") from None
-    return Scenario.from_toml(text, source=str(path), overrides=overrides)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ScenarioError(_toml_message(str(path), err)) from None
+
+
+def load_scenario(path: str | Path, overrides: Iterable[str] | Mapping[str, Any] = ()) -> Scenario:
+    """Read and validate a scenario file; ScenarioError names what is wrong."""
+    return Scenario.from_document(read_document(path), overrides)
+
+
+def policy_file(path: str | Path) -> dict[str, Any]:
+    """A policy configuration file (what `colosim tune` writes): one `[policy]` table, as an
+    override that replaces the policy in every run (`--policy FILE` of run and replay)."""
+    document = read_document(path)
+    extra = sorted(set(document) - {"policy"})
+    if extra or not isinstance(document.get("policy"), dict):
+        raise ScenarioError(f"{path}: a policy file holds one [policy] table and nothing else" + (f" (found {', '.join(extra)})" if extra else ""))
+    return {"policy": document["policy"]}
 
 
 # --- error messages --------------------------------------------------------------------

@@ -1,0 +1,64 @@
+"""The objective as a pure function, knowing nothing of Optuna: (scenario document,
+overrides, seeds, cases) → what each case measured with each seed.
+
+Every value is over the measured window (after the warm-up).  `batch_cpu` is the CPU-seconds
+the batch workloads' cgroups got (cpuacct.usage over the window); `utilization` the share of
+node capacity that ran any task; for each request-serving workload its latency percentiles
+(nearest rank), mean and completed requests per second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sim.results import RunResult
+from sim.scenario import Scenario
+
+SERVICE_KINDS = ("closed_loop", "open_loop", "bursty")
+BATCH_KINDS = ("hog",)
+
+# seed index -> case name -> metric text -> value
+Measurement = list[dict[str, dict[str, float]]]
+
+
+def services_of(scenario: Scenario) -> list[str]:
+    return [n for n, w in scenario.workloads.items() if w.kind in SERVICE_KINDS]
+
+
+def default_batch(scenario: Scenario) -> list[str]:
+    return [n for n, w in scenario.workloads.items() if w.kind in BATCH_KINDS]
+
+
+def run_metrics(run: RunResult, scenario: Scenario, batch: list[str]) -> dict[str, float]:
+    """One run's metrics, by the names SLOs and objectives use."""
+    cgroups = {scenario.workloads[b].cgroup for b in batch if scenario.workloads[b].enabled}
+    out = {
+        "batch_cpu": sum(run.cgroups[c].cpu_s for c in cgroups if c in run.cgroups),
+        "utilization": run.busy_share,
+    }
+    for name, svc in run.services.items():
+        out[f"{name}.p50"] = svc.p50_s
+        out[f"{name}.p90"] = svc.p90_s
+        out[f"{name}.p99"] = svc.p99_s
+        out[f"{name}.p999"] = svc.p999_s
+        out[f"{name}.mean"] = svc.mean_s
+        out[f"{name}.qps"] = svc.qps
+    return out
+
+
+def measure(document: Mapping[str, Any], overrides: Mapping[str, Any], seeds: list[int], cases: list[str], batch: list[str]) -> Measurement:
+    """Run every case with every seed; a bad configuration raises ScenarioError (or the
+    core's ValueError) naming it."""
+    from sim.runner import run_variant
+
+    scenario = Scenario.from_document(document, overrides)
+    variants = {v.name: v for v in scenario.variants()}
+    out: Measurement = []
+    for seed in seeds:
+        per_case = {}
+        for case in cases:
+            v = variants[case]
+            per_case[case] = run_metrics(run_variant(v, seed), v.scenario, batch)
+        out.append(per_case)
+    return out

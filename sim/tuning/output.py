@@ -1,0 +1,221 @@
+"""What a finished study says: the best trial (or the Pareto set) against the defaults, as
+tables, as a policy file that `colosim run --policy` and `colosim replay --policy` take, and
+as an HTML report.  The selection is computed here from the stored trials (not by the
+sampler), so every worker and every later reader agree on it."""
+
+from __future__ import annotations
+
+import html
+import math
+from pathlib import Path
+from typing import Any
+
+from sim.results import _markdown, sig3
+from sim.tuning.goals import Sense
+from sim.tuning.space import policy_table
+from sim.tuning.spec import TuneSpec
+
+
+def complete(study) -> list:
+    import optuna
+
+    return study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+
+
+def feasible(trial) -> bool:
+    return all(v <= 0 for v in (trial.constraints or {}).values())
+
+
+def defaults_trial(study):
+    return next((t for t in study.get_trials(deepcopy=False) if t.user_attrs.get("defaults")), None)
+
+
+def best_trial(spec: TuneSpec, study):
+    """The feasible trial with the best (first) objective; the earliest of equals."""
+    ok = [t for t in complete(study) if feasible(t)]
+    if not ok:
+        return None
+    sign = 1 if spec.objectives[0].sense is Sense.MAXIMIZE else -1
+    return max(ok, key=lambda t: (sign * t.values[0], -t.number))
+
+
+def pareto_trials(spec: TuneSpec, study) -> list:
+    """Feasible trials no other feasible trial dominates, by trial number."""
+    ok = [t for t in complete(study) if feasible(t)]
+    signs = [1 if o.sense is Sense.MAXIMIZE else -1 for o in spec.objectives]
+
+    def key(t):
+        return [s * v for s, v in zip(signs, t.values)]
+
+    def dominates(a, b):
+        return all(x >= y for x, y in zip(a, b)) and any(x > y for x, y in zip(a, b))
+
+    keys = {t.number: key(t) for t in ok}
+    return [t for t in ok if not any(dominates(keys[u.number], keys[t.number]) for u in ok if u is not t)]
+
+
+def best_line(spec: TuneSpec, study) -> str:
+    """The progress bar's postfix: the best so far."""
+    if spec.multi:
+        return f"Pareto set {len(pareto_trials(spec, study))}"
+    t = best_trial(spec, study)
+    if t is None:
+        return "no feasible trial yet"
+    o = spec.objectives[0]
+    return f"best {o.text} {sig3(t.values[0])} {o.unit()} (#{t.number})"
+
+
+def _value(trial, metric: str, which: str) -> float:
+    if trial is None:
+        return math.nan
+    v = (trial.user_attrs.get("summary") or {}).get(metric, {}).get(which)
+    return math.nan if v is None else float(v)
+
+
+def _change(new: float, old: float) -> str:
+    if not (math.isfinite(new) and math.isfinite(old)) or old == 0:
+        return "-"
+    return f"{(new / old - 1) * 100:+.1f}%"
+
+
+def _num(v: float, d) -> float | int:
+    return int(v) if d.param.integer else v
+
+
+def _param(v: Any) -> str:
+    return "-" if v is None else (str(v) if isinstance(v, int) else sig3(float(v)))
+
+
+def summary_text(spec: TuneSpec, study, name: str) -> str:
+    import optuna
+
+    S = optuna.trial.TrialState
+    trials = study.get_trials(deepcopy=False)
+    n_done = sum(t.state is S.COMPLETE for t in trials)
+    n_fail = sum(t.state is S.FAIL for t in trials)
+    n_ok = sum(t.state is S.COMPLETE and feasible(t) for t in trials)
+    head = (
+        f"study {name}: {len(trials)} trials ({n_done} complete, {n_fail} failed), {n_ok} meet every SLO\n"
+        f"policy {spec.policy}; objective{'s' if spec.multi else ''} "
+        + ", ".join(f"{o.sense.value} {o.text}" for o in spec.objectives)
+        + (f"; SLO {'; '.join(s.text for s in spec.slos)} (on the worst of {len(spec.seeds)} seed(s) × {len(spec.cases)} case(s))" if spec.slos else "")
+    )
+    parts = [head]
+    default = defaults_trial(study)
+    if default is not None and default.state is S.FAIL:
+        parts.append(f"the defaults failed: {default.user_attrs.get('error', '?')}")
+    if spec.multi:
+        parts.append(pareto_table(spec, study, default))
+    else:
+        best = best_trial(spec, study)
+        if best is None:
+            parts.append("no trial met every SLO: nothing to recommend (widen the ranges, or relax the SLO)")
+            if default is not None:
+                parts.append(metrics_table(spec, default, None))
+        else:
+            parts.append(params_table(spec, default, best))
+            parts.append(metrics_table(spec, default, best))
+    failed = [t for t in trials if t.state is S.FAIL and t.user_attrs.get("error")]
+    if failed:
+        reasons: dict[str, int] = {}
+        for t in failed:
+            reasons[t.user_attrs["error"]] = reasons.get(t.user_attrs["error"], 0) + 1
+        parts.append("failed trials:\n" + "\n".join(f"  {n} × {r}" for r, n in reasons.items()))
+    return "\n\n".join(parts)
+
+
+def params_table(spec: TuneSpec, default, best) -> str:
+    rows = [
+        [d.name, f"[{_param(_num(d.low, d))}, {_param(_num(d.high, d))}]", _param(_num(d.default, d)), _param(best.params.get(d.name))]
+        for d in spec.dims
+    ]
+    return f"best: trial #{best.number}\n" + _markdown(["parameter", "range", "default", "best"], rows)
+
+
+def _rows(spec: TuneSpec) -> list[tuple[str, str]]:
+    """(metric, mean|worst) rows of the comparison: the objectives, the SLOs' metrics, each
+    service's percentiles, batch CPU and utilization."""
+    rows: list[tuple[str, str]] = []
+    for o in spec.objectives:
+        rows += [(o.text, "mean"), (o.text, "worst")]
+    for s in spec.slos:
+        rows.append((s.metric.text, "worst"))
+    for svc in spec.services:
+        rows += [(f"{svc}.{st}", "worst") for st in ("p50", "p99", "p999", "qps")]
+    rows += [("batch_cpu", "mean"), ("utilization", "mean")]
+    return list(dict.fromkeys(rows))
+
+
+def metrics_table(spec: TuneSpec, default, best) -> str:
+    units = {m.text: m.unit() for m in spec.metrics}
+    rows = []
+    for metric, which in _rows(spec):
+        d, b = _value(default, metric, which), _value(best, metric, which)
+        rows.append([f"{metric} ({which}, {units.get(metric, '')})", sig3(d), sig3(b), _change(b, d)])
+    for slo in spec.slos:
+        def verdict(t):
+            if t is None or slo.text not in (t.constraints or {}):
+                return "-"
+            v = t.constraints[slo.text]
+            return "holds" if v <= 0 else f"violated by {sig3(v)}"
+        rows.append([f"SLO {slo.text}", verdict(default), verdict(best), ""])
+    return "default vs best\n" + _markdown(["metric", "default", "best", "change"], rows)
+
+
+def pareto_table(spec: TuneSpec, study, default) -> str:
+    front = sorted(pareto_trials(spec, study), key=lambda t: t.values[0])
+    header = ["trial", *(d.name for d in spec.dims), *(f"{o.text} (mean)" for o in spec.objectives)]
+    rows = []
+    for label, t in ([("defaults", default)] if default is not None and default.values else []) + [(f"#{t.number}", t) for t in front]:
+        rows.append([label, *(_param(t.params.get(d.name)) for d in spec.dims), *(sig3(v) for v in t.values)])
+    return f"Pareto set ({len(front)} trials meeting every SLO, none better in every objective)\n" + _markdown(header, rows)
+
+
+# --- the policy file ---------------------------------------------------------------------
+
+
+def toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return repr(v)
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{toml_value(str(k))} = {toml_value(x)}" for k, x in v.items()) + " }"
+    raise TypeError(f"cannot write {v!r} as TOML")
+
+
+def write_policy(spec: TuneSpec, trial, path: Path, note: str) -> Path:
+    table = policy_table(spec.fixed, trial.params, spec.dims)
+    lines = [f"# {line}" for line in note.splitlines()]
+    lines += ["# Use: colosim run SCENARIO.toml --policy THIS_FILE (or colosim replay ... --policy THIS_FILE)", "", "[policy]"]
+    lines += [f"{k} = {toml_value(v)}" for k, v in table.items()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def write_outputs(spec: TuneSpec, study, name: str, out: Path) -> list[Path]:
+    """The policy file(s) and the HTML report."""
+    written = []
+    if spec.multi:
+        for t in pareto_trials(spec, study):
+            vals = ", ".join(f"{o.text} {sig3(v)}" for o, v in zip(spec.objectives, t.values))
+            written.append(write_policy(spec, t, out / "pareto" / f"trial_{t.number}.toml", f"colosim tune: study {name}, Pareto trial #{t.number}: {vals}"))
+    else:
+        best = best_trial(spec, study)
+        if best is not None:
+            o = spec.objectives[0]
+            written.append(write_policy(spec, best, out / "tuned_policy.toml", f"colosim tune: study {name}, best trial #{best.number}: {o.text} {sig3(best.values[0])} {o.unit()} (mean over seeds), every SLO held"))
+    from sim.tuning.report import write_report
+
+    written.append(write_report(spec, study, name, out / "tune_report.html"))
+    return written
+
+
+__all__ = ["best_line", "best_trial", "complete", "defaults_trial", "feasible", "pareto_trials", "summary_text", "write_outputs", "html"]

@@ -1,0 +1,234 @@
+"""The Optuna study: storage, resume, the ask/tell loop, trials in worker processes.
+
+The sampler lives in this process and asks; each trial's simulation runs in a process of its
+own (`--jobs J` at once) and only its measurement comes back; this process tells the study.
+So the storage is written from one place per machine, a trial that crashes its process costs
+that trial only, and many machines share one study through an RDB URL: each runs the same
+command and they stop together when the study holds `trials` trials.
+
+A trial that raises (a policy configuration the agent refuses, a simulation error) is told
+as FAILED with its reason in the user attribute `error`, and the study goes on.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import math
+import multiprocessing
+import os
+import socket
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from sim.errors import ScenarioError
+from sim.tuning.evaluate import Measurement, measure
+from sim.tuning.outcome import Outcome, summarize
+from sim.tuning.space import policy_table
+from sim.tuning.spec import TuneSpec
+
+WORKER = f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass(frozen=True)
+class Job:
+    """Everything a trial's process needs: plain data, so it pickles."""
+
+    document: dict[str, Any]
+    overrides: dict[str, Any]
+    seeds: list[int]
+    cases: list[str]
+    batch: list[str]
+
+
+def run_job(job: Job) -> Measurement:
+    return measure(job.document, job.overrides, job.seeds, job.cases, job.batch)
+
+
+def storage_url(spec: TuneSpec, storage: str | None, out) -> str:
+    """The storage URL; the default is an SQLite file beside the results, so running the same
+    command again resumes the study."""
+    if storage:
+        return storage
+    out.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{(out / 'tune.db').resolve()}"
+
+
+def make_sampler(spec: TuneSpec):
+    import optuna
+
+    seed = spec.scenario.seed % 2**32
+    if spec.sampler == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if spec.sampler == "nsga2":
+        return optuna.samplers.NSGAIISampler(seed=seed, population_size=max(4, min(50, spec.trials // 5)))
+    # TPE handles constraints (Trial.set_constraint) and several objectives; a short random
+    # start, so a study of a few dozen trials still spends most of them modelled.
+    return optuna.samplers.TPESampler(seed=seed, multivariate=True, n_startup_trials=max(4, min(10, spec.trials // 5)))
+
+
+def open_study(spec: TuneSpec, url: str, name: str):
+    """Create the study, or load it if it exists — then it must be the same study."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        study = optuna.create_study(
+            storage=url, study_name=name, load_if_exists=True,
+            directions=spec.directions, sampler=make_sampler(spec),
+        )
+    except ValueError as err:  # e.g. the directions differ from the stored study's
+        raise ScenarioError(f"--study {name}: {err}") from None
+    except ImportError as err:
+        raise ScenarioError(f"--storage {url}: {err}") from None
+    mine = spec.identity()
+    stored = study.user_attrs.get("spec")
+    if stored is None:
+        study.set_user_attr("spec", mine)
+    elif stored != mine:
+        diff = ", ".join(k for k in mine if stored.get(k) != mine[k])
+        raise ScenarioError(f"--study {name}: this study in {url} was set up differently ({diff}); resume it with the same scenario and options, or give a new --study")
+    return study
+
+
+def fail_stale(study) -> int:
+    """Trials left RUNNING by a process of this machine that is gone (a killed study) are
+    marked FAILED, so that resuming does not wait for them."""
+    import optuna
+
+    host = socket.gethostname()
+    n = 0
+    for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        who = str(t.user_attrs.get("worker", ""))
+        h, _, pid = who.rpartition(":")
+        if h == host and pid.isdigit() and not _alive(int(pid)):
+            study.tell(t.number, state=optuna.trial.TrialState.FAIL)
+            n += 1
+    return n
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def solo_measurement(spec: TuneSpec) -> Measurement:
+    """Each case with every batch workload disabled and the scenario's own policy: the
+    service alone, which `solo` in an SLO refers to."""
+    off = {f"workloads.{b}.enabled": False for b in spec.batch}
+    return measure(spec.document, {**spec.overrides, **off}, spec.seeds, spec.cases, spec.batch)
+
+
+class _Inline(cf.Executor):
+    """--jobs 1: the trial runs here (same code path, no process)."""
+
+    def submit(self, fn, /, *args, **kwargs):
+        f: cf.Future = cf.Future()
+        try:
+            f.set_result(fn(*args, **kwargs))
+        except BaseException as err:  # noqa: BLE001 - handed back like a pool would
+            if isinstance(err, KeyboardInterrupt):
+                raise
+            f.set_exception(err)
+        return f
+
+
+def _pool(jobs: int) -> cf.Executor:
+    if jobs == 1:
+        return _Inline()
+    # forkserver with the simulator preloaded: a fresh process per trial costs a fork, not
+    # an interpreter start; nothing of this process (storage connections, threads) is inherited.
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["sim.tuning.study"])
+    return cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, max_tasks_per_child=1)
+
+
+def tell(study, trial, spec: TuneSpec, solo: Measurement, future: cf.Future) -> Outcome | None:
+    import optuna
+
+    try:
+        measured = future.result()
+    except Exception as err:  # noqa: BLE001 - the reason is recorded, the study goes on
+        reason = _reason(err)
+        trial.set_user_attr("error", reason)
+        study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        return None
+    outcome = summarize(measured, solo, spec.objectives, spec.slos, spec.metrics)
+    trial.set_user_attr("summary", _finite(outcome.summary))
+    for text, v in outcome.constraints.items():
+        trial.set_constraint(text, v)
+    if any(math.isnan(v) for v in outcome.values):
+        bad = ", ".join(o.text for o, v in zip(spec.objectives, outcome.values) if math.isnan(v))
+        trial.set_user_attr("error", f"objective not measurable: {bad} (a service completed no request)")
+        study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        return None
+    study.tell(trial, outcome.values if spec.multi else outcome.values[0])
+    return outcome
+
+
+def _reason(err: BaseException) -> str:
+    from concurrent.futures.process import BrokenProcessPool
+
+    if isinstance(err, BrokenProcessPool):
+        return "the trial's process died"
+    if isinstance(err, KeyError) and err.args:
+        return str(err.args[0])
+    if isinstance(err, ValueError):  # ScenarioError, PolicyError, the core's refusals
+        return " ".join(str(err).split())
+    return f"{type(err).__name__}: {err}"
+
+
+def _finite(summary: dict[str, dict[str, float]]) -> dict[str, dict[str, float | None]]:
+    return {k: {s: (v if math.isfinite(v) else None) for s, v in d.items()} for k, d in summary.items()}
+
+
+def optimize(spec: TuneSpec, study, jobs: int, progress: bool = True) -> None:
+    """Ask and tell until the study holds `spec.trials` trials (those of every worker on
+    every machine count)."""
+    import optuna
+    from tqdm import tqdm
+
+    from sim.tuning.output import best_line
+
+    S = optuna.trial.TrialState
+    done_states = (S.COMPLETE, S.FAIL, S.PRUNED)
+    if not study.get_trials(deepcopy=False):
+        study.enqueue_trial(spec.defaults(), user_attrs={"defaults": True}, skip_if_exists=True)
+    fail_stale(study)
+    solo = solo_measurement(spec)
+    if "solo" not in study.user_attrs:
+        study.set_user_attr("solo", {str(s): {c: _finite_metrics(v) for c, v in m.items()} for s, m in zip(spec.seeds, solo)})
+    dists = {d.name: d.distribution() for d in spec.dims}
+    done = len(study.get_trials(deepcopy=False, states=done_states))
+    pending: dict[cf.Future, Any] = {}
+    with _pool(jobs) as pool, tqdm(
+        total=spec.trials, initial=min(done, spec.trials), desc="tune", unit="trial",
+        file=sys.stderr, disable=not progress, dynamic_ncols=True,
+    ) as bar:
+        bar.set_postfix_str(best_line(spec, study), refresh=False)
+        while True:
+            while len(pending) < jobs:
+                n = len(study.get_trials(deepcopy=False, states=(*done_states, S.RUNNING)))
+                if n >= spec.trials:
+                    break
+                trial = study.ask(dists)
+                trial.set_user_attr("worker", WORKER)
+                table = policy_table(spec.fixed, trial.params, spec.dims)
+                job = Job(spec.document, {**spec.overrides, "policy": table}, spec.seeds, spec.cases, spec.batch)
+                pending[pool.submit(run_job, job)] = trial
+            if not pending:
+                break
+            ready, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+            for f in ready:
+                tell(study, pending.pop(f), spec, solo, f)
+                bar.update(1)
+                bar.set_postfix_str(best_line(spec, study), refresh=False)
+
+
+def _finite_metrics(d: dict[str, float]) -> dict[str, float | None]:
+    return {k: (v if math.isfinite(v) else None) for k, v in d.items()}
