@@ -40,7 +40,8 @@ class Outcome:
 
 def summarize(m: Measurement, solo: Measurement, objectives: list[Metric], slos: list[Slo], metrics: list[Metric]) -> Outcome:
     summary = {}
-    for metric in metrics:
+    everything = {m.text: m for m in [*metrics, *objectives, *(s.metric for s in slos)]}
+    for metric in everything.values():
         seeds = [per_seed(metric, cases) for cases in m]
         finite = [v for v in seeds if not math.isnan(v)]
         summary[metric.text] = {

@@ -1,0 +1,204 @@
+"""One Optuna study shared through PostgreSQL: a throwaway server on loopback, two `colosim
+tune` workers started at once on the same --storage and --study, then the study is checked
+(the trial count over both workers, both workers' trials, one defaults trial, nothing left
+RUNNING) and a third run of the same command adds nothing.
+
+Needs root (initdb and pg_ctl run as the `postgres` user), a PostgreSQL server package
+(/usr/lib/postgresql/<version>/bin) and psycopg2; elsewhere the test skips with the reason."""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+COLOSIM = [sys.executable, "-m", "sim"]
+TRIALS = 40  # ~60 ms a trial: both workers (~1.5 s to start each) are still asking when the other starts
+STUDY = "pg-shared"
+
+SCENARIO = """
+[scenario]
+name = "pg"
+duration = "3s"
+warmup = "500ms"
+seed = 1
+
+[node]
+sockets = 1
+cores_per_socket = 2
+threads_per_core = 2
+
+# Guaranteed (memory request = limit): a bound Burstable pod's cpuset would lie outside
+# kubepods/burstable's share pool, which colosim refuses.
+[pods.online]
+qos = "LSR"
+priority_class = "koord-prod"
+cpu_request = 1
+cpu_limit = 1
+memory_request = "1Gi"
+memory_limit = "1Gi"
+cpu_bind_policy = "SpreadByPCPUs"
+
+[pods.offline]
+qos = "BE"
+
+[workloads.web]
+kind = "closed_loop"
+pod = "online"
+clients = 4
+workers = 1
+service = { dist = "exponential", mean = "5ms" }
+
+[workloads.batch]
+kind = "hog"
+pod = "offline"
+threads = 4
+
+[tune]
+policy = "koordinator"
+params = { cpu_suppress_threshold_percent = [30, 100] }
+slo = ["web.p99 <= 1.5 * solo"]
+"""
+
+
+def _version(initdb: str) -> tuple[int, ...]:
+    v = Path(initdb).parent.parent.name
+    return tuple(int(x) for x in v.split(".") if x.isdigit())
+
+
+def _bin_dir() -> Path | None:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=_version)
+    return Path(found[-1]).parent if found else None
+
+
+def _reason() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (initdb and pg_ctl run as the postgres user)"
+    if _bin_dir() is None:
+        return "no PostgreSQL server: /usr/lib/postgresql/*/bin/initdb not found"
+    try:
+        import psycopg2  # noqa: F401
+    except ImportError:
+        return "psycopg2 is not importable (pip install psycopg2-binary)"
+    try:
+        pwd.getpwnam("postgres")
+    except KeyError:
+        return "no postgres system user"
+    if shutil.which("runuser") is None:
+        return "runuser not found"
+    return None
+
+
+REASON = _reason()
+pytestmark = pytest.mark.skipif(REASON is not None, reason=f"PostgreSQL study unavailable: {REASON}")
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _as_postgres(*cmd: str | Path, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["runuser", "-u", "postgres", "--", *map(str, cmd)],
+        capture_output=True, text=True, timeout=timeout, cwd="/",
+    )
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A PostgreSQL server on 127.0.0.1:<free port> with a database `colosim`; stopped and
+    its data removed afterwards, whatever happened."""
+    bin_dir = _bin_dir()
+    assert bin_dir is not None
+    pw = pwd.getpwnam("postgres")
+    top = Path(tempfile.mkdtemp(prefix="colosim-pg-"))
+    data, log = top / "data", top / "server.log"
+    started = False
+    try:
+        os.chown(top, pw.pw_uid, pw.pw_gid)
+        r = _as_postgres(bin_dir / "initdb", "-D", data, "-A", "trust", "-U", "postgres", "--no-sync")
+        assert r.returncode == 0, f"initdb failed:\n{r.stdout}\n{r.stderr}"
+        port = _free_port()
+        options = f"-c listen_addresses=127.0.0.1 -p {port} -k {top} -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        started = True  # from here on, try to stop it even if start reports failure
+        r = _as_postgres(bin_dir / "pg_ctl", "-D", data, "-l", log, "-o", options, "-w", "-t", "30", "start")
+        if r.returncode != 0:
+            server_log = log.read_text() if log.exists() else ""
+            pytest.fail(f"pg_ctl start failed:\n{r.stdout}\n{r.stderr}\n{server_log}")
+        r = _as_postgres(bin_dir / "createdb", "-h", "127.0.0.1", "-p", port, "-U", "postgres", "colosim")
+        assert r.returncode == 0, f"createdb failed:\n{r.stdout}\n{r.stderr}"
+        # the driver named: SQLAlchemy 2.1 maps a bare postgresql:// to psycopg (3), while
+        # the project's extras install psycopg2
+        yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/colosim"
+    finally:
+        if started:
+            _as_postgres(bin_dir / "pg_ctl", "-D", data, "-m", "immediate", "-w", "-t", "30", "stop")
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def _tune(scenario: Path, url: str, out: Path, log: Path) -> tuple[subprocess.Popen, Path]:
+    cmd = [*COLOSIM, "tune", str(scenario), "--trials", str(TRIALS), "--storage", url,
+           "--study", STUDY, "--no-progress", "--out", str(out)]
+    with open(log, "w") as f:  # the child holds its own copy of the descriptor
+        return subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=scenario.parent), log
+
+
+def _finish(procs: list[tuple[subprocess.Popen, Path]], timeout: float = 120) -> None:
+    try:
+        for p, _ in procs:
+            p.wait(timeout=timeout)
+    finally:
+        for p, _ in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def test_two_workers_share_one_study(tmp_path: Path, postgres_url: str) -> None:
+    import optuna
+
+    scenario = tmp_path / "pg.toml"
+    scenario.write_text(SCENARIO)
+    workers = [_tune(scenario, postgres_url, tmp_path / f"out{i}", tmp_path / f"worker{i}.log") for i in (1, 2)]
+    _finish(workers)
+    for p, log in workers:
+        assert p.returncode == 0, f"worker {p.pid} exited {p.returncode}:\n{log.read_text()}"
+
+    study = optuna.load_study(study_name=STUDY, storage=postgres_url)
+    trials = study.get_trials(deepcopy=False)
+    S = optuna.trial.TrialState
+    states = {t.number: t.state for t in trials}
+    assert TRIALS <= len(trials) <= TRIALS + 1, f"{len(trials)} trials for --trials {TRIALS}"
+    assert all(s in (S.COMPLETE, S.FAIL) for s in states.values()), f"unfinished trials: {states}"
+    host = socket.gethostname()
+    seen = {str(t.user_attrs.get("worker")) for t in trials}
+    assert seen == {f"{host}:{p.pid}" for p, _ in workers}, f"trials' workers {seen}"
+    defaults = [t.number for t in trials if t.user_attrs.get("defaults")]
+    assert len(defaults) == 1, f"defaults trials: {defaults}"
+    feasible = [t for t in trials if t.state is S.COMPLETE and t.constraints and all(v <= 0 for v in t.constraints.values())]
+    assert feasible, "no COMPLETE trial meets the SLO"
+    assert "spec" in study.user_attrs
+    for i in (1, 2):
+        assert (tmp_path / f"out{i}" / "tuned_policy.toml").is_file()
+
+    # the study is full: the same command again runs no trial and prints the summary
+    third = subprocess.run(
+        [*COLOSIM, "tune", str(scenario), "--trials", str(TRIALS), "--storage", postgres_url,
+         "--study", STUDY, "--no-progress", "--out", str(tmp_path / "out3")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )
+    assert third.returncode == 0, third.stdout + third.stderr
+    assert any(line.startswith("study ") for line in third.stdout.splitlines()), third.stdout
+    after = optuna.load_study(study_name=STUDY, storage=postgres_url).get_trials(deepcopy=False)
+    assert len(after) == len(trials), f"the third run added {len(after) - len(trials)} trial(s)"
