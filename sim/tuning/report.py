@@ -80,8 +80,17 @@ def importance_figure(spec: TuneSpec, study) -> go.Figure | None:
 
     if len(spec.dims) < 2 or len(complete(study)) < 4:
         return None
+    import warnings
+
+    # Importances for the first objective, signed so that lower is better (as the evaluator
+    # assumes); infeasible trials are left out (they are not what the search is after).
+    sign = -1.0 if spec.objectives[0].sense.value == "maximize" else 1.0
     try:
-        return optuna.visualization.plot_param_importances(study, target=lambda t: t.values[0], target_name=spec.objectives[0].text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return optuna.visualization.plot_param_importances(
+                study, target=lambda t: sign * t.values[0], target_name=f"{spec.objectives[0].text}"
+            )
     except (ValueError, RuntimeError, ZeroDivisionError):  # e.g. every trial gave the same value
         return None
 

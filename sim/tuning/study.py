@@ -41,8 +41,9 @@ class Job:
     batch: list[str]
 
 
-def run_job(job: Job) -> Measurement:
-    return measure(job.document, job.overrides, job.seeds, job.cases, job.batch)
+def run_job(job: Job) -> tuple[int, Measurement]:
+    """The trial's simulations; returns the pid that ran them with what they measured."""
+    return os.getpid(), measure(job.document, job.overrides, job.seeds, job.cases, job.batch)
 
 
 def storage_url(spec: TuneSpec, storage: str | None, out) -> str:
@@ -152,13 +153,14 @@ def tell(study, trial, spec: TuneSpec, solo: Measurement, future: cf.Future) -> 
     import optuna
 
     try:
-        measured = future.result()
+        pid, measured = future.result()
     except Exception as err:  # noqa: BLE001 - the reason is recorded, the study goes on
         reason = _reason(err)
         trial.set_user_attr("error", reason)
         study.tell(trial, state=optuna.trial.TrialState.FAIL)
         return None
     outcome = summarize(measured, solo, spec.objectives, spec.slos, spec.metrics)
+    trial.set_user_attr("ran_in", pid)
     trial.set_user_attr("summary", _finite(outcome.summary))
     for text, v in outcome.constraints.items():
         trial.set_constraint(text, v)
