@@ -45,6 +45,7 @@ test: setup host-packages
 bench: setup
 	cd core_rs && cargo bench --bench scheduler
 	$(BIN)/python experiments/bench.py
+	$(BIN)/python experiments/bench_tune.py
 
 clean:
 	rm -rf $(VENV) out core_rs/target sim/_core*.so

@@ -162,8 +162,8 @@ def kubelet_knobs(pods: Iterable[Pod], ncpus: int, reserved_milli: int = 0) -> d
     kubepods: shares of the node's allocatable CPU; kubepods/burstable: shares of the sum of
     burstable requests; kubepods/besteffort: 2 shares (kubelet's QoS container manager).
     A pod bound to CPUs (LSR/LSE) gets them as its cpuset and no CFS quota (koordlet's cpuset
-    hook, issue #489); with any bound pod, the others' cpusets are their share pools (LS: the
-    LS pool; BE left to CPU suppress, which starts from the BE pool)."""
+    hook, issue #489); with any bound pod, the others' cpusets are their share pools (LS pods:
+    the LS pool; kubepods/besteffort: the BE pool, which CPU suppress starts from)."""
     pods = list(pods)
     ours = [p for p in pods if p.cgroup.startswith(KUBEPODS + "/")]
     burstable = sum(p.cpu_request for p in ours if p.kube_qos is KubeQoS.BURSTABLE)
@@ -175,7 +175,9 @@ def kubelet_knobs(pods: Iterable[Pod], ncpus: int, reserved_milli: int = 0) -> d
     ls_pool, be_pool = share_pools(range(ncpus), pods)
     any_bound = any(p.cpuset for p in pods)
     if any_bound:
-        out[BURSTABLE]["cpuset.cpus"] = format_cpus(ls_pool)
+        # kubepods/burstable keeps every CPU: a bound pod may be Burstable (an LSR pod with
+        # no memory limit) and its cpuset must lie within its parent's; the LS pool is set
+        # on each LS pod below, as koordlet's cpuset hook does per container.
         out[BESTEFFORT]["cpuset.cpus"] = format_cpus(be_pool)
     for p in ours:
         knobs: dict[str, int | str] = {

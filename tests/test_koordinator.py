@@ -135,6 +135,7 @@ def test_kubelet_layout_and_classes():
     assert cg["kubepods/burstable/pod-web"].cpuset_cpus == "2-7,10-15"
     assert cg["kubepods/besteffort"].cpuset_cpus == "0-15"
     assert cg["kubepods/burstable/pod-web"].cpu_cfs_quota_us == 200_000
+    assert cg["kubepods/burstable"].cpuset_cpus is None  # every CPU: a bound pod may sit below
     assert cg["kubepods/besteffort/pod-batch"].cpu_shares == 1024  # batch-cpu request
 
 
@@ -155,6 +156,18 @@ def test_bad_pods_are_named(change, needle):
     text = "[scenario]\nname = \"t\"\nduration = \"1s\"\n" + change
     with pytest.raises(ScenarioError, match=needle):
         Scenario.from_toml(text)
+
+
+def test_a_bound_burstable_pod_keeps_its_cpus():
+    """An LSR pod with no memory limit is Burstable; bound, its cpuset lies under
+    kubepods/burstable, which therefore keeps every CPU."""
+    sc = Scenario.from_toml(POD_SCENARIO.replace('memory_request = "1Gi"\nmemory_limit = "1Gi"\n', ""))
+    db = next(p for p in sc.pod_list() if p.name == "db")
+    assert db.cgroup == "kubepods/burstable/pod-db"
+    assert sc.cgroups[db.cgroup].cpuset_cpus == "0-1,8-9"
+    from sim.environment import NodeEnvironment
+
+    NodeEnvironment(sc.core_spec())  # the core takes it (before: 'not within the parent's')
 
 
 # --- CPU suppress with pools (§1.3) ------------------------------------------------------------

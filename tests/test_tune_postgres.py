@@ -1,10 +1,13 @@
-"""One Optuna study shared through PostgreSQL: a throwaway server on loopback, two `colosim
-tune` workers started at once on the same --storage and --study, then the study is checked
-(the trial count over both workers, both workers' trials, one defaults trial, nothing left
-RUNNING) and a third run of the same command adds nothing.
+"""One Optuna study shared through PostgreSQL: a throwaway server on loopback (a new one for
+each test), two `colosim tune` workers on the same --storage and --study, then the study is
+checked (the trial count over both workers, both workers' trials, one defaults trial, nothing
+left RUNNING) and a third run of the same command adds nothing.
+
+test_two_workers_started_together starts both at the same instant on the empty database: the
+race to create Optuna's tables and to enqueue the defaults trial must both come out right.
 
 Needs root (initdb and pg_ctl run as the `postgres` user), a PostgreSQL server package
-(/usr/lib/postgresql/<version>/bin) and psycopg2; elsewhere the test skips with the reason."""
+(/usr/lib/postgresql/<version>/bin) and psycopg; elsewhere the test skips with the reason."""
 
 from __future__ import annotations
 
@@ -16,13 +19,15 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 COLOSIM = [sys.executable, "-m", "sim"]
-TRIALS = 40  # ~60 ms a trial: both workers (~1.5 s to start each) are still asking when the other starts
+TRIALS = 60  # ~60 ms a trial, ~1.5 s to start a worker: the first is still asking when the second joins
 STUDY = "pg-shared"
 
 SCENARIO = """
@@ -86,9 +91,9 @@ def _reason() -> str | None:
     if _bin_dir() is None:
         return "no PostgreSQL server: /usr/lib/postgresql/*/bin/initdb not found"
     try:
-        import psycopg2  # noqa: F401
+        import psycopg  # noqa: F401
     except ImportError:
-        return "psycopg2 is not importable (pip install psycopg2-binary)"
+        return "psycopg is not importable (pip install psycopg-binary)"
     try:
         pwd.getpwnam("postgres")
     except KeyError:
@@ -139,17 +144,17 @@ def postgres_url() -> Iterator[str]:
         r = _as_postgres(bin_dir / "createdb", "-h", "127.0.0.1", "-p", port, "-U", "postgres", "colosim")
         assert r.returncode == 0, f"createdb failed:\n{r.stdout}\n{r.stderr}"
         # the driver named: SQLAlchemy 2.1 maps a bare postgresql:// to psycopg (3), while
-        # the project's extras install psycopg2
-        yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/colosim"
+        # the project's extras install psycopg
+        yield f"postgresql://postgres@127.0.0.1:{port}/colosim"
     finally:
         if started:
             _as_postgres(bin_dir / "pg_ctl", "-D", data, "-m", "immediate", "-w", "-t", "30", "stop")
         shutil.rmtree(top, ignore_errors=True)
 
 
-def _tune(scenario: Path, url: str, out: Path, log: Path) -> tuple[subprocess.Popen, Path]:
+def _tune(scenario: Path, url: str, study: str, out: Path, log: Path) -> tuple[subprocess.Popen, Path]:
     cmd = [*COLOSIM, "tune", str(scenario), "--trials", str(TRIALS), "--storage", url,
-           "--study", STUDY, "--no-progress", "--out", str(out)]
+           "--study", study, "--no-progress", "--out", str(out)]
     with open(log, "w") as f:  # the child holds its own copy of the descriptor
         return subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=scenario.parent), log
 
@@ -165,30 +170,64 @@ def _finish(procs: list[tuple[subprocess.Popen, Path]], timeout: float = 120) ->
                 p.wait()
 
 
+def _study_started(url: str, worker: subprocess.Popen, timeout: float = 60) -> None:
+    """Wait until the first worker has created Optuna's tables, the study and its defaults
+    trial (read with psycopg: opening an RDBStorage here would create the tables itself)."""
+    import psycopg
+
+    dsn = url.replace("+psycopg", "")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert worker.poll() is None, f"the first worker exited {worker.returncode} before its first trial"
+        with psycopg.connect(dsn) as conn, conn.cursor() as cur:
+            cur.execute("SELECT to_regclass('public.trials') IS NOT NULL")
+            if cur.fetchone()[0]:
+                cur.execute("SELECT count(*) FROM trials")
+                if cur.fetchone()[0] > 0:
+                    return
+        time.sleep(0.05)
+    pytest.fail(f"no trial in the study {timeout} s after the first worker started")
+
+
+def _check_study(url: str, study_name: str, workers: list[tuple[subprocess.Popen, Path]]) -> list:
+    """The study two workers made together: the trial count over both, both workers' trials,
+    one defaults trial, nothing left RUNNING, a trial meeting the SLO."""
+    import optuna
+
+    for p, log in workers:
+        assert p.returncode == 0, f"worker {p.pid} exited {p.returncode}:\n{log.read_text()}"
+    study = optuna.load_study(study_name=study_name, storage=url)
+    trials = study.get_trials(deepcopy=False)
+    S = optuna.trial.TrialState
+    states = {t.number: t.state.name for t in trials}
+    assert TRIALS <= len(trials) <= TRIALS + 1, f"{len(trials)} trials for --trials {TRIALS}"
+    assert all(s in ("COMPLETE", "FAIL") for s in states.values()), f"unfinished trials: {states}"
+    host = socket.gethostname()
+    seen = Counter(str(t.user_attrs.get("worker")) for t in trials)
+    assert set(seen) == {f"{host}:{p.pid}" for p, _ in workers}, f"trials per worker: {dict(seen)}"
+    defaults = [t.number for t in trials if t.user_attrs.get("defaults")]
+    assert len(defaults) == 1, f"trials with the defaults attribute: {defaults}"
+    feasible = [t for t in trials if t.state is S.COMPLETE and t.constraints and all(v <= 0 for v in t.constraints.values())]
+    assert feasible, "no COMPLETE trial meets the SLO"
+    assert "spec" in study.user_attrs
+    return trials
+
+
 def test_two_workers_share_one_study(tmp_path: Path, postgres_url: str) -> None:
+    """The second worker joins once the first has set the study up (as a second machine
+    would); both ask and tell until the study holds --trials, then a third run adds nothing."""
     import optuna
 
     scenario = tmp_path / "pg.toml"
     scenario.write_text(SCENARIO)
-    workers = [_tune(scenario, postgres_url, tmp_path / f"out{i}", tmp_path / f"worker{i}.log") for i in (1, 2)]
-    _finish(workers)
-    for p, log in workers:
-        assert p.returncode == 0, f"worker {p.pid} exited {p.returncode}:\n{log.read_text()}"
-
-    study = optuna.load_study(study_name=STUDY, storage=postgres_url)
-    trials = study.get_trials(deepcopy=False)
-    S = optuna.trial.TrialState
-    states = {t.number: t.state for t in trials}
-    assert TRIALS <= len(trials) <= TRIALS + 1, f"{len(trials)} trials for --trials {TRIALS}"
-    assert all(s in (S.COMPLETE, S.FAIL) for s in states.values()), f"unfinished trials: {states}"
-    host = socket.gethostname()
-    seen = {str(t.user_attrs.get("worker")) for t in trials}
-    assert seen == {f"{host}:{p.pid}" for p, _ in workers}, f"trials' workers {seen}"
-    defaults = [t.number for t in trials if t.user_attrs.get("defaults")]
-    assert len(defaults) == 1, f"defaults trials: {defaults}"
-    feasible = [t for t in trials if t.state is S.COMPLETE and t.constraints and all(v <= 0 for v in t.constraints.values())]
-    assert feasible, "no COMPLETE trial meets the SLO"
-    assert "spec" in study.user_attrs
+    first = _tune(scenario, postgres_url, STUDY, tmp_path / "out1", tmp_path / "worker1.log")
+    workers = [first]
+    try:
+        _study_started(postgres_url, first[0])
+        workers.append(_tune(scenario, postgres_url, STUDY, tmp_path / "out2", tmp_path / "worker2.log"))
+    finally:
+        _finish(workers)
+    trials = _check_study(postgres_url, STUDY, workers)
     for i in (1, 2):
         assert (tmp_path / f"out{i}" / "tuned_policy.toml").is_file()
 
@@ -202,3 +241,13 @@ def test_two_workers_share_one_study(tmp_path: Path, postgres_url: str) -> None:
     assert any(line.startswith("study ") for line in third.stdout.splitlines()), third.stdout
     after = optuna.load_study(study_name=STUDY, storage=postgres_url).get_trials(deepcopy=False)
     assert len(after) == len(trials), f"the third run added {len(after) - len(trials)} trial(s)"
+
+
+def test_two_workers_started_together(tmp_path: Path, postgres_url: str) -> None:
+    """Both workers started at the same instant on a fresh database, as `colosim tune --help`
+    invites (run the same command on every machine)."""
+    scenario = tmp_path / "pg.toml"
+    scenario.write_text(SCENARIO)
+    workers = [_tune(scenario, postgres_url, STUDY, tmp_path / f"out{i}", tmp_path / f"worker{i}.log") for i in (1, 2)]
+    _finish(workers)
+    _check_study(postgres_url, STUDY, workers)

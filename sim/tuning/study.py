@@ -18,6 +18,7 @@ import multiprocessing
 import os
 import socket
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,7 @@ from sim.tuning.space import policy_table
 from sim.tuning.spec import TuneSpec
 
 WORKER = f"{socket.gethostname()}:{os.getpid()}"
+CREATE_ATTEMPTS = 5
 
 
 @dataclass(frozen=True)
@@ -73,15 +75,24 @@ def open_study(spec: TuneSpec, url: str, name: str):
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    try:
-        study = optuna.create_study(
-            storage=url, study_name=name, load_if_exists=True,
-            directions=spec.directions, sampler=make_sampler(spec),
-        )
-    except ValueError as err:  # e.g. the directions differ from the stored study's
-        raise ScenarioError(f"--study {name}: {err}") from None
-    except ImportError as err:
-        raise ScenarioError(f"--storage {url}: {err}") from None
+    for attempt in range(CREATE_ATTEMPTS):
+        try:
+            study = optuna.create_study(
+                storage=url, study_name=name, load_if_exists=True,
+                directions=spec.directions, sampler=make_sampler(spec),
+            )
+            break
+        except ValueError as err:  # e.g. the directions differ from the stored study's
+            raise ScenarioError(f"--study {name}: {err}") from None
+        except ImportError as err:
+            raise ScenarioError(f"--storage {url}: {err}") from None
+        except Exception as err:  # noqa: BLE001
+            # Workers started together on an empty database race to create Optuna's tables
+            # (RDBStorage creates them without a lock): the loser sees a duplicate table or
+            # type; by the next attempt they exist.
+            if attempt == CREATE_ATTEMPTS - 1 or type(err).__module__.split(".")[0] != "sqlalchemy":
+                raise ScenarioError(f"--storage {url}: {' '.join(str(err).split())[:300]}") from None
+            time.sleep(0.2 * (attempt + 1))
     mine = spec.identity()
     stored = study.user_attrs.get("spec")
     if stored is None:
@@ -145,7 +156,7 @@ def _pool(jobs: int) -> cf.Executor:
     # forkserver with the simulator preloaded: a fresh process per trial costs a fork, not
     # an interpreter start; nothing of this process (storage connections, threads) is inherited.
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["sim.tuning.study"])
+    ctx.set_forkserver_preload(["sim.tuning.study", "sim.runner", "policies", "sim._core"])
     return cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, max_tasks_per_child=1)
 
 
@@ -212,7 +223,8 @@ def optimize(spec: TuneSpec, study, jobs: int, progress: bool = True) -> None:
         total=spec.trials, initial=min(done, spec.trials), desc="tune", unit="trial",
         file=sys.stderr, disable=not progress, dynamic_ncols=True,
     ) as bar:
-        bar.set_postfix_str(best_line(spec, study), refresh=False)
+        if progress:
+            bar.set_postfix_str(best_line(spec, study), refresh=False)
         while True:
             while len(pending) < jobs:
                 n = len(study.get_trials(deepcopy=False, states=(*done_states, S.RUNNING)))
@@ -220,6 +232,8 @@ def optimize(spec: TuneSpec, study, jobs: int, progress: bool = True) -> None:
                     break
                 trial = study.ask(dists)
                 trial.set_user_attr("worker", WORKER)
+                if _duplicate_defaults(study, trial):
+                    trial.set_user_attr("defaults", False)
                 table = policy_table(spec.fixed, trial.params, spec.dims)
                 job = Job(spec.document, {**spec.overrides, "policy": table}, spec.seeds, spec.cases, spec.batch)
                 pending[pool.submit(run_job, job)] = trial
@@ -229,7 +243,16 @@ def optimize(spec: TuneSpec, study, jobs: int, progress: bool = True) -> None:
             for f in ready:
                 tell(study, pending.pop(f), spec, solo, f)
                 bar.update(1)
-                bar.set_postfix_str(best_line(spec, study), refresh=False)
+                if progress:  # reads every trial: only when someone watches
+                    bar.set_postfix_str(best_line(spec, study), refresh=False)
+
+
+def _duplicate_defaults(study, trial) -> bool:
+    """Workers that found the study empty at once each enqueued the defaults; the one with the
+    lowest number stays the defaults trial, the others are ordinary trials."""
+    if not trial.user_attrs.get("defaults"):
+        return False
+    return any(t.user_attrs.get("defaults") and t.number < trial.number for t in study.get_trials(deepcopy=False))
 
 
 def _finite_metrics(d: dict[str, float]) -> dict[str, float | None]:
