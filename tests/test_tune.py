@@ -375,3 +375,4 @@ def test_experiment_beats_koordinator_defaults(root, tmp_path, capsys):
     # the SLO's own arithmetic, from the stored numbers: worst P99 within 10% of solo
     solo = study.user_attrs["solo"]["1"]["tune_koordinator"]["wrk.p99"]
     assert best.user_attrs["summary"]["wrk.p99"]["worst"] <= 1.1 * solo
+    assert "Hyperparameter Importances" in (out / "tune_report.html").read_text()
