@@ -110,8 +110,12 @@ def summary_text(spec: TuneSpec, study, name: str) -> str:
         best = best_trial(spec, study)
         if best is None:
             parts.append("no trial met every SLO: nothing to recommend (widen the ranges, or relax the SLO)")
+            near = closest_trial(study)
+            if near is not None:
+                parts.append(f"closest: trial #{near.number} (worst SLO violation {sig3(max(near.constraints.values()))}): "
+                             + ", ".join(f"{d.name}={_param(near.params.get(d.name))}" for d in spec.dims))
             if default is not None:
-                parts.append(metrics_table(spec, default, None))
+                parts.append(metrics_table(spec, default, near, "closest"))
         else:
             parts.append(params_table(spec, default, best))
             parts.append(metrics_table(spec, default, best))
@@ -146,7 +150,13 @@ def _rows(spec: TuneSpec) -> list[tuple[str, str]]:
     return list(dict.fromkeys(rows))
 
 
-def metrics_table(spec: TuneSpec, default, best) -> str:
+def closest_trial(study):
+    """With no feasible trial: the complete one whose worst SLO violation is least."""
+    done = [t for t in complete(study) if t.constraints]
+    return min(done, key=lambda t: (max(t.constraints.values()), t.number)) if done else None
+
+
+def metrics_table(spec: TuneSpec, default, best, label: str = "best") -> str:
     units = {m.text: m.unit() for m in spec.metrics}
     rows = []
     for metric, which in _rows(spec):
@@ -159,7 +169,7 @@ def metrics_table(spec: TuneSpec, default, best) -> str:
             v = t.constraints[slo.text]
             return "holds" if v <= 0 else f"violated by {sig3(v)}"
         rows.append([f"SLO {slo.text}", verdict(default), verdict(best), ""])
-    return "default vs best\n" + _markdown(["metric", "default", "best", "change"], rows)
+    return f"default vs {label}\n" + _markdown(["metric", "default", label, "change"], rows)
 
 
 def pareto_table(spec: TuneSpec, study, default) -> str:

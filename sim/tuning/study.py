@@ -160,6 +160,32 @@ def _pool(jobs: int) -> cf.Executor:
     return cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, max_tasks_per_child=1)
 
 
+class _Workers:
+    """The executor, renewed when a trial's process died (a dead worker breaks a process
+    pool for good: the trials it was running fail with "the trial's process died", later
+    ones get a fresh pool)."""
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = jobs
+        self.pool = _pool(jobs)
+
+    def submit(self, fn, job: Job) -> cf.Future:
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            return self.pool.submit(fn, job)
+        except BrokenProcessPool:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            self.pool = _pool(self.jobs)
+            return self.pool.submit(fn, job)
+
+    def __enter__(self) -> _Workers:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
 def tell(study, trial, spec: TuneSpec, solo: Measurement, future: cf.Future) -> Outcome | None:
     import optuna
 
@@ -219,7 +245,7 @@ def optimize(spec: TuneSpec, study, jobs: int, progress: bool = True) -> None:
     dists = {d.name: d.distribution() for d in spec.dims}
     done = len(study.get_trials(deepcopy=False, states=done_states))
     pending: dict[cf.Future, Any] = {}
-    with _pool(jobs) as pool, tqdm(
+    with _Workers(jobs) as pool, tqdm(
         total=spec.trials, initial=min(done, spec.trials), desc="tune", unit="trial",
         file=sys.stderr, disable=not progress, dynamic_ncols=True,
     ) as bar:
