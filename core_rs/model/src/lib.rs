@@ -13,6 +13,7 @@ pub mod dist;
 pub mod eevdf;
 pub mod error;
 pub mod events;
+pub mod memcg;
 pub mod node;
 pub mod psi;
 pub mod rng;

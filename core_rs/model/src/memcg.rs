@@ -1,0 +1,558 @@
+//! Memory cgroups: hierarchical charging of anonymous memory and page cache, memory.max /
+//! memory.high / memory.low / memory.min, node watermarks with background and direct reclaim,
+//! and the OOM killer's choice (kernel-and-anchors.md §A10: cgroup-v2.rst, mm/memcontrol.c,
+//! mm/page_counter.c, mm/vmscan.c, mm/oom_kill.c in 6.12).
+//!
+//! Pages live in leaves (a workload's cgroup); every ancestor's `usage` counts them, as a
+//! page_counter chain does. A "process" for the OOM killer is an `Owner` (a workload): its
+//! anonymous memory is its RSS. Page cache belongs to the cgroup that read or wrote it and
+//! stays charged when the owner dies, as in the kernel ("Memory Ownership").
+//!
+//! Reclaim takes page cache before anonymous memory (anonymous only to free swap). It honours
+//! protection: `memory.min` is never reclaimed, `memory.low` only when a first pass that skips
+//! it frees too little. The allocating task pays `reclaim_ns_per_page` of CPU per page it
+//! reclaims itself (direct reclaim, memory.max, memory.high); background reclaim (kswapd) is
+//! free to it.
+
+use std::collections::BTreeMap;
+
+/// Bytes per page.
+pub const PAGE: u64 = 4096;
+/// MEMCG_CHARGE_BATCH: the memory.high penalty is scaled by pages charged / 64.
+pub const CHARGE_BATCH: u64 = 64;
+/// MEMCG_MAX_HIGH_DELAY_JIFFIES = 2 s: the most one return to user space sleeps.
+pub const MAX_HIGH_DELAY_NS: u64 = 2_000_000_000;
+/// No sleep at or below HZ / 100 (10 ms).
+pub const MIN_HIGH_DELAY_NS: u64 = 10_000_000;
+/// MEMCG_DELAY_PRECISION_SHIFT and MEMCG_DELAY_SCALING_SHIFT.
+const PRECISION_SHIFT: u32 = 20;
+const SCALING_SHIFT: u32 = 14;
+/// oom_score_adj that exempts a process from the OOM killer (OOM_SCORE_ADJ_MIN).
+pub const OOM_SCORE_ADJ_MIN: i64 = -1000;
+/// No limit (the kernel's PAGE_COUNTER_MAX, "max").
+pub const UNLIMITED: u64 = u64::MAX;
+
+pub type Owner = usize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Anon,
+    File,
+}
+
+/// memory.events (hierarchical, as v2 reports them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemEvents {
+    pub low: u64,
+    pub high: u64,
+    pub max: u64,
+    pub oom: u64,
+    pub oom_kill: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct MemCg {
+    pub parent: Option<usize>,
+    pub children: Vec<usize>,
+    /// memory.max (v1 memory.limit_in_bytes), memory.high, memory.low, memory.min, in bytes.
+    pub max: u64,
+    pub high: u64,
+    pub low: u64,
+    pub min: u64,
+    /// memory.oom.group: an OOM kill takes every process of the group.
+    pub oom_group: bool,
+    /// Pages charged to this cgroup itself, by kind (bytes).
+    pub anon: u64,
+    pub file: u64,
+    /// Anonymous memory of this cgroup swapped out (bytes).
+    pub swap: u64,
+    /// memory.current: this cgroup and its descendants (page_counter usage).
+    pub usage: u64,
+    /// memory.peak.
+    pub peak: u64,
+    pub events: MemEvents,
+}
+
+impl MemCg {
+    pub fn new(parent: Option<usize>) -> MemCg {
+        MemCg {
+            parent,
+            children: vec![],
+            max: UNLIMITED,
+            high: UNLIMITED,
+            low: 0,
+            min: 0,
+            oom_group: false,
+            anon: 0,
+            file: 0,
+            swap: 0,
+            usage: 0,
+            peak: 0,
+            events: MemEvents::default(),
+        }
+    }
+}
+
+/// Node watermarks (bytes of free memory): below `low` kswapd reclaims until `high`; below
+/// `min` the allocating task reclaims itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Watermarks {
+    pub min: u64,
+    pub low: u64,
+    pub high: u64,
+}
+
+impl Watermarks {
+    /// min_free_kbytes = int_sqrt(lowmem_kbytes × 16) clamped to [128, 262144] KiB
+    /// (mm/page_alloc.c `calculate_min_free_kbytes`); the low/high gaps are
+    /// max(min / 4, total × watermark_scale_factor / 10000) with the default factor 10
+    /// (`__setup_per_zone_wmarks`).
+    pub fn for_total(total: u64, scale_factor: u64) -> Watermarks {
+        let kb = total / 1024;
+        let min_kb = isqrt(kb.saturating_mul(16)).clamp(128, 262_144);
+        let min = min_kb * 1024;
+        let gap = (min / 4).max(((total as u128) * scale_factor as u128 / 10_000) as u64);
+        Watermarks { min, low: min + gap, high: min + 2 * gap }
+    }
+}
+
+fn isqrt(n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let mut x = (n as f64).sqrt() as u64;
+    while x * x > n {
+        x -= 1;
+    }
+    while (x + 1) * (x + 1) <= n {
+        x += 1;
+    }
+    x
+}
+
+/// What a charge cost the allocating task and did to others.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Charge {
+    /// Bytes the task reclaimed itself (direct reclaim, memory.max, memory.high).
+    pub reclaimed: u64,
+    /// CPU the task spent reclaiming them.
+    pub reclaim_ns: u64,
+    /// Bytes kswapd reclaimed for the node.
+    pub kswapd_reclaimed: u64,
+    /// memory.high: how long the task sleeps on return to user space.
+    pub throttle_ns: u64,
+    /// Processes the OOM killer took, in order.
+    pub killed: Vec<Owner>,
+    /// The charge could not be made (nothing left to kill): the allocating task dies.
+    pub failed: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Memory {
+    pub cgs: Vec<MemCg>,
+    /// Node memory and swap, bytes.
+    pub total: u64,
+    pub swap_total: u64,
+    pub watermarks: Watermarks,
+    pub reclaim_ns_per_page: u64,
+    /// Anonymous memory of each process in each cgroup (its RSS there).
+    pub rss: BTreeMap<(usize, Owner), u64>,
+    pub oom_score_adj: BTreeMap<Owner, i64>,
+    /// Node-wide OOM kills (no cgroup limit involved).
+    pub global_ooms: u64,
+}
+
+impl Memory {
+    /// `parents[i]` is cgroup i's parent (cgroup 0, the root, has none).
+    pub fn new(parents: &[Option<usize>], total: u64, swap_total: u64, reclaim_ns_per_page: u64) -> Memory {
+        let mut cgs: Vec<MemCg> = parents.iter().map(|&p| MemCg::new(p)).collect();
+        for (i, p) in parents.iter().enumerate() {
+            if let Some(p) = *p {
+                cgs[p].children.push(i);
+            }
+        }
+        Memory {
+            cgs,
+            total,
+            swap_total,
+            watermarks: Watermarks::for_total(total, 10),
+            reclaim_ns_per_page,
+            rss: BTreeMap::new(),
+            oom_score_adj: BTreeMap::new(),
+            global_ooms: 0,
+        }
+    }
+
+    pub fn free(&self) -> u64 {
+        self.total.saturating_sub(self.cgs[0].usage)
+    }
+
+    fn swap_free(&self) -> u64 {
+        self.swap_total.saturating_sub(self.cgs.iter().map(|c| c.swap).sum::<u64>())
+    }
+
+    fn ancestors(&self, cg: usize) -> Vec<usize> {
+        let mut out = vec![cg];
+        let mut c = cg;
+        while let Some(p) = self.cgs[c].parent {
+            out.push(p);
+            c = p;
+        }
+        out
+    }
+
+    fn subtree(&self, root: usize) -> Vec<usize> {
+        let mut out = vec![root];
+        let mut i = 0;
+        while i < out.len() {
+            out.extend(self.cgs[out[i]].children.iter().copied());
+            i += 1;
+        }
+        out
+    }
+
+    fn event(&mut self, cg: usize, f: impl Fn(&mut MemEvents)) {
+        for a in self.ancestors(cg) {
+            f(&mut self.cgs[a].events);
+        }
+    }
+
+    fn add(&mut self, cg: usize, kind: Kind, bytes: u64) {
+        match kind {
+            Kind::Anon => self.cgs[cg].anon += bytes,
+            Kind::File => self.cgs[cg].file += bytes,
+        }
+        for a in self.ancestors(cg) {
+            let c = &mut self.cgs[a];
+            c.usage += bytes;
+            c.peak = c.peak.max(c.usage);
+        }
+    }
+
+    fn sub(&mut self, cg: usize, kind: Kind, bytes: u64) {
+        match kind {
+            Kind::Anon => self.cgs[cg].anon -= bytes,
+            Kind::File => self.cgs[cg].file -= bytes,
+        }
+        for a in self.ancestors(cg) {
+            self.cgs[a].usage -= bytes;
+        }
+    }
+
+    /// Charge `bytes` of `kind` to `cg` for `owner`: reclaim (and OOM) until every limit on
+    /// the way up and the node's memory allow it, then the memory.high penalty.
+    pub fn charge(&mut self, cg: usize, owner: Owner, kind: Kind, bytes: u64) -> Charge {
+        let mut out = Charge::default();
+        // memory.max: the deepest counter over its limit fails the charge first
+        // (page_counter_try_charge walks up from the leaf).
+        loop {
+            let over = self.ancestors(cg).into_iter().find(|&a| self.cgs[a].usage + bytes > self.cgs[a].max);
+            let Some(a) = over else { break };
+            self.event(a, |e| e.max += 1);
+            let need = self.cgs[a].usage + bytes - self.cgs[a].max;
+            let got = self.reclaim(a, need, &mut out, true);
+            if got >= need {
+                continue;
+            }
+            self.event(a, |e| e.oom += 1);
+            let limit = self.cgs[a].max;
+            if !self.oom_kill(a, limit, &mut out) {
+                out.failed = true; // nothing to kill: the allocation fails
+                return out;
+            }
+            if out.killed.contains(&owner) {
+                return out; // the allocating process itself was chosen
+            }
+        }
+        // The node: kswapd below the low watermark (to high), direct reclaim below min, and
+        // the global OOM killer when nothing more can be freed.
+        let wm = self.watermarks;
+        if self.free() < bytes + wm.low {
+            let want = (bytes + wm.high).saturating_sub(self.free());
+            let mut bg = Charge::default();
+            let got = self.reclaim(0, want, &mut bg, false);
+            out.kswapd_reclaimed += got;
+        }
+        while self.free() < bytes + wm.min {
+            let need = bytes + wm.min - self.free();
+            let got = self.reclaim(0, need, &mut out, true);
+            if got >= need {
+                break;
+            }
+            if self.free() >= bytes {
+                break; // below min but it fits: the allocation dips into the reserve
+            }
+            self.global_ooms += 1;
+            let total = self.total + self.swap_total;
+            if !self.oom_kill(0, total, &mut out) {
+                out.failed = true;
+                return out;
+            }
+            if out.killed.contains(&owner) {
+                return out;
+            }
+        }
+        self.add(cg, kind, bytes);
+        if kind == Kind::Anon {
+            *self.rss.entry((cg, owner)).or_insert(0) += bytes;
+        }
+        self.over_high(cg, bytes, &mut out);
+        out
+    }
+
+    /// memory.high after a charge: reclaim the overage of every ancestor above its high,
+    /// then sleep by the largest remaining overage (`mem_cgroup_handle_over_high`).
+    fn over_high(&mut self, cg: usize, bytes: u64, out: &mut Charge) {
+        let mut worst = 0u64;
+        for a in self.ancestors(cg) {
+            let c = &self.cgs[a];
+            if c.usage <= c.high {
+                continue;
+            }
+            self.event(a, |e| e.high += 1);
+            let need = self.cgs[a].usage - self.cgs[a].high;
+            self.reclaim(a, need, out, true);
+            let c = &self.cgs[a];
+            if c.usage > c.high {
+                worst = worst.max(overage(c.usage, c.high));
+            }
+        }
+        if worst > 0 {
+            out.throttle_ns += high_delay_ns(worst, bytes.div_ceil(PAGE));
+        }
+    }
+
+    /// Give back `bytes` of `kind` (freed anonymous memory, dropped cache).
+    pub fn uncharge(&mut self, cg: usize, owner: Owner, kind: Kind, bytes: u64) {
+        let bytes = match kind {
+            Kind::Anon => {
+                let rss = self.rss.entry((cg, owner)).or_insert(0);
+                let b = bytes.min(*rss);
+                *rss -= b;
+                b
+            }
+            Kind::File => bytes.min(self.cgs[cg].file),
+        };
+        self.sub(cg, kind, bytes);
+    }
+
+    /// A process exits (or is killed): its anonymous memory and swap go; its cache stays.
+    pub fn release(&mut self, owner: Owner) {
+        let mine: Vec<(usize, u64)> = self.rss.iter().filter(|((_, o), _)| *o == owner).map(|(&(cg, _), &b)| (cg, b)).collect();
+        for (cg, b) in mine {
+            let resident = b.min(self.cgs[cg].anon);
+            self.sub(cg, Kind::Anon, resident);
+            self.rss.remove(&(cg, owner));
+        }
+    }
+
+    /// Effective protection (memory.min or memory.low) of every cgroup in `root`'s subtree
+    /// for a reclaim of `root` (`effective_protection`, without memory_recursiveprot): a
+    /// cgroup protects min(usage, setting); when siblings claim more than their parent's
+    /// effective protection, it is shared in proportion to what each claims. The reclaim
+    /// root itself and its direct children are bounded by nothing above.
+    pub fn effective_protection(&self, root: usize, low: bool) -> BTreeMap<usize, u64> {
+        let setting = |c: &MemCg| if low { c.low } else { c.min };
+        let mut eff = BTreeMap::new();
+        eff.insert(root, 0u64);
+        for cg in self.subtree(root) {
+            let kids = &self.cgs[cg].children;
+            if kids.is_empty() {
+                continue;
+            }
+            let claims: Vec<u64> = kids.iter().map(|&k| self.cgs[k].usage.min(setting(&self.cgs[k]))).collect();
+            let sum: u64 = claims.iter().sum();
+            for (&k, &claim) in kids.iter().zip(&claims) {
+                let e = if cg == root {
+                    claim
+                } else {
+                    let parent = eff[&cg];
+                    if sum > parent && sum > 0 {
+                        ((parent as u128) * claim as u128 / sum as u128) as u64
+                    } else {
+                        claim
+                    }
+                };
+                eff.insert(k, e);
+            }
+        }
+        eff
+    }
+
+    /// Reclaim up to `target` bytes from `root`'s subtree; returns what it freed. Page cache
+    /// first, then anonymous memory to free swap; a first pass spares memory.low, a second
+    /// does not (a low event for each group it then takes from); memory.min is never taken.
+    /// Each candidate gives in proportion to what it has above its protection.
+    pub fn reclaim(&mut self, root: usize, target: u64, out: &mut Charge, direct: bool) -> u64 {
+        let emin = self.effective_protection(root, false);
+        let elow = self.effective_protection(root, true);
+        let mut freed = 0u64;
+        for kind in [Kind::File, Kind::Anon] {
+            for pass_low in [true, false] {
+                if freed >= target {
+                    break;
+                }
+                // what each cgroup holding pages of this kind can give in this pass
+                let mut avail: Vec<(usize, u64)> = vec![];
+                for cg in self.subtree(root) {
+                    let c = &self.cgs[cg];
+                    let own = match kind {
+                        Kind::File => c.file,
+                        Kind::Anon => c.anon.min(self.swap_free()),
+                    };
+                    if own == 0 {
+                        continue;
+                    }
+                    // the tightest protection on the way up to the reclaim root
+                    let mut prot_room = u64::MAX;
+                    for a in self.ancestors(cg) {
+                        if a == root {
+                            break;
+                        }
+                        let p = if pass_low { emin[&a].max(elow[&a]) } else { emin[&a] };
+                        prot_room = prot_room.min(self.cgs[a].usage.saturating_sub(p));
+                    }
+                    let give = own.min(prot_room);
+                    if give > 0 {
+                        avail.push((cg, give));
+                    }
+                }
+                let total: u64 = avail.iter().map(|&(_, g)| g).sum();
+                if total == 0 {
+                    continue;
+                }
+                let want = (target - freed).min(total);
+                // proportional shares, rounded to pages, the remainder to the first ones
+                let mut plan: Vec<(usize, u64)> = avail
+                    .iter()
+                    .map(|&(cg, g)| (cg, (((want as u128) * g as u128 / total as u128) as u64 / PAGE * PAGE).min(g)))
+                    .collect();
+                let mut left = want.saturating_sub(plan.iter().map(|&(_, p)| p).sum());
+                for (i, &(_, g)) in avail.iter().enumerate() {
+                    let extra = left.min(g - plan[i].1);
+                    plan[i].1 += extra;
+                    left -= extra;
+                }
+                for (cg, take) in plan {
+                    if take == 0 {
+                        continue;
+                    }
+                    if !pass_low && elow.get(&cg).copied().unwrap_or(0) > 0 {
+                        self.event(cg, |e| e.low += 1);
+                    }
+                    self.sub(cg, kind, take);
+                    if kind == Kind::Anon {
+                        self.cgs[cg].swap += take;
+                        // swapped-out pages leave the owners' RSS in proportion
+                        let owners: Vec<(Owner, u64)> =
+                            self.rss.range((cg, 0)..=(cg, usize::MAX)).map(|(&(_, o), &b)| (o, b)).collect();
+                        let sum: u64 = owners.iter().map(|&(_, b)| b).sum();
+                        let mut rest = take;
+                        for (i, (o, b)) in owners.iter().enumerate() {
+                            let part = if i + 1 == owners.len() { rest } else { ((take as u128) * *b as u128 / sum.max(1) as u128) as u64 };
+                            let part = part.min(*b).min(rest);
+                            *self.rss.get_mut(&(cg, *o)).unwrap() -= part;
+                            rest -= part;
+                        }
+                    }
+                    freed += take;
+                }
+            }
+        }
+        if direct {
+            out.reclaimed += freed;
+            out.reclaim_ns += freed.div_ceil(PAGE) * self.reclaim_ns_per_page;
+        }
+        freed
+    }
+
+    /// The OOM killer in `domain` (a cgroup, or the root for the node): the process with the
+    /// most points (RSS + oom_score_adj × totalpages / 1000, `oom_badness`); −1000 is never
+    /// chosen; with memory.oom.group on the victim's cgroup (or an ancestor inside the domain)
+    /// every process of that group goes. False when there is no one to kill.
+    pub fn oom_kill(&mut self, domain: usize, total_bytes: u64, out: &mut Charge) -> bool {
+        let inside: Vec<usize> = self.subtree(domain);
+        let mut points: BTreeMap<Owner, (i128, usize)> = BTreeMap::new();
+        for (&(cg, o), &b) in &self.rss {
+            if !inside.contains(&cg) {
+                continue;
+            }
+            let e = points.entry(o).or_insert((0, cg));
+            e.0 += (b / PAGE) as i128;
+        }
+        let total_pages = (total_bytes / PAGE) as i128;
+        let mut best: Option<(i128, Owner, usize)> = None;
+        for (&o, &(rss, cg)) in &points {
+            let adj = self.oom_score_adj.get(&o).copied().unwrap_or(0);
+            if adj <= OOM_SCORE_ADJ_MIN || rss == 0 {
+                continue;
+            }
+            let p = rss + adj as i128 * total_pages / 1000;
+            if best.is_none_or(|(bp, _, _)| p > bp) {
+                best = Some((p, o, cg));
+            }
+        }
+        let Some((_, victim, cg)) = best else { return false };
+        // the highest oom.group ancestor within the domain (`mem_cgroup_get_oom_group`)
+        let mut group = None;
+        for a in self.ancestors(cg) {
+            if self.cgs[a].oom_group {
+                group = Some(a);
+            }
+            if a == domain {
+                break;
+            }
+        }
+        let victims: Vec<Owner> = match group {
+            None => vec![victim],
+            Some(g) => {
+                let sub = self.subtree(g);
+                let mut v: Vec<Owner> = self
+                    .rss
+                    .keys()
+                    .filter(|(c, o)| sub.contains(c) && self.oom_score_adj.get(o).copied().unwrap_or(0) > OOM_SCORE_ADJ_MIN)
+                    .map(|&(_, o)| o)
+                    .collect();
+                v.dedup();
+                v
+            }
+        };
+        for o in victims {
+            let cgs: Vec<usize> = self.rss.keys().filter(|(_, x)| *x == o).map(|&(c, _)| c).collect();
+            for c in cgs {
+                self.event(c, |e| e.oom_kill += 1);
+            }
+            self.release(o);
+            out.killed.push(o);
+        }
+        true
+    }
+}
+
+/// (usage − high) / high in units of 2^-20 (`calculate_overage`).
+pub fn overage(usage: u64, high: u64) -> u64 {
+    if usage <= high || high == 0 {
+        return 0;
+    }
+    (((usage - high) as u128) << PRECISION_SHIFT) as u64 / high
+}
+
+/// The memory.high sleep for the largest overage after charging `nr_pages`
+/// (`calculate_high_delay`, HZ = 1000): overage² × HZ >> 34, scaled by nr_pages / 64,
+/// capped at 2 s, and none at or below 10 ms.
+pub fn high_delay_ns(max_overage: u64, nr_pages: u64) -> u64 {
+    let jiffies = raw_high_delay_jiffies(max_overage, nr_pages).min(MAX_HIGH_DELAY_NS / 1_000_000);
+    let ns = jiffies * 1_000_000;
+    if ns <= MIN_HIGH_DELAY_NS {
+        0
+    } else {
+        ns
+    }
+}
+
+/// The penalty before the cap and the floor, in jiffies of 1 ms.
+pub fn raw_high_delay_jiffies(max_overage: u64, nr_pages: u64) -> u64 {
+    let o = max_overage as u128;
+    let j = (o * o * 1000) >> PRECISION_SHIFT >> SCALING_SHIFT;
+    (j * nr_pages as u128 / CHARGE_BATCH as u128) as u64
+}

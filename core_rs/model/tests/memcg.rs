@@ -1,0 +1,238 @@
+//! Memory cgroups against the kernel's arithmetic and rules (kernel-and-anchors.md §A10):
+//! hierarchical charging, memory.max reclaim then OOM, memory.high throttling, memory.min /
+//! memory.low protection, the OOM killer's choice, node watermarks.
+use colosim_core::memcg::*;
+
+const MI: u64 = 1 << 20;
+const GI: u64 = 1 << 30;
+
+/// root(0) → a(1) → {a1(2), a2(3)}; root → b(4).
+fn tree(total: u64) -> Memory {
+    Memory::new(&[None, Some(0), Some(1), Some(1), Some(0)], total, 0, 1_000)
+}
+
+#[test]
+fn charges_add_up_the_hierarchy_and_peak_follows() {
+    let mut m = tree(64 * GI);
+    m.charge(2, 1, Kind::Anon, 10 * MI);
+    m.charge(3, 2, Kind::File, 6 * MI);
+    m.charge(4, 3, Kind::Anon, 1 * MI);
+    assert_eq!(m.cgs[1].usage, 16 * MI);
+    assert_eq!(m.cgs[0].usage, 17 * MI);
+    m.uncharge(2, 1, Kind::Anon, 4 * MI);
+    assert_eq!((m.cgs[2].usage, m.cgs[1].usage, m.cgs[1].peak), (6 * MI, 12 * MI, 16 * MI));
+    m.release(1);
+    assert_eq!((m.cgs[2].usage, m.cgs[2].anon), (0, 0));
+    assert_eq!(m.free(), 64 * GI - 7 * MI);
+}
+
+#[test]
+fn memory_max_reclaims_cache_first_and_charges_the_task_per_page() {
+    let mut m = tree(64 * GI);
+    m.cgs[1].max = 100 * MI;
+    m.charge(2, 1, Kind::File, 80 * MI);
+    let c = m.charge(2, 1, Kind::Anon, 50 * MI);
+    // 30 MiB over: exactly that much cache reclaimed, 7680 pages × 1 µs
+    assert_eq!(c.reclaimed, 30 * MI);
+    assert_eq!(c.reclaim_ns, 30 * MI / PAGE * 1_000);
+    assert!(c.killed.is_empty() && !c.failed);
+    assert_eq!((m.cgs[2].file, m.cgs[2].anon, m.cgs[1].usage), (50 * MI, 50 * MI, 100 * MI));
+    assert_eq!(m.cgs[1].events.max, 1);
+}
+
+#[test]
+fn limits_are_never_exceeded_in_the_accounting() {
+    let mut m = tree(2 * GI);
+    m.cgs[1].max = 300 * MI;
+    m.cgs[2].max = 200 * MI;
+    m.cgs[4].max = 500 * MI;
+    // a deterministic pseudo-random mix of charges and uncharges
+    let mut x: u64 = 12345;
+    for _ in 0..2000 {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let cg = [2, 3, 4][(x >> 33) as usize % 3];
+        let owner = (x >> 40) as usize % 4;
+        let kind = if (x >> 20) & 1 == 0 { Kind::Anon } else { Kind::File };
+        let bytes = ((x >> 8) % 64 + 1) * PAGE * 16;
+        if (x >> 50) % 4 == 0 {
+            m.uncharge(cg, owner, kind, bytes);
+        } else {
+            m.charge(cg, owner, kind, bytes);
+        }
+        for c in &m.cgs {
+            assert!(c.usage <= c.max, "usage {} over max {}", c.usage, c.max);
+        }
+        assert!(m.cgs[0].usage <= m.total);
+        // usage is own pages plus the children's usage
+        for (i, c) in m.cgs.iter().enumerate() {
+            let kids: u64 = c.children.iter().map(|&k| m.cgs[k].usage).sum();
+            assert_eq!(c.usage, c.anon + c.file + kids, "cgroup {i}");
+        }
+        let rss: u64 = m.rss.values().sum();
+        assert_eq!(rss, m.cgs.iter().map(|c| c.anon).sum::<u64>());
+    }
+}
+
+#[test]
+fn memcg_oom_kills_the_largest_process_inside_the_group_only() {
+    let mut m = tree(64 * GI);
+    m.cgs[1].max = 100 * MI;
+    m.charge(4, 9, Kind::Anon, 500 * MI); // outside, the biggest on the node
+    m.charge(2, 1, Kind::Anon, 60 * MI);
+    m.charge(3, 2, Kind::Anon, 30 * MI);
+    let c = m.charge(3, 2, Kind::Anon, 20 * MI); // no cache to reclaim, no swap
+    assert_eq!(c.killed, vec![1]); // 60 MiB beats 30 MiB; the 500 MiB outside is not eligible
+    assert_eq!(m.cgs[1].usage, 50 * MI);
+    assert_eq!(m.cgs[4].usage, 500 * MI);
+    assert_eq!((m.cgs[1].events.oom, m.cgs[2].events.oom_kill, m.cgs[1].events.oom_kill, m.cgs[0].events.oom_kill), (1, 1, 1, 1));
+}
+
+#[test]
+fn oom_score_adj_weighs_and_minus_1000_exempts() {
+    let mut m = tree(64 * GI);
+    m.cgs[1].max = 100 * MI;
+    m.charge(2, 1, Kind::Anon, 60 * MI);
+    m.charge(3, 2, Kind::Anon, 30 * MI);
+    // adj 400 adds 400/1000 of the 100 MiB limit = 40 MiB of points: 70 > 60
+    m.oom_score_adj.insert(2, 400);
+    let c = m.charge(3, 3, Kind::Anon, 20 * MI);
+    assert_eq!(c.killed, vec![2]);
+    let mut m = tree(64 * GI);
+    m.cgs[1].max = 100 * MI;
+    m.charge(2, 1, Kind::Anon, 60 * MI);
+    m.charge(3, 2, Kind::Anon, 30 * MI);
+    m.oom_score_adj.insert(1, OOM_SCORE_ADJ_MIN);
+    assert_eq!(m.charge(3, 3, Kind::Anon, 20 * MI).killed, vec![2]);
+}
+
+#[test]
+fn oom_group_takes_every_process_of_the_group() {
+    let mut m = tree(64 * GI);
+    m.cgs[1].max = 100 * MI;
+    m.cgs[2].oom_group = true;
+    m.charge(2, 1, Kind::Anon, 40 * MI);
+    m.charge(2, 2, Kind::Anon, 20 * MI);
+    m.charge(3, 3, Kind::Anon, 30 * MI);
+    let c = m.charge(3, 3, Kind::Anon, 20 * MI);
+    assert_eq!(c.killed, vec![1, 2]);
+    assert_eq!(m.cgs[2].usage, 0);
+    assert_eq!(m.cgs[3].usage, 50 * MI);
+}
+
+#[test]
+fn memory_high_penalty_matches_the_kernel_table() {
+    // kernel-and-anchors.md §A10, high = 100 MB, a batch of 64 pages:
+    // 1% over ≈ 6 ms, 5% ≈ 159 ms, 10% ≈ 639 ms, 17% ≈ 1.85 s, ≥ 18% = 2 s
+    let high = 100_000_000u64;
+    let raw = |pct: u64| raw_high_delay_jiffies(overage(high + high * pct / 100, high), 64);
+    assert_eq!(raw(1), 6);
+    assert_eq!(raw(5), 159);
+    assert!((639..=640).contains(&raw(10)));
+    assert!((1840..=1860).contains(&raw(17)));
+    assert_eq!(high_delay_ns(overage(high + high / 100, high), 64), 0); // ≤ 10 ms: no sleep
+    assert_eq!(high_delay_ns(overage(high + high * 5 / 100, high), 64), 159_000_000);
+    assert_eq!(high_delay_ns(overage(high + high * 18 / 100, high), 64), MAX_HIGH_DELAY_NS);
+    assert_eq!(high_delay_ns(overage(high * 3, high), 64), MAX_HIGH_DELAY_NS);
+    // scaled by the pages charged: half a batch, half the sleep
+    assert_eq!(raw_high_delay_jiffies(overage(high + high / 10, high), 32), raw(10) / 2);
+}
+
+#[test]
+fn memory_high_throttles_instead_of_killing() {
+    let mut m = tree(64 * GI);
+    m.cgs[2].high = 100 * MI;
+    let c = m.charge(2, 1, Kind::Anon, 100 * MI);
+    assert_eq!(c.throttle_ns, 0);
+    // 10% over with nothing reclaimable (anon, no swap): a sleep, no OOM
+    let c = m.charge(2, 1, Kind::Anon, 10 * MI);
+    assert!(c.killed.is_empty() && !c.failed);
+    assert_eq!(m.cgs[2].usage, 110 * MI);
+    assert_eq!(c.throttle_ns, high_delay_ns(overage(110 * MI, 100 * MI), 10 * MI / PAGE));
+    assert!(c.throttle_ns == MAX_HIGH_DELAY_NS); // 2560 pages: 40 batches of a 640 ms sleep, capped
+    assert_eq!((m.cgs[2].events.high, m.cgs[2].events.oom), (1, 0));
+    // with cache to reclaim, the overage is reclaimed instead and nobody sleeps
+    let mut m = tree(64 * GI);
+    m.cgs[2].high = 100 * MI;
+    m.charge(2, 1, Kind::File, 50 * MI);
+    m.charge(2, 1, Kind::Anon, 50 * MI);
+    let c = m.charge(2, 1, Kind::Anon, 10 * MI);
+    assert_eq!((c.reclaimed, c.throttle_ns, m.cgs[2].usage), (10 * MI, 0, 100 * MI));
+}
+
+#[test]
+fn memory_min_is_never_reclaimed_while_other_memory_is() {
+    let mut m = tree(64 * GI);
+    m.cgs[1].max = 200 * MI;
+    m.cgs[2].min = 80 * MI;
+    m.charge(2, 1, Kind::File, 100 * MI); // 80 protected, 20 not
+    m.charge(3, 2, Kind::File, 100 * MI);
+    let c = m.charge(3, 2, Kind::Anon, 60 * MI);
+    // 60 MiB to find: in proportion to the unprotected 20 and 100 → 10 and 50
+    assert_eq!(c.reclaimed, 60 * MI);
+    assert_eq!((m.cgs[2].file, m.cgs[3].file), (90 * MI, 50 * MI));
+    // needing more than is unprotected: a2's cache, then a1's last unprotected 10, then OOM
+    let c = m.charge(3, 2, Kind::Anon, 100 * MI);
+    assert!(m.cgs[2].file >= 80 * MI, "memory.min reclaimed: {}", m.cgs[2].file);
+    assert!(!c.killed.is_empty());
+}
+
+#[test]
+fn memory_low_is_spared_on_the_first_pass_only() {
+    let mut m = tree(64 * GI);
+    m.cgs[1].max = 200 * MI;
+    m.cgs[2].low = 100 * MI;
+    m.charge(2, 1, Kind::File, 100 * MI);
+    m.charge(3, 2, Kind::File, 60 * MI);
+    // 160 + 60 = 20 over: all of it from a2, a1's cache is under its low
+    let c = m.charge(3, 2, Kind::Anon, 60 * MI);
+    assert_eq!((m.cgs[2].file, m.cgs[3].file, c.reclaimed), (100 * MI, 40 * MI, 20 * MI));
+    assert_eq!(m.cgs[2].events.low, 0);
+    // 50 more: a2's last 40 on the first pass, then the second pass takes 10 of a1's, and says so
+    let c = m.charge(3, 2, Kind::Anon, 50 * MI);
+    assert_eq!((c.reclaimed, m.cgs[3].file, m.cgs[2].file), (50 * MI, 0, 90 * MI));
+    assert!(m.cgs[2].events.low >= 1 && c.killed.is_empty());
+}
+
+#[test]
+fn overcommitted_protection_is_shared_in_proportion() {
+    let mut m = tree(64 * GI);
+    m.cgs[1].low = 100 * MI;
+    m.cgs[2].low = 100 * MI;
+    m.cgs[3].low = 100 * MI;
+    m.charge(2, 1, Kind::File, 100 * MI);
+    m.charge(3, 2, Kind::File, 100 * MI);
+    m.charge(4, 3, Kind::File, 100 * MI);
+    let eff = m.effective_protection(0, true);
+    assert_eq!(eff[&1], 100 * MI); // a child of the reclaim root: min(usage, low)
+    assert_eq!((eff[&2], eff[&3]), (50 * MI, 50 * MI)); // 200 claimed of 100: halves
+    assert_eq!(eff[&4], 0);
+}
+
+#[test]
+fn node_watermarks_follow_min_free_kbytes() {
+    // 64 GiB: int_sqrt(64 Gi/1 Ki × 16) = 32768 KiB; gap = max(8 MiB, 64 GiB × 10/10000)
+    let w = Watermarks::for_total(64 * GI, 10);
+    assert_eq!(w.min, 32_768 * 1024);
+    let gap = 64 * GI / 1000;
+    assert_eq!((w.low, w.high), (w.min + gap, w.min + 2 * gap));
+    // a tiny node: the 128 KiB floor; a huge one: the 256 MiB cap
+    assert_eq!(Watermarks::for_total(1 << 20, 10).min, 128 * 1024);
+    assert_eq!(Watermarks::for_total(1 << 50, 10).min, 262_144 * 1024);
+}
+
+#[test]
+fn the_node_reclaims_in_the_background_then_kills() {
+    let mut m = tree(1 * GI);
+    let w = m.watermarks;
+    m.charge(4, 9, Kind::File, 500 * MI);
+    m.charge(2, 1, Kind::Anon, 300 * MI);
+    // 224 MiB free, 222 asked: free would fall below low (≈ 5 MiB), so kswapd takes cache
+    // back to the high watermark, at no cost to the task
+    let c = m.charge(3, 2, Kind::Anon, 222 * MI);
+    assert!(c.kswapd_reclaimed > 0 && c.reclaim_ns == 0);
+    assert!(m.free() + PAGE >= w.high, "free {} high {}", m.free(), w.high);
+    // anonymous memory beyond the node, no swap: the global OOM kills the largest process
+    let c = m.charge(3, 2, Kind::Anon, 600 * MI);
+    assert_eq!(c.killed.first(), Some(&1));
+    assert!(m.global_ooms >= 1 && m.cgs[0].usage <= m.total);
+}
