@@ -27,6 +27,9 @@ pub enum Event {
     Slack { cg: usize, gen: u64 },
     /// PSI averaging (every PSI_FREQ).
     Psi,
+    /// A task that slept on memory.high (or waits to start after one) goes on with its
+    /// work.
+    Resume { task: usize },
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -15,6 +15,7 @@ pub mod error;
 pub mod events;
 pub mod memcg;
 pub mod node;
+pub mod node_memory;
 pub mod psi;
 pub mod rng;
 pub mod spec;

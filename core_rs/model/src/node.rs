@@ -49,6 +49,8 @@ pub struct Task {
     pub pos: usize,
     /// NUMA node its memory lives on (set where it first runs, within cpuset.mems).
     pub home_node: Option<usize>,
+    /// Killed (cgroup.kill, the OOM killer): it never runs again.
+    pub dead: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -110,6 +112,10 @@ pub struct Node {
     /// Optional trace of (time, cpu, running task) at every switch, for checks in tests.
     pub run_trace: Option<Vec<(Ns, CpuId, Option<TaskId>)>>,
     pub(crate) eff: Effects,
+    /// Memory cgroups (node_memory.rs), when the spec gives the node's memory.
+    pub memory: Option<crate::memcg::Memory>,
+    /// Processes (tasks) each workload lost to the OOM killer.
+    pub oom_kills: Vec<u64>,
 }
 
 impl Node {
@@ -193,7 +199,10 @@ impl Node {
             trace: None,
             run_trace: None,
             eff: Effects::default(),
+            memory: None,
+            oom_kills: vec![],
         };
+        node.init_memory(spec);
         node.refresh_cgroup_flags();
         for (i, c) in spec.cgroups.iter().enumerate() {
             let field = format!("cgroups[{i}].cpu.cfs_quota_us");
@@ -209,6 +218,7 @@ impl Node {
         }
         for (i, w) in spec.workloads.iter().enumerate() {
             node.add_workload(i, w, spec.seed);
+            node.oom_kills.push(0);
             let cg = node.cgroup_id(w.cgroup()).expect("validated");
             if !node.cgroups[cg].cpus.iter().any(|&c| c) {
                 return Err(SpecError::new(
@@ -259,6 +269,7 @@ impl Node {
             slot,
             pos: usize::MAX,
             home_node: None,
+            dead: false,
         });
         self.cgroups[cg].nr_tasks += 1;
         self.apply_task_policy(id);
@@ -320,6 +331,24 @@ impl Node {
                 };
                 (Workload::Bursty(b), *start_ns)
             }
+            WorkloadSpec::MemoryHog { threads, bytes, chunk_bytes, touch_ns_per_page, mode, hang_ns, oom_score_adj, start_ns, .. } => {
+                let ts: Vec<TaskId> = (0..*threads).map(|k| self.new_task(cg, idx, k, 0)).collect();
+                if let Some(m) = self.memory.as_mut() {
+                    for &t in &ts {
+                        m.oom_score_adj.insert(t, *oom_score_adj);
+                    }
+                }
+                let m = crate::workload::MemoryHog {
+                    held: vec![0; ts.len()],
+                    threads: ts,
+                    bytes: *bytes,
+                    chunk: *chunk_bytes,
+                    touch_ns_per_page: *touch_ns_per_page,
+                    mode: *mode,
+                    hang_ns: *hang_ns,
+                };
+                (Workload::MemoryHog(m), *start_ns)
+            }
             WorkloadSpec::OpenLoop { rate_per_s, workers, service, start_ns, .. } => {
                 let ws: Vec<TaskId> = (0..*workers).map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus)).collect();
                 self.service_names.push(w.name().to_string());
@@ -341,6 +370,7 @@ impl Node {
         // steady threads of a bursty service are forked at the start.
         let forked: Vec<TaskId> = match &workload {
             Workload::Hog(h) => h.threads.clone(),
+            Workload::MemoryHog(m) => m.threads.clone(),
             Workload::Bursty(b) => b.steady.clone(),
             _ => vec![],
         };
@@ -405,6 +435,7 @@ impl Node {
             Event::Period { cg, gen } => self.period_timer(cg, gen),
             Event::Slack { cg, gen } => self.slack_timer(cg, gen),
             Event::Psi => self.psi_update(),
+            Event::Resume { task } => self.resume(task),
             Event::Sample => {
                 self.sample();
                 self.queue.push(self.now + self.sample_interval, Event::Sample);
@@ -444,20 +475,41 @@ impl Node {
     }
 
     fn apply_effects(&mut self, eff: &mut Effects) {
+        // Memory first: what an allocation costs is added to the work that follows it, or
+        // delays it (memory.high), or ends the task (OOM).
+        let mut costs = self.apply_charges(eff);
         for (at, wl, slot) in eff.timers.drain(..) {
             self.queue.push(at, Event::Workload { wl, slot });
         }
         for (t, work) in std::mem::take(&mut eff.forks) {
+            if self.tasks[t].dead {
+                continue;
+            }
             self.tasks[t].remaining = work;
-            self.wake_up_new(t);
+            if !self.after_charge(t, &mut costs) {
+                self.wake_up_new(t);
+            }
         }
         let wakes = std::mem::take(&mut eff.wakes);
         for &(t, work) in &wakes {
+            if self.tasks[t].dead {
+                continue;
+            }
             self.tasks[t].remaining = work;
-            self.try_to_wake_up(t);
+            if !self.after_charge(t, &mut costs) {
+                self.try_to_wake_up(t);
+            }
         }
         eff.wakes = wakes;
         eff.wakes.clear();
+        // the running task that allocated before its next piece of work (on_done)
+        while let Some(&(t, _, _)) = costs.first() {
+            if self.tasks[t].dead {
+                costs.remove(0);
+            } else {
+                self.after_charge(t, &mut costs);
+            }
+        }
     }
 
     /// The next event of `cpu`: completion of the running task's work or the tick at which
@@ -597,6 +649,7 @@ impl Node {
         self.settle();
         match knob {
             "cgroup.kill" => self.kill_subtree(cg),
+            k if k.starts_with("memory.") => self.write_memory_knob(cg, k, value)?,
             "cpu.shares" => {
                 if self.cgroups[cg].idle {
                     // sched_group_set_shares returns -EINVAL for an idle group.
@@ -633,6 +686,7 @@ impl Node {
             "cpu.qos_level" => Ok(g.qos_level),
             // write-only in the kernel; reading gives 0 here so that every knob reads
             "cgroup.kill" => Ok(0),
+            k if k.starts_with("memory.") => self.read_memory_knob(cg, k),
             _ => self.read_bandwidth_knob(cg, knob).ok_or_else(|| {
                 SpecError::new(knob, format!("unknown knob {knob:?} (known: {})", crate::spec::KNOBS.join(", ")))
             }),
@@ -689,19 +743,28 @@ impl Node {
                 continue;
             }
             self.killed[self.tasks[t].wl] = true;
-            let st = self.tasks[t].state;
-            if st == TaskState::Running {
-                self.preempt_off_cpu(self.tasks[t].cpu);
-            }
-            if matches!(st, TaskState::Runnable | TaskState::Running) {
-                self.dequeue_task(t, false);
-            }
-            self.tasks[t].state = TaskState::Sleeping;
-            self.tasks[t].remaining = 0;
+            self.take_off(t);
         }
         for cpu in 0..self.ncpus() {
             self.unthrottle_qos(cpu);
             self.schedule(cpu);
+        }
+    }
+
+    /// A task dies: off its CPU and run queue for good; its anonymous memory is freed.
+    pub(crate) fn take_off(&mut self, t: TaskId) {
+        let st = self.tasks[t].state;
+        if st == TaskState::Running {
+            self.preempt_off_cpu(self.tasks[t].cpu);
+        }
+        if matches!(st, TaskState::Runnable | TaskState::Running) {
+            self.dequeue_task(t, false);
+        }
+        self.tasks[t].state = TaskState::Sleeping;
+        self.tasks[t].remaining = 0;
+        self.tasks[t].dead = true;
+        if let Some(m) = self.memory.as_mut() {
+            m.release(t);
         }
     }
 

@@ -21,6 +21,33 @@ pub struct NodeSpec {
     /// Time-series sampling interval; 0 turns sampling off.
     #[serde(default)]
     pub sample_interval_ns: u64,
+    /// The node's memory (memcg model); None: memory is not modelled, and no workload may
+    /// allocate.
+    #[serde(default)]
+    pub memory: Option<MemorySpec>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemorySpec {
+    pub total_bytes: u64,
+    /// Swap space; 0 (the default): anonymous memory cannot be reclaimed.
+    #[serde(default)]
+    pub swap_bytes: u64,
+    /// CPU a task spends per page it reclaims itself. Not a kernel constant: direct reclaim
+    /// of clean page cache runs at a few GB/s per core, ≈ 1 µs per 4 KiB page.
+    #[serde(default = "default_reclaim_ns_per_page")]
+    pub reclaim_ns_per_page: u64,
+    /// vm.watermark_scale_factor (default 10: 0.1% of memory between watermarks).
+    #[serde(default = "default_watermark_scale_factor")]
+    pub watermark_scale_factor: u64,
+}
+
+fn default_reclaim_ns_per_page() -> u64 {
+    1_000
+}
+fn default_watermark_scale_factor() -> u64 {
+    10
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -54,6 +81,23 @@ fn one() -> u32 {
 fn two() -> u32 {
     2
 }
+fn default_chunk() -> u64 {
+    1 << 20
+}
+/// Writing a fresh 4 KiB page: the fault (≈ 0.5 µs) and the memset (≈ 0.3 µs).
+fn default_touch_ns() -> u64 {
+    800
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum HogMode {
+    Keep,
+    Hang,
+    #[default]
+    Churn,
+}
+
 fn default_smt_speed() -> f64 {
     0.6
 }
@@ -114,6 +158,23 @@ pub struct CgroupSpec {
     pub cpuset_cpus: Option<String>,
     #[serde(rename = "cpuset.mems", default)]
     pub cpuset_mems: Option<String>,
+    /// memcg limits and protections in bytes (v1 memory.limit_in_bytes = v2 memory.max;
+    /// memory.high/low/min as Alibaba Cloud Linux's v1 and upstream v2 have them); -1 or
+    /// absent: no limit.
+    #[serde(rename = "memory.limit_in_bytes", default = "no_limit")]
+    pub memory_max: i64,
+    #[serde(rename = "memory.high", default = "no_limit")]
+    pub memory_high: i64,
+    #[serde(rename = "memory.low", default)]
+    pub memory_low: i64,
+    #[serde(rename = "memory.min", default)]
+    pub memory_min: i64,
+    #[serde(rename = "memory.oom.group", default)]
+    pub memory_oom_group: i64,
+}
+
+fn no_limit() -> i64 {
+    -1
 }
 
 fn default_shares() -> u64 {
@@ -187,6 +248,31 @@ pub enum WorkloadSpec {
         #[serde(default)]
         start_ns: u64,
     },
+    /// `stress --vm N --vm-bytes B`: N workers (processes) that each allocate `bytes` in
+    /// `chunk_bytes` steps, touching every page (`touch_ns_per_page` of CPU a page), then
+    /// keep it and re-dirty it (`keep`, --vm-keep: CPU-bound, memory held), hold it asleep
+    /// for `hang_ns` and free it (`hang`, --vm-hang), or free it at once (`churn`, the
+    /// default of stress) — and start over.
+    MemoryHog {
+        name: String,
+        cgroup: String,
+        #[serde(default = "one")]
+        threads: u32,
+        bytes: u64,
+        #[serde(default = "default_chunk")]
+        chunk_bytes: u64,
+        #[serde(default = "default_touch_ns")]
+        touch_ns_per_page: u64,
+        #[serde(default)]
+        mode: HogMode,
+        #[serde(default)]
+        hang_ns: u64,
+        /// /proc/PID/oom_score_adj of its processes (-1000..=1000).
+        #[serde(default)]
+        oom_score_adj: i64,
+        #[serde(default)]
+        start_ns: u64,
+    },
     /// Poisson arrivals at `rate_per_s` into a FIFO queue served by `workers` threads.
     OpenLoop {
         name: String,
@@ -205,7 +291,8 @@ impl WorkloadSpec {
             WorkloadSpec::Hog { name, .. }
             | WorkloadSpec::ClosedLoop { name, .. }
             | WorkloadSpec::OpenLoop { name, .. }
-            | WorkloadSpec::Bursty { name, .. } => name,
+            | WorkloadSpec::Bursty { name, .. }
+            | WorkloadSpec::MemoryHog { name, .. } => name,
         }
     }
     pub fn cgroup(&self) -> &str {
@@ -213,7 +300,8 @@ impl WorkloadSpec {
             WorkloadSpec::Hog { cgroup, .. }
             | WorkloadSpec::ClosedLoop { cgroup, .. }
             | WorkloadSpec::OpenLoop { cgroup, .. }
-            | WorkloadSpec::Bursty { cgroup, .. } => cgroup,
+            | WorkloadSpec::Bursty { cgroup, .. }
+            | WorkloadSpec::MemoryHog { cgroup, .. } => cgroup,
         }
     }
 }
@@ -224,7 +312,7 @@ pub const MIN_SHARES: u64 = 2;
 pub const MAX_SHARES: u64 = 1 << 18;
 
 /// The knobs the simulated cgroups have, by their cgroup v1 file names.
-pub const KNOBS: [&str; 9] = [
+pub const KNOBS: [&str; 14] = [
     "cpu.shares",
     "cpu.idle",
     "cpu.qos_level",
@@ -234,6 +322,11 @@ pub const KNOBS: [&str; 9] = [
     "cpuset.cpus",
     "cpuset.mems",
     "cgroup.kill",
+    "memory.limit_in_bytes",
+    "memory.high",
+    "memory.low",
+    "memory.min",
+    "memory.oom.group",
 ];
 
 pub fn check_knob(field: &str, knob: &str, value: i64) -> Result<()> {
@@ -262,6 +355,21 @@ pub fn check_knob(field: &str, knob: &str, value: i64) -> Result<()> {
         // Ranges of these are checked together (they constrain each other) by bandwidth_ns.
         "cpu.cfs_quota_us" | "cpu.cfs_period_us" | "cpu.cfs_burst_us" => {}
         "cpuset.cpus" | "cpuset.mems" => return bad(format!("{knob} takes a list like \"0-3,6\", not a number")),
+        "memory.limit_in_bytes" | "memory.high" => {
+            if value < -1 {
+                return bad(format!("{knob} must be a size in bytes, or -1 for no limit (got {value})"));
+            }
+        }
+        "memory.low" | "memory.min" => {
+            if value < 0 {
+                return bad(format!("{knob} must be a size in bytes >= 0 (got {value})"));
+            }
+        }
+        "memory.oom.group" => {
+            if value != 0 && value != 1 {
+                return bad(format!("memory.oom.group must be 0 or 1 (got {value})"));
+            }
+        }
         _ => return bad(format!("unknown knob {knob:?} (known: {})", KNOBS.join(", "))),
     }
     Ok(())
@@ -276,6 +384,11 @@ impl NodeSpec {
     }
 
     pub fn validate(&self) -> Result<()> {
+        if let Some(m) = &self.memory {
+            if m.total_bytes < 16 * crate::memcg::PAGE {
+                return Err(SpecError::new("memory.total_bytes", format!("must be at least 16 pages (got {})", m.total_bytes)));
+            }
+        }
         let t = &self.topology;
         for (name, v) in [
             ("sockets", t.sockets),
@@ -338,6 +451,18 @@ impl NodeSpec {
             check_knob(&f("cpu.idle"), "cpu.idle", cg.idle)?;
             check_knob(&f("cpu.qos_level"), "cpu.qos_level", cg.qos_level)?;
             bandwidth_ns(&f("cpu.cfs_quota_us"), cg.cfs_quota_us, cg.cfs_period_us, cg.cfs_burst_us)?;
+            for (k, v) in [
+                ("memory.limit_in_bytes", cg.memory_max),
+                ("memory.high", cg.memory_high),
+                ("memory.low", cg.memory_low),
+                ("memory.min", cg.memory_min),
+                ("memory.oom.group", cg.memory_oom_group),
+            ] {
+                check_knob(&f(k), k, v)?;
+            }
+            if cg.memory_max >= 0 && cg.memory_high > cg.memory_max {
+                return Err(SpecError::new(f("memory.high"), format!("must not be above memory.limit_in_bytes ({}) (got {})", cg.memory_max, cg.memory_high)));
+            }
             names.push(&cg.name);
         }
         let mut wl_names: Vec<&str> = vec![];
@@ -382,6 +507,26 @@ impl NodeSpec {
                     }
                     if *length_ns == 0 {
                         return Err(SpecError::new(f("length_ns"), "must be > 0"));
+                    }
+                }
+                WorkloadSpec::MemoryHog { threads, bytes, chunk_bytes, oom_score_adj, mode, hang_ns, .. } => {
+                    if self.memory.is_none() {
+                        return Err(SpecError::new(f("kind"), "a memory workload needs the node's memory (memory.total_bytes)"));
+                    }
+                    if *threads == 0 {
+                        return Err(SpecError::new(f("threads"), "must be >= 1"));
+                    }
+                    if *bytes == 0 {
+                        return Err(SpecError::new(f("bytes"), "must be > 0"));
+                    }
+                    if *chunk_bytes < crate::memcg::PAGE {
+                        return Err(SpecError::new(f("chunk_bytes"), format!("must be at least a page ({} bytes)", crate::memcg::PAGE)));
+                    }
+                    if !(-1000..=1000).contains(oom_score_adj) {
+                        return Err(SpecError::new(f("oom_score_adj"), format!("must be in -1000..=1000 (got {oom_score_adj})")));
+                    }
+                    if *mode == HogMode::Hang && *hang_ns == 0 {
+                        return Err(SpecError::new(f("hang_ns"), "mode hang needs hang_ns > 0"));
                     }
                 }
                 WorkloadSpec::OpenLoop { rate_per_s, workers, service, .. } => {

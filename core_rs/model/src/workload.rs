@@ -25,6 +25,10 @@ pub enum Next {
 
 #[derive(Debug, Default)]
 pub struct Effects {
+    /// Anonymous memory a task allocates (> 0) or frees (< 0), in bytes, before the work
+    /// it is given next; the node charges it and adds what that costs (reclaim, a
+    /// memory.high sleep, an OOM kill).
+    pub charges: Vec<(TaskId, i64)>,
     /// Sleeping tasks to wake with this much work.
     pub wakes: Vec<(TaskId, u64)>,
     /// Tasks to start for the first time (fork placement) with this much work.
@@ -114,12 +118,44 @@ impl Bursty {
     }
 }
 
+/// `stress --vm`: each worker allocates in chunks, touching the pages, then keeps, hangs
+/// on or frees its memory (spec.rs `MemoryHog`).
+#[derive(Debug)]
+pub struct MemoryHog {
+    pub threads: Vec<TaskId>,
+    /// Bytes each worker has allocated.
+    pub held: Vec<u64>,
+    pub bytes: u64,
+    pub chunk: u64,
+    pub touch_ns_per_page: u64,
+    pub mode: crate::spec::HogMode,
+    pub hang_ns: u64,
+}
+
+impl MemoryHog {
+    /// Allocate the next chunk of worker `k`: the charge, and the CPU to touch it.
+    fn next_chunk(&mut self, k: usize, eff: &mut Effects) -> u64 {
+        let c = self.chunk.min(self.bytes - self.held[k]);
+        self.held[k] += c;
+        eff.charges.push((self.threads[k], c as i64));
+        (c.div_ceil(crate::memcg::PAGE) * self.touch_ns_per_page).max(1)
+    }
+
+    fn free_all(&mut self, k: usize, eff: &mut Effects) {
+        if self.held[k] > 0 {
+            eff.charges.push((self.threads[k], -(self.held[k] as i64)));
+            self.held[k] = 0;
+        }
+    }
+}
+
 #[derive(Debug)]
 pub enum Workload {
     Hog(Hog),
     ClosedLoop(ClosedLoop),
     OpenLoop(OpenLoop),
     Bursty(Bursty),
+    MemoryHog(MemoryHog),
 }
 
 impl ClosedLoop {
@@ -169,6 +205,20 @@ impl Workload {
                     cl.issue(slot as usize, now, None, eff, &mut services[svc]);
                 }
             }
+            Workload::MemoryHog(m) => {
+                if slot == START {
+                    for k in 0..m.threads.len() {
+                        let work = m.next_chunk(k, eff);
+                        eff.forks.push((m.threads[k], work));
+                    }
+                } else {
+                    // a hanging worker wakes: it frees everything and starts over
+                    let k = slot as usize;
+                    m.free_all(k, eff);
+                    let work = m.next_chunk(k, eff);
+                    eff.wakes.push((m.threads[k], work));
+                }
+            }
             Workload::Bursty(b) => {
                 if slot == START {
                     eff.forks.extend(b.steady.iter().map(|&t| (t, FOREVER)));
@@ -202,6 +252,24 @@ impl Workload {
     pub fn on_done(&mut self, wl: usize, slot: u32, now: Ns, eff: &mut Effects, services: &mut [ServiceStats]) -> Next {
         match self {
             Workload::Hog(_) => Next::Compute(FOREVER),
+            Workload::MemoryHog(m) => {
+                let k = slot as usize;
+                if m.held[k] < m.bytes {
+                    return Next::Compute(m.next_chunk(k, eff));
+                }
+                match m.mode {
+                    // --vm-keep: keeps re-dirtying what it holds
+                    crate::spec::HogMode::Keep => Next::Compute(FOREVER),
+                    crate::spec::HogMode::Hang => {
+                        eff.timers.push((now + m.hang_ns, wl, slot));
+                        Next::Sleep
+                    }
+                    crate::spec::HogMode::Churn => {
+                        m.free_all(k, eff);
+                        Next::Compute(m.next_chunk(k, eff))
+                    }
+                }
+            }
             Workload::ClosedLoop(ClosedLoop { pool: Some(pool), svc, clients, think, service, rng, .. }) => {
                 // A worker finished a request: its client thinks or asks again (joining the
                 // queue), and the worker takes the oldest waiting request, if any.

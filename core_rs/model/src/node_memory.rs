@@ -1,0 +1,209 @@
+//! The node's memory wired to its tasks: a task's allocation is charged to its cgroup's
+//! memcg (memcg.rs) before the work that follows it; what the charge costs becomes that
+//! task's CPU work (reclaim), a sleep (memory.high), or its death and others' (OOM). A
+//! "process" for the OOM killer is a task: a `stress --vm` worker is a process of its own.
+
+use crate::cgroup::CgId;
+use crate::error::{Result, SpecError};
+use crate::events::Event;
+use crate::memcg::{Charge, Kind, Memory, Watermarks, UNLIMITED};
+use crate::node::{Node, TaskState};
+use crate::spec::NodeSpec;
+use crate::workload::{Effects, TaskId};
+
+/// Per charging task: (task, extra CPU work in ns, sleep in ns before it).
+pub type Costs = Vec<(TaskId, u64, u64)>;
+
+fn limit(v: i64) -> u64 {
+    if v < 0 {
+        UNLIMITED
+    } else {
+        v as u64
+    }
+}
+
+fn shown(v: u64) -> i64 {
+    if v == UNLIMITED {
+        -1
+    } else {
+        v as i64
+    }
+}
+
+impl Node {
+    pub(crate) fn init_memory(&mut self, spec: &NodeSpec) {
+        let Some(ms) = &spec.memory else { return };
+        let parents: Vec<Option<usize>> = self.cgroups.iter().map(|g| g.parent).collect();
+        let mut m = Memory::new(&parents, ms.total_bytes, ms.swap_bytes, ms.reclaim_ns_per_page);
+        m.watermarks = Watermarks::for_total(ms.total_bytes, ms.watermark_scale_factor);
+        for (i, c) in spec.cgroups.iter().enumerate() {
+            let g = &mut m.cgs[i + 1];
+            g.max = limit(c.memory_max);
+            g.high = limit(c.memory_high);
+            g.low = c.memory_low as u64;
+            g.min = c.memory_min as u64;
+            g.oom_group = c.memory_oom_group == 1;
+        }
+        self.memory = Some(m);
+    }
+
+    /// Charge (or free) what the workloads asked; kill what the OOM killer chose.
+    pub(crate) fn apply_charges(&mut self, eff: &mut Effects) -> Costs {
+        let mut costs = Costs::new();
+        if eff.charges.is_empty() {
+            return costs;
+        }
+        let mut killed_any = false;
+        for (t, bytes) in std::mem::take(&mut eff.charges) {
+            if self.tasks[t].dead {
+                continue;
+            }
+            let cg = self.tasks[t].cg;
+            let Some(m) = self.memory.as_mut() else { continue };
+            if bytes < 0 {
+                m.uncharge(cg, t, Kind::Anon, bytes.unsigned_abs());
+                continue;
+            }
+            let c: Charge = m.charge(cg, t, Kind::Anon, bytes as u64);
+            let mut victims = c.killed.clone();
+            if c.failed && !victims.contains(&t) {
+                victims.push(t);
+            }
+            for v in victims {
+                killed_any |= self.oom_kill_task(v);
+            }
+            if !self.tasks[t].dead {
+                costs.push((t, c.reclaim_ns, c.throttle_ns));
+            }
+        }
+        if killed_any {
+            for cpu in 0..self.ncpus() {
+                self.unthrottle_qos(cpu);
+                self.schedule(cpu);
+            }
+        }
+        costs
+    }
+
+    /// The OOM killer's victim dies (its memory was already released by memcg).
+    fn oom_kill_task(&mut self, t: TaskId) -> bool {
+        if self.tasks[t].dead {
+            return false;
+        }
+        let wl = self.tasks[t].wl;
+        self.oom_kills[wl] += 1;
+        self.take_off(t);
+        if self.tasks.iter().filter(|x| x.wl == wl).all(|x| x.dead) {
+            self.killed[wl] = true;
+        }
+        true
+    }
+
+    /// The work after a charge is set: add what the charge cost. True when the task now
+    /// sleeps (memory.high) instead of going on; it resumes by itself.
+    pub(crate) fn after_charge(&mut self, t: TaskId, costs: &mut Costs) -> bool {
+        let Some(i) = costs.iter().position(|c| c.0 == t) else { return false };
+        let (_, extra, delay) = costs.swap_remove(i);
+        self.tasks[t].remaining += extra;
+        match self.tasks[t].state {
+            TaskState::Running => {
+                let cpu = self.tasks[t].cpu;
+                if delay > 0 {
+                    self.dequeue_task(t, true);
+                    self.tasks[t].state = TaskState::Sleeping;
+                    self.schedule(cpu);
+                    self.queue.push(self.now + delay, Event::Resume { task: t });
+                    return true;
+                }
+                self.reprogram(cpu);
+                false
+            }
+            _ if delay > 0 => {
+                self.queue.push(self.now + delay, Event::Resume { task: t });
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub(crate) fn resume(&mut self, t: TaskId) {
+        if self.tasks[t].dead || self.killed[self.tasks[t].wl] {
+            return;
+        }
+        match self.tasks[t].state {
+            TaskState::New => self.wake_up_new(t),
+            TaskState::Sleeping => self.try_to_wake_up(t),
+            _ => {}
+        }
+    }
+
+    fn memory_mut(&mut self, knob: &str) -> Result<&mut Memory> {
+        self.memory
+            .as_mut()
+            .ok_or_else(|| SpecError::new(knob, "memory is not modelled on this node (give the node's memory)"))
+    }
+
+    /// memory.limit_in_bytes / memory.high / memory.low / memory.min / memory.oom.group.
+    /// Lowering a limit below the usage reclaims at once and, for memory.max, OOM-kills
+    /// until the group fits (`memory_max_write`); memory.high only reclaims
+    /// (`memory_high_write`).
+    pub(crate) fn write_memory_knob(&mut self, cg: CgId, knob: &str, value: i64) -> Result<()> {
+        let m = self.memory_mut(knob)?;
+        let mut ch = Charge::default();
+        match knob {
+            "memory.limit_in_bytes" => {
+                m.cgs[cg].max = limit(value);
+                while m.cgs[cg].usage > m.cgs[cg].max {
+                    let need = m.cgs[cg].usage - m.cgs[cg].max;
+                    if m.reclaim(cg, need, &mut ch, false) >= need {
+                        break;
+                    }
+                    let max = m.cgs[cg].max;
+                    m.cgs[cg].events.oom += 1;
+                    if !m.oom_kill(cg, max, &mut ch) {
+                        break;
+                    }
+                }
+            }
+            "memory.high" => {
+                m.cgs[cg].high = limit(value);
+                if m.cgs[cg].usage > m.cgs[cg].high {
+                    let need = m.cgs[cg].usage - m.cgs[cg].high;
+                    m.reclaim(cg, need, &mut ch, false);
+                }
+            }
+            "memory.low" => m.cgs[cg].low = value as u64,
+            "memory.min" => m.cgs[cg].min = value as u64,
+            "memory.oom.group" => m.cgs[cg].oom_group = value == 1,
+            _ => return Err(SpecError::new(knob, format!("unknown knob {knob:?} (known: {})", crate::spec::KNOBS.join(", ")))),
+        }
+        if !ch.killed.is_empty() {
+            for v in ch.killed {
+                self.oom_kill_task(v);
+            }
+            for cpu in 0..self.ncpus() {
+                self.unthrottle_qos(cpu);
+                self.schedule(cpu);
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn read_memory_knob(&self, cg: CgId, knob: &str) -> Result<i64> {
+        let m = self
+            .memory
+            .as_ref()
+            .ok_or_else(|| SpecError::new(knob, "memory is not modelled on this node (give the node's memory)"))?;
+        let g = &m.cgs[cg];
+        Ok(match knob {
+            "memory.limit_in_bytes" => shown(g.max),
+            "memory.high" => shown(g.high),
+            "memory.low" => g.low as i64,
+            "memory.min" => g.min as i64,
+            "memory.oom.group" => g.oom_group as i64,
+            "memory.usage_in_bytes" => g.usage as i64,
+            "memory.max_usage_in_bytes" => g.peak as i64,
+            _ => return Err(SpecError::new(knob, format!("unknown knob {knob:?} (known: {})", crate::spec::KNOBS.join(", ")))),
+        })
+    }
+}
