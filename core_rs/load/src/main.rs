@@ -350,11 +350,16 @@ fn main() -> ExitCode {
         WorkloadSpec::Hog { start_ns, .. }
         | WorkloadSpec::ClosedLoop { start_ns, .. }
         | WorkloadSpec::OpenLoop { start_ns, .. }
-        | WorkloadSpec::Bursty { start_ns, .. } => *start_ns,
+        | WorkloadSpec::Bursty { start_ns, .. }
+        | WorkloadSpec::MemoryHog { start_ns, .. } => *start_ns,
     };
     let run = Run { stop, start: t0 + start_ns };
     let rec = match spec {
         WorkloadSpec::Hog { threads, .. } => hog(&run, threads),
+        WorkloadSpec::MemoryHog { .. } => {
+            eprintln!("colosim-load: error: --spec: a memory_hog runs on the host as stress --vm, not colosim-load");
+            return ExitCode::from(2);
+        }
         WorkloadSpec::ClosedLoop { workers: Some(_), .. } => {
             eprintln!("colosim-load: error: --spec: a closed_loop with a worker pool (workers) does not run on the host yet");
             return ExitCode::from(2);
