@@ -157,7 +157,13 @@ def precheck(variants: list[Variant]) -> None:
     """Every program every run needs is on this host, before anything is created."""
     from replay.workloads import HostWorkload
 
+    memory_knobs = ("memory_limit", "memory_high", "memory_low", "memory_min", "memory_oom_group")
     for v in variants:
+        for path, cg in v.scenario.cgroups.items():
+            for attr in memory_knobs:
+                if getattr(cg, attr) != type(cg).model_fields[attr].default:
+                    alias = type(cg).model_fields[attr].alias
+                    raise HostError(f'cgroups."{path}"."{alias}": memory knobs do not replay on the host yet (the simulator models them)')
         for name, w in v.scenario.workloads.items():
             if w.enabled:
                 HostWorkload(name, w, {}, f"workloads.{name}").check()

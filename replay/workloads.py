@@ -114,6 +114,8 @@ class HostWorkload:
     def check(self) -> None:
         """Every program this workload needs exists (one clear error otherwise)."""
         p, where = self.program, f"{self.where}.host.program"
+        if self.model.kind == "memory_hog":
+            raise HostError(f"{self.where}: a memory_hog does not replay on the host yet (the simulator models it)")
         if p == "builtin":
             load_binary()
         elif p in ("stress", "stress-ng"):

@@ -31,7 +31,9 @@ Core spec (JSON object passed to `Node`):
       "cgroups": [                                 # parents before children; "" is the root
         {"name": "online", "parent": "", "cpu.shares": 1024, "cpu.idle": 0,
          "cpu.qos_level": 0, "cpu.cfs_quota_us": -1, "cpu.cfs_period_us": 100000,
-         "cpu.cfs_burst_us": 0, "cpuset.cpus": "0-7", "cpuset.mems": "0"}
+         "cpu.cfs_burst_us": 0, "cpuset.cpus": "0-7", "cpuset.mems": "0",
+         "memory.limit_in_bytes": -1, "memory.high": -1,   # bytes, -1 = no limit
+         "memory.low": 0, "memory.min": 0, "memory.oom.group": 0}
                                                    # cpuset.* optional: default the parent's
       ],
       "workloads": [
@@ -47,10 +49,17 @@ Core spec (JSON object passed to `Node`):
          "start_ns": 0},
         {"kind": "bursty", "name": "spiky", "cgroup": "online", "steady_threads": 1,
          "burst_threads": 2, "every_ns": 10000000000, "length_ns": 500000000,
-         "start_ns": 0}                            # a spell = a request; its latency is
+         "start_ns": 0},                           # a spell = a request; its latency is
                                                    #   how long the burst took
+        {"kind": "memory_hog", "name": "vm", "cgroup": "offline", "threads": 2,
+         "bytes": 1073741824, "chunk_bytes": 1048576, "touch_ns_per_page": 800,
+         "mode": "keep", "hang_ns": 0, "oom_score_adj": 0, "start_ns": 0}
+                                                   # stress --vm: keep | hang | churn
       ],
-      "sample_interval_ns": 100000000               # 0 = no time series
+      "sample_interval_ns": 100000000,              # 0 = no time series
+      "memory": {"total_bytes": 68719476736,        # or null: memory not modelled
+                 "swap_bytes": 0, "reclaim_ns_per_page": 1000,
+                 "watermark_scale_factor": 10}
     }
 
     Distributions ("dist"):
@@ -94,7 +103,13 @@ class Node:
         tasks, hierarchical), "nr_switches" (hierarchical), "nr_running", "nr_tasks", and the
         group's own cpu.stat: "nr_periods", "nr_throttled", "throttled_time" (ns, summed over
         CPUs), "nr_bursts", "burst_time" (ns), and cpu.pressure stall totals "psi_some_ns",
-        "psi_full_ns"} — all since the last reset."""
+        "psi_full_ns"} — all since the last reset; with the node's memory modelled also
+        "memory_current", "memory_anon", "memory_file", "memory_swap", "memory_peak" (bytes)
+        and "memory_events_low/high/max/oom/oom_kill" (cumulative, hierarchical)."""
+    def memory_stats(self) -> dict[str, int] | None:
+        """{"total", "free", "swap_total" (bytes), "global_ooms"}; None without node memory."""
+    def oom_kills(self) -> dict[str, int]:
+        """Tasks each workload lost to the OOM killer, by workload name."""
     def service_stats(self, name: str) -> dict[str, int]:
         """{"started", "completed"} since the last reset."""
     def service_latencies(self, name: str) -> bytes:
@@ -106,7 +121,8 @@ class Node:
     def timeseries(self) -> dict[str, Any]:
         """{"t_ns": bytes u64 [n], "usage_ns": bytes u64 [n x ncgroups] cumulative hierarchical
         usage, "completed": bytes u64 [n x nservices] cumulative completions, "nr_throttled"
-        and "throttled_ns": bytes u64 [n x ncgroups] cumulative cpu.stat counters}; samples
+        and "throttled_ns": bytes u64 [n x ncgroups] cumulative cpu.stat counters,
+        "memory_bytes": bytes u64 [n x ncgroups] memory.current (empty without memory)}; samples
         every sample_interval_ns since time 0 (not reset by reset_stats)."""
     def events(self) -> int:
         """Events processed so far (for benchmarks)."""

@@ -110,9 +110,13 @@ class CgroupResult:
     # cpu.pressure: time some / all of its runnable tasks waited for a CPU
     psi_some_s: float = 0.0
     psi_full_s: float = 0.0
+    # memcg (bytes; None when the node's memory is not modelled): memory.current and its
+    # anon/file/swap split, memory.peak, and memory.events (cumulative, hierarchical)
+    memory: dict[str, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "memory": self.memory,
             "cpu_s": self.cpu_s,
             "cpu_share": self.cpu_share,
             "wait_s": self.wait_s,
@@ -135,12 +139,20 @@ class TimeSeries:
     cpu_share: dict[str, np.ndarray]  # per cgroup, share of node capacity in the interval
     completions: dict[str, np.ndarray]  # per service, requests completed in the interval
     nr_throttled: dict[str, np.ndarray]  # per cgroup, cpu.stat nr_throttled in the interval
+    # per cgroup, memory.current (bytes) at each interval's end; empty without memory
+    memory: dict[str, np.ndarray] = field(default_factory=dict)
 
     @classmethod
     def from_core(
         cls, raw: dict[str, Any], ncpus: int, cgroups: list[str], services: list[str]
     ) -> TimeSeries:
         t = _u64(raw["t_ns"]).astype(np.int64)
+        mem_raw = _u64(raw.get("memory_bytes", b""))
+        memory = (
+            {c: col for c, col in zip(cgroups, mem_raw.reshape(len(t), len(cgroups)).T.astype(np.int64)) if c}
+            if len(mem_raw) and len(t)
+            else {}
+        )
         usage = _u64(raw["usage_ns"]).astype(np.float64).reshape(len(t), len(cgroups))
         done = _u64(raw["completed"]).astype(np.int64).reshape(len(t), len(services))
         throttled = _u64(raw["nr_throttled"]).astype(np.int64).reshape(len(t), len(cgroups))
@@ -166,6 +178,8 @@ class TimeSeries:
             cpu_share={c: share[:, i] for i, c in enumerate(cgroups) if c},
             completions={s: completed[:, i] for i, s in enumerate(services)},
             nr_throttled={c: nr_throttled[:, i] for i, c in enumerate(cgroups) if c},
+            # samples after the first (the intervals' ends), as for the rest
+            memory={c: v[-len(t) + 1 :] if len(t) > 1 else v[:0] for c, v in memory.items()},
         )
 
 
@@ -183,6 +197,9 @@ class RunResult:
     cpu_busy_s: np.ndarray  # ncpus x len(cgroup_names): time each CPU ran each leaf cgroup
     timeseries: TimeSeries
     decisions: list[dict[str, Any]] = field(default_factory=list)  # the policy's, in order
+    # tasks each workload lost to the OOM killer (memory modelled), and the node's memory
+    oom_kills: dict[str, int] = field(default_factory=dict)
+    node_memory: dict[str, int] | None = None
 
     @property
     def measured_s(self) -> float:
@@ -233,6 +250,7 @@ class RunResult:
                 burst_s=stats["burst_time"] / NS,
                 psi_some_s=stats["psi_some_ns"] / NS,
                 psi_full_s=stats["psi_full_ns"] / NS,
+                memory={k[len("memory_"):]: int(v) for k, v in stats.items() if k.startswith("memory_")} or None,
             )
         busy = _u64(node.cpu_busy()).reshape(ncpus, len(cgroup_names)) / NS
         return cls(
@@ -245,6 +263,8 @@ class RunResult:
             cgroup_names=cgroup_names,
             cpu_busy_s=busy,
             timeseries=TimeSeries.from_core(node.timeseries(), ncpus, cgroup_names, service_names),
+            oom_kills={k: int(v) for k, v in node.oom_kills().items() if v},
+            node_memory=node.memory_stats(),
         )
 
     def cpus(self) -> list[dict[str, float]]:
@@ -260,6 +280,8 @@ class RunResult:
             "cgroups": {n: c.to_dict() for n, c in self.cgroups.items()},
             "cpus": self.cpus(),
             "decisions": self.decisions,
+            "oom_kills": self.oom_kills,
+            "node_memory": self.node_memory,
         }
 
 
@@ -333,6 +355,23 @@ class ExperimentResult:
         ]
         return "CPU share of node capacity\n" + _markdown(header, rows)
 
+    def memory_table(self) -> str | None:
+        """Per run and cgroup of a workload: memory.current, its peak, and the memcg events
+        that matter (high, max, oom_kill); None when no run models memory."""
+        rows = []
+        for name, run in self.runs.items():
+            for c, cg in run.cgroups.items():
+                m = cg.memory
+                if m is None or not (m["peak"] or m["events_high"] or m["events_max"]):
+                    continue
+                rows.append([name, c, _mib(m["current"]), _mib(m["peak"]), _mib(m["file"]), str(m["events_high"]), str(m["events_max"]), str(m["events_oom_kill"])])
+            for w, k in run.oom_kills.items():
+                rows.append([name, f"(workload {w})", "", "", "", "", "", f"{k} killed"])
+        if not rows:
+            return None
+        header = ["Run", "cgroup", "current (MiB)", "peak (MiB)", "cache (MiB)", "high events", "max events", "oom_kill"]
+        return "Memory (at the end; events since the start)\n" + _markdown(header, rows)
+
     def bandwidth_table(self) -> str | None:
         """Per run and cgroup with bandwidth control: the cpu.stat counters, or None."""
         limited = [
@@ -371,7 +410,7 @@ class ExperimentResult:
         return "\n\n".join(out) or None
 
     def __str__(self) -> str:
-        parts = [self.grid_tables(), self.table(), self.cpu_table(), self.bandwidth_table()]
+        parts = [self.grid_tables(), self.table(), self.cpu_table(), self.memory_table(), self.bandwidth_table()]
         return "\n\n".join(p for p in parts if p)
 
     def to_dict(self) -> dict[str, Any]:
@@ -412,6 +451,10 @@ def _change(value: float, base: float) -> str:
     if not (math.isfinite(value) and math.isfinite(base)) or base == 0:
         return ""
     return f" ({(value / base - 1) * 100:+.1f}%)"
+
+
+def _mib(b: int) -> str:
+    return f"{b / 2**20:.1f}"
 
 
 def _percent(share: float) -> str:

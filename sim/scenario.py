@@ -173,6 +173,7 @@ HOST_PROGRAMS = {
     "closed_loop": ("builtin", "clickhouse", "nginx"),
     "open_loop": ("builtin",),
     "bursty": ("builtin",),
+    "memory_hog": ("builtin", "stress"),
 }
 
 
@@ -315,7 +316,44 @@ class Bursty(_Workload):
         }
 
 
-Workload = Annotated[Hog | ClosedLoop | OpenLoop | Bursty, Field(discriminator="kind")]
+class MemoryHog(_Workload):
+    """`stress --vm N --vm-bytes B`: N worker processes that each allocate `bytes` in `chunk`
+    steps, touching every page (`touch_per_page` of CPU), then keep and re-dirty it
+    (`keep`, --vm-keep), sleep holding it for `hang` and free it (`hang`, --vm-hang), or free
+    it at once and start over (`churn`, stress's default).  Needs [node] memory."""
+
+    kind: Literal["memory_hog"]
+    threads: int = Field(1, ge=1)
+    bytes: Annotated[int, BeforeValidator(memory_bytes), Field(gt=0)]
+    chunk: Annotated[int, BeforeValidator(memory_bytes), Field(ge=4096)] = 1 << 20
+    touch_per_page: PositiveDuration = 800
+    mode: Literal["keep", "hang", "churn"] = "churn"
+    hang: Duration = 0
+    oom_score_adj: int = Field(0, ge=-1000, le=1000)
+
+    @model_validator(mode="after")
+    def _check_hang(self) -> MemoryHog:
+        if self.mode == "hang" and self.hang == 0:
+            raise _FieldErrors([(("hang",), 'mode "hang" needs a hang time, e.g. hang = "2s"')])
+        return self
+
+    def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
+        return {
+            "kind": "memory_hog",
+            "name": name,
+            "cgroup": self.cgroup,
+            "threads": self.threads,
+            "bytes": self.bytes,
+            "chunk_bytes": self.chunk,
+            "touch_ns_per_page": self.touch_per_page,
+            "mode": self.mode,
+            "hang_ns": self.hang,
+            "oom_score_adj": self.oom_score_adj,
+            "start_ns": self.start,
+        }
+
+
+Workload = Annotated[Hog | ClosedLoop | OpenLoop | Bursty | MemoryHog, Field(discriminator="kind")]
 
 
 # --- node, kernel, cgroups -------------------------------------------------------------
@@ -333,8 +371,10 @@ class Topology(_Table):
     # speed of a task whose memory is on another NUMA node
     numa_remote_speed: float = Field(0.75, gt=0, le=1, allow_inf_nan=False)
     siblings: list[list[Annotated[int, Field(ge=0)]]] | None = None
-    # the node's memory capacity ("192Gi"); only Koordinator's batch-memory uses it so far
+    # the node's memory ("192Gi"): memory cgroups are modelled when it is given (and
+    # Koordinator's batch-memory uses it); swap space, none by default
     memory: Annotated[int, BeforeValidator(memory_bytes)] | None = None
+    swap: Annotated[int, BeforeValidator(memory_bytes)] = 0
 
     @property
     def ncpus(self) -> int:
@@ -401,6 +441,10 @@ class Kernel(_Table):
     base_slice: PositiveDuration | None = None
     # openEuler SMT expeller: offline tasks stay off the SMT sibling of online work
     smt_expeller: bool = False
+    # vm.watermark_scale_factor (1/10000 of memory between the node's watermarks)
+    watermark_scale_factor: int = Field(10, ge=1, le=3000)
+    # CPU a task spends per page it reclaims itself (a model constant: ≈ 1 µs, clean cache)
+    reclaim_per_page: PositiveDuration = 1_000
 
     def core_spec(self) -> dict[str, Any]:
         return {
@@ -413,6 +457,13 @@ class Kernel(_Table):
             "base_slice_ns": self.base_slice,
             "smt_expeller": self.smt_expeller,
         }
+
+
+def _memory_limit(value: Any) -> int:
+    """A memory limit: a size, or "max" / -1 for none."""
+    if value == "max" or value == -1:
+        return -1
+    return memory_bytes(value)
 
 
 def _one_of(*allowed: int) -> AfterValidator:
@@ -439,6 +490,13 @@ class Cgroup(_Table):
     # cpusets in the kernel's list format ("0-3,6"); unset = the parent's (checked by the core)
     cpuset_cpus: str | None = Field(None, alias="cpuset.cpus")
     cpuset_mems: str | None = Field(None, alias="cpuset.mems")
+    # memcg (bytes, or "512Mi"; "max" or -1: no limit): v1 memory.limit_in_bytes is v2
+    # memory.max; memory.high/low/min as v2 (and Alibaba Cloud Linux's v1) have them
+    memory_limit: Annotated[int, BeforeValidator(_memory_limit)] = Field(-1, alias="memory.limit_in_bytes")
+    memory_high: Annotated[int, BeforeValidator(_memory_limit)] = Field(-1, alias="memory.high")
+    memory_low: Annotated[int, BeforeValidator(memory_bytes)] = Field(0, alias="memory.low")
+    memory_min: Annotated[int, BeforeValidator(memory_bytes)] = Field(0, alias="memory.min")
+    memory_oom_group: Annotated[int, _one_of(0, 1)] = Field(0, alias="memory.oom.group")
 
     @model_validator(mode="after")
     def _check(self) -> Cgroup:
@@ -454,6 +512,8 @@ class Cgroup(_Table):
                     f"must not exceed cpu.cfs_quota_us ({quota}) (got {self.cpu_cfs_burst_us})",
                 )
             )
+        if self.memory_limit >= 0 and self.memory_high > self.memory_limit:
+            errors.append((("memory.high",), f"must not be above memory.limit_in_bytes ({self.memory_limit}) (got {self.memory_high})"))
         if errors:
             raise _FieldErrors(errors)
         return self
@@ -471,6 +531,11 @@ class Cgroup(_Table):
             "cpu.cfs_burst_us": self.cpu_cfs_burst_us,
             "cpuset.cpus": self.cpuset_cpus,
             "cpuset.mems": self.cpuset_mems,
+            "memory.limit_in_bytes": self.memory_limit,
+            "memory.high": self.memory_high,
+            "memory.low": self.memory_low,
+            "memory.min": self.memory_min,
+            "memory.oom.group": self.memory_oom_group,
         }
 
 
@@ -662,6 +727,9 @@ class Scenario(_Table):
                         f"no cgroup named {_show(workload.cgroup)} (declared: {declared})",
                     )
                 )
+        for name, workload in self.workloads.items():
+            if workload.kind == "memory_hog" and workload.enabled and self.node.memory is None:
+                errors.append((("workloads", name, "kind"), 'a memory workload needs the node\'s memory: give [node] memory = "64Gi"'))
         if self.policy is not None:
             from policies import PolicyError
 
@@ -797,6 +865,14 @@ class Scenario(_Table):
                 w.core_spec(name, ncpus) for name, w in self.workloads.items() if w.enabled
             ],
             "sample_interval_ns": self.scenario.sample_interval,
+            "memory": None
+            if self.node.memory is None
+            else {
+                "total_bytes": self.node.memory,
+                "swap_bytes": self.node.swap,
+                "reclaim_ns_per_page": self.kernel.reclaim_per_page,
+                "watermark_scale_factor": self.kernel.watermark_scale_factor,
+            },
         }
 
     def _cgroup_order(self) -> list[str]:
@@ -933,7 +1009,7 @@ def _toml_message(source: str, err: tomllib.TOMLDecodeError) -> str:
 
 # The tagged tables: each model's tag is the one value of its discriminator's Literal.
 _TAGGED: dict[str, tuple[type[_Table], ...]] = {
-    "kind": (Hog, ClosedLoop, OpenLoop, Bursty),
+    "kind": (Hog, ClosedLoop, OpenLoop, Bursty, MemoryHog),
     "dist": (Constant, Exponential, Lognormal, Empirical),
 }
 _BY_TAG: dict[str, type[_Table]] = {

@@ -136,6 +136,12 @@ class FakeNode:
                 matrix[:, i] = own // self.ncpus
         return matrix.astype("<u8").tobytes()
 
+    def memory_stats(self) -> None:
+        return None  # the fake models no memory
+
+    def oom_kills(self) -> dict[str, int]:
+        return {}
+
     def timeseries(self) -> dict[str, Any]:
         if not self._sample:
             t = np.zeros(0, dtype=np.uint64)
@@ -154,6 +160,7 @@ class FakeNode:
             "completed": done.astype("<u8").tobytes(),
             "nr_throttled": np.zeros(usage.shape, dtype="<u8").tobytes(),
             "throttled_ns": np.zeros(usage.shape, dtype="<u8").tobytes(),
+            "memory_bytes": b"",
         }
 
     def events(self) -> int:

@@ -132,7 +132,9 @@ def test_results_json_document(experiment):
         "burst_s",
         "psi_some_s",
         "psi_full_s",
+        "memory",  # null: the fake models no memory
     }
+    assert run["cgroups"]["offline"]["memory"] is None
     assert len(run["cpus"]) == 8
 
 

@@ -108,6 +108,12 @@ def test_core_spec_shape():
         "cpu.cfs_burst_us": 0,
         "cpuset.cpus": None,
         "cpuset.mems": None,
+        # no memory limits, no protection
+        "memory.limit_in_bytes": -1,
+        "memory.high": -1,
+        "memory.low": 0,
+        "memory.min": 0,
+        "memory.oom.group": 0,
     }
     assert spec["cgroups"] == [
         {"name": "online", "parent": "", "cpu.shares": 1024, "cpu.idle": 0, "cpu.qos_level": 0}
@@ -128,6 +134,7 @@ def test_core_spec_shape():
         {"kind": "hog", "name": "stress", "cgroup": "offline", "threads": 2, "start_ns": 0},
     ]
     assert spec["sample_interval_ns"] == 100_000_000
+    assert spec["memory"] is None  # no [node] memory: not modelled
     assert scenario().core_spec()["seed"] == 1  # the scenario's own seed by default
 
 

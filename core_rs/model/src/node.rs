@@ -454,7 +454,14 @@ impl Node {
             match next {
                 Next::Compute(w) => {
                     self.tasks[t].remaining = w;
-                    self.reprogram(cpu);
+                    // The tick due now still happens: a task whose work ends exactly on
+                    // ticks must not escape the slice check (it would never be preempted).
+                    if self.now >= self.cpus[cpu].resched_at && self.tick_wants_resched(cpu) {
+                        self.schedule(cpu);
+                        self.maybe_kick_idle(cpu);
+                    } else {
+                        self.reprogram(cpu);
+                    }
                 }
                 Next::Sleep => {
                     self.dequeue_task(t, true);
@@ -549,6 +556,9 @@ impl Node {
         for g in &self.cgroups {
             self.series.nr_throttled.push(g.bw.stat.nr_throttled);
             self.series.throttled_ns.push(g.bw.stat.throttled_time);
+        }
+        if let Some(m) = &self.memory {
+            self.series.memory_bytes.extend(m.cgs.iter().map(|c| c.usage));
         }
         // Completions are cumulative since time 0, independent of reset_stats.
         for s in &self.services {

@@ -118,6 +118,13 @@ impl Node {
                 self.reprogram(cpu);
                 false
             }
+            TaskState::Runnable if delay > 0 => {
+                // preempted at the tick that came with its allocation: it sleeps from the queue
+                self.dequeue_task(t, true);
+                self.tasks[t].state = TaskState::Sleeping;
+                self.queue.push(self.now + delay, Event::Resume { task: t });
+                true
+            }
             _ if delay > 0 => {
                 self.queue.push(self.now + delay, Event::Resume { task: t });
                 true

@@ -43,6 +43,8 @@ pub struct Series {
     /// Cumulative cpu.stat nr_throttled and throttled_time per cgroup, row per sample.
     pub nr_throttled: Vec<u64>,
     pub throttled_ns: Vec<u64>,
+    /// memory.current per cgroup, row per sample (empty when memory is not modelled).
+    pub memory_bytes: Vec<u64>,
 }
 
 /// Nearest-rank percentile (p in 0..=100) of an unsorted slice; None when empty.

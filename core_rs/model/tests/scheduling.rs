@@ -199,3 +199,23 @@ fn sampling_more_often_changes_nothing() {
         assert_eq!(a.2, b.2, "{sched}: cpu.stat");
     }
 }
+
+/// A task whose requests end exactly on tick boundaries (2 ms of work, 4 ms ticks at HZ 250)
+/// is still checked at those ticks: a hog of an equal group gets its half of the CPU (it
+/// used to get nothing — the completion handled at the tick skipped the slice check).
+#[test]
+fn work_ending_on_ticks_does_not_escape_preemption() {
+    let mut n = node(json!({
+        "topology": topo(1, 1),
+        "kernel": {"hz": 250},
+        "cgroups": [cg("a", 1024, 0, 0), cg("b", 1024, 0, 0)],
+        "workloads": [
+            {"kind": "closed_loop", "name": "web", "cgroup": "a", "clients": 1, "fanout": 1,
+             "service": {"dist": "constant", "value_ns": 2_000_000}, "start_ns": 0},
+            hog("h", "b", 1),
+        ],
+    }));
+    n.run_until(2 * S).unwrap();
+    let (a, b) = (usage(&mut n, "a"), usage(&mut n, "b"));
+    assert!((b as f64 / (a + b) as f64 - 0.5).abs() < 0.05, "web {a} ns, hog {b} ns");
+}

@@ -155,6 +155,41 @@ impl Node {
         let g = &n.cgroups[id];
         d.set_item("psi_some_ns", g.psi.total[0] - g.psi_base[0])?;
         d.set_item("psi_full_ns", g.psi.total[1] - g.psi_base[1])?;
+        // memcg (bytes; events cumulative, hierarchical as v2's memory.events), when the
+        // node's memory is modelled
+        if let Some(m) = &n.memory {
+            let c = &m.cgs[id];
+            d.set_item("memory_current", c.usage)?;
+            d.set_item("memory_anon", c.anon)?;
+            d.set_item("memory_file", c.file)?;
+            d.set_item("memory_swap", c.swap)?;
+            d.set_item("memory_peak", c.peak)?;
+            d.set_item("memory_events_low", c.events.low)?;
+            d.set_item("memory_events_high", c.events.high)?;
+            d.set_item("memory_events_max", c.events.max)?;
+            d.set_item("memory_events_oom", c.events.oom)?;
+            d.set_item("memory_events_oom_kill", c.events.oom_kill)?;
+        }
+        Ok(d)
+    }
+
+    /// The node's memory: total, free, swap, global OOM kills; None when not modelled.
+    fn memory_stats<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(m) = &self.inner.memory else { return Ok(None) };
+        let d = PyDict::new(py);
+        d.set_item("total", m.total)?;
+        d.set_item("free", m.free())?;
+        d.set_item("swap_total", m.swap_total)?;
+        d.set_item("global_ooms", m.global_ooms)?;
+        Ok(Some(d))
+    }
+
+    /// Tasks each workload lost to the OOM killer, by workload name.
+    fn oom_kills<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (name, k) in self.inner.workload_names.iter().zip(&self.inner.oom_kills) {
+            d.set_item(name, *k)?;
+        }
         Ok(d)
     }
 
@@ -189,6 +224,7 @@ impl Node {
         d.set_item("completed", u64_bytes(py, &s.completed))?;
         d.set_item("nr_throttled", u64_bytes(py, &s.nr_throttled))?;
         d.set_item("throttled_ns", u64_bytes(py, &s.throttled_ns))?;
+        d.set_item("memory_bytes", u64_bytes(py, &s.memory_bytes))?;
         Ok(d)
     }
 

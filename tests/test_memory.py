@@ -1,0 +1,120 @@
+"""Memory in scenarios, end to end through the core: a `stress --vm` hog against
+memory.limit_in_bytes (OOM), memory.high (throttled, never killed), the node's memory, the
+tables and results; bad settings named; a scenario that allocates nothing runs exactly as
+without memory."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sim.cli import main
+from sim.errors import ScenarioError
+from sim.runner import run_scenario
+from sim.scenario import Scenario, load_scenario
+
+MI = 2**20
+
+BASE = """
+[scenario]
+name = "mem"
+duration = "2s"
+seed = 3
+
+[node]
+cores_per_socket = 2
+memory = "4Gi"
+
+[cgroups.online]
+[cgroups.batch]
+"memory.limit_in_bytes" = "300Mi"
+
+[workloads.web]
+kind = "closed_loop"
+cgroup = "online"
+clients = 2
+service = "2ms"
+
+[workloads.vm]
+kind = "memory_hog"
+cgroup = "batch"
+threads = 2
+bytes = "200Mi"
+mode = "keep"
+"""
+
+
+def run(text: str):
+    return run_scenario(Scenario.from_toml(text), progress=False).runs["mem"]
+
+
+def test_a_limit_too_small_for_two_workers_kills_one():
+    r = run(BASE)
+    m = r.cgroups["batch"].memory
+    assert r.oom_kills == {"vm": 1}
+    assert m["current"] == 200 * MI and m["current"] <= 300 * MI
+    assert m["events_oom_kill"] == 1 and m["events_max"] >= 1
+    assert r.node_memory["total"] == 4 * 2**30
+    # the survivor holds its memory to the end of the run (time series)
+    assert r.timeseries.memory["batch"][-1] == 200 * MI
+    assert r.services["web"].completed > 0
+
+
+def test_memory_high_throttles_and_never_kills():
+    r = run(BASE.replace('"memory.limit_in_bytes" = "300Mi"', '"memory.high" = "300Mi"'))
+    m = r.cgroups["batch"].memory
+    assert r.oom_kills == {} and m["events_oom_kill"] == 0
+    assert m["events_high"] > 0
+    # 400 MiB wanted, 300 MiB high: the penalty (up to 2 s a chunk) holds them near it
+    assert 300 * MI < m["peak"] < 340 * MI
+
+
+def test_the_table_and_results_show_memory(tmp_path, capsys):
+    path = tmp_path / "mem.toml"
+    path.write_text(BASE)
+    assert main(["run", str(path), "--out", str(tmp_path / "o"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "Memory (at the end; events since the start)" in out and "1 killed" in out
+    doc = json.loads((tmp_path / "o" / "results.json").read_text())["runs"]["mem"]
+    assert doc["oom_kills"] == {"vm": 1} and doc["cgroups"]["batch"]["memory"]["peak"] == 300 * MI
+
+
+def test_a_scenario_that_allocates_nothing_runs_exactly_as_without_memory(root):
+    plain = load_scenario(root / "experiments" / "clickhouse_stress.toml")
+    with_memory = load_scenario(root / "experiments" / "clickhouse_stress.toml", ["node.memory=64Gi"])
+    a = run_scenario(plain, progress=False)
+    b = run_scenario(with_memory, progress=False)
+    for name in a.runs:
+        ra, rb = a.runs[name], b.runs[name]
+        assert (ra.cpu_busy_s == rb.cpu_busy_s).all()
+        for svc in ra.services:
+            assert (ra.services[svc].latencies_s == rb.services[svc].latencies_s).all()
+        assert rb.node_memory is not None and ra.node_memory is None
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ('"memory.limit_in_bytes" = "300Mi"', None),
+        ('"memory.limit_in_bytes" = "12Q"', 'cgroups.batch."memory.limit_in_bytes": must be a memory quantity like "16000Mi"'),
+        ('"memory.limit_in_bytes" = "100Mi"\n"memory.high" = "200Mi"', 'cgroups.batch."memory.high": must not be above memory.limit_in_bytes'),
+        ('"memory.low" = -5', 'cgroups.batch."memory.low"'),
+        ('"memory.oom.group" = 2', 'cgroups.batch."memory.oom.group"'),
+    ],
+)
+def test_bad_memory_settings_are_named(change, message):
+    text = BASE.replace('"memory.limit_in_bytes" = "300Mi"', change)
+    if message is None:
+        Scenario.from_toml(text)
+        return
+    with pytest.raises(ScenarioError) as err:
+        Scenario.from_toml(text)
+    assert message in str(err.value)
+
+
+def test_a_memory_workload_needs_the_nodes_memory():
+    with pytest.raises(ScenarioError, match=r"workloads.vm.kind: a memory workload needs the node's memory"):
+        Scenario.from_toml(BASE.replace('memory = "4Gi"\n', ""))
+    with pytest.raises(ScenarioError, match=r'workloads.vm.hang: mode "hang" needs a hang time'):
+        Scenario.from_toml(BASE.replace('mode = "keep"', 'mode = "hang"'))
