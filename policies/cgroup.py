@@ -28,6 +28,13 @@ class Knob(enum.Enum):
     # write-only, 1 kills every task of the subtree (v2, Linux >= 5.14; replay emulates it on
     # v1 by signalling cgroup.procs): an agent's eviction
     CGROUP_KILL = ("cgroup.kill", "cgroup.kill")
+    # memcg, in bytes (-1: no limit); memory.high/low/min exist on v1 only in vendor kernels
+    # (Alibaba Cloud Linux, openEuler)
+    MEMORY_LIMIT = ("memory.limit_in_bytes", "memory.max")
+    MEMORY_HIGH = ("memory.high", "memory.high")
+    MEMORY_LOW = ("memory.low", "memory.low")
+    MEMORY_MIN = ("memory.min", "memory.min")
+    MEMORY_OOM_GROUP = ("memory.oom.group", "memory.oom.group")
 
     def __init__(self, v1: str, v2: str | None) -> None:
         self.v1 = v1
@@ -117,6 +124,9 @@ class NodeStats:
     ncpus: int
     busy_ns: int
     total_ns: int
+    # /proc/meminfo MemTotal and MemFree, bytes (0 where memory is not known)
+    mem_total: int = 0
+    mem_free: int = 0
 
 
 @dataclass(frozen=True)
@@ -201,7 +211,9 @@ class SimBackend:
     def node(self) -> NodeStats:
         node = self.env.node
         busy = self._monotonic("", node.cgroup_stats(""))["usage_ns"]
-        return NodeStats(ncpus=node.ncpus, busy_ns=busy, total_ns=node.ncpus * node.now())
+        mem = node.memory_stats() or {}
+        return NodeStats(ncpus=node.ncpus, busy_ns=busy, total_ns=node.ncpus * node.now(),
+                         mem_total=mem.get("total", 0), mem_free=mem.get("free", 0))
 
 
 # --- knobs a kernel may lack, and the upstream knob that stands in for each -------------------

@@ -1,11 +1,12 @@
 """openEuler rubik's CPU features as a `Policy` (../shared/reference/rubik.md): absolute
 preemption (offline cgroups get cpu.qos_level = -1; the SMT expeller is the kernel's
 `kernel.smt_expeller`), quota burst (cpu.cfs_burst_us from the pod's annotation, with rubik's
-checks) and quotaTurbo (policies/quota_turbo.py) at its syncInterval.
+checks), quotaTurbo (policies/quota_turbo.py) at its syncInterval, and dynMemory's FSSR
+(policies/dyn_memory.py: the offline pods' memory.high from MemFree every 5 s).
 
 Configuration (the scenario's `[policy]` table): which cgroups are offline, which are under
-quotaTurbo, the burst of each quota-burst cgroup, and quotaTurbo's tunables with rubik's
-defaults.
+quotaTurbo, the burst of each quota-burst cgroup, `dyn_memory = "fssr"`, and quotaTurbo's
+tunables with rubik's defaults.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from policies import dyn_memory as dm
 from policies import quota_turbo as qt
 from policies.cgroup import Knob, KnobWrite, utilisation
 from policies.policy import Decision, Observation, Param, Policy, PolicyError, cgroup_names
@@ -39,6 +41,12 @@ class Rubik(Policy):
         if not isinstance(burst, Mapping) or not all(isinstance(v, int) and v >= 0 for v in burst.values()):
             raise PolicyError(f"{where}.quota_burst: must map cgroup names to burst µs (integers >= 0)")
         self.burst: dict[str, int] = dict(burst)
+        # dynMemory: {"policy": "fssr"} in rubik's config, the only policy it accepts
+        self.dyn_memory = config.pop("dyn_memory", None)
+        if self.dyn_memory not in (None, "fssr"):
+            raise PolicyError(f'{where}.dyn_memory: rubik\'s only dynMemory policy is "fssr" (got {self.dyn_memory!r})')
+        self.fssr: dm.Fssr | None = None
+        self.next_fssr = 0.0
         super().__init__(config, where)
         if not self.values["high_water_mark"] < self.values["alarm_water_mark"]:
             raise PolicyError(f"{where}.high_water_mark: must be below alarm_water_mark")
@@ -91,11 +99,38 @@ class Rubik(Policy):
             self.containers.append(c)
         self.prev_node = obs.node
         self.util_history = [(obs.now, 0.0)]  # the very first sample records 0 (rubik.md §2.2)
+        if self.dyn_memory:
+            out += self._fssr_start(obs)
         return out
 
-    def tick(self, obs: Observation) -> list[Decision]:
-        if not self.containers:
+    def _fssr_start(self, obs: Observation) -> list[Decision]:
+        total = obs.node.mem_total
+        if total <= 0:
+            return [Decision(obs.now, self.name, "dynMemory fssr: the node's memory is unknown ([node] memory): off")]
+        self.fssr = dm.Fssr.start(total)
+        self.next_fssr = obs.now + dm.FSSR_INTERVAL_S
+        return [self._fssr_write(obs.now, self.fssr.high, f"dynMemory fssr: offline memory.high = 80% of {total / 2**30:.1f} GiB", {})]
+
+    def _fssr_write(self, now: float, high: int, what: str, inputs: dict) -> Decision:
+        return Decision(now, self.name, what, tuple(KnobWrite(cg, Knob.MEMORY_HIGH, high) for cg in self.offline), inputs)
+
+    def _fssr_tick(self, obs: Observation) -> list[Decision]:
+        if self.fssr is None or obs.now < self.next_fssr:
             return []
+        self.next_fssr += dm.FSSR_INTERVAL_S
+        f, free = self.fssr, obs.node.mem_free
+        before = f.high
+        new = f.step(free)
+        if new is None:
+            return []
+        way = "suppress" if new < before else "recover"
+        return [self._fssr_write(obs.now, new, f"dynMemory fssr {way}: MemFree {free / 2**30:.2f} GiB, offline memory.high {before / 2**30:.2f} → {new / 2**30:.2f} GiB",
+                                 {"mem_free": free, "memory_high": new})]
+
+    def tick(self, obs: Observation) -> list[Decision]:
+        fssr = self._fssr_tick(obs)
+        if not self.containers:
+            return fssr
         util = utilisation(self.prev_node, obs.node)
         self.prev_node = obs.node
         self.util_history = [(t, u) for t, u in self.util_history if obs.now - t < qt.UTIL_HISTORY_S]
@@ -133,5 +168,5 @@ class Rubik(Policy):
                 writes,
                 {"util": util, "new_nr_throttled": c.new_nr_throttled, "limit_cpus": c.limit},
             ))
-        return out
+        return fssr + out
 

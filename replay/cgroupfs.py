@@ -14,6 +14,8 @@ folder before anything is written; the folder's parent (our own cgroup) is only 
 
 from __future__ import annotations
 
+import dataclasses
+
 import errno
 import os
 import signal
@@ -484,7 +486,7 @@ class HostBackend:
         return n
 
     def node(self) -> NodeStats:
-        return read_proc_stat()
+        return dataclasses.replace(read_proc_stat(), **read_meminfo())
 
     def cpus(self) -> list[Cpu]:
         return host_cpus()
@@ -520,6 +522,18 @@ def _psi_total(text: str) -> int:
                 if item.startswith("total="):
                     return int(item[6:]) * 1000
     return 0
+
+
+def read_meminfo(text: str | None = None) -> dict[str, int]:
+    """/proc/meminfo's MemTotal and MemFree, in bytes (the file says kB)."""
+    if text is None:
+        text = Path("/proc/meminfo").read_text()
+    fields = {}
+    for line in text.splitlines():
+        key, _, rest = line.partition(":")
+        if key in ("MemTotal", "MemFree"):
+            fields[key] = int(rest.split()[0]) * 1024
+    return {"mem_total": fields.get("MemTotal", 0), "mem_free": fields.get("MemFree", 0)}
 
 
 def read_proc_stat(text: str | None = None) -> NodeStats:
