@@ -49,6 +49,11 @@ class Knob(enum.Enum):
         raise ValueError(f"unknown knob {name!r} (known: {known})")
 
 
+# The memcg knobs: the simulator models them; replay does not manage the memory controller
+# yet, so on the host they read as missing.
+MEMORY_KNOBS = frozenset({Knob.MEMORY_LIMIT, Knob.MEMORY_HIGH, Knob.MEMORY_LOW, Knob.MEMORY_MIN, Knob.MEMORY_OOM_GROUP})
+
+
 # --- unit conversions between the v1 and v2 files ---------------------------------------
 
 
