@@ -2,7 +2,8 @@
 
     python experiments/bench.py [--repeat N]
 
-Runs (a) every run of experiments/clickhouse_stress.toml and (b) both runs of
+Runs (a) every run of experiments/clickhouse_stress.toml, (c) both runs of
+experiments/memory_bench.toml (memory on every cgroup vs CPU only), and (b) both runs of
 experiments/open_loop_96cpu.toml (96 logical CPUs, 5,000 req/s on 48 workers, 96 hogs, 60
 simulated seconds; without limits and with quotas and bursts on every group) through the
 same Python path users take (scenario -> NodeEnvironment -> core), REPEAT times each, and
@@ -37,7 +38,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     rows = []
-    for file in ("clickhouse_stress.toml", "open_loop_96cpu.toml"):
+    for file in ("clickhouse_stress.toml", "open_loop_96cpu.toml", "memory_bench.toml"):
         scenario = load_scenario(HERE / file)
         for variant in scenario.variants():
             walls, events, sim_s = [], 0, 0.0
@@ -56,6 +57,11 @@ def main() -> None:
     limited = walls.get("open_loop_96cpu: quotas and bursts on every group")
     if plain and limited:
         print(f"\nquotas and bursts on every group / no limits, wall time: {limited / plain:.2f}x")
+    # The [memory] target: memory on every cgroup within 30% of the same scenario without.
+    cpu_only = walls.get("memory_bench: CPU only")
+    memory = walls.get("memory_bench: memory on every cgroup")
+    if cpu_only and memory:
+        print(f"memory on every cgroup / CPU only, wall time: {memory / cpu_only:.2f}x")
 
 
 if __name__ == "__main__":
