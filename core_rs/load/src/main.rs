@@ -351,13 +351,15 @@ fn main() -> ExitCode {
         | WorkloadSpec::ClosedLoop { start_ns, .. }
         | WorkloadSpec::OpenLoop { start_ns, .. }
         | WorkloadSpec::Bursty { start_ns, .. }
-        | WorkloadSpec::MemoryHog { start_ns, .. } => *start_ns,
+        | WorkloadSpec::MemoryHog { start_ns, .. }
+        | WorkloadSpec::FileServer { start_ns, .. }
+        | WorkloadSpec::CacheWriter { start_ns, .. } => *start_ns,
     };
     let run = Run { stop, start: t0 + start_ns };
     let rec = match spec {
         WorkloadSpec::Hog { threads, .. } => hog(&run, threads),
-        WorkloadSpec::MemoryHog { .. } => {
-            eprintln!("colosim-load: error: --spec: a memory_hog runs on the host as stress --vm, not colosim-load");
+        WorkloadSpec::MemoryHog { .. } | WorkloadSpec::FileServer { .. } | WorkloadSpec::CacheWriter { .. } => {
+            eprintln!("colosim-load: error: --spec: memory workloads do not run under colosim-load");
             return ExitCode::from(2);
         }
         WorkloadSpec::ClosedLoop { workers: Some(_), .. } => {

@@ -349,6 +349,36 @@ impl Node {
                 };
                 (Workload::MemoryHog(m), *start_ns)
             }
+            WorkloadSpec::FileServer { clients, service, think, working_set_bytes, file_bytes, disk_latency_ns, disk_bytes_per_s, start_ns, .. } => {
+                let ts: Vec<TaskId> = (0..*clients).map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus)).collect();
+                self.service_names.push(w.name().to_string());
+                self.services.push(ServiceStats::default());
+                let think = match think {
+                    Some(Dist::Constant { value_ns: 0 }) | None => None,
+                    Some(d) => Some(d.clone()),
+                };
+                let disk_ns = disk_latency_ns + ((*file_bytes as u128) * 1_000_000_000 / (*disk_bytes_per_s).max(1) as u128) as u64;
+                let f = crate::workload::FileServer {
+                    svc: self.services.len() - 1,
+                    cg,
+                    threads: ts,
+                    clients: (0..*clients).map(|_| Client { outstanding: 0, issued_at: 0 }).collect(),
+                    service: service.clone(),
+                    think,
+                    rng,
+                    working_set: *working_set_bytes,
+                    file_bytes: *file_bytes,
+                    disk_ns,
+                    cached: 0,
+                    hits: 0,
+                    misses: 0,
+                };
+                (Workload::FileServer(f), *start_ns)
+            }
+            WorkloadSpec::CacheWriter { threads, chunk_bytes, write_ns_per_page, start_ns, .. } => {
+                let ts: Vec<TaskId> = (0..*threads).map(|k| self.new_task(cg, idx, k, 0)).collect();
+                (Workload::CacheWriter(crate::workload::CacheWriter { threads: ts, chunk: *chunk_bytes, write_ns_per_page: *write_ns_per_page }), *start_ns)
+            }
             WorkloadSpec::OpenLoop { rate_per_s, workers, service, start_ns, .. } => {
                 let ws: Vec<TaskId> = (0..*workers).map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus)).collect();
                 self.service_names.push(w.name().to_string());
@@ -371,6 +401,7 @@ impl Node {
         let forked: Vec<TaskId> = match &workload {
             Workload::Hog(h) => h.threads.clone(),
             Workload::MemoryHog(m) => m.threads.clone(),
+            Workload::CacheWriter(w) => w.threads.clone(),
             Workload::Bursty(b) => b.steady.clone(),
             _ => vec![],
         };
@@ -427,6 +458,7 @@ impl Node {
                 if self.killed[wl] {
                     return;
                 }
+                self.refresh_view(wl);
                 let mut eff = std::mem::take(&mut self.eff);
                 self.workloads[wl].on_timer(wl, slot, self.now, &mut eff, &mut self.services);
                 self.apply_effects(&mut eff);
@@ -449,6 +481,7 @@ impl Node {
         let Some(t) = self.cpus[cpu].curr else { return };
         if self.tasks[t].remaining == 0 {
             let (wl, slot) = (self.tasks[t].wl, self.tasks[t].slot);
+            self.refresh_view(wl);
             let mut eff = std::mem::take(&mut self.eff);
             let next = self.workloads[wl].on_done(wl, slot, self.now, &mut eff, &mut self.services);
             match next {

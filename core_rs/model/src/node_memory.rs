@@ -6,7 +6,7 @@
 use crate::cgroup::CgId;
 use crate::error::{Result, SpecError};
 use crate::events::Event;
-use crate::memcg::{Charge, Kind, Memory, Watermarks, UNLIMITED};
+use crate::memcg::{Charge, Memory, Watermarks, UNLIMITED};
 use crate::node::{Node, TaskState};
 use crate::spec::NodeSpec;
 use crate::workload::{Effects, TaskId};
@@ -54,17 +54,17 @@ impl Node {
             return costs;
         }
         let mut killed_any = false;
-        for (t, bytes) in std::mem::take(&mut eff.charges) {
+        for (t, kind, bytes) in std::mem::take(&mut eff.charges) {
             if self.tasks[t].dead {
                 continue;
             }
             let cg = self.tasks[t].cg;
             let Some(m) = self.memory.as_mut() else { continue };
             if bytes < 0 {
-                m.uncharge(cg, t, Kind::Anon, bytes.unsigned_abs());
+                m.uncharge(cg, t, kind, bytes.unsigned_abs());
                 continue;
             }
-            let c: Charge = m.charge(cg, t, Kind::Anon, bytes as u64);
+            let c: Charge = m.charge(cg, t, kind, bytes as u64);
             let mut victims = c.killed.clone();
             if c.failed && !victims.contains(&t) {
                 victims.push(t);
@@ -130,6 +130,13 @@ impl Node {
                 true
             }
             _ => false,
+        }
+    }
+
+    /// What a workload sees of memory before it is called: a file server, its cgroup's cache.
+    pub(crate) fn refresh_view(&mut self, wl: usize) {
+        if let (crate::workload::Workload::FileServer(f), Some(m)) = (&mut self.workloads[wl], &self.memory) {
+            f.cached = m.cgs[f.cg].file;
         }
     }
 

@@ -81,6 +81,18 @@ fn one() -> u32 {
 fn two() -> u32 {
     2
 }
+/// A local SSD: 100 µs a read, 500 MB/s.
+fn default_disk_latency() -> u64 {
+    100_000
+}
+fn default_disk_bandwidth() -> u64 {
+    500_000_000
+}
+/// Copying a page into the cache: ≈ 1 µs (a write at ~4 GB/s).
+fn default_write_ns() -> u64 {
+    1_000
+}
+
 fn default_chunk() -> u64 {
     1 << 20
 }
@@ -273,6 +285,39 @@ pub enum WorkloadSpec {
         #[serde(default)]
         start_ns: u64,
     },
+    /// A file-serving service (nginx behind siege): `clients` with one request in flight,
+    /// each reading a file of `file_bytes` from a `working_set_bytes` set; a page-cache miss
+    /// waits `disk_latency_ns` + size / `disk_bytes_per_s` first and fills the cache.
+    FileServer {
+        name: String,
+        cgroup: String,
+        clients: u32,
+        service: Dist,
+        #[serde(default)]
+        think: Option<Dist>,
+        working_set_bytes: u64,
+        file_bytes: u64,
+        #[serde(default = "default_disk_latency")]
+        disk_latency_ns: u64,
+        #[serde(default = "default_disk_bandwidth")]
+        disk_bytes_per_s: u64,
+        #[serde(default)]
+        start_ns: u64,
+    },
+    /// `dd` / `stress --hdd`: threads writing files forever; the written pages stay in the
+    /// page cache of their cgroup until reclaim takes them.
+    CacheWriter {
+        name: String,
+        cgroup: String,
+        #[serde(default = "one")]
+        threads: u32,
+        #[serde(default = "default_chunk")]
+        chunk_bytes: u64,
+        #[serde(default = "default_write_ns")]
+        write_ns_per_page: u64,
+        #[serde(default)]
+        start_ns: u64,
+    },
     /// Poisson arrivals at `rate_per_s` into a FIFO queue served by `workers` threads.
     OpenLoop {
         name: String,
@@ -292,7 +337,9 @@ impl WorkloadSpec {
             | WorkloadSpec::ClosedLoop { name, .. }
             | WorkloadSpec::OpenLoop { name, .. }
             | WorkloadSpec::Bursty { name, .. }
-            | WorkloadSpec::MemoryHog { name, .. } => name,
+            | WorkloadSpec::MemoryHog { name, .. }
+            | WorkloadSpec::FileServer { name, .. }
+            | WorkloadSpec::CacheWriter { name, .. } => name,
         }
     }
     pub fn cgroup(&self) -> &str {
@@ -301,7 +348,9 @@ impl WorkloadSpec {
             | WorkloadSpec::ClosedLoop { cgroup, .. }
             | WorkloadSpec::OpenLoop { cgroup, .. }
             | WorkloadSpec::Bursty { cgroup, .. }
-            | WorkloadSpec::MemoryHog { cgroup, .. } => cgroup,
+            | WorkloadSpec::MemoryHog { cgroup, .. }
+            | WorkloadSpec::FileServer { cgroup, .. }
+            | WorkloadSpec::CacheWriter { cgroup, .. } => cgroup,
         }
     }
 }
@@ -527,6 +576,35 @@ impl NodeSpec {
                     }
                     if *mode == HogMode::Hang && *hang_ns == 0 {
                         return Err(SpecError::new(f("hang_ns"), "mode hang needs hang_ns > 0"));
+                    }
+                }
+                WorkloadSpec::FileServer { clients, service, think, working_set_bytes, file_bytes, disk_bytes_per_s, .. } => {
+                    if self.memory.is_none() {
+                        return Err(SpecError::new(f("kind"), "a memory workload needs the node's memory (memory.total_bytes)"));
+                    }
+                    if *clients == 0 {
+                        return Err(SpecError::new(f("clients"), "must be >= 1"));
+                    }
+                    if *file_bytes == 0 || *working_set_bytes < *file_bytes {
+                        return Err(SpecError::new(f("working_set_bytes"), format!("must hold at least one file of file_bytes ({file_bytes}) (got {working_set_bytes})")));
+                    }
+                    if *disk_bytes_per_s == 0 {
+                        return Err(SpecError::new(f("disk_bytes_per_s"), "must be > 0"));
+                    }
+                    service.validate(&f("service"))?;
+                    if let Some(t) = think {
+                        t.validate(&f("think"))?;
+                    }
+                }
+                WorkloadSpec::CacheWriter { threads, chunk_bytes, .. } => {
+                    if self.memory.is_none() {
+                        return Err(SpecError::new(f("kind"), "a memory workload needs the node's memory (memory.total_bytes)"));
+                    }
+                    if *threads == 0 {
+                        return Err(SpecError::new(f("threads"), "must be >= 1"));
+                    }
+                    if *chunk_bytes < crate::memcg::PAGE {
+                        return Err(SpecError::new(f("chunk_bytes"), format!("must be at least a page ({} bytes)", crate::memcg::PAGE)));
                     }
                 }
                 WorkloadSpec::OpenLoop { rate_per_s, workers, service, .. } => {

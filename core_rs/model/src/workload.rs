@@ -28,7 +28,7 @@ pub struct Effects {
     /// Anonymous memory a task allocates (> 0) or frees (< 0), in bytes, before the work
     /// it is given next; the node charges it and adds what that costs (reclaim, a
     /// memory.high sleep, an OOM kill).
-    pub charges: Vec<(TaskId, i64)>,
+    pub charges: Vec<(TaskId, crate::memcg::Kind, i64)>,
     /// Sleeping tasks to wake with this much work.
     pub wakes: Vec<(TaskId, u64)>,
     /// Tasks to start for the first time (fork placement) with this much work.
@@ -137,15 +137,73 @@ impl MemoryHog {
     fn next_chunk(&mut self, k: usize, eff: &mut Effects) -> u64 {
         let c = self.chunk.min(self.bytes - self.held[k]);
         self.held[k] += c;
-        eff.charges.push((self.threads[k], c as i64));
+        eff.charges.push((self.threads[k], crate::memcg::Kind::Anon, c as i64));
         (c.div_ceil(crate::memcg::PAGE) * self.touch_ns_per_page).max(1)
     }
 
     fn free_all(&mut self, k: usize, eff: &mut Effects) {
         if self.held[k] > 0 {
-            eff.charges.push((self.threads[k], -(self.held[k] as i64)));
+            eff.charges.push((self.threads[k], crate::memcg::Kind::Anon, -(self.held[k] as i64)));
             self.held[k] = 0;
         }
+    }
+}
+
+/// A file-serving service (nginx serving static files to siege-like clients): a request reads
+/// one file of a working set. Files are read uniformly, so a request hits the page cache with
+/// probability cached / working set (`cached`: the cache its cgroup holds, refreshed by the
+/// node before every call); a miss first waits for the disk (latency + size / bandwidth, no
+/// queueing at the disk) and brings the file into the cache; then the request takes its CPU.
+#[derive(Debug)]
+pub struct FileServer {
+    pub svc: usize,
+    pub cg: usize,
+    pub threads: Vec<TaskId>,
+    pub clients: Vec<Client>,
+    pub service: Dist,
+    pub think: Option<Dist>,
+    pub rng: Rng,
+    pub working_set: u64,
+    pub file_bytes: u64,
+    pub disk_ns: u64,
+    pub cached: u64,
+    pub hits: u64,
+    pub misses: u64,
+}
+
+/// Timer slots of a file server at or above this are a client's disk read completing.
+pub const DISK_DONE: u32 = 1 << 30;
+
+impl FileServer {
+    /// Client `c` sends a request: its work now (a hit), or None (a miss, waiting for the disk).
+    fn issue(&mut self, c: usize, now: Ns, wl: usize, eff: &mut Effects, svc: &mut ServiceStats) -> Option<u64> {
+        svc.started += 1;
+        self.clients[c].issued_at = now;
+        let resident = self.cached.min(self.working_set) as f64 / self.working_set as f64;
+        if self.rng.uniform() < resident {
+            self.hits += 1;
+            return Some(self.service.sample(&mut self.rng).max(1));
+        }
+        self.misses += 1;
+        eff.timers.push((now + self.disk_ns, wl, DISK_DONE + c as u32));
+        None
+    }
+}
+
+/// `dd`/`stress --hdd`: threads writing a file forever, `chunk` bytes at a time at
+/// `write_ns_per_page` of CPU a page; every page written stays in the page cache (charged to
+/// the writer's cgroup) until reclaim takes it.
+#[derive(Debug)]
+pub struct CacheWriter {
+    pub threads: Vec<TaskId>,
+    pub chunk: u64,
+    pub write_ns_per_page: u64,
+}
+
+impl CacheWriter {
+    fn next_chunk(&self, k: usize, eff: &mut Effects) -> u64 {
+        eff.charges.push((self.threads[k], crate::memcg::Kind::File, self.chunk as i64));
+        (self.chunk.div_ceil(crate::memcg::PAGE) * self.write_ns_per_page).max(1)
     }
 }
 
@@ -156,6 +214,8 @@ pub enum Workload {
     OpenLoop(OpenLoop),
     Bursty(Bursty),
     MemoryHog(MemoryHog),
+    FileServer(FileServer),
+    CacheWriter(CacheWriter),
 }
 
 impl ClosedLoop {
@@ -205,6 +265,31 @@ impl Workload {
                     cl.issue(slot as usize, now, None, eff, &mut services[svc]);
                 }
             }
+            Workload::CacheWriter(w) => {
+                debug_assert_eq!(slot, START);
+                for k in 0..w.threads.len() {
+                    let work = w.next_chunk(k, eff);
+                    eff.forks.push((w.threads[k], work));
+                }
+            }
+            Workload::FileServer(f) => {
+                let svc = f.svc;
+                let clients: Vec<usize> = if slot == START { (0..f.clients.len()).collect() } else if slot >= DISK_DONE { vec![] } else { vec![slot as usize] };
+                for c in clients {
+                    if let Some(work) = f.issue(c, now, wl, eff, &mut services[svc]) {
+                        eff.wakes.push((f.threads[c], work));
+                    }
+                }
+                if slot >= DISK_DONE && slot != START {
+                    // the file is read: it is in the cache now, and the request takes its CPU
+                    let c = (slot - DISK_DONE) as usize;
+                    if f.cached < f.working_set {
+                        eff.charges.push((f.threads[c], crate::memcg::Kind::File, f.file_bytes as i64));
+                    }
+                    let work = f.service.sample(&mut f.rng).max(1);
+                    eff.wakes.push((f.threads[c], work));
+                }
+            }
             Workload::MemoryHog(m) => {
                 if slot == START {
                     for k in 0..m.threads.len() {
@@ -252,6 +337,21 @@ impl Workload {
     pub fn on_done(&mut self, wl: usize, slot: u32, now: Ns, eff: &mut Effects, services: &mut [ServiceStats]) -> Next {
         match self {
             Workload::Hog(_) => Next::Compute(FOREVER),
+            Workload::CacheWriter(w) => Next::Compute(w.next_chunk(slot as usize, eff)),
+            Workload::FileServer(f) => {
+                let c = slot as usize;
+                services[f.svc].record(now, now - f.clients[c].issued_at);
+                let think = f.think.as_ref().map(|d| d.sample(&mut f.rng)).unwrap_or(0);
+                if think > 0 {
+                    eff.timers.push((now + think, wl, c as u32));
+                    return Next::Sleep;
+                }
+                let svc = f.svc;
+                match f.issue(c, now, wl, eff, &mut services[svc]) {
+                    Some(work) => Next::Compute(work),
+                    None => Next::Sleep,
+                }
+            }
             Workload::MemoryHog(m) => {
                 let k = slot as usize;
                 if m.held[k] < m.bytes {
