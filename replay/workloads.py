@@ -104,7 +104,7 @@ class HostWorkload:
         self.spec = core_spec  # the same document the core gets (fanout resolved)
         self.program = model.host.program
         self.where = where
-        self.is_service = model.kind in ("closed_loop", "open_loop", "bursty")
+        self.is_service = model.kind in ("closed_loop", "open_loop", "bursty", "file_server")
         self._tmp: tempfile.TemporaryDirectory | None = None
         self._procs: list = []
         self._t0 = 0
@@ -114,8 +114,8 @@ class HostWorkload:
     def check(self) -> None:
         """Every program this workload needs exists (one clear error otherwise)."""
         p, where = self.program, f"{self.where}.host.program"
-        if self.model.kind == "memory_hog":
-            raise HostError(f"{self.where}: a memory_hog does not replay on the host yet (the simulator models it)")
+        if self.model.kind in ("memory_hog", "file_server", "cache_writer"):
+            raise HostError(f"{self.where}: a {self.model.kind} does not replay on the host yet (the simulator models it)")
         if p == "builtin":
             load_binary()
         elif p in ("stress", "stress-ng"):

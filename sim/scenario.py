@@ -174,6 +174,8 @@ HOST_PROGRAMS = {
     "open_loop": ("builtin",),
     "bursty": ("builtin",),
     "memory_hog": ("builtin", "stress"),
+    "file_server": ("builtin", "nginx"),
+    "cache_writer": ("builtin", "command"),
 }
 
 
@@ -353,7 +355,69 @@ class MemoryHog(_Workload):
         }
 
 
-Workload = Annotated[Hog | ClosedLoop | OpenLoop | Bursty | MemoryHog, Field(discriminator="kind")]
+class FileServer(_Workload):
+    """A file-serving service (nginx) under siege-like clients: `clients` with one request in
+    flight, each reading a file of `file_size` from a `working_set`; a request that finds its
+    file in the cgroup's page cache costs `service` of CPU only, a miss first waits for the
+    disk (`disk_latency` + size / `disk_bandwidth`) and brings the file into the cache.
+    Needs [node] memory."""
+
+    kind: Literal["file_server"]
+    clients: int = Field(ge=1)
+    service: Distribution
+    think: Distribution = Constant(dist="constant", value=0)
+    working_set: Annotated[int, BeforeValidator(memory_bytes), Field(gt=0)]
+    file_size: Annotated[int, BeforeValidator(memory_bytes), Field(gt=0)]
+    disk_latency: Duration = 100_000
+    disk_bandwidth: Annotated[int, BeforeValidator(memory_bytes), Field(gt=0)] = 500_000_000  # bytes/s
+
+    @model_validator(mode="after")
+    def _check_set(self) -> FileServer:
+        if self.working_set < self.file_size:
+            raise _FieldErrors([(("working_set",), f"must hold at least one file of file_size ({self.file_size} bytes) (got {self.working_set})")])
+        return self
+
+    def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
+        return {
+            "kind": "file_server",
+            "name": name,
+            "cgroup": self.cgroup,
+            "clients": self.clients,
+            "service": self.service.core_spec(),
+            "think": self.think.core_spec(),
+            "working_set_bytes": self.working_set,
+            "file_bytes": self.file_size,
+            "disk_latency_ns": self.disk_latency,
+            "disk_bytes_per_s": self.disk_bandwidth,
+            "start_ns": self.start,
+        }
+
+
+class CacheWriter(_Workload):
+    """`dd` / `stress --hdd`: threads writing files forever, `chunk` at a time at
+    `write_per_page` of CPU a page; what they write stays in their cgroup's page cache until
+    reclaim takes it.  Needs [node] memory."""
+
+    kind: Literal["cache_writer"]
+    threads: int = Field(1, ge=1)
+    chunk: Annotated[int, BeforeValidator(memory_bytes), Field(ge=4096)] = 1 << 20
+    write_per_page: PositiveDuration = 1_000
+
+    def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
+        return {
+            "kind": "cache_writer",
+            "name": name,
+            "cgroup": self.cgroup,
+            "threads": self.threads,
+            "chunk_bytes": self.chunk,
+            "write_ns_per_page": self.write_per_page,
+            "start_ns": self.start,
+        }
+
+
+MEMORY_KINDS = ("memory_hog", "file_server", "cache_writer")
+
+Workload = Annotated[Hog | ClosedLoop | OpenLoop | Bursty | MemoryHog | FileServer | CacheWriter, Field(discriminator="kind")]
 
 
 # --- node, kernel, cgroups -------------------------------------------------------------
@@ -728,7 +792,7 @@ class Scenario(_Table):
                     )
                 )
         for name, workload in self.workloads.items():
-            if workload.kind == "memory_hog" and workload.enabled and self.node.memory is None:
+            if workload.kind in MEMORY_KINDS and workload.enabled and self.node.memory is None:
                 errors.append((("workloads", name, "kind"), 'a memory workload needs the node\'s memory: give [node] memory = "64Gi"'))
         if self.policy is not None:
             from policies import PolicyError
@@ -1009,7 +1073,7 @@ def _toml_message(source: str, err: tomllib.TOMLDecodeError) -> str:
 
 # The tagged tables: each model's tag is the one value of its discriminator's Literal.
 _TAGGED: dict[str, tuple[type[_Table], ...]] = {
-    "kind": (Hog, ClosedLoop, OpenLoop, Bursty, MemoryHog),
+    "kind": (Hog, ClosedLoop, OpenLoop, Bursty, MemoryHog, FileServer, CacheWriter),
     "dist": (Constant, Exponential, Lognormal, Empirical),
 }
 _BY_TAG: dict[str, type[_Table]] = {

@@ -118,3 +118,59 @@ def test_a_memory_workload_needs_the_nodes_memory():
         Scenario.from_toml(BASE.replace('memory = "4Gi"\n', ""))
     with pytest.raises(ScenarioError, match=r'workloads.vm.hang: mode "hang" needs a hang time'):
         Scenario.from_toml(BASE.replace('mode = "keep"', 'mode = "hang"'))
+
+
+CACHE = """
+[scenario]
+name = "cache"
+duration = "12s"
+seed = 1
+
+[node]
+cores_per_socket = 4
+memory = "1Gi"
+
+[cgroups.online]
+[cgroups.batch]
+
+[workloads.web]
+kind = "file_server"
+cgroup = "online"
+clients = 4
+service = "200us"
+working_set = "512Mi"
+file_size = "1Mi"
+disk_latency = "5ms"
+disk_bandwidth = "100M"
+
+[workloads.dd]
+kind = "cache_writer"
+cgroup = "batch"
+start = "4s"
+
+[[runs]]
+name = "alone"
+baseline = true
+set = { "workloads.dd.enabled" = false }
+
+[[runs]]
+name = "with dd"
+
+[[runs]]
+name = "with dd under memory.high"
+set = { "cgroups.batch" = { "memory.high" = "200Mi" } }
+"""
+
+
+def test_a_cache_writer_squeezes_a_file_servers_cache_unless_held_back():
+    result = run_scenario(Scenario.from_toml(CACHE), progress=False)
+    alone, free, held = (result.runs[n] for n in ("alone", "with dd", "with dd under memory.high"))
+    web = {n: r.services["web"].mean_s for n, r in result.runs.items()}
+    cache = {n: r.cgroups["online"].memory["file"] for n, r in result.runs.items()}
+    assert cache["alone"] == cache["with dd under memory.high"] == 512 * MI
+    assert cache["with dd"] < 400 * MI
+    assert web["with dd"] > 1.5 * web["alone"]
+    # what is left is the writer's share of the CPUs (four clients, four CPUs, one dd thread)
+    assert web["with dd under memory.high"] < 1.3 * web["alone"] < web["with dd"]
+    assert held.cgroups["batch"].memory["file"] <= 200 * MI and free.cgroups["batch"].memory["file"] > 200 * MI
+    assert alone.timeseries.memory["online"][-1] == 512 * MI

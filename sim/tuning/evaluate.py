@@ -15,8 +15,8 @@ from typing import Any
 from sim.results import RunResult
 from sim.scenario import Scenario
 
-SERVICE_KINDS = ("closed_loop", "open_loop", "bursty")
-BATCH_KINDS = ("hog",)
+SERVICE_KINDS = ("closed_loop", "open_loop", "bursty", "file_server")
+BATCH_KINDS = ("hog", "memory_hog", "cache_writer")
 
 # seed index -> case name -> metric text -> value
 Measurement = list[dict[str, dict[str, float]]]
