@@ -6,6 +6,7 @@ import html
 import math
 from pathlib import Path
 
+import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
@@ -16,7 +17,10 @@ from sim.results import PERCENTILES, ExperimentResult
 def write_report(result: ExperimentResult, path: str | Path) -> Path:
     """Write the report to `path`: the result tables, latency percentiles per run, and each
     cgroup's CPU share over time per run."""
-    figures = [latency_figure(result), cpu_share_figure(result), throttling_figure(result), decisions_figure(result)]
+    figures = [
+        latency_figure(result), latency_over_time_figure(result), cpu_share_figure(result),
+        memory_figure(result), throttling_figure(result), decisions_figure(result),
+    ]
     parts = [
         fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"responsive": True})
         for i, fig in enumerate(figures)
@@ -137,6 +141,49 @@ def cpu_share_figure(result: ExperimentResult) -> go.Figure | None:
     return _finish_time_panels(
         fig, len(runs), "CPU share of node capacity per cgroup (grey: warm-up)", 260, -0.1
     )
+
+
+def latency_over_time_figure(result: ExperimentResult, bins: int = 60) -> go.Figure | None:
+    """Each service's mean latency per time bin, one line per run (seed 001 case 3's
+    "download time as downloads go on"); only when memory is modelled, where it moves."""
+    if not any(r.node_memory for r in result.runs.values()):
+        return None
+    fig = go.Figure()
+    colors = _colors(list(result.runs))
+    for name, run in result.runs.items():
+        for svc, s in run.services.items():
+            if not len(s.completions_s):
+                continue
+            edges = np.linspace(run.warmup_s, run.duration_s, bins + 1)
+            idx = np.clip(np.searchsorted(edges, s.completions_s, side="right") - 1, 0, bins - 1)
+            sums = np.bincount(idx, weights=s.latencies_s, minlength=bins)
+            counts = np.bincount(idx, minlength=bins)
+            mean = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+            label = f"{name}: {svc}" if len(run.services) > 1 else name
+            fig.add_scatter(x=(edges[:-1] + edges[1:]) / 2, y=mean * 1000, mode="lines+markers", name=label,
+                            line={"color": colors.get(name)})
+    fig.update_layout(title="Mean request latency over the run (ms)", xaxis_title="simulated time (s)", yaxis_title="ms", height=420)
+    return fig
+
+
+def memory_figure(result: ExperimentResult) -> go.Figure | None:
+    """Per run, memory.current of each cgroup that held memory, whole run."""
+    runs = [r for r in result.runs.values() if r.timeseries.memory and len(r.timeseries.t_s)]
+    if not runs:
+        return None
+    fig = make_subplots(rows=len(runs), cols=1, shared_xaxes=True, subplot_titles=[r.name for r in runs],
+                        vertical_spacing=min(0.08, 0.5 / max(len(runs) - 1, 1)))
+    colors = _colors(result.cgroup_names)
+    for row, run in enumerate(runs, start=1):
+        for cg, v in run.timeseries.memory.items():
+            # leaves that held memory (parents repeat their children)
+            if not v.any() or any(c.startswith(cg + "/") for c in run.timeseries.memory):
+                continue
+            fig.add_scatter(x=run.timeseries.t_s, y=v / 2**20, mode="lines", name=cg, legendgroup=cg, showlegend=row == 1,
+                            line={"color": colors.get(cg)}, hovertemplate="%{x:.2f}s: %{y:.0f} MiB<extra>" + cg + "</extra>",
+                            row=row, col=1)
+        fig.update_yaxes(title_text="MiB", rangemode="tozero", row=row, col=1)
+    return _finish_time_panels(fig, len(runs), "memory.current per cgroup", 260, -0.1)
 
 
 def _finish_time_panels(fig: go.Figure, rows: int, title: str, row_height: int, legend_y: float) -> go.Figure:

@@ -359,7 +359,8 @@ class FileServer(_Workload):
     """A file-serving service (nginx) under siege-like clients: `clients` with one request in
     flight, each reading a file of `file_size` from a `working_set`; a request that finds its
     file in the cgroup's page cache costs `service` of CPU only, a miss first waits for the
-    disk (`disk_latency` + size / `disk_bandwidth`) and brings the file into the cache.
+    disk (one disk, reads in order, `disk_latency` + size / `disk_bandwidth` each) and brings
+    the file into the cache.
     Needs [node] memory."""
 
     kind: Literal["file_server"]

@@ -124,6 +124,7 @@ CACHE = """
 [scenario]
 name = "cache"
 duration = "12s"
+warmup = "4s"  # the server's cache is warm by then; dd starts then
 seed = 1
 
 [node]
@@ -140,8 +141,8 @@ clients = 4
 service = "200us"
 working_set = "512Mi"
 file_size = "1Mi"
-disk_latency = "5ms"
-disk_bandwidth = "100M"
+disk_latency = "1ms"
+disk_bandwidth = "1G"  # 2 ms a file: the 512 files are cached within the warm-up
 
 [workloads.dd]
 kind = "cache_writer"
@@ -169,8 +170,10 @@ def test_a_cache_writer_squeezes_a_file_servers_cache_unless_held_back():
     cache = {n: r.cgroups["online"].memory["file"] for n, r in result.runs.items()}
     assert cache["alone"] == cache["with dd under memory.high"] == 512 * MI
     assert cache["with dd"] < 400 * MI
-    assert web["with dd"] > 1.5 * web["alone"]
-    # what is left is the writer's share of the CPUs (four clients, four CPUs, one dd thread)
-    assert web["with dd under memory.high"] < 1.3 * web["alone"] < web["with dd"]
+    assert web["with dd"] > 10 * web["alone"]
+    # every request hits; what is left is the writer's share of the CPUs (four clients and
+    # one dd thread on four CPUs: 5/4 of the time)
+    assert held.services["web"].p50_s == alone.services["web"].p50_s
+    assert web["with dd under memory.high"] < 1.4 * web["alone"]
     assert held.cgroups["batch"].memory["file"] <= 200 * MI and free.cgroups["batch"].memory["file"] > 200 * MI
     assert alone.timeseries.memory["online"][-1] == 512 * MI

@@ -369,6 +369,7 @@ impl Node {
                     working_set: *working_set_bytes,
                     file_bytes: *file_bytes,
                     disk_ns,
+                    disk_free_at: 0,
                     cached: 0,
                     hits: 0,
                     misses: 0,

@@ -287,7 +287,8 @@ pub enum WorkloadSpec {
     },
     /// A file-serving service (nginx behind siege): `clients` with one request in flight,
     /// each reading a file of `file_bytes` from a `working_set_bytes` set; a page-cache miss
-    /// waits `disk_latency_ns` + size / `disk_bytes_per_s` first and fills the cache.
+    /// waits for one disk serving reads in order (`disk_latency_ns` + size / `disk_bytes_per_s`
+    /// each) and fills the cache.
     FileServer {
         name: String,
         cgroup: String,

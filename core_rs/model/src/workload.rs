@@ -152,8 +152,9 @@ impl MemoryHog {
 /// A file-serving service (nginx serving static files to siege-like clients): a request reads
 /// one file of a working set. Files are read uniformly, so a request hits the page cache with
 /// probability cached / working set (`cached`: the cache its cgroup holds, refreshed by the
-/// node before every call); a miss first waits for the disk (latency + size / bandwidth, no
-/// queueing at the disk) and brings the file into the cache; then the request takes its CPU.
+/// node before every call); a miss first waits for the disk — one disk, reads served in
+/// order, each latency + size / bandwidth — and brings the file into the cache; then the
+/// request takes its CPU.
 #[derive(Debug)]
 pub struct FileServer {
     pub svc: usize,
@@ -166,6 +167,8 @@ pub struct FileServer {
     pub working_set: u64,
     pub file_bytes: u64,
     pub disk_ns: u64,
+    /// When the disk finishes the reads queued so far.
+    pub disk_free_at: Ns,
     pub cached: u64,
     pub hits: u64,
     pub misses: u64,
@@ -185,7 +188,8 @@ impl FileServer {
             return Some(self.service.sample(&mut self.rng).max(1));
         }
         self.misses += 1;
-        eff.timers.push((now + self.disk_ns, wl, DISK_DONE + c as u32));
+        self.disk_free_at = self.disk_free_at.max(now) + self.disk_ns;
+        eff.timers.push((self.disk_free_at, wl, DISK_DONE + c as u32));
         None
     }
 }
