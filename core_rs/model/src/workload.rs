@@ -287,8 +287,9 @@ impl Workload {
                 if slot >= DISK_DONE && slot != START {
                     // the file is read: it is in the cache now, and the request takes its CPU
                     let c = (slot - DISK_DONE) as usize;
-                    if f.cached < f.working_set {
-                        eff.charges.push((f.threads[c], crate::memcg::Kind::File, f.file_bytes as i64));
+                    let room = f.working_set.saturating_sub(f.cached).min(f.file_bytes);
+                    if room > 0 {
+                        eff.charges.push((f.threads[c], crate::memcg::Kind::File, room as i64));
                     }
                     let work = f.service.sample(&mut f.rng).max(1);
                     eff.wakes.push((f.threads[c], work));
