@@ -24,6 +24,7 @@ from policies import batch_resource as br
 from policies import cpu_burst as cb
 from policies import cpu_evict as ce
 from policies import cpu_suppress as cs
+from policies import memory_qos as mq
 from policies.cgroup import CgroupStats, Knob, KnobWrite, NodeStats, format_cpus, parse_cpus
 from policies.pods import BESTEFFORT, Pod, QoSClass
 from policies.policy import Decision, Observation, Param, Policy, PolicyError, cgroup_names
@@ -69,6 +70,7 @@ class Koordinator(Policy):
         self.reserved = config.pop("reserved_cpus", 0)
         if isinstance(self.reserved, bool) or not isinstance(self.reserved, int | float) or self.reserved < 0:
             raise PolicyError(f"{where}.reserved_cpus: must be a number of cores >= 0")
+        self.memory_qos = mq.parse_classes(config.pop("memory_qos", {}), f"{where}.memory_qos")
         memory = config.pop("node_memory", None)
         if memory is not None and (isinstance(memory, bool) or not isinstance(memory, int) or memory <= 0):
             raise PolicyError(f"{where}.node_memory: must be the node's memory in bytes")
@@ -127,6 +129,23 @@ class Koordinator(Policy):
         return {self.besteffort, *self.be, *self.ls, *self.burst_cgroups}
 
     def attach(self, obs: Observation) -> list[Decision]:
+        out = self._memory_qos(obs)
+        return out + self._attach_cpu(obs)
+
+    def _memory_qos(self, obs: Observation) -> list[Decision]:
+        """koordlet's CgroupReconcile (policies/memory_qos.py): the pods are static in a
+        scenario, so the values are written once, parents first."""
+        if not self.memory_qos or not self.pods:
+            return []
+        knob = {"memory.min": Knob.MEMORY_MIN, "memory.low": Knob.MEMORY_LOW, "memory.high": Knob.MEMORY_HIGH, "memory.oom.group": Knob.MEMORY_OOM_GROUP}
+        out = []
+        for cg, values in mq.cgroup_values(self.pods, self.memory_qos, self.node_memory or 0).items():
+            writes = tuple(KnobWrite(cg, knob[k], v) for k, v in values.items())
+            shown = ", ".join(f"{k} {'max' if v < 0 else v}" for k, v in values.items())
+            out.append(Decision(obs.now, self.name, f"memory QoS {cg}: {shown}", writes, {k: float(v) for k, v in values.items()}))
+        return out
+
+    def _attach_cpu(self, obs: Observation) -> list[Decision]:
         self.prev = (obs.node, dict(obs.cgroups))
         # The CPU evictor starts with lastEvictTime = now: no eviction in the first cool-down.
         self.last_evict = obs.now
