@@ -35,6 +35,13 @@ class Knob(enum.Enum):
     MEMORY_LOW = ("memory.low", "memory.low")
     MEMORY_MIN = ("memory.min", "memory.min")
     MEMORY_OOM_GROUP = ("memory.oom.group", "memory.oom.group")
+    # vendor memcg files: Alibaba Cloud Linux (async reclaim watermarks, OOM priority) and
+    # openEuler (memory.high_async_ratio)
+    MEMORY_WMARK_RATIO = ("memory.wmark_ratio", "memory.wmark_ratio")
+    MEMORY_WMARK_SCALE_FACTOR = ("memory.wmark_scale_factor", "memory.wmark_scale_factor")
+    MEMORY_PRIORITY = ("memory.priority", "memory.priority")
+    MEMORY_USE_PRIORITY_OOM = ("memory.use_priority_oom", "memory.use_priority_oom")
+    MEMORY_HIGH_ASYNC_RATIO = ("memory.high_async_ratio", "memory.high_async_ratio")
 
     def __init__(self, v1: str, v2: str | None) -> None:
         self.v1 = v1
@@ -51,7 +58,7 @@ class Knob(enum.Enum):
 
 # The memcg knobs: the simulator models them; replay does not manage the memory controller
 # yet, so on the host they read as missing.
-MEMORY_KNOBS = frozenset({Knob.MEMORY_LIMIT, Knob.MEMORY_HIGH, Knob.MEMORY_LOW, Knob.MEMORY_MIN, Knob.MEMORY_OOM_GROUP})
+MEMORY_KNOBS = frozenset(k for k in Knob if k.v1.startswith("memory."))
 
 
 # --- unit conversions between the v1 and v2 files ---------------------------------------

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 FSSR_INTERVAL_S = 5.0  # fssrInterval
 RICH_TICKS = 12  # count < 12: count one more rich tick; the 13th raises
+HIGH_ASYNC_RATIO = 80  # written with memory.high (commit 526bd12; the doc's flowchart says 10)
 
 
 @dataclass

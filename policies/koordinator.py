@@ -137,7 +137,7 @@ class Koordinator(Policy):
         scenario, so the values are written once, parents first."""
         if not self.memory_qos or not self.pods:
             return []
-        knob = {"memory.min": Knob.MEMORY_MIN, "memory.low": Knob.MEMORY_LOW, "memory.high": Knob.MEMORY_HIGH, "memory.oom.group": Knob.MEMORY_OOM_GROUP}
+        knob = {k.v1: k for k in Knob if k.v1.startswith("memory.")}
         out = []
         for cg, values in mq.cgroup_values(self.pods, self.memory_qos, self.node_memory or 0).items():
             writes = tuple(KnobWrite(cg, knob[k], v) for k, v in values.items())

@@ -39,6 +39,12 @@ class ClassConfig:
     low_limit_percent: int = 0
     throttling_percent: int = 0
     oom_kill_group: bool = False
+    # Alibaba Cloud Linux files, written when set (0: not set): async reclaim watermarks
+    # (wmarkScalePermill is per ten-thousand in the kernel file) and the OOM priority
+    wmark_ratio: int = 0
+    wmark_scale_permill: int = 0
+    priority_enable: bool = False
+    priority: int = 0
 
 
 def parse_classes(table: Any, where: str) -> dict[str, ClassConfig]:
@@ -56,10 +62,14 @@ def parse_classes(table: Any, where: str) -> dict[str, ClassConfig]:
         for k, v in fields.items():
             if k not in known:
                 raise PolicyError(f"{w}.{k}: unknown field (known: {', '.join(sorted(known))})")
-            if k in ("enable", "oom_kill_group"):
+            if k in ("enable", "oom_kill_group", "priority_enable"):
                 if not isinstance(v, bool):
                     raise PolicyError(f"{w}.{k}: must be true or false")
-            elif isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 100:
+            elif k == "priority" and (isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 12):
+                raise PolicyError(f"{w}.{k}: must be an integer in [0, 12] (got {v!r})")
+            elif k == "wmark_scale_permill" and (isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 1000):
+                raise PolicyError(f"{w}.{k}: must be an integer in [0, 1000] (got {v!r})")
+            elif k not in ("priority", "wmark_scale_permill") and (isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 100):
                 raise PolicyError(f"{w}.{k}: must be an integer percent in [0, 100] (got {v!r})")
         out[cls] = ClassConfig(**fields)
     return out
@@ -108,6 +118,14 @@ def cgroup_values(pods: tuple[Pod, ...], classes: Mapping[str, ClassConfig], all
     for p in pods:
         if per_pod[p.cgroup]:
             out[p.cgroup] = per_pod[p.cgroup]
-            if classes.get(class_of(p), ClassConfig()).oom_kill_group:
+            cfg = classes.get(class_of(p), ClassConfig())
+            if cfg.oom_kill_group:
                 out[p.cgroup]["memory.oom.group"] = 1
+            if cfg.wmark_ratio:
+                out[p.cgroup]["memory.wmark_ratio"] = cfg.wmark_ratio
+            if cfg.wmark_scale_permill:
+                out[p.cgroup]["memory.wmark_scale_factor"] = cfg.wmark_scale_permill
+            if cfg.priority_enable:
+                out[p.cgroup]["memory.use_priority_oom"] = 1
+                out[p.cgroup]["memory.priority"] = cfg.priority
     return out

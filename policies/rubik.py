@@ -109,7 +109,10 @@ class Rubik(Policy):
             return [Decision(obs.now, self.name, "dynMemory fssr: the node's memory is unknown ([node] memory): off")]
         self.fssr = dm.Fssr.start(total)
         self.next_fssr = obs.now + dm.FSSR_INTERVAL_S
-        return [self._fssr_write(obs.now, self.fssr.high, f"dynMemory fssr: offline memory.high = 80% of {total / 2**30:.1f} GiB", {})]
+        # rubik writes memory.high_async_ratio = 80 first (openEuler kernels; refused elsewhere)
+        ratio = Decision(obs.now, self.name, f"dynMemory fssr: offline memory.high_async_ratio = {dm.HIGH_ASYNC_RATIO}",
+                         tuple(KnobWrite(cg, Knob.MEMORY_HIGH_ASYNC_RATIO, dm.HIGH_ASYNC_RATIO) for cg in self.offline))
+        return [ratio, self._fssr_write(obs.now, self.fssr.high, f"dynMemory fssr: offline memory.high = 80% of {total / 2**30:.1f} GiB", {})]
 
     def _fssr_write(self, now: float, high: int, what: str, inputs: dict) -> Decision:
         return Decision(now, self.name, what, tuple(KnobWrite(cg, Knob.MEMORY_HIGH, high) for cg in self.offline), inputs)

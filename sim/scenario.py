@@ -506,6 +506,11 @@ class Kernel(_Table):
     base_slice: PositiveDuration | None = None
     # openEuler SMT expeller: offline tasks stay off the SMT sibling of online work
     smt_expeller: bool = False
+    # vendor memcg extensions: Alibaba Cloud Linux (memory.wmark_ratio/wmark_scale_factor,
+    # memory.priority/use_priority_oom: Koordinator writes them) and openEuler
+    # (memory.high_async_ratio: rubik writes it); writes fail on a kernel without them
+    alinux_memcg: bool = False
+    openeuler_memcg: bool = False
     # vm.watermark_scale_factor (1/10000 of memory between the node's watermarks)
     watermark_scale_factor: int = Field(10, ge=1, le=3000)
     # CPU a task spends per page it reclaims itself (a model constant: ≈ 1 µs, clean cache)
@@ -521,6 +526,8 @@ class Kernel(_Table):
             "sched_idle_min_granularity_ns": self.sched_idle_min_granularity,
             "base_slice_ns": self.base_slice,
             "smt_expeller": self.smt_expeller,
+            "alinux_memcg": self.alinux_memcg,
+            "openeuler_memcg": self.openeuler_memcg,
         }
 
 

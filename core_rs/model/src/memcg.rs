@@ -61,6 +61,18 @@ pub struct MemCg {
     pub min: u64,
     /// memory.oom.group: an OOM kill takes every process of the group.
     pub oom_group: bool,
+    /// Alibaba Cloud Linux memcg async reclaim: above wmark_high = min(max, high) ×
+    /// wmark_ratio / 100 a background worker reclaims down to wmark_low = wmark_high −
+    /// max × wmark_scale_factor / 10000 (koordinator.md §3.3); 0 = off.
+    pub wmark_ratio: u64,
+    pub wmark_scale_factor: u64,
+    /// openEuler's memory.high_async_ratio: above high × ratio / 100, background reclaim to
+    /// high × (ratio − 10) / 100 (rubik.md §1.6); 100 = off.
+    pub high_async_ratio: u64,
+    /// Alibaba Cloud Linux memcg OOM priority (0..=12, larger = more important) and
+    /// memory.use_priority_oom: the OOM killer takes from the least important groups first.
+    pub priority: u64,
+    pub use_priority_oom: bool,
     /// Pages charged to this cgroup itself, by kind (bytes).
     pub anon: u64,
     pub file: u64,
@@ -83,6 +95,11 @@ impl MemCg {
             low: 0,
             min: 0,
             oom_group: false,
+            wmark_ratio: 0,
+            wmark_scale_factor: 50,
+            high_async_ratio: 100,
+            priority: 0,
+            use_priority_oom: false,
             anon: 0,
             file: 0,
             swap: 0,
@@ -296,8 +313,37 @@ impl Memory {
         if kind == Kind::Anon {
             *self.rss.entry((cg, owner)).or_insert(0) += bytes;
         }
+        self.async_reclaim(cg, &mut out);
         self.over_high(cg, bytes, &mut out);
         out
+    }
+
+    /// The background reclaim of the vendor kernels' memcg watermarks (free to the task):
+    /// Alibaba's wmark_ratio and openEuler's memory.high_async_ratio.
+    fn async_reclaim(&mut self, cg: usize, out: &mut Charge) {
+        for a in self.ancestors(cg) {
+            let c = &self.cgs[a];
+            let mut target = None;
+            if c.wmark_ratio > 0 {
+                let base = c.max.min(c.high);
+                if base != UNLIMITED {
+                    let high = (base as u128 * c.wmark_ratio as u128 / 100) as u64;
+                    let low = high.saturating_sub((c.max.min(base) as u128 * c.wmark_scale_factor as u128 / 10_000) as u64);
+                    if c.usage > high {
+                        target = Some(low);
+                    }
+                }
+            }
+            if c.high_async_ratio < 100 && c.high != UNLIMITED && c.usage > (c.high as u128 * c.high_async_ratio as u128 / 100) as u64 {
+                let low = (c.high as u128 * c.high_async_ratio.saturating_sub(10) as u128 / 100) as u64;
+                target = Some(target.map_or(low, |t: u64| t.min(low)));
+            }
+            if let Some(t) = target {
+                let need = self.cgs[a].usage.saturating_sub(t);
+                let got = self.reclaim(a, need, &mut Charge::default(), false);
+                out.kswapd_reclaimed += got;
+            }
+        }
     }
 
     /// memory.high after a charge: reclaim the overage of every ancestor above its high,
@@ -481,10 +527,24 @@ impl Memory {
             e.0 += (b / PAGE) as i128;
         }
         let total_pages = (total_bytes / PAGE) as i128;
+        // memory.use_priority_oom on the domain: only the least important groups' processes
+        // are candidates (memory.priority, the lowest first)
+        let floor = if self.cgs[domain].use_priority_oom {
+            points
+                .iter()
+                .filter(|(o, (rss, _))| *rss > 0 && self.oom_score_adj.get(o).copied().unwrap_or(0) > OOM_SCORE_ADJ_MIN)
+                .map(|(_, &(_, cg))| self.priority_of(cg, domain))
+                .min()
+        } else {
+            None
+        };
         let mut best: Option<(i128, Owner, usize)> = None;
         for (&o, &(rss, cg)) in &points {
             let adj = self.oom_score_adj.get(&o).copied().unwrap_or(0);
             if adj <= OOM_SCORE_ADJ_MIN || rss == 0 {
+                continue;
+            }
+            if floor.is_some_and(|f| self.priority_of(cg, domain) != f) {
                 continue;
             }
             let p = rss + adj as i128 * total_pages / 1000;
@@ -526,6 +586,25 @@ impl Memory {
             out.killed.push(o);
         }
         true
+    }
+}
+
+impl Memory {
+    /// A group's OOM priority within `domain`: the least of its and its ancestors' up to the
+    /// domain (a group is no more important than what contains it).
+    fn priority_of(&self, cg: usize, domain: usize) -> u64 {
+        let mut p = u64::MAX;
+        for a in self.ancestors(cg) {
+            if a == domain {
+                break;
+            }
+            p = p.min(self.cgs[a].priority);
+        }
+        if p == u64::MAX {
+            self.cgs[domain].priority
+        } else {
+            p
+        }
     }
 }
 

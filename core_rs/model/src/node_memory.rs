@@ -162,6 +162,7 @@ impl Node {
     /// until the group fits (`memory_max_write`); memory.high only reclaims
     /// (`memory_high_write`).
     pub(crate) fn write_memory_knob(&mut self, cg: CgId, knob: &str, value: i64) -> Result<()> {
+        let (alinux, openeuler) = (self.tun.alinux_memcg, self.tun.openeuler_memcg);
         let m = self.memory_mut(knob)?;
         let mut ch = Charge::default();
         match knob {
@@ -189,6 +190,17 @@ impl Node {
             "memory.low" => m.cgs[cg].low = value as u64,
             "memory.min" => m.cgs[cg].min = value as u64,
             "memory.oom.group" => m.cgs[cg].oom_group = value == 1,
+            "memory.wmark_ratio" | "memory.wmark_scale_factor" | "memory.priority" | "memory.use_priority_oom" if !alinux => {
+                return Err(SpecError::new(knob, "this kernel has no such file (an Alibaba Cloud Linux memcg extension: kernel.alinux_memcg)"));
+            }
+            "memory.high_async_ratio" if !openeuler => {
+                return Err(SpecError::new(knob, "this kernel has no such file (an openEuler memcg extension: kernel.openeuler_memcg)"));
+            }
+            "memory.wmark_ratio" => m.cgs[cg].wmark_ratio = value as u64,
+            "memory.wmark_scale_factor" => m.cgs[cg].wmark_scale_factor = value as u64,
+            "memory.priority" => m.cgs[cg].priority = value as u64,
+            "memory.use_priority_oom" => m.cgs[cg].use_priority_oom = value == 1,
+            "memory.high_async_ratio" => m.cgs[cg].high_async_ratio = value as u64,
             _ => return Err(SpecError::new(knob, format!("unknown knob {knob:?} (known: {})", crate::spec::KNOBS.join(", ")))),
         }
         if !ch.killed.is_empty() {
@@ -217,6 +229,11 @@ impl Node {
             "memory.oom.group" => g.oom_group as i64,
             "memory.usage_in_bytes" => g.usage as i64,
             "memory.max_usage_in_bytes" => g.peak as i64,
+            "memory.wmark_ratio" => g.wmark_ratio as i64,
+            "memory.wmark_scale_factor" => g.wmark_scale_factor as i64,
+            "memory.priority" => g.priority as i64,
+            "memory.use_priority_oom" => g.use_priority_oom as i64,
+            "memory.high_async_ratio" => g.high_async_ratio as i64,
             _ => return Err(SpecError::new(knob, format!("unknown knob {knob:?} (known: {})", crate::spec::KNOBS.join(", ")))),
         })
     }

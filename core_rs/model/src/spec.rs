@@ -144,6 +144,13 @@ pub struct KernelSpec {
     /// do not run on the SMT sibling of a CPU running online work.
     #[serde(default)]
     pub smt_expeller: bool,
+    /// Alibaba Cloud Linux memcg extensions (Koordinator writes them): memory.wmark_ratio /
+    /// memory.wmark_scale_factor async reclaim, memory.priority / memory.use_priority_oom.
+    #[serde(default)]
+    pub alinux_memcg: bool,
+    /// openEuler's memory.high_async_ratio (rubik writes it).
+    #[serde(default)]
+    pub openeuler_memcg: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -362,7 +369,7 @@ pub const MIN_SHARES: u64 = 2;
 pub const MAX_SHARES: u64 = 1 << 18;
 
 /// The knobs the simulated cgroups have, by their cgroup v1 file names.
-pub const KNOBS: [&str; 14] = [
+pub const KNOBS: [&str; 19] = [
     "cpu.shares",
     "cpu.idle",
     "cpu.qos_level",
@@ -377,6 +384,11 @@ pub const KNOBS: [&str; 14] = [
     "memory.low",
     "memory.min",
     "memory.oom.group",
+    "memory.wmark_ratio",
+    "memory.wmark_scale_factor",
+    "memory.priority",
+    "memory.use_priority_oom",
+    "memory.high_async_ratio",
 ];
 
 pub fn check_knob(field: &str, knob: &str, value: i64) -> Result<()> {
@@ -415,9 +427,29 @@ pub fn check_knob(field: &str, knob: &str, value: i64) -> Result<()> {
                 return bad(format!("{knob} must be a size in bytes >= 0 (got {value})"));
             }
         }
-        "memory.oom.group" => {
+        "memory.oom.group" | "memory.use_priority_oom" => {
             if value != 0 && value != 1 {
-                return bad(format!("memory.oom.group must be 0 or 1 (got {value})"));
+                return bad(format!("{knob} must be 0 or 1 (got {value})"));
+            }
+        }
+        "memory.wmark_ratio" => {
+            if !(0..=100).contains(&value) {
+                return bad(format!("memory.wmark_ratio must be in 0..=100 (got {value})"));
+            }
+        }
+        "memory.wmark_scale_factor" => {
+            if !(1..=1000).contains(&value) {
+                return bad(format!("memory.wmark_scale_factor must be in 1..=1000 (got {value})"));
+            }
+        }
+        "memory.priority" => {
+            if !(0..=12).contains(&value) {
+                return bad(format!("memory.priority must be in 0..=12 (got {value})"));
+            }
+        }
+        "memory.high_async_ratio" => {
+            if !(11..=100).contains(&value) {
+                return bad(format!("memory.high_async_ratio must be in 11..=100 (got {value})"));
             }
         }
         _ => return bad(format!("unknown knob {knob:?} (known: {})", KNOBS.join(", "))),

@@ -43,6 +43,8 @@ pub struct Tunables {
     pub idle_min_granularity: u64,
     /// openEuler SMT expeller on.
     pub smt_expeller: bool,
+    pub alinux_memcg: bool,
+    pub openeuler_memcg: bool,
     pub scheduler: crate::spec::SchedulerKind,
     /// EEVDF base slice (`sysctl_sched_base_slice`), scaled like the CFS tunables.
     pub base_slice: u64,
@@ -66,6 +68,8 @@ impl Tunables {
             wakeup_granularity: k.sched_wakeup_granularity_ns.unwrap_or(1_000_000 * f),
             idle_min_granularity: k.sched_idle_min_granularity_ns.unwrap_or(750_000),
             smt_expeller: k.smt_expeller,
+            alinux_memcg: k.alinux_memcg,
+            openeuler_memcg: k.openeuler_memcg,
             scheduler: k.scheduler,
             // 0.70 ms since commit 2ae891b82695 (6.15, backported to 6.12.y); §A6.
             base_slice: k.base_slice_ns.unwrap_or(700_000 * f),

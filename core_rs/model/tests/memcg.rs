@@ -236,3 +236,55 @@ fn the_node_reclaims_in_the_background_then_kills() {
     assert_eq!(c.killed.first(), Some(&1));
     assert!(m.global_ooms >= 1 && m.cgs[0].usage <= m.total);
 }
+
+#[test]
+fn alinux_wmark_ratio_reclaims_in_the_background_to_the_low_watermark() {
+    let mut m = tree(64 * GI);
+    m.cgs[2].max = 100 * MI;
+    m.cgs[2].wmark_ratio = 80; // wmark_high 80 MiB; low = 80 − 100 MiB × 50/10000 = 79.5 MiB
+    m.charge(2, 1, Kind::File, 70 * MI);
+    let c = m.charge(2, 1, Kind::File, 15 * MI); // 85 MiB > 80
+    assert_eq!(c.reclaim_ns, 0); // background: free to the task
+    assert_eq!(m.cgs[2].usage, 80 * MI - 100 * MI * 50 / 10_000);
+    assert_eq!(c.kswapd_reclaimed, 85 * MI - m.cgs[2].usage);
+    // with memory.high below the limit the watermarks follow memory.high
+    let mut m = tree(64 * GI);
+    m.cgs[2].max = 100 * MI;
+    m.cgs[2].high = 50 * MI;
+    m.cgs[2].wmark_ratio = 80;
+    m.charge(2, 1, Kind::File, 45 * MI);
+    assert_eq!(m.cgs[2].usage, 40 * MI - 50 * MI * 50 / 10_000);
+}
+
+#[test]
+fn openeuler_high_async_ratio_reclaims_toward_ten_points_below() {
+    let mut m = tree(64 * GI);
+    m.cgs[2].high = 100 * MI;
+    m.cgs[2].high_async_ratio = 80; // rubik's value: start at 80%, reclaim to 70%
+    m.charge(2, 1, Kind::File, 79 * MI);
+    assert_eq!(m.cgs[2].usage, 79 * MI);
+    let c = m.charge(2, 1, Kind::File, 2 * MI);
+    assert_eq!((m.cgs[2].usage, c.reclaim_ns, c.throttle_ns), (70 * MI, 0, 0));
+}
+
+#[test]
+fn priority_oom_takes_the_least_important_group_first() {
+    // a(1) → {a1(2) priority 10, a2(3) priority 2}: a2's small process goes before a1's big one
+    let mut m = tree(64 * GI);
+    m.cgs[1].max = 100 * MI;
+    m.cgs[1].use_priority_oom = true;
+    m.cgs[2].priority = 10;
+    m.cgs[3].priority = 2;
+    m.charge(2, 1, Kind::Anon, 70 * MI);
+    m.charge(3, 2, Kind::Anon, 20 * MI);
+    let c = m.charge(2, 1, Kind::Anon, 20 * MI);
+    assert_eq!(c.killed, vec![2]);
+    // without use_priority_oom, the kernel's badness alone: the bigger process
+    let mut m = tree(64 * GI);
+    m.cgs[1].max = 100 * MI;
+    m.cgs[2].priority = 10;
+    m.cgs[3].priority = 2;
+    m.charge(2, 1, Kind::Anon, 70 * MI);
+    m.charge(3, 2, Kind::Anon, 20 * MI);
+    assert_eq!(m.charge(3, 2, Kind::Anon, 20 * MI).killed, vec![1]);
+}

@@ -134,3 +134,18 @@ fn bad_memory_settings_are_named() {
         "workloads": [{"kind": "memory_hog", "name": "vm", "cgroup": "a", "bytes": MI, "oom_score_adj": 2000}]}));
     assert!(e.contains("workloads[0].oom_score_adj"), "{e}");
 }
+
+#[test]
+fn vendor_memcg_knobs_exist_only_on_their_kernels() {
+    let mut n = mem_node(json!([cg("a", 1024, 0, 0)]), json!([]));
+    let e = n.write_knob("a", "memory.wmark_ratio", 80).unwrap_err().to_string();
+    assert!(e.contains("Alibaba Cloud Linux memcg extension"), "{e}");
+    let e = n.write_knob("a", "memory.high_async_ratio", 80).unwrap_err().to_string();
+    assert!(e.contains("openEuler memcg extension"), "{e}");
+    let mut n = node(json!({"topology": topo(1, 1), "memory": {"total_bytes": 1u64 << 30},
+        "kernel": {"alinux_memcg": true, "openeuler_memcg": true}, "cgroups": [cg("a", 1024, 0, 0)]}));
+    n.write_knob("a", "memory.priority", 12).unwrap();
+    n.write_knob("a", "memory.high_async_ratio", 80).unwrap();
+    assert_eq!((n.read_knob("a", "memory.priority").unwrap(), n.read_knob("a", "memory.high_async_ratio").unwrap()), (12, 80));
+    assert!(n.write_knob("a", "memory.priority", 13).unwrap_err().to_string().contains("0..=12"));
+}
