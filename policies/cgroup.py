@@ -127,6 +127,9 @@ class CgroupStats:
     burst_ns: int
     psi_some_ns: int
     nr_running: int
+    # memory.current and its page cache (bytes; 0 where memory is not known)
+    memory_bytes: int = 0
+    memory_file: int = 0
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,7 @@ class NodeStats:
     # /proc/meminfo MemTotal and MemFree, bytes (0 where memory is not known)
     mem_total: int = 0
     mem_free: int = 0
+    mem_available: int = 0
 
 
 @dataclass(frozen=True)
@@ -205,7 +209,8 @@ class SimBackend:
         self.env.node.write(w.cgroup, w.knob.v1, w.value)
 
     def stats(self, cgroup: str) -> CgroupStats:
-        s = self._monotonic(cgroup, self.env.node.cgroup_stats(cgroup))
+        raw = self.env.node.cgroup_stats(cgroup)
+        s = self._monotonic(cgroup, raw)
         return CgroupStats(
             usage_ns=s["usage_ns"],
             nr_periods=s["nr_periods"],
@@ -215,6 +220,9 @@ class SimBackend:
             burst_ns=s["burst_time"],
             psi_some_ns=s["psi_some_ns"],
             nr_running=s["nr_running"],
+            # levels, not counters: the raw values
+            memory_bytes=raw.get("memory_current", 0),
+            memory_file=raw.get("memory_file", 0),
         )
 
     def cpus(self) -> list[Cpu]:
@@ -225,7 +233,7 @@ class SimBackend:
         busy = self._monotonic("", node.cgroup_stats(""))["usage_ns"]
         mem = node.memory_stats() or {}
         return NodeStats(ncpus=node.ncpus, busy_ns=busy, total_ns=node.ncpus * node.now(),
-                         mem_total=mem.get("total", 0), mem_free=mem.get("free", 0))
+                         mem_total=mem.get("total", 0), mem_free=mem.get("free", 0), mem_available=mem.get("available", 0))
 
 
 # --- knobs a kernel may lack, and the upstream knob that stands in for each -------------------

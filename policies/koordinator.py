@@ -24,6 +24,7 @@ from policies import batch_resource as br
 from policies import cpu_burst as cb
 from policies import cpu_evict as ce
 from policies import cpu_suppress as cs
+from policies import memory_evict as me
 from policies import memory_qos as mq
 from policies.cgroup import CgroupStats, Knob, KnobWrite, NodeStats, format_cpus, parse_cpus
 from policies.pods import BESTEFFORT, Pod, QoSClass
@@ -47,6 +48,8 @@ class Koordinator(Policy):
         Param("cpu_evict_be_satisfaction_upper_percent", 0, 100, 0, integer=True, doc="cpuEvictBESatisfactionUpperPercent, (0, 100)"),
         Param("cpu_evict_be_usage_threshold_percent", 0, 100, ce.USAGE_THRESHOLD_PERCENT, integer=True, doc="cpuEvictBEUsageThresholdPercent"),
         Param("cpu_evict_time_window_seconds", 1, 3600, 1, integer=True, doc="cpuEvictTimeWindowSeconds (at least 1 s)"),
+        Param("memory_evict_threshold_percent", 0, 100, me.THRESHOLD_PERCENT, integer=True, doc="memoryEvictThresholdPercent (with memory_evict = true)"),
+        Param("memory_evict_lower_percent", 0, 100, 0, integer=True, doc="memoryEvictLowerPercent; 0 = threshold − 2"),
         Param("cpu_reclaim_threshold_percent", 0, 100, br.CPU_RECLAIM_THRESHOLD_PERCENT, integer=True, doc="colocation cpuReclaimThresholdPercent"),
         Param("memory_reclaim_threshold_percent", 0, 100, br.MEMORY_RECLAIM_THRESHOLD_PERCENT, integer=True, doc="memoryReclaimThresholdPercent"),
     )
@@ -71,6 +74,10 @@ class Koordinator(Policy):
         if isinstance(self.reserved, bool) or not isinstance(self.reserved, int | float) or self.reserved < 0:
             raise PolicyError(f"{where}.reserved_cpus: must be a number of cores >= 0")
         self.memory_qos = mq.parse_classes(config.pop("memory_qos", {}), f"{where}.memory_qos")
+        self.memory_evict = config.pop("memory_evict", False)
+        if not isinstance(self.memory_evict, bool):
+            raise PolicyError(f"{where}.memory_evict: must be true or false (BEMemoryEvict; off by default, as in koordlet)")
+        self.last_memory_evict = -1e18  # the memory evictor starts at time 0: no initial cool-down
         memory = config.pop("node_memory", None)
         if memory is not None and (isinstance(memory, bool) or not isinstance(memory, int) or memory <= 0):
             raise PolicyError(f"{where}.node_memory: must be the node's memory in bytes")
@@ -198,6 +205,8 @@ class Koordinator(Policy):
             out += self._burst(obs, cg, cores(cg), cg0[cg], pool, dt)
         if self.evict_on:
             out += self._evict(obs, cores, be_used)
+        if self.memory_evict:
+            out += self._memory_evict(obs)
         out += self._batch_resource(obs, cores, node_used, pods_used)
         return out
 
@@ -264,6 +273,30 @@ class Koordinator(Policy):
             f"{satisfaction:.0%} ≤ {lower:g}%, used {avg.usage / 1000:.2f}; give back {release}m to reach {upper:g}%)",
             tuple(KnobWrite(c.name, Knob.CGROUP_KILL, 1) for c in chosen),
             {"be_limit_milli": avg.limit, "be_request_milli": avg.request, "be_used_milli": avg.usage, "release_milli": release},
+        )]
+
+    def _memory_evict(self, obs: Observation) -> list[Decision]:
+        """BEMemoryEvict (policies/memory_evict.py, §4.4), killed with cgroup.kill."""
+        n = obs.node
+        if n.mem_total <= 0 or obs.now - self.last_memory_evict < me.COOL_DOWN_S:
+            return []
+        threshold = int(self.values["memory_evict_threshold_percent"])
+        release = me.to_release(n.mem_total, n.mem_available, threshold, int(self.values["memory_evict_lower_percent"]))
+        if release <= 0:
+            return []
+        live = [self.by_cgroup[cg] for cg in self.be if cg in self.by_cgroup and cg not in self.evicted]
+        cands = [me.Candidate(p.cgroup, p.name, p.priority_value, max(0, obs.cgroups[p.cgroup].memory_bytes - obs.cgroups[p.cgroup].memory_file)) for p in live]
+        chosen = me.victims(cands, release)
+        if not chosen:
+            return []
+        self.last_memory_evict = obs.now
+        self.evicted.update(c.name for c in chosen)
+        usage = (n.mem_total - n.mem_available) * 100 // n.mem_total
+        return [Decision(
+            obs.now, self.name,
+            f"BE memory evict: {', '.join(c.label for c in chosen)} (node memory {usage}% ≥ {threshold}%; release {release / 2**20:.0f} MiB)",
+            tuple(KnobWrite(c.name, Knob.CGROUP_KILL, 1) for c in chosen),
+            {"usage_percent": float(usage), "release_bytes": float(release), "freed_bytes": float(sum(c.used for c in chosen))},
         )]
 
     def _batch_resource(self, obs: Observation, cores, node_used: float, pods_used: float) -> list[Decision]:

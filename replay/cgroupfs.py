@@ -525,15 +525,15 @@ def _psi_total(text: str) -> int:
 
 
 def read_meminfo(text: str | None = None) -> dict[str, int]:
-    """/proc/meminfo's MemTotal and MemFree, in bytes (the file says kB)."""
+    """/proc/meminfo's MemTotal, MemFree and MemAvailable, in bytes (the file says kB)."""
     if text is None:
         text = Path("/proc/meminfo").read_text()
     fields = {}
     for line in text.splitlines():
         key, _, rest = line.partition(":")
-        if key in ("MemTotal", "MemFree"):
+        if key in ("MemTotal", "MemFree", "MemAvailable"):
             fields[key] = int(rest.split()[0]) * 1024
-    return {"mem_total": fields.get("MemTotal", 0), "mem_free": fields.get("MemFree", 0)}
+    return {"mem_total": fields.get("MemTotal", 0), "mem_free": fields.get("MemFree", 0), "mem_available": fields.get("MemAvailable", 0)}
 
 
 def read_proc_stat(text: str | None = None) -> NodeStats:

@@ -107,7 +107,8 @@ class Node:
         "memory_current", "memory_anon", "memory_file", "memory_swap", "memory_peak" (bytes)
         and "memory_events_low/high/max/oom/oom_kill" (cumulative, hierarchical)."""
     def memory_stats(self) -> dict[str, int] | None:
-        """{"total", "free", "swap_total" (bytes), "global_ooms"}; None without node memory."""
+        """{"total", "free", "available" (MemAvailable), "swap_total" (bytes), "global_ooms"};
+        None without node memory."""
     def oom_kills(self) -> dict[str, int]:
         """Tasks each workload lost to the OOM killer, by workload name."""
     def service_stats(self, name: str) -> dict[str, int]:

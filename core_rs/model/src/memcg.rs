@@ -204,6 +204,14 @@ impl Memory {
         self.total.saturating_sub(self.cgs[0].usage)
     }
 
+    /// /proc/meminfo MemAvailable (`si_mem_available`, without slab): free memory above the
+    /// low watermark, plus the page cache but the part of it kept to the low watermark.
+    pub fn available(&self) -> u64 {
+        let low = self.watermarks.low;
+        let file: u64 = self.cgs.iter().map(|c| c.file).sum();
+        (self.free().saturating_sub(low) + file).saturating_sub((file / 2).min(low))
+    }
+
     fn swap_free(&self) -> u64 {
         self.swap_total.saturating_sub(self.cgs.iter().map(|c| c.swap).sum::<u64>())
     }

@@ -179,6 +179,7 @@ impl Node {
         let d = PyDict::new(py);
         d.set_item("total", m.total)?;
         d.set_item("free", m.free())?;
+        d.set_item("available", m.available())?;
         d.set_item("swap_total", m.swap_total)?;
         d.set_item("global_ooms", m.global_ooms)?;
         Ok(Some(d))
