@@ -39,6 +39,13 @@ pub struct Cgroup {
     /// cpu.pressure (PSI), and its totals at the last reset_stats.
     pub psi: Psi,
     pub psi_base: [u64; 2],
+    /// memory.pressure: SOME is the time at least one task of the subtree was in a memory
+    /// stall (a memory.high sleep, direct reclaim); FULL is not modelled (0).
+    pub mem_psi: Psi,
+    pub mem_psi_base: [u64; 2],
+    /// Tasks of the subtree in a memory stall now, and since when one was.
+    pub memstall: u32,
+    pub memstall_since: u64,
     /// cpuset.cpus / cpuset.mems as membership masks (CPUs, NUMA nodes).
     pub cpus: Vec<bool>,
     pub mems: Vec<bool>,
@@ -64,6 +71,10 @@ impl Cgroup {
             cpu_stat_base: CpuStat::default(),
             psi: Psi::default(),
             psi_base: [0; 2],
+            mem_psi: Psi::default(),
+            mem_psi_base: [0; 2],
+            memstall: 0,
+            memstall_since: 0,
             cpus: vec![true; ncpus],
             mems: vec![true; nnodes],
         }

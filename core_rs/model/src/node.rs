@@ -51,6 +51,8 @@ pub struct Task {
     pub home_node: Option<usize>,
     /// Killed (cgroup.kill, the OOM killer): it never runs again.
     pub dead: bool,
+    /// Sleeping on memory.high (a memory stall for PSI).
+    pub memstall: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -270,6 +272,7 @@ impl Node {
             pos: usize::MAX,
             home_node: None,
             dead: false,
+            memstall: false,
         });
         self.cgroups[cg].nr_tasks += 1;
         self.apply_task_policy(id);
@@ -618,6 +621,7 @@ impl Node {
         for cg in 0..self.cgroups.len() {
             self.psi_collect(cg);
         }
+        self.fold_memstall();
     }
 
     pub fn reset_stats(&mut self) {
@@ -626,6 +630,7 @@ impl Node {
             g.stats = Default::default();
             g.cpu_stat_base = g.bw.stat;
             g.psi_base = g.psi.total;
+            g.mem_psi_base = g.mem_psi.total;
         }
         for t in 0..self.tasks.len() {
             if self.tasks[t].state == TaskState::Runnable {
@@ -677,6 +682,7 @@ impl Node {
                 self.settle();
                 Ok(self.pressure_text(cg))
             }
+            "memory.pressure" => Ok(self.memory_pressure_text(cg)),
             "cpuset.cpus" => Ok(crate::cpuset::format_list(&self.cgroups[cg].cpus)),
             "cpuset.mems" => Ok(crate::cpuset::format_list(&self.cgroups[cg].mems)),
             _ => self.read_knob(cgroup, knob).map(|v| v.to_string()),
@@ -797,6 +803,7 @@ impl Node {
 
     /// A task dies: off its CPU and run queue for good; its anonymous memory is freed.
     pub(crate) fn take_off(&mut self, t: TaskId) {
+        self.memstall(t, false);
         let st = self.tasks[t].state;
         if st == TaskState::Running {
             self.preempt_off_cpu(self.tasks[t].cpu);

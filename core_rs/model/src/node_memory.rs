@@ -105,6 +105,12 @@ impl Node {
         let Some(i) = costs.iter().position(|c| c.0 == t) else { return false };
         let (_, extra, delay) = costs.swap_remove(i);
         self.tasks[t].remaining += extra;
+        if extra > 0 {
+            self.reclaim_stall(t, extra);
+        }
+        if delay > 0 {
+            self.memstall(t, true);
+        }
         match self.tasks[t].state {
             TaskState::Running => {
                 let cpu = self.tasks[t].cpu;
@@ -140,7 +146,55 @@ impl Node {
         }
     }
 
+    /// A task enters or leaves a memory stall (memory.pressure SOME of every cgroup above it).
+    pub(crate) fn memstall(&mut self, t: TaskId, on: bool) {
+        if self.tasks[t].memstall == on {
+            return;
+        }
+        self.tasks[t].memstall = on;
+        let mut g = Some(self.tasks[t].cg);
+        while let Some(c) = g {
+            let cg = &mut self.cgroups[c];
+            if on {
+                if cg.memstall == 0 {
+                    cg.memstall_since = self.now;
+                }
+                cg.memstall += 1;
+            } else {
+                cg.memstall -= 1;
+                if cg.memstall == 0 {
+                    cg.mem_psi.total[0] += self.now - cg.memstall_since;
+                }
+            }
+            g = cg.parent;
+        }
+    }
+
+    /// Direct reclaim is a memory stall too; counted as it is charged (where no stall is
+    /// already being timed), since the task spends it as CPU work right after.
+    fn reclaim_stall(&mut self, t: TaskId, ns: u64) {
+        let mut g = Some(self.tasks[t].cg);
+        while let Some(c) = g {
+            if self.cgroups[c].memstall == 0 {
+                self.cgroups[c].mem_psi.total[0] += ns;
+            }
+            g = self.cgroups[c].parent;
+        }
+    }
+
+    /// Bring the open stall intervals' time into the totals (before reading them).
+    pub(crate) fn fold_memstall(&mut self) {
+        let now = self.now;
+        for cg in &mut self.cgroups {
+            if cg.memstall > 0 {
+                cg.mem_psi.total[0] += now - cg.memstall_since;
+                cg.memstall_since = now;
+            }
+        }
+    }
+
     pub(crate) fn resume(&mut self, t: TaskId) {
+        self.memstall(t, false);
         if self.tasks[t].dead || self.killed[self.tasks[t].wl] {
             return;
         }

@@ -139,17 +139,11 @@ impl Node {
     /// share of stalled time (`calc_avgs`).
     pub(crate) fn psi_update(&mut self) {
         let period = self.now - self.psi_last;
+        self.fold_memstall();
         for cg in 0..self.cgroups.len() {
             self.psi_collect(cg);
-            let psi = &mut self.cgroups[cg].psi;
-            for s in 0..2 {
-                let stalled = psi.total[s] - psi.avg_total[s];
-                psi.avg_total[s] = psi.total[s];
-                let pct = (stalled.min(period) as u128 * 100 / period.max(1) as u128) as u64 * FIXED_1;
-                for (i, e) in EXP.iter().enumerate() {
-                    psi.avg[s][i] = calc_load(psi.avg[s][i], *e, pct);
-                }
-            }
+            decay(&mut self.cgroups[cg].psi, period);
+            decay(&mut self.cgroups[cg].mem_psi, period);
         }
         self.psi_last = self.now;
         let at = self.now + psi_period(self.tun.tick_ns);
@@ -161,26 +155,46 @@ impl Node {
         self.cgroups[cg].psi.avg[s].map(|v| v as f64 / FIXED_1 as f64)
     }
 
-    /// cpu.pressure as the kernel prints it (total in µs).
+    /// cpu.pressure (or, `memory`, memory.pressure) as the kernel prints it (total in µs).
     pub fn pressure_text(&self, cg: CgId) -> String {
-        let psi = &self.cgroups[cg].psi;
-        let fmt = |v: u64| {
-            // LOAD_INT.LOAD_FRAC with two decimals, as psi_show prints them.
-            let int = v >> 11;
-            let frac = ((v & (FIXED_1 - 1)) * 100) >> 11;
-            format!("{int}.{frac:02}")
-        };
-        let line = |name: &str, s: usize| {
-            format!(
-                "{name} avg10={} avg60={} avg300={} total={}",
-                fmt(psi.avg[s][0]),
-                fmt(psi.avg[s][1]),
-                fmt(psi.avg[s][2]),
-                psi.total[s] / 1000
-            )
-        };
-        format!("{}\n{}\n", line("some", 0), line("full", 1))
+        pressure_text(&self.cgroups[cg].psi)
     }
+
+    pub fn memory_pressure_text(&mut self, cg: CgId) -> String {
+        self.fold_memstall();
+        pressure_text(&self.cgroups[cg].mem_psi)
+    }
+}
+
+/// `calc_avgs` for one period: this period's share of stalled time into the averages.
+fn decay(psi: &mut Psi, period: Ns) {
+    for s in 0..2 {
+        let stalled = psi.total[s] - psi.avg_total[s];
+        psi.avg_total[s] = psi.total[s];
+        let pct = (stalled.min(period) as u128 * 100 / period.max(1) as u128) as u64 * FIXED_1;
+        for (i, e) in EXP.iter().enumerate() {
+            psi.avg[s][i] = calc_load(psi.avg[s][i], *e, pct);
+        }
+    }
+}
+
+fn pressure_text(psi: &Psi) -> String {
+    let fmt = |v: u64| {
+        // LOAD_INT.LOAD_FRAC with two decimals, as psi_show prints them.
+        let int = v >> 11;
+        let frac = ((v & (FIXED_1 - 1)) * 100) >> 11;
+        format!("{int}.{frac:02}")
+    };
+    let line = |name: &str, s: usize| {
+        format!(
+            "{name} avg10={} avg60={} avg300={} total={}",
+            fmt(psi.avg[s][0]),
+            fmt(psi.avg[s][1]),
+            fmt(psi.avg[s][2]),
+            psi.total[s] / 1000
+        )
+    };
+    format!("{}\n{}\n", line("some", 0), line("full", 1))
 }
 
 #[cfg(test)]

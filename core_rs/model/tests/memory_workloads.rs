@@ -149,3 +149,26 @@ fn vendor_memcg_knobs_exist_only_on_their_kernels() {
     assert_eq!((n.read_knob("a", "memory.priority").unwrap(), n.read_knob("a", "memory.high_async_ratio").unwrap()), (12, 80));
     assert!(n.write_knob("a", "memory.priority", 13).unwrap_err().to_string().contains("0..=12"));
 }
+
+#[test]
+fn memory_high_sleeps_are_memory_pressure() {
+    let mut n = mem_node(
+        json!([{"name": "a", "memory.high": 50 * MI}, cg("b", 1024, 0, 0)]),
+        json!([
+            {"kind": "memory_hog", "name": "vm", "cgroup": "a", "bytes": 200 * MI, "chunk_bytes": PAGE * 64, "mode": "keep"},
+            vm("free", "b", 10 * MI, "keep"),
+        ]),
+    );
+    n.run_until(12 * S).unwrap();
+    let text = n.read("a", "memory.pressure").unwrap();
+    let total_us: u64 = text.lines().next().unwrap().rsplit("total=").next().unwrap().parse().unwrap();
+    // one task, asleep on memory.high nearly all the time once above it (≈ 12 ms in)
+    assert!(total_us > 11_500_000 && total_us <= 12_000_000, "{text}");
+    let avg10: f64 = text.split("avg10=").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    // avg10 after six 2 s periods fully stalled: 100 × (1 − (1677/2048)^6) ≈ 70%, less the
+    // first period's start (the averages tick at 2 s + 1 tick)
+    assert!((55.0..=71.0).contains(&avg10), "{text}");
+    assert!(n.read("b", "memory.pressure").unwrap().starts_with("some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"));
+    // the parent sees its child's stall; the root too
+    assert!(n.read("", "memory.pressure").unwrap().contains(&format!("total={total_us}")));
+}
