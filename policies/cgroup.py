@@ -42,6 +42,9 @@ class Knob(enum.Enum):
     MEMORY_PRIORITY = ("memory.priority", "memory.priority")
     MEMORY_USE_PRIORITY_OOM = ("memory.use_priority_oom", "memory.use_priority_oom")
     MEMORY_HIGH_ASYNC_RATIO = ("memory.high_async_ratio", "memory.high_async_ratio")
+    # pressure (PSI) files, read-only text: "some avg10=… avg60=… avg300=… total=…\nfull …"
+    CPU_PRESSURE = ("cpu.pressure", "cpu.pressure")
+    MEMORY_PRESSURE = ("memory.pressure", "memory.pressure")
 
     def __init__(self, v1: str, v2: str | None) -> None:
         self.v1 = v1
@@ -58,7 +61,9 @@ class Knob(enum.Enum):
 
 # The memcg knobs: the simulator models them; replay does not manage the memory controller
 # yet, so on the host they read as missing.
-MEMORY_KNOBS = frozenset(k for k in Knob if k.v1.startswith("memory."))
+# The pressure files are read, never written: replay does not probe them.
+PRESSURE_KNOBS = frozenset({Knob.CPU_PRESSURE, Knob.MEMORY_PRESSURE})
+MEMORY_KNOBS = frozenset(k for k in Knob if k.v1.startswith("memory.") and k not in PRESSURE_KNOBS)
 
 
 # --- unit conversions between the v1 and v2 files ---------------------------------------

@@ -2,10 +2,12 @@
 preemption (offline cgroups get cpu.qos_level = -1; the SMT expeller is the kernel's
 `kernel.smt_expeller`), quota burst (cpu.cfs_burst_us from the pod's annotation, with rubik's
 checks), quotaTurbo (policies/quota_turbo.py) at its syncInterval, and dynMemory's FSSR
-(policies/dyn_memory.py: the offline pods' memory.high from MemFree every 5 s).
+(policies/dyn_memory.py: the offline pods' memory.high from MemFree every 5 s), and PSI
+interference eviction (policies/psi_evict.py).
 
 Configuration (the scenario's `[policy]` table): which cgroups are offline, which are under
-quotaTurbo, the burst of each quota-burst cgroup, `dyn_memory = "fssr"`, and quotaTurbo's
+quotaTurbo, the burst of each quota-burst cgroup, `dyn_memory = "fssr"`, `psi = { resource =
+["memory"] }` (with `online`, default the pods that are not offline), and quotaTurbo's
 tunables with rubik's defaults.
 """
 
@@ -15,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from policies import dyn_memory as dm
+from policies import psi_evict as pe
 from policies import quota_turbo as qt
 from policies.cgroup import Knob, KnobWrite, utilisation
 from policies.policy import Decision, Observation, Param, Policy, PolicyError, cgroup_names
@@ -47,6 +50,13 @@ class Rubik(Policy):
             raise PolicyError(f'{where}.dyn_memory: rubik\'s only dynMemory policy is "fssr" (got {self.dyn_memory!r})')
         self.fssr: dm.Fssr | None = None
         self.next_fssr = 0.0
+        # PSI interference eviction: which cgroups are online (default: the pods that are
+        # not offline)
+        self.psi = pe.parse(config.pop("psi", None), f"{where}.psi")
+        self.online = cgroup_names(config.pop("online", []), f"{where}.online")
+        self.next_psi = 0.0
+        self.evicted: set[str] = set()
+        self.prev_usage: dict[str, int] = {}
         super().__init__(config, where)
         if not self.values["high_water_mark"] < self.values["alarm_water_mark"]:
             raise PolicyError(f"{where}.high_water_mark: must be below alarm_water_mark")
@@ -58,6 +68,7 @@ class Rubik(Policy):
         super().use_pods(pods)
         # with pods and no `offline` list: the BE pods are rubik's offline pods
         self.offline = self.offline or [p.cgroup for p in pods if p.is_be]
+        self.online = self.online or [p.cgroup for p in pods if p.cgroup not in self.offline]
 
     @property
     def interval(self) -> float:
@@ -72,6 +83,14 @@ class Rubik(Policy):
         for cg in self.burst:
             yield (cg, Knob.CPU_CFS_QUOTA_US)
             yield (cg, Knob.CPU_CFS_PERIOD_US)
+        if self.psi:
+            for cg in self.online:
+                for r in self.psi.resources:
+                    yield (cg, Knob.CPU_PRESSURE if r == "cpu" else Knob.MEMORY_PRESSURE)
+
+    def watched_cgroups(self) -> Iterable[str]:
+        cgs = {cg for cg, _ in self.watch()}
+        return cgs | set(self.offline) if self.psi else cgs
 
     def attach(self, obs: Observation) -> list[Decision]:
         out = [
@@ -130,8 +149,35 @@ class Rubik(Policy):
         return [self._fssr_write(obs.now, new, f"dynMemory fssr {way}: MemFree {free / 2**30:.2f} GiB, offline memory.high {before / 2**30:.2f} → {new / 2**30:.2f} GiB",
                                  {"mem_free": free, "memory_high": new})]
 
+    def _psi_tick(self, obs: Observation) -> list[Decision]:
+        """PSI interference eviction (policies/psi_evict.py)."""
+        if not self.psi or obs.now < self.next_psi:
+            return []
+        self.next_psi = obs.now + self.psi.interval
+        live = [cg for cg in self.offline if cg not in self.evicted]
+        cpu_used = {cg: obs.cgroups[cg].usage_ns - self.prev_usage.get(cg, 0) for cg in live}
+        self.prev_usage = {cg: obs.cgroups[cg].usage_ns for cg in live}
+        if not self.online or not live:
+            return []
+        out = []
+        for r in self.psi.resources:
+            knob = Knob.CPU_PRESSURE if r == "cpu" else Knob.MEMORY_PRESSURE
+            hot = next(((cg, a) for cg in self.online if (a := pe.some_avg10(obs.knob(cg, knob))) > self.psi.avg10_threshold), None)
+            if hot is None:
+                continue
+            usage = {cg: float(obs.cgroups[cg].memory_bytes) for cg in live} if r == "memory" else {cg: float(v) for cg, v in cpu_used.items()}
+            victim = pe.pick(r, live, usage)
+            if victim is None:
+                continue
+            live.remove(victim)
+            self.evicted.add(victim)
+            out.append(Decision(obs.now, self.name,
+                                f"PSI eviction: {hot[0]} {r}.pressure some avg10 {hot[1]:.2f} > {self.psi.avg10_threshold:g}: evict {victim}",
+                                (KnobWrite(victim, Knob.CGROUP_KILL, 1),), {"avg10": hot[1]}))
+        return out
+
     def tick(self, obs: Observation) -> list[Decision]:
-        fssr = self._fssr_tick(obs)
+        fssr = self._fssr_tick(obs) + self._psi_tick(obs)
         if not self.containers:
             return fssr
         util = utilisation(self.prev_node, obs.node)

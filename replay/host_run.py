@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from policies.cgroup import SUBSTITUTES, Knob, KnobWrite, Substituting
+from policies.cgroup import PRESSURE_KNOBS, SUBSTITUTES, Knob, KnobWrite, Substituting
 from replay.cgroupfs import HostError, WriteRecord
 from replay.session import Session
 from replay.workloads import HostWorkload
@@ -52,8 +52,9 @@ def cgroup_writes(scenario: Scenario) -> list[KnobWrite]:
 
 
 def missing_knobs(session: Session) -> set[Knob]:
-    """Knobs this host's kernel lacks (probed in the run folder)."""
-    return {k for k in Knob if not session.backend.has_file("", k)}
+    """Knobs this host's kernel lacks (probed in the run folder; the read-only pressure
+    files are not)."""
+    return {k for k in Knob if k not in PRESSURE_KNOBS and not session.backend.has_file("", k)}
 
 
 def check_knobs(scenarios: list[Scenario], missing: set[Knob], say: Callable[[str], Any]) -> set[Knob]:

@@ -685,7 +685,7 @@ class Scheduler(_Table):
 def _policy_targets(policy: Any) -> set[str]:
     """Every cgroup a policy's configuration names (so that a typo is caught here)."""
     names: set[str] = set()
-    for attr in ("offline", "turbo", "be", "ls"):
+    for attr in ("offline", "online", "turbo", "be", "ls"):
         names.update(getattr(policy, attr, []))
     if getattr(policy, "besteffort", None):
         names.add(policy.besteffort)
