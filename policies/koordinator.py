@@ -18,6 +18,7 @@ the cgroups are named in the configuration: `besteffort`, `be`, `ls`, `cpu_burst
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from policies import batch_resource as br
@@ -48,6 +49,10 @@ class Koordinator(Policy):
         Param("cpu_evict_be_satisfaction_upper_percent", 0, 100, 0, integer=True, doc="cpuEvictBESatisfactionUpperPercent, (0, 100)"),
         Param("cpu_evict_be_usage_threshold_percent", 0, 100, ce.USAGE_THRESHOLD_PERCENT, integer=True, doc="cpuEvictBEUsageThresholdPercent"),
         Param("cpu_evict_time_window_seconds", 1, 3600, 1, integer=True, doc="cpuEvictTimeWindowSeconds (at least 1 s)"),
+        # memory QoS percents of the LS and BE classes as flat, tunable parameters: a value
+        # above 0 enables the class with it (over the `memory_qos` table's)
+        *(Param(f"memory_qos_{c.lower()}_{f}", 0, 100, 0, integer=True, doc=f"NodeSLO memoryQOS {c} {f}")
+          for c in ("LS", "BE") for f in ("min_limit_percent", "low_limit_percent", "throttling_percent")),
         Param("memory_evict_threshold_percent", 0, 100, me.THRESHOLD_PERCENT, integer=True, doc="memoryEvictThresholdPercent (with memory_evict = true)"),
         Param("memory_evict_lower_percent", 0, 100, 0, integer=True, doc="memoryEvictLowerPercent; 0 = threshold − 2"),
         Param("cpu_reclaim_threshold_percent", 0, 100, br.CPU_RECLAIM_THRESHOLD_PERCENT, integer=True, doc="colocation cpuReclaimThresholdPercent"),
@@ -142,11 +147,17 @@ class Koordinator(Policy):
     def _memory_qos(self, obs: Observation) -> list[Decision]:
         """koordlet's CgroupReconcile (policies/memory_qos.py): the pods are static in a
         scenario, so the values are written once, parents first."""
-        if not self.memory_qos or not self.pods:
+        classes = dict(self.memory_qos)
+        for c in ("LS", "BE"):
+            flat = {f: int(self.values[f"memory_qos_{c.lower()}_{f}"]) for f in ("min_limit_percent", "low_limit_percent", "throttling_percent")}
+            if any(flat.values()):
+                base = classes.get(c, mq.ClassConfig())
+                classes[c] = replace(base, enable=True, **{k: v for k, v in flat.items() if v})
+        if not classes or not self.pods:
             return []
         knob = {k.v1: k for k in Knob if k.v1.startswith("memory.")}
         out = []
-        for cg, values in mq.cgroup_values(self.pods, self.memory_qos, self.node_memory or 0).items():
+        for cg, values in mq.cgroup_values(self.pods, classes, self.node_memory or 0).items():
             writes = tuple(KnobWrite(cg, knob[k], v) for k, v in values.items())
             shown = ", ".join(f"{k} {'max' if v < 0 else v}" for k, v in values.items())
             out.append(Decision(obs.now, self.name, f"memory QoS {cg}: {shown}", writes, {k: float(v) for k, v in values.items()}))

@@ -7,7 +7,6 @@ the one with the highest CPU utilisation; at most one per resource per tick, no 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from policies.policy import PolicyError
@@ -17,32 +16,21 @@ INTERVAL_S = 10.0
 AVG10_THRESHOLD = 5.0
 
 
-@dataclass(frozen=True)
-class PsiConfig:
-    resources: tuple[str, ...]
-    interval: float = INTERVAL_S
-    avg10_threshold: float = AVG10_THRESHOLD
-
-
-def parse(table: Any, where: str) -> PsiConfig | None:
-    """`psi = { resource = ["memory"], interval = 10, avg10_threshold = 5.0 }` (rubik's keys)."""
+def parse(table: Any, where: str) -> tuple[str, ...] | None:
+    """`psi = { resource = ["memory", "cpu"] }`: which pressures are watched. The interval and
+    the threshold are the policy's parameters `psi_interval` and `psi_avg10_threshold` (so the
+    tuner can search them)."""
     if table is None:
         return None
     if not isinstance(table, Mapping):
-        raise PolicyError(f"{where}: must be a table with resource, interval, avg10_threshold")
-    extra = set(table) - {"resource", "interval", "avg10_threshold"}
+        raise PolicyError(f"{where}: must be a table with resource")
+    extra = set(table) - {"resource"}
     if extra:
-        raise PolicyError(f"{where}.{sorted(extra)[0]}: unknown field (known: resource, interval, avg10_threshold)")
+        raise PolicyError(f"{where}.{sorted(extra)[0]}: unknown field (known: resource; interval and threshold are the parameters psi_interval, psi_avg10_threshold)")
     res = table.get("resource")
     if not isinstance(res, list) or not res or not all(r in RESOURCES for r in res):
         raise PolicyError(f"{where}.resource: a non-empty list of {', '.join(RESOURCES)} (io is not modelled) (got {res!r})")
-    interval = table.get("interval", INTERVAL_S)
-    if isinstance(interval, bool) or not isinstance(interval, int | float) or not 10 <= interval <= 30:
-        raise PolicyError(f"{where}.interval: must be in [10, 30] seconds (got {interval!r})")
-    thr = table.get("avg10_threshold", AVG10_THRESHOLD)
-    if isinstance(thr, bool) or not isinstance(thr, int | float) or not 5.0 <= thr <= 100.0:
-        raise PolicyError(f"{where}.avg10_threshold: must be in [5.0, 100] (got {thr!r})")
-    return PsiConfig(tuple(dict.fromkeys(res)), float(interval), float(thr))
+    return tuple(dict.fromkeys(res))
 
 
 def some_avg10(text: str) -> float:

@@ -32,6 +32,8 @@ class Rubik(Policy):
         Param("elevate_limit", 0, 100, qt.ELEVATE_LIMIT, doc="% of node CPUs added per round at most"),
         Param("slow_fallback_ratio", 0, 1, qt.SLOW_FALLBACK_RATIO),
         Param("cpu_floating_limit", 0, 100, qt.CPU_FLOATING_LIMIT),
+        Param("psi_interval", 10, 30, pe.INTERVAL_S, doc="psi.interval (s)"),
+        Param("psi_avg10_threshold", 5.0, 100.0, pe.AVG10_THRESHOLD, doc="psi.avg10threshold (%)"),
     )
     # the water marks are quotaTurbo's config-file keys (rubik.md: integers, 0 <= H < A <= 100)
     tuned = ("high_water_mark", "alarm_water_mark", "elevate_limit")
@@ -85,7 +87,7 @@ class Rubik(Policy):
             yield (cg, Knob.CPU_CFS_PERIOD_US)
         if self.psi:
             for cg in self.online:
-                for r in self.psi.resources:
+                for r in self.psi:
                     yield (cg, Knob.CPU_PRESSURE if r == "cpu" else Knob.MEMORY_PRESSURE)
 
     def watched_cgroups(self) -> Iterable[str]:
@@ -153,16 +155,17 @@ class Rubik(Policy):
         """PSI interference eviction (policies/psi_evict.py)."""
         if not self.psi or obs.now < self.next_psi:
             return []
-        self.next_psi = obs.now + self.psi.interval
+        self.next_psi = obs.now + self.values["psi_interval"]
         live = [cg for cg in self.offline if cg not in self.evicted]
         cpu_used = {cg: obs.cgroups[cg].usage_ns - self.prev_usage.get(cg, 0) for cg in live}
         self.prev_usage = {cg: obs.cgroups[cg].usage_ns for cg in live}
         if not self.online or not live:
             return []
         out = []
-        for r in self.psi.resources:
+        threshold = self.values["psi_avg10_threshold"]
+        for r in self.psi:
             knob = Knob.CPU_PRESSURE if r == "cpu" else Knob.MEMORY_PRESSURE
-            hot = next(((cg, a) for cg in self.online if (a := pe.some_avg10(obs.knob(cg, knob))) > self.psi.avg10_threshold), None)
+            hot = next(((cg, a) for cg in self.online if (a := pe.some_avg10(obs.knob(cg, knob))) > threshold), None)
             if hot is None:
                 continue
             usage = {cg: float(obs.cgroups[cg].memory_bytes) for cg in live} if r == "memory" else {cg: float(v) for cg, v in cpu_used.items()}
@@ -172,7 +175,7 @@ class Rubik(Policy):
             live.remove(victim)
             self.evicted.add(victim)
             out.append(Decision(obs.now, self.name,
-                                f"PSI eviction: {hot[0]} {r}.pressure some avg10 {hot[1]:.2f} > {self.psi.avg10_threshold:g}: evict {victim}",
+                                f"PSI eviction: {hot[0]} {r}.pressure some avg10 {hot[1]:.2f} > {threshold:g}: evict {victim}",
                                 (KnobWrite(victim, Knob.CGROUP_KILL, 1),), {"avg10": hot[1]}))
         return out
 

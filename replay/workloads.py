@@ -114,7 +114,7 @@ class HostWorkload:
     def check(self) -> None:
         """Every program this workload needs exists (one clear error otherwise)."""
         p, where = self.program, f"{self.where}.host.program"
-        if self.model.kind in ("memory_hog", "file_server", "cache_writer"):
+        if self.model.kind in ("memory_hog", "file_server", "cache_writer", "analytics"):
             raise HostError(f"{self.where}: a {self.model.kind} does not replay on the host yet (the simulator models it)")
         if p == "builtin":
             load_binary()

@@ -95,7 +95,7 @@ class Node:
     def read(self, cgroup: str, knob: str) -> int | str:
         """A knob as its file shows it: int for cpu.*, text for cpuset.* and for
         "cpu.pressure" ("some avg10=… avg60=… avg300=… total=<µs>\nfull …"; the root ""
-        gives the node's /proc/pressure/cpu; "memory.pressure" likewise, SOME only)."""
+        gives the node's /proc/pressure/cpu; "memory.pressure" likewise)."""
     def reset_stats(self) -> None:
         """Zero every counter and latency record (used at the end of warm-up)."""
     def cgroup_stats(self, cgroup: str) -> dict[str, int]:
@@ -106,7 +106,7 @@ class Node:
         "psi_full_ns"} — all since the last reset; with the node's memory modelled also
         "memory_current", "memory_anon", "memory_file", "memory_swap", "memory_peak" (bytes)
         and "memory_events_low/high/max/oom/oom_kill" (cumulative, hierarchical), and
-        "memory_psi_some_ns" (memory.pressure SOME since the last reset; FULL not modelled)."""
+        "memory_psi_some_ns", "memory_psi_full_ns" (memory.pressure since the last reset)."""
     def memory_stats(self) -> dict[str, int] | None:
         """{"total", "free", "available" (MemAvailable), "swap_total" (bytes), "global_ooms"};
         None without node memory."""

@@ -176,6 +176,7 @@ HOST_PROGRAMS = {
     "memory_hog": ("builtin", "stress"),
     "file_server": ("builtin", "nginx"),
     "cache_writer": ("builtin", "command"),
+    "analytics": ("builtin",),
 }
 
 
@@ -416,9 +417,35 @@ class CacheWriter(_Workload):
         }
 
 
-MEMORY_KINDS = ("memory_hog", "file_server", "cache_writer")
+class Analytics(_Workload):
+    """An in-memory analytics job (Spark's collaborative filtering, seed 001): `threads`
+    workers load their part of a `working_set` (anonymous memory), then run tasks of `work`
+    CPU one after another; a task takes `fault_penalty` × (share of the set in swap) longer,
+    so the job slows when its set does not fit. Each task counts as a request: its duration
+    and the tasks per second are the job's speed. Needs [node] memory."""
 
-Workload = Annotated[Hog | ClosedLoop | OpenLoop | Bursty | MemoryHog | FileServer | CacheWriter, Field(discriminator="kind")]
+    kind: Literal["analytics"]
+    threads: int = Field(1, ge=1)
+    working_set: Annotated[int, BeforeValidator(memory_bytes), Field(gt=0)]
+    work: PositiveDuration
+    fault_penalty: float = Field(20.0, ge=0, allow_inf_nan=False)
+
+    def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
+        return {
+            "kind": "analytics",
+            "name": name,
+            "cgroup": self.cgroup,
+            "threads": self.threads,
+            "working_set_bytes": self.working_set,
+            "work_ns": self.work,
+            "fault_penalty": float(self.fault_penalty),
+            "start_ns": self.start,
+        }
+
+
+MEMORY_KINDS = ("memory_hog", "file_server", "cache_writer", "analytics")
+
+Workload = Annotated[Hog | ClosedLoop | OpenLoop | Bursty | MemoryHog | FileServer | CacheWriter | Analytics, Field(discriminator="kind")]
 
 
 # --- node, kernel, cgroups -------------------------------------------------------------
@@ -1081,7 +1108,7 @@ def _toml_message(source: str, err: tomllib.TOMLDecodeError) -> str:
 
 # The tagged tables: each model's tag is the one value of its discriminator's Literal.
 _TAGGED: dict[str, tuple[type[_Table], ...]] = {
-    "kind": (Hog, ClosedLoop, OpenLoop, Bursty, MemoryHog, FileServer, CacheWriter),
+    "kind": (Hog, ClosedLoop, OpenLoop, Bursty, MemoryHog, FileServer, CacheWriter, Analytics),
     "dist": (Constant, Exponential, Lognormal, Empirical),
 }
 _BY_TAG: dict[str, type[_Table]] = {

@@ -177,3 +177,37 @@ def test_a_cache_writer_squeezes_a_file_servers_cache_unless_held_back():
     assert web["with dd under memory.high"] < 1.4 * web["alone"]
     assert held.cgroups["batch"].memory["file"] <= 200 * MI and free.cgroups["batch"].memory["file"] > 200 * MI
     assert alone.timeseries.memory["online"][-1] == 512 * MI
+
+
+def test_an_analytics_job_slows_when_its_set_does_not_fit():
+    text = """
+[scenario]
+name = "spark"
+duration = "5s"
+warmup = "1s"
+
+[node]
+cores_per_socket = 2
+memory = "4Gi"
+swap = "2Gi"
+
+[cgroups.spark]
+
+[workloads.als]
+kind = "analytics"
+cgroup = "spark"
+working_set = "400Mi"
+work = "10ms"
+
+[[runs]]
+name = "fits"
+
+[[runs]]
+name = "300Mi limit"
+set = { "cgroups.spark" = { "memory.limit_in_bytes" = "300Mi" } }
+"""
+    r = run_scenario(Scenario.from_toml(text), progress=False)
+    fits, squeezed = r.runs["fits"].services["als"], r.runs["300Mi limit"].services["als"]
+    # a quarter of the set in swap: each task 1 + 20 × 1/4 = 6× longer, a sixth of the tasks
+    assert fits.mean_s == pytest.approx(0.010) and squeezed.mean_s == pytest.approx(0.060)
+    assert r.runs["300Mi limit"].cgroups["spark"].memory["swap"] == 100 * MI

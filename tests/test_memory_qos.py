@@ -125,3 +125,12 @@ def test_memory_min_from_the_request_keeps_the_servers_cache():
 def test_koordinator_takes_memory_qos_in_its_table():
     with pytest.raises(PolicyError, match="policy.memory_qos.XL: unknown class"):
         build_policy({"name": "koordinator", "besteffort": "be", "memory_qos": {"XL": {}}})
+
+
+def test_flat_memory_qos_parameters_are_the_same_as_the_table():
+    """The tuner searches memory_qos_ls_min_limit_percent ...: it must act as the table does."""
+    table = run_scenario(Scenario.from_toml(NODE.replace('name = "koordinator"', 'name = "koordinator"\nmemory_qos = { LS = { enable = true, min_limit_percent = 100 } }')), progress=False).runs["mq"]
+    flat = run_scenario(Scenario.from_toml(NODE.replace('name = "koordinator"', 'name = "koordinator"\nmemory_qos_ls_min_limit_percent = 100')), progress=False).runs["mq"]
+    qos = lambda r: [d["writes"] for d in r.decisions if d["what"].startswith("memory QoS")]
+    assert qos(table) == qos(flat) and qos(flat)
+    assert table.services["web"].mean_s == flat.services["web"].mean_s

@@ -13,13 +13,10 @@ from sim.scenario import Scenario
 
 
 def test_config_and_choice():
-    c = parse({"resource": ["memory", "cpu"]}, "policy.psi")
-    assert (c.resources, c.interval, c.avg10_threshold) == (("memory", "cpu"), 10.0, 5.0)
+    assert parse({"resource": ["memory", "cpu"]}, "policy.psi") == ("memory", "cpu")
     for table, message in [
         ({"resource": ["io"]}, "policy.psi.resource: a non-empty list of cpu, memory"),
-        ({"resource": ["cpu"], "interval": 5}, "policy.psi.interval: must be in [10, 30]"),
-        ({"resource": ["cpu"], "avg10_threshold": 1}, "policy.psi.avg10_threshold: must be in [5.0, 100]"),
-        ({"resource": ["cpu"], "window": 1}, "policy.psi.window: unknown field"),
+        ({"resource": ["cpu"], "interval": 5}, "policy.psi.interval: unknown field"),
     ]:
         with pytest.raises(PolicyError, match=message.replace("[", r"\[").replace("]", r"\]")):
             parse(table, "policy.psi")
@@ -29,6 +26,11 @@ def test_config_and_choice():
     assert pick("cpu", ["a", "b"], {"a": 3.0, "b": 3.0}) == "b"
     with pytest.raises(PolicyError, match="policy.psi"):
         build_policy({"name": "rubik", "psi": {"resource": []}})
+    # the interval and threshold are parameters, in rubik's ranges
+    with pytest.raises(PolicyError, match=r"policy.psi_interval: must be in \[10, 30\]"):
+        build_policy({"name": "rubik", "psi_interval": 5})
+    with pytest.raises(PolicyError, match=r"policy.psi_avg10_threshold: must be in \[5, 100\]"):
+        build_policy({"name": "rubik", "psi_avg10_threshold": 1.0})
 
 
 NODE = """

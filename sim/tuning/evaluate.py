@@ -16,7 +16,7 @@ from sim.results import RunResult
 from sim.scenario import Scenario
 
 SERVICE_KINDS = ("closed_loop", "open_loop", "bursty", "file_server")
-BATCH_KINDS = ("hog", "memory_hog", "cache_writer")
+BATCH_KINDS = ("hog", "memory_hog", "cache_writer", "analytics")
 
 # seed index -> case name -> metric text -> value
 Measurement = list[dict[str, dict[str, float]]]

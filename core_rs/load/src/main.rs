@@ -353,12 +353,13 @@ fn main() -> ExitCode {
         | WorkloadSpec::Bursty { start_ns, .. }
         | WorkloadSpec::MemoryHog { start_ns, .. }
         | WorkloadSpec::FileServer { start_ns, .. }
-        | WorkloadSpec::CacheWriter { start_ns, .. } => *start_ns,
+        | WorkloadSpec::CacheWriter { start_ns, .. }
+        | WorkloadSpec::Analytics { start_ns, .. } => *start_ns,
     };
     let run = Run { stop, start: t0 + start_ns };
     let rec = match spec {
         WorkloadSpec::Hog { threads, .. } => hog(&run, threads),
-        WorkloadSpec::MemoryHog { .. } | WorkloadSpec::FileServer { .. } | WorkloadSpec::CacheWriter { .. } => {
+        WorkloadSpec::MemoryHog { .. } | WorkloadSpec::FileServer { .. } | WorkloadSpec::CacheWriter { .. } | WorkloadSpec::Analytics { .. } => {
             eprintln!("colosim-load: error: --spec: memory workloads do not run under colosim-load");
             return ExitCode::from(2);
         }

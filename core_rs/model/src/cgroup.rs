@@ -40,12 +40,17 @@ pub struct Cgroup {
     pub psi: Psi,
     pub psi_base: [u64; 2],
     /// memory.pressure: SOME is the time at least one task of the subtree was in a memory
-    /// stall (a memory.high sleep, direct reclaim); FULL is not modelled (0).
+    /// stall (a memory.high sleep, direct reclaim); FULL the time one was and no task of the
+    /// subtree was runnable (every non-idle task stalled; direct reclaim runs, so it only
+    /// counts to SOME).
     pub mem_psi: Psi,
     pub mem_psi_base: [u64; 2],
     /// Tasks of the subtree in a memory stall now, and since when one was.
     pub memstall: u32,
     pub memstall_since: u64,
+    /// Runnable (or running) tasks of the subtree, and since when FULL has held (if it does).
+    pub nr_runnable: u32,
+    pub memfull_since: Option<u64>,
     /// cpuset.cpus / cpuset.mems as membership masks (CPUs, NUMA nodes).
     pub cpus: Vec<bool>,
     pub mems: Vec<bool>,
@@ -75,6 +80,8 @@ impl Cgroup {
             mem_psi_base: [0; 2],
             memstall: 0,
             memstall_since: 0,
+            nr_runnable: 0,
+            memfull_since: None,
             cpus: vec![true; ncpus],
             mems: vec![true; nnodes],
         }

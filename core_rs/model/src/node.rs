@@ -379,6 +379,25 @@ impl Node {
                 };
                 (Workload::FileServer(f), *start_ns)
             }
+            WorkloadSpec::Analytics { threads, working_set_bytes, work_ns, fault_penalty, start_ns, .. } => {
+                let ts: Vec<TaskId> = (0..*threads).map(|k| self.new_task(cg, idx, k, 0)).collect();
+                self.service_names.push(w.name().to_string());
+                self.services.push(ServiceStats::default());
+                let n = ts.len();
+                let a = crate::workload::Analytics {
+                    svc: self.services.len() - 1,
+                    cg,
+                    threads: ts,
+                    share: working_set_bytes / *threads as u64,
+                    work: *work_ns,
+                    fault_penalty: *fault_penalty,
+                    swapped: vec![0.0; n],
+                    started_at: vec![0; n],
+                    loaded: vec![0; n],
+                    task_running: vec![false; n],
+                };
+                (Workload::Analytics(a), *start_ns)
+            }
             WorkloadSpec::CacheWriter { threads, chunk_bytes, write_ns_per_page, start_ns, .. } => {
                 let ts: Vec<TaskId> = (0..*threads).map(|k| self.new_task(cg, idx, k, 0)).collect();
                 (Workload::CacheWriter(crate::workload::CacheWriter { threads: ts, chunk: *chunk_bytes, write_ns_per_page: *write_ns_per_page }), *start_ns)
@@ -406,6 +425,7 @@ impl Node {
             Workload::Hog(h) => h.threads.clone(),
             Workload::MemoryHog(m) => m.threads.clone(),
             Workload::CacheWriter(w) => w.threads.clone(),
+            Workload::Analytics(a) => a.threads.clone(),
             Workload::Bursty(b) => b.steady.clone(),
             _ => vec![],
         };

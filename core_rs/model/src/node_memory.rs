@@ -30,6 +30,20 @@ fn shown(v: u64) -> i64 {
     }
 }
 
+/// memory.pressure FULL of one cgroup: it holds while a task of the subtree is stalled and
+/// none is runnable; called whenever either count changes.
+pub(crate) fn update_full(cg: &mut crate::cgroup::Cgroup, now: u64) {
+    let full = cg.memstall > 0 && cg.nr_runnable == 0;
+    match (full, cg.memfull_since) {
+        (true, None) => cg.memfull_since = Some(now),
+        (false, Some(since)) => {
+            cg.mem_psi.total[1] += now - since;
+            cg.memfull_since = None;
+        }
+        _ => {}
+    }
+}
+
 impl Node {
     pub(crate) fn init_memory(&mut self, spec: &NodeSpec) {
         let Some(ms) = &spec.memory else { return };
@@ -141,8 +155,16 @@ impl Node {
 
     /// What a workload sees of memory before it is called: a file server, its cgroup's cache.
     pub(crate) fn refresh_view(&mut self, wl: usize) {
-        if let (crate::workload::Workload::FileServer(f), Some(m)) = (&mut self.workloads[wl], &self.memory) {
-            f.cached = m.cgs[f.cg].file;
+        match (&mut self.workloads[wl], &self.memory) {
+            (crate::workload::Workload::FileServer(f), Some(m)) => f.cached = m.cgs[f.cg].file,
+            (crate::workload::Workload::Analytics(a), Some(m)) => {
+                // of what each worker has loaded, the share no longer resident (swapped out)
+                for (k, &t) in a.threads.iter().enumerate() {
+                    let rss = m.rss.get(&(a.cg, t)).copied().unwrap_or(0);
+                    a.swapped[k] = if a.loaded[k] == 0 { 0.0 } else { 1.0 - (rss.min(a.loaded[k]) as f64 / a.loaded[k] as f64) };
+                }
+            }
+            _ => {}
         }
     }
 
@@ -166,6 +188,7 @@ impl Node {
                     cg.mem_psi.total[0] += self.now - cg.memstall_since;
                 }
             }
+            update_full(cg, self.now);
             g = cg.parent;
         }
     }
@@ -189,6 +212,10 @@ impl Node {
             if cg.memstall > 0 {
                 cg.mem_psi.total[0] += now - cg.memstall_since;
                 cg.memstall_since = now;
+            }
+            if let Some(since) = cg.memfull_since {
+                cg.mem_psi.total[1] += now - since;
+                cg.memfull_since = Some(now);
             }
         }
     }

@@ -90,6 +90,9 @@ impl Node {
             let p = self.psi_at(cg, cpu);
             p.tick(now);
             p.nr = (p.nr as i32 + delta) as u32;
+            let c = &mut self.cgroups[cg];
+            c.nr_runnable = (c.nr_runnable as i32 + delta) as u32;
+            crate::node_memory::update_full(c, now);
             g = self.cgroups[cg].parent;
         }
     }

@@ -93,6 +93,11 @@ fn default_write_ns() -> u64 {
     1_000
 }
 
+/// A page read back from swap (≈ 10–50 µs on an SSD) against ≈ 1 µs of work per page touched.
+fn default_fault_penalty() -> f64 {
+    20.0
+}
+
 fn default_chunk() -> u64 {
     1 << 20
 }
@@ -326,6 +331,23 @@ pub enum WorkloadSpec {
         #[serde(default)]
         start_ns: u64,
     },
+    /// An in-memory analytics job (Spark's collaborative filtering): `threads` workers that
+    /// each hold `working_set_bytes / threads` of anonymous memory and run tasks of `work_ns`
+    /// CPU one after another; a task's CPU grows by `fault_penalty` × the share of the
+    /// worker's set that is swapped out (each such page faults back from swap), so the job
+    /// slows when its working set does not fit. A task is a "request": its time is recorded.
+    Analytics {
+        name: String,
+        cgroup: String,
+        #[serde(default = "one")]
+        threads: u32,
+        working_set_bytes: u64,
+        work_ns: u64,
+        #[serde(default = "default_fault_penalty")]
+        fault_penalty: f64,
+        #[serde(default)]
+        start_ns: u64,
+    },
     /// Poisson arrivals at `rate_per_s` into a FIFO queue served by `workers` threads.
     OpenLoop {
         name: String,
@@ -347,7 +369,8 @@ impl WorkloadSpec {
             | WorkloadSpec::Bursty { name, .. }
             | WorkloadSpec::MemoryHog { name, .. }
             | WorkloadSpec::FileServer { name, .. }
-            | WorkloadSpec::CacheWriter { name, .. } => name,
+            | WorkloadSpec::CacheWriter { name, .. }
+            | WorkloadSpec::Analytics { name, .. } => name,
         }
     }
     pub fn cgroup(&self) -> &str {
@@ -358,7 +381,8 @@ impl WorkloadSpec {
             | WorkloadSpec::Bursty { cgroup, .. }
             | WorkloadSpec::MemoryHog { cgroup, .. }
             | WorkloadSpec::FileServer { cgroup, .. }
-            | WorkloadSpec::CacheWriter { cgroup, .. } => cgroup,
+            | WorkloadSpec::CacheWriter { cgroup, .. }
+            | WorkloadSpec::Analytics { cgroup, .. } => cgroup,
         }
     }
 }
@@ -627,6 +651,23 @@ impl NodeSpec {
                     service.validate(&f("service"))?;
                     if let Some(t) = think {
                         t.validate(&f("think"))?;
+                    }
+                }
+                WorkloadSpec::Analytics { threads, working_set_bytes, work_ns, fault_penalty, .. } => {
+                    if self.memory.is_none() {
+                        return Err(SpecError::new(f("kind"), "a memory workload needs the node's memory (memory.total_bytes)"));
+                    }
+                    if *threads == 0 {
+                        return Err(SpecError::new(f("threads"), "must be >= 1"));
+                    }
+                    if *working_set_bytes < *threads as u64 * crate::memcg::PAGE {
+                        return Err(SpecError::new(f("working_set_bytes"), "must be at least a page per thread"));
+                    }
+                    if *work_ns == 0 {
+                        return Err(SpecError::new(f("work_ns"), "must be > 0"));
+                    }
+                    if !(fault_penalty.is_finite() && *fault_penalty >= 0.0) {
+                        return Err(SpecError::new(f("fault_penalty"), format!("must be >= 0 (got {fault_penalty})")));
                     }
                 }
                 WorkloadSpec::CacheWriter { threads, chunk_bytes, .. } => {

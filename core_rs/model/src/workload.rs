@@ -211,6 +211,50 @@ impl CacheWriter {
     }
 }
 
+/// The in-memory analytics job of spec.rs `Analytics`. `swapped[k]`: the share of worker k's
+/// set that is in swap, refreshed by the node before every call.
+#[derive(Debug)]
+pub struct Analytics {
+    pub svc: usize,
+    pub cg: usize,
+    pub threads: Vec<TaskId>,
+    pub share: u64,
+    pub work: u64,
+    pub fault_penalty: f64,
+    pub swapped: Vec<f64>,
+    pub started_at: Vec<Ns>,
+    /// Bytes of its share each worker has loaded (1 MiB steps at the memory hog's touch cost).
+    pub loaded: Vec<u64>,
+    /// Worker k's current piece is a task (not a load step).
+    pub task_running: Vec<bool>,
+}
+
+/// An analytics worker loads its data in steps of this size.
+const LOAD_CHUNK: u64 = 1 << 20;
+const TOUCH_NS_PER_PAGE: u64 = 800;
+
+impl Analytics {
+    fn task_work(&self, k: usize) -> u64 {
+        ((self.work as f64) * (1.0 + self.fault_penalty * self.swapped[k])).round().max(1.0) as u64
+    }
+
+    /// Worker k's next piece of work: the next chunk of its data while loading (charged),
+    /// else its next task (a request from now).
+    fn next(&mut self, k: usize, now: Ns, eff: &mut Effects, svc: &mut ServiceStats) -> u64 {
+        if self.loaded[k] < self.share {
+            let c = LOAD_CHUNK.min(self.share - self.loaded[k]);
+            self.loaded[k] += c;
+            self.task_running[k] = false;
+            eff.charges.push((self.threads[k], crate::memcg::Kind::Anon, c as i64));
+            return (c.div_ceil(crate::memcg::PAGE) * TOUCH_NS_PER_PAGE).max(1);
+        }
+        svc.started += 1;
+        self.started_at[k] = now;
+        self.task_running[k] = true;
+        self.task_work(k)
+    }
+}
+
 #[derive(Debug)]
 pub enum Workload {
     Hog(Hog),
@@ -220,6 +264,7 @@ pub enum Workload {
     MemoryHog(MemoryHog),
     FileServer(FileServer),
     CacheWriter(CacheWriter),
+    Analytics(Analytics),
 }
 
 impl ClosedLoop {
@@ -267,6 +312,13 @@ impl Workload {
                     }
                 } else {
                     cl.issue(slot as usize, now, None, eff, &mut services[svc]);
+                }
+            }
+            Workload::Analytics(a) => {
+                debug_assert_eq!(slot, START);
+                for k in 0..a.threads.len() {
+                    let work = a.next(k, now, eff, &mut services[a.svc]);
+                    eff.forks.push((a.threads[k], work));
                 }
             }
             Workload::CacheWriter(w) => {
@@ -343,6 +395,13 @@ impl Workload {
         match self {
             Workload::Hog(_) => Next::Compute(FOREVER),
             Workload::CacheWriter(w) => Next::Compute(w.next_chunk(slot as usize, eff)),
+            Workload::Analytics(a) => {
+                let k = slot as usize;
+                if a.task_running[k] {
+                    services[a.svc].record(now, now - a.started_at[k]);
+                }
+                Next::Compute(a.next(k, now, eff, &mut services[a.svc]))
+            }
             Workload::FileServer(f) => {
                 let c = slot as usize;
                 services[f.svc].record(now, now - f.clients[c].issued_at);

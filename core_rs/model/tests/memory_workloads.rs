@@ -171,4 +171,12 @@ fn memory_high_sleeps_are_memory_pressure() {
     assert!(n.read("b", "memory.pressure").unwrap().starts_with("some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"));
     // the parent sees its child's stall; the root too
     assert!(n.read("", "memory.pressure").unwrap().contains(&format!("total={total_us}")));
+    // FULL: nothing else of a is runnable while it sleeps, so FULL is (almost) SOME — less
+    // the moments the task itself runs between its sleeps
+    let full_us: u64 = text.lines().nth(1).unwrap().rsplit("total=").next().unwrap().parse().unwrap();
+    assert!(full_us <= total_us && full_us > total_us - 100_000, "{text}");
+    // ... but not at the root, where b's worker keeps running
+    let root = n.read("", "memory.pressure").unwrap();
+    let root_full: u64 = root.lines().nth(1).unwrap().rsplit("total=").next().unwrap().parse().unwrap();
+    assert_eq!(root_full, 0, "{root}");
 }

@@ -75,3 +75,30 @@ fn a_writer_squeezes_the_servers_cache_unless_its_memory_high_holds_it_back() {
     assert_eq!(cache_held, 512 * MI);
     assert!(lat_free > 2.0 * lat_held, "mean latency {lat_free} vs {lat_held} ns");
 }
+
+fn analytics(limit: Option<u64>) -> (f64, u64) {
+    let mut c = json!({"name": "spark"});
+    if let Some(l) = limit {
+        c["memory.limit_in_bytes"] = json!(l);
+    }
+    let mut n = node(json!({"topology": topo(2, 1), "memory": {"total_bytes": 4u64 << 30, "swap_bytes": 2u64 << 30},
+        "cgroups": [c],
+        "workloads": [{"kind": "analytics", "name": "als", "cgroup": "spark", "working_set_bytes": 400 * MI,
+                       "work_ns": 10 * MS, "fault_penalty": 20.0}]}));
+    n.run_until(1 * S).unwrap();
+    n.reset_stats();
+    n.run_until(4 * S).unwrap();
+    let s = &n.services[0];
+    let mean = s.latencies.iter().sum::<u64>() as f64 / s.latencies.len() as f64;
+    (mean, n.memory.as_ref().unwrap().cgs[n.cgroup_id("spark").unwrap()].swap)
+}
+
+#[test]
+fn an_analytics_job_slows_by_the_share_of_its_set_in_swap() {
+    let (fits, swap0) = analytics(None);
+    assert_eq!((fits, swap0), (10.0 * MS as f64, 0));
+    // 300 MiB of a 400 MiB set resident: a quarter in swap, each task 1 + 20 × 0.25 = 6× longer
+    let (squeezed, swapped) = analytics(Some(300 * MI));
+    assert_eq!(swapped, 100 * MI);
+    assert_eq!(squeezed, 60.0 * MS as f64);
+}

@@ -169,9 +169,10 @@ impl Node {
             d.set_item("memory_events_max", c.events.max)?;
             d.set_item("memory_events_oom", c.events.oom)?;
             d.set_item("memory_events_oom_kill", c.events.oom_kill)?;
-            // memory.pressure SOME total (ns) since the last reset (FULL is not modelled)
+            // memory.pressure SOME and FULL totals (ns) since the last reset
             let g = &n.cgroups[id];
             d.set_item("memory_psi_some_ns", g.mem_psi.total[0] - g.mem_psi_base[0])?;
+            d.set_item("memory_psi_full_ns", g.mem_psi.total[1] - g.mem_psi_base[1])?;
         }
         Ok(d)
     }
