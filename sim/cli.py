@@ -66,6 +66,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     cal.add_argument("--duration", type=float, default=8.0, help="seconds per micro-scenario (default 8)")
     cal.add_argument("--out", type=Path, help="write calibration.json here")
+    rec = commands.add_parser(
+        "record",
+        help="sample real cgroups' CPU and memory into a trace file (read-only on the host)",
+        description="Sample cgroups' CPU usage (cores) and memory (bytes) every interval into the trace format.",
+    )
+    rec.add_argument("--cgroup", action="append", required=True, metavar="PATH[=ROLE]",
+                     help='a cgroup path as /proc/PID/cgroup shows it, e.g. "/kubepods/pod-x=online"; repeatable')
+    rec.add_argument("--interval", default="1s", help="sampling interval (default 1s)")
+    rec.add_argument("--duration", required=True, help='how long, e.g. "10m"')
+    rec.add_argument("-o", "--output", required=True, type=Path, metavar="TRACE.parquet", help="output file (.parquet or .csv)")
     from sim.tuning.command import add_parser
 
     add_parser(commands)
@@ -95,6 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     if args.command == "replay":
         return _replay(args)
+    if args.command == "record":
+        return _record(args)
     if args.command == "tune":
         from sim.tuning.command import tune
 
@@ -134,6 +146,27 @@ def _replay(args: argparse.Namespace) -> int:
     if args.seed is not None and not 0 <= args.seed < 2**64:
         raise ScenarioError(f"--seed: must be in 0..2^64-1 (got {args.seed})")
     return replay(args.scenario, _overrides(args), args.seed, args.out, args.compare, args.dry_run)
+
+
+def _record(args: argparse.Namespace) -> int:
+    from sim.duration import parse_duration
+    from traces.recorder import mounts, record, source
+
+    try:
+        interval = parse_duration(args.interval) / 1e9
+        duration = parse_duration(args.duration) / 1e9
+    except ValueError as err:
+        raise ScenarioError(f"--interval/--duration: {err}") from None
+    if args.output.suffix not in (".parquet", ".csv"):
+        raise ScenarioError(f"-o {args.output}: a trace file ends in .parquet or .csv")
+    m = mounts()
+    sources = [source(spec, m) for spec in args.cgroup]
+    trace = record(sources, interval, duration)
+    trace.write(args.output)
+    for e in trace.entities.values():
+        print(f"{e.name} ({e.role}): {len(e)} samples, mean {e.cpu_cores.mean():.2f} cores")
+    print(f"wrote {args.output}")
+    return 0
 
 
 def _overrides(args: argparse.Namespace) -> dict:

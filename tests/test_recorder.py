@@ -1,0 +1,98 @@
+"""`colosim record`: the arithmetic on fake cgroup files (v1 and v2), and on this host a real
+cgroup with one busy process in it, which the trace shows using about one core."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from traces.format import TraceError, read
+from traces.recorder import Source, mounts, record, source
+
+MOUNTS = """cgroup /sys/fs/cgroup/cpuacct cgroup rw,relatime,cpuacct 0 0
+cgroup /sys/fs/cgroup/memory cgroup rw,relatime,memory 0 0
+cgroup2 /sys/fs/cgroup/unified cgroup2 rw 0 0
+"""
+
+
+def test_mounts_and_sources(tmp_path):
+    m = mounts(MOUNTS)
+    assert m == {"cpuacct": Path("/sys/fs/cgroup/cpuacct"), "memory": Path("/sys/fs/cgroup/memory"), "unified": Path("/sys/fs/cgroup/unified")}
+    (tmp_path / "acct" / "a").mkdir(parents=True)
+    (tmp_path / "acct" / "a" / "cpuacct.usage").write_text("0\n")
+    s = source("/a=offline", {"cpuacct": tmp_path / "acct", "memory": tmp_path / "mem"})
+    assert (s.name, s.role, s.cpu_file.name) == ("/a", "offline", "cpuacct.usage")
+    with pytest.raises(TraceError, match="--cgroup /nope: no such cgroup"):
+        source("/nope", {"cpuacct": tmp_path / "acct"})
+    with pytest.raises(TraceError, match="role must be one of"):
+        source("/a=gold", {"cpuacct": tmp_path / "acct"})
+
+
+def test_cores_from_usage_counters_v1_and_v2(tmp_path):
+    """A fake clock: 1.5 s of CPU per 1 s interval is 1.5 cores; v2 counts µs."""
+    v1 = tmp_path / "cpuacct.usage"
+    v2 = tmp_path / "cpu.stat"
+    mem = tmp_path / "memory.current"
+    mem.write_text("1048576\n")
+    now = [0.0]
+    usage = [0.0]
+
+    def sleep(dt):
+        now[0] += dt
+        usage[0] += 1.5 * dt
+        v1.write_text(f"{int(usage[0] * 1e9)}\n")
+        v2.write_text(f"usage_usec {int(usage[0] * 1e6)}\nuser_usec 0\n")
+
+    sleep(0)
+    tr = record([Source("/a", "online", v1, 1.0, None), Source("/b", "offline", v2, 1000.0, mem)], 1.0, 4.0, sleep, lambda: now[0])
+    a, b = tr.entities["/a"], tr.entities["/b"]
+    assert a.t_s.tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert a.cpu_cores.tolist() == pytest.approx([1.5] * 4) and b.cpu_cores.tolist() == pytest.approx([1.5] * 4)
+    assert a.memory_bytes is None and b.memory_bytes.tolist() == [1048576.0] * 4
+    with pytest.raises(TraceError, match="--interval must be > 0"):
+        record([], 0, 1)
+
+
+def _own(controller: str) -> str | None:
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, ctrls, path = line.split(":", 2)
+        if controller in ctrls.split(","):
+            return path
+    return None
+
+
+def test_a_busy_process_records_as_one_core(tmp_path):
+    m = mounts()
+    own = _own("cpuacct")
+    if os.geteuid() != 0 or "cpuacct" not in m or own is None:
+        pytest.skip("needs root and cgroup v1 cpuacct")
+    d = m["cpuacct"] / own.lstrip("/") / f"colosim-rec-{os.getpid()}"
+    try:
+        d.mkdir()
+    except OSError as err:
+        pytest.skip(f"cannot create a cgroup here: {err}")
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        (d / "cgroup.procs").write_text(str(busy.pid))
+        out = tmp_path / "rec.parquet"
+        rel = "/" + str(d.relative_to(m["cpuacct"]))
+        proc = subprocess.run([sys.executable, "-m", "sim", "record", "--cgroup", rel, "--interval", "0.5s", "--duration", "3s", "-o", str(out)],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        e = read(out).entities[rel]
+        assert len(e) == 6 and e.cpu_cores.mean() == pytest.approx(1.0, abs=0.1)
+    finally:
+        busy.kill()
+        busy.wait()
+        for _ in range(50):
+            try:
+                d.rmdir()
+                break
+            except OSError:
+                time.sleep(0.05)
+    assert not d.exists()
