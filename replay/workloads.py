@@ -114,8 +114,9 @@ class HostWorkload:
     def check(self) -> None:
         """Every program this workload needs exists (one clear error otherwise)."""
         p, where = self.program, f"{self.where}.host.program"
-        if self.model.kind in ("memory_hog", "file_server", "cache_writer", "analytics"):
-            raise HostError(f"{self.where}: a {self.model.kind} does not replay on the host yet (the simulator models it)")
+        if self.model.kind in ("memory_hog", "file_server", "cache_writer", "analytics", "duty") or getattr(self.model, "trace", None):
+            what = "a trace-driven workload" if getattr(self.model, "trace", None) else f"a {self.model.kind}"
+            raise HostError(f"{self.where}: {what} does not replay on the host yet (the simulator models it)")
         if p == "builtin":
             load_binary()
         elif p in ("stress", "stress-ng"):

@@ -85,6 +85,14 @@ def run_variant(
         # Replay's prediction simulates what the host got: knobs it lacks go to stand-ins.
         runner = PolicyRunner(variant.scenario.build_policy(), Substituting(backend, substitute) if substitute else backend)
         env.process(runner.process(env))
+    for name, w in variant.scenario.workloads.items():
+        ref = getattr(w, "trace", None)
+        if ref is not None and w.enabled:
+            from sim.scenario import trace_series
+            from traces.player import play
+
+            t, v, key = trace_series(w, ref, f"workloads.{name}.trace")
+            env.process(play(env, name, key, t, v, ref.speed, ref.scale))
     if attach is not None:
         attach(env, variant)
     done = 0

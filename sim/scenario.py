@@ -177,6 +177,7 @@ HOST_PROGRAMS = {
     "file_server": ("builtin", "nginx"),
     "cache_writer": ("builtin", "command"),
     "analytics": ("builtin",),
+    "duty": ("builtin",),
 }
 
 
@@ -275,13 +276,27 @@ class ClosedLoop(_Workload):
         return spec
 
 
+class TraceRef(_Table):
+    """[workloads.x.trace]: the workload's demand follows an entity of a trace file (the
+    trace format, traces/format.py): a duty workload its `cpu_cores`, an open loop its
+    `rate_per_s` (or its CPU ÷ the mean service time). `speed` compresses time (10: ten trace
+    seconds a simulated second); `scale` multiplies the values."""
+
+    file: str = Field(min_length=1)
+    entity: str = Field(min_length=1)
+    speed: float = Field(1.0, gt=0, allow_inf_nan=False)
+    scale: float = Field(1.0, gt=0, allow_inf_nan=False)
+
+
 class OpenLoop(_Workload):
-    """Poisson arrivals at `rate` requests/s served by a pool of `workers` threads."""
+    """Poisson arrivals at `rate` requests/s served by a pool of `workers` threads (the rate
+    follows `trace` when one is given)."""
 
     kind: Literal["open_loop"]
     rate: float = Field(gt=0, allow_inf_nan=False)
     workers: int = Field(ge=1)
     service: Distribution
+    trace: TraceRef | None = None
 
     def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
         return {
@@ -443,9 +458,37 @@ class Analytics(_Workload):
         }
 
 
+class Duty(_Workload):
+    """CPU demand of `cores` (following `trace` when given) spread over up to `max_threads`
+    threads, each running its share of every `period` and sleeping the rest."""
+
+    kind: Literal["duty"]
+    max_threads: int = Field(ge=1)
+    cores: float = Field(0.0, ge=0, allow_inf_nan=False)
+    period: PositiveDuration = 10_000_000
+    trace: TraceRef | None = None
+
+    @model_validator(mode="after")
+    def _check_cores(self) -> Duty:
+        if self.cores > self.max_threads:
+            raise _FieldErrors([(("cores",), f"must be at most max_threads ({self.max_threads}) (got {self.cores:g})")])
+        return self
+
+    def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
+        return {
+            "kind": "duty",
+            "name": name,
+            "cgroup": self.cgroup,
+            "max_threads": self.max_threads,
+            "cores": float(self.cores),
+            "period_ns": self.period,
+            "start_ns": self.start,
+        }
+
+
 MEMORY_KINDS = ("memory_hog", "file_server", "cache_writer", "analytics")
 
-Workload = Annotated[Hog | ClosedLoop | OpenLoop | Bursty | MemoryHog | FileServer | CacheWriter | Analytics, Field(discriminator="kind")]
+Workload = Annotated[Hog | ClosedLoop | OpenLoop | Bursty | MemoryHog | FileServer | CacheWriter | Analytics | Duty, Field(discriminator="kind")]
 
 
 # --- node, kernel, cgroups -------------------------------------------------------------
@@ -556,6 +599,41 @@ class Kernel(_Table):
             "alinux_memcg": self.alinux_memcg,
             "openeuler_memcg": self.openeuler_memcg,
         }
+
+
+def trace_series(workload: Any, ref: TraceRef, where: str):
+    """(times, values, key) a workload's trace player plays."""
+    from traces.player import load, series
+
+    trace = load(ref.file)
+    if workload.kind == "duty":
+        t, v = series(trace, ref.entity, "cpu_cores", None, where)
+        return t, v, "cores"
+    mean = _mean_s(workload.service)
+    t, v = series(trace, ref.entity, "rate_per_s", mean, where)
+    return t, v, "rate_per_s"
+
+
+def _mean_s(d: Any) -> float:
+    if d.dist == "constant":
+        return d.value / 1e9
+    if d.dist in ("exponential", "lognormal"):
+        return d.mean / 1e9
+    mids = [(a + b) / 2 for a, b in zip(d.edges, d.edges[1:])]
+    return sum(m * w for m, w in zip(mids, d.weights)) / sum(d.weights) / 1e9
+
+
+def _check_trace(name: str, workload: Any, ref: TraceRef) -> list[FieldError]:
+    from traces.format import TraceError
+
+    where = f"workloads.{name}.trace"
+    try:
+        t, v, key = trace_series(workload, ref, where)
+    except TraceError as err:
+        return [(("workloads", name, "trace"), str(err))]
+    if key == "cores" and len(v) and float(v.max()) * ref.scale > workload.max_threads:
+        return [(("workloads", name, "max_threads"), f"the trace asks for up to {float(v.max()) * ref.scale:g} cores; raise max_threads")]
+    return []
 
 
 def _memory_limit(value: Any) -> int:
@@ -827,6 +905,9 @@ class Scenario(_Table):
                     )
                 )
         for name, workload in self.workloads.items():
+            ref = getattr(workload, "trace", None)
+            if ref is not None and workload.enabled:
+                errors += _check_trace(name, workload, ref)
             if workload.kind in MEMORY_KINDS and workload.enabled and self.node.memory is None:
                 errors.append((("workloads", name, "kind"), 'a memory workload needs the node\'s memory: give [node] memory = "64Gi"'))
         if self.policy is not None:
@@ -1108,7 +1189,7 @@ def _toml_message(source: str, err: tomllib.TOMLDecodeError) -> str:
 
 # The tagged tables: each model's tag is the one value of its discriminator's Literal.
 _TAGGED: dict[str, tuple[type[_Table], ...]] = {
-    "kind": (Hog, ClosedLoop, OpenLoop, Bursty, MemoryHog, FileServer, CacheWriter, Analytics),
+    "kind": (Hog, ClosedLoop, OpenLoop, Bursty, MemoryHog, FileServer, CacheWriter, Analytics, Duty),
     "dist": (Constant, Exponential, Lognormal, Empirical),
 }
 _BY_TAG: dict[str, type[_Table]] = {

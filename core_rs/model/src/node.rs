@@ -379,6 +379,11 @@ impl Node {
                 };
                 (Workload::FileServer(f), *start_ns)
             }
+            WorkloadSpec::Duty { max_threads, cores, period_ns, start_ns, .. } => {
+                let ts: Vec<TaskId> = (0..*max_threads).map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus)).collect();
+                let n = ts.len();
+                (Workload::Duty(crate::workload::Duty { threads: ts, cores: *cores, period: *period_ns, busy: vec![false; n], pending: vec![0; n] }), *start_ns)
+            }
             WorkloadSpec::Analytics { threads, working_set_bytes, work_ns, fault_penalty, start_ns, .. } => {
                 let ts: Vec<TaskId> = (0..*threads).map(|k| self.new_task(cg, idx, k, 0)).collect();
                 self.service_names.push(w.name().to_string());
@@ -438,6 +443,30 @@ impl Node {
         self.workload_names.push(w.name().to_string());
         self.killed.push(false);
         self.queue.push(start, Event::Workload { wl: idx, slot: START });
+    }
+
+    /// Change a workload's demand while it runs (a trace player): a duty workload's `cores`,
+    /// an open loop's `rate_per_s` (from its next arrival on).
+    pub fn set_workload(&mut self, name: &str, key: &str, value: f64) -> Result<()> {
+        let wl = self.workload_names.iter().position(|n| n == name).ok_or_else(|| {
+            SpecError::new("workload", format!("no workload named {name:?} (known: {})", self.workload_names.join(", ")))
+        })?;
+        match (&mut self.workloads[wl], key) {
+            (Workload::Duty(d), "cores") => {
+                if !(value.is_finite() && value >= 0.0 && value <= d.threads.len() as f64) {
+                    return Err(SpecError::new(key, format!("must be in [0, {}] (got {value})", d.threads.len())));
+                }
+                d.cores = value;
+            }
+            (Workload::OpenLoop(o), "rate_per_s") => {
+                if !(value.is_finite() && value > 0.0) {
+                    return Err(SpecError::new(key, format!("must be > 0 (got {value})")));
+                }
+                o.mean_interarrival_ns = 1e9 / value;
+            }
+            _ => return Err(SpecError::new(key, format!("workload {name:?} has no run-time {key:?} (duty: cores; open_loop: rate_per_s)"))),
+        }
+        Ok(())
     }
 
     // ---------------------------------------------------------------- the event loop

@@ -98,6 +98,11 @@ fn default_fault_penalty() -> f64 {
     20.0
 }
 
+/// 10 ms: short against a trace's seconds, long against the scheduler's slices.
+fn default_duty_period() -> u64 {
+    10_000_000
+}
+
 fn default_chunk() -> u64 {
     1 << 20
 }
@@ -348,6 +353,20 @@ pub enum WorkloadSpec {
         #[serde(default)]
         start_ns: u64,
     },
+    /// CPU demand that follows a trace: `cores` (changed at run time, `set_workload`) spread
+    /// over up to `max_threads` threads; thread k runs min(1, cores − k) of every `period_ns`
+    /// and sleeps the rest (a duty cycle), so the group asks for exactly `cores` CPUs.
+    Duty {
+        name: String,
+        cgroup: String,
+        max_threads: u32,
+        #[serde(default)]
+        cores: f64,
+        #[serde(default = "default_duty_period")]
+        period_ns: u64,
+        #[serde(default)]
+        start_ns: u64,
+    },
     /// Poisson arrivals at `rate_per_s` into a FIFO queue served by `workers` threads.
     OpenLoop {
         name: String,
@@ -370,7 +389,8 @@ impl WorkloadSpec {
             | WorkloadSpec::MemoryHog { name, .. }
             | WorkloadSpec::FileServer { name, .. }
             | WorkloadSpec::CacheWriter { name, .. }
-            | WorkloadSpec::Analytics { name, .. } => name,
+            | WorkloadSpec::Analytics { name, .. }
+            | WorkloadSpec::Duty { name, .. } => name,
         }
     }
     pub fn cgroup(&self) -> &str {
@@ -382,7 +402,8 @@ impl WorkloadSpec {
             | WorkloadSpec::MemoryHog { cgroup, .. }
             | WorkloadSpec::FileServer { cgroup, .. }
             | WorkloadSpec::CacheWriter { cgroup, .. }
-            | WorkloadSpec::Analytics { cgroup, .. } => cgroup,
+            | WorkloadSpec::Analytics { cgroup, .. }
+            | WorkloadSpec::Duty { cgroup, .. } => cgroup,
         }
     }
 }
@@ -668,6 +689,17 @@ impl NodeSpec {
                     }
                     if !(fault_penalty.is_finite() && *fault_penalty >= 0.0) {
                         return Err(SpecError::new(f("fault_penalty"), format!("must be >= 0 (got {fault_penalty})")));
+                    }
+                }
+                WorkloadSpec::Duty { max_threads, cores, period_ns, .. } => {
+                    if *max_threads == 0 {
+                        return Err(SpecError::new(f("max_threads"), "must be >= 1"));
+                    }
+                    if !(cores.is_finite() && *cores >= 0.0 && *cores <= *max_threads as f64) {
+                        return Err(SpecError::new(f("cores"), format!("must be in [0, max_threads = {max_threads}] (got {cores})")));
+                    }
+                    if *period_ns < 1000 {
+                        return Err(SpecError::new(f("period_ns"), "must be at least 1 µs"));
                     }
                 }
                 WorkloadSpec::CacheWriter { threads, chunk_bytes, .. } => {

@@ -255,6 +255,25 @@ impl Analytics {
     }
 }
 
+/// spec.rs `Duty`: per period, thread k is given min(1, cores − k) of the period's CPU.
+#[derive(Debug)]
+pub struct Duty {
+    pub threads: Vec<TaskId>,
+    pub cores: f64,
+    pub period: Ns,
+    /// Thread k still has work from an earlier period (the node could not give it all, or
+    /// it ends exactly at the boundary), and the share it takes next when it finishes (one
+    /// period's at most: an unmet demand does not pile up).
+    pub busy: Vec<bool>,
+    pub pending: Vec<u64>,
+}
+
+impl Duty {
+    fn share(&self, k: usize) -> u64 {
+        ((self.cores - k as f64).clamp(0.0, 1.0) * self.period as f64).round() as u64
+    }
+}
+
 #[derive(Debug)]
 pub enum Workload {
     Hog(Hog),
@@ -265,6 +284,7 @@ pub enum Workload {
     FileServer(FileServer),
     CacheWriter(CacheWriter),
     Analytics(Analytics),
+    Duty(Duty),
 }
 
 impl ClosedLoop {
@@ -313,6 +333,19 @@ impl Workload {
                 } else {
                     cl.issue(slot as usize, now, None, eff, &mut services[svc]);
                 }
+            }
+            Workload::Duty(d) => {
+                // every period: each idle thread gets its share; a busy one keeps what it has
+                for k in 0..d.threads.len() {
+                    let work = d.share(k);
+                    if d.busy[k] {
+                        d.pending[k] = work;
+                    } else if work > 0 {
+                        d.busy[k] = true;
+                        eff.wakes.push((d.threads[k], work));
+                    }
+                }
+                eff.timers.push((now + d.period, wl, 0));
             }
             Workload::Analytics(a) => {
                 debug_assert_eq!(slot, START);
@@ -395,6 +428,15 @@ impl Workload {
         match self {
             Workload::Hog(_) => Next::Compute(FOREVER),
             Workload::CacheWriter(w) => Next::Compute(w.next_chunk(slot as usize, eff)),
+            Workload::Duty(d) => {
+                let k = slot as usize;
+                let next = std::mem::take(&mut d.pending[k]);
+                if next > 0 {
+                    return Next::Compute(next);
+                }
+                d.busy[k] = false;
+                Next::Sleep
+            }
             Workload::Analytics(a) => {
                 let k = slot as usize;
                 if a.task_running[k] {
