@@ -43,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, help="seed for every run (default: scenario.seed)")
     run.add_argument("--out", type=Path, help="output directory (default: out/<scenario name>)")
     run.add_argument("--policy", type=Path, metavar="POLICY.toml", help="run every run under this [policy] (a file colosim tune wrote)")
+    run.add_argument("--trace", type=Path, metavar="TRACE.parquet", help="the trace the scenario's trace-driven workloads play (their trace.file)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     rep = commands.add_parser(
         "replay",
@@ -170,11 +171,13 @@ def _record(args: argparse.Namespace) -> int:
 
 
 def _overrides(args: argparse.Namespace) -> dict:
-    """--policy FILE, then every --set (which wins)."""
+    """--policy FILE and --trace FILE, then every --set (which wins)."""
     from sim.overrides import combine
-    from sim.scenario import policy_file
+    from sim.scenario import policy_file, read_document, trace_overrides
 
-    return combine(policy_file(args.policy) if args.policy else {}, args.overrides)
+    trace = getattr(args, "trace", None)
+    traced = trace_overrides(read_document(args.scenario), trace) if trace else {}
+    return combine(policy_file(args.policy) if args.policy else {}, traced, args.overrides)
 
 
 def _one_line(err: BaseException) -> str:

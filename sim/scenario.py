@@ -282,7 +282,7 @@ class TraceRef(_Table):
     `rate_per_s` (or its CPU ÷ the mean service time). `speed` compresses time (10: ten trace
     seconds a simulated second); `scale` multiplies the values."""
 
-    file: str = Field(min_length=1)
+    file: str | None = Field(None, min_length=1)  # or `--trace FILE` on the command line
     entity: str = Field(min_length=1)
     speed: float = Field(1.0, gt=0, allow_inf_nan=False)
     scale: float = Field(1.0, gt=0, allow_inf_nan=False)
@@ -603,8 +603,11 @@ class Kernel(_Table):
 
 def trace_series(workload: Any, ref: TraceRef, where: str):
     """(times, values, key) a workload's trace player plays."""
+    from traces.format import TraceError
     from traces.player import load, series
 
+    if ref.file is None:
+        raise TraceError(f"{where}.file: which trace? give trace.file, or --trace FILE")
     trace = load(ref.file)
     if workload.kind == "duty":
         t, v = series(trace, ref.entity, "cpu_cores", None, where)
@@ -1149,6 +1152,17 @@ def read_document(path: str | Path) -> dict[str, Any]:
 def load_scenario(path: str | Path, overrides: Iterable[str] | Mapping[str, Any] = ()) -> Scenario:
     """Read and validate a scenario file; ScenarioError names what is wrong."""
     return Scenario.from_document(read_document(path), overrides)
+
+
+def trace_overrides(document: Mapping[str, Any], file: str | Path) -> dict[str, Any]:
+    """`--trace FILE`: the file every trace-driven workload of the document plays."""
+    out = {}
+    for name, w in (document.get("workloads") or {}).items():
+        if isinstance(w, Mapping) and isinstance(w.get("trace"), Mapping):
+            out[format_path(("workloads", name, "trace", "file"))] = str(file)
+    if not out:
+        raise ScenarioError(f"--trace {file}: no workload of the scenario follows a trace (give one a [workloads.NAME.trace] table with its entity)")
+    return out
 
 
 def policy_file(path: str | Path) -> dict[str, Any]:

@@ -85,3 +85,68 @@ def test_a_trace_that_does_not_fit_is_named(tmp_path):
         Scenario.from_toml(scenario(path).replace('entity = "batch-1"', 'entity = "nope"'))
     with pytest.raises(ScenarioError, match=r"workloads.batch.trace: .*missing.parquet: no such file"):
         Scenario.from_toml(scenario(tmp_path / "missing.parquet"))
+
+
+def test_run_and_tune_take_traces(tmp_path, capsys):
+    """`colosim run --trace` plays a trace the scenario leaves open; `colosim tune --trace A
+    --trace B` runs every trial on each, and the SLO holds on the worse."""
+    import json
+
+    import optuna
+
+    from sim.cli import main
+
+    light, heavy = Trace(), Trace()
+    t = np.arange(6.0)
+    light.add(Entity("batch-1", "offline", t, np.full(6, 1.0)))
+    heavy.add(Entity("batch-1", "offline", t, np.full(6, 3.0)))
+    a, b = light.write(tmp_path / "light.csv"), heavy.write(tmp_path / "heavy.csv")
+    text = f"""
+[scenario]
+name = "tt"
+duration = "6s"
+sample_interval = "1s"
+
+[node]
+cores_per_socket = 8
+
+[cgroups.batch]
+[cgroups.web]
+
+[workloads.batch]
+kind = "duty"
+cgroup = "batch"
+max_threads = 4
+trace = {{ entity = "batch-1" }}
+
+[workloads.web]
+kind = "closed_loop"
+cgroup = "web"
+clients = 2
+service = "2ms"
+
+[policy]
+name = "koordinator"
+besteffort = "batch"
+ls = ["web"]
+
+[tune]
+params = {{ cpu_suppress_threshold_percent = [30, 100] }}
+slo = ["web.p99 <= 1.5 * solo"]
+trials = 4
+"""
+    path = tmp_path / "tt.toml"
+    path.write_text(text)
+    assert main(["run", str(path), "--no-progress", "--out", str(tmp_path / "r")]) == 2
+    assert "workloads.batch.trace.file: which trace? give trace.file, or --trace FILE" in capsys.readouterr().err
+    assert main(["run", str(path), "--trace", str(b), "--no-progress", "--out", str(tmp_path / "r")]) == 0
+    run = json.loads((tmp_path / "r" / "results.json").read_text())["runs"]["tt"]
+    assert run["cgroups"]["batch"]["cpu_s"] == pytest.approx(6 * 3.0, rel=0.05)
+    assert main(["tune", str(path), "--trace", str(a), "--trace", str(b), "--out", str(tmp_path / "t"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "(on the worst of 1 seed(s) × 2 case(s) over 2 traces)" in out
+    study = optuna.load_study(study_name="tt:koordinator", storage=f"sqlite:///{tmp_path / 't' / 'tune.db'}")
+    solo = study.user_attrs["solo"]["1"]
+    assert set(solo) == {f"tt @ {a}", f"tt @ {b}"}  # each run of the scenario with each trace
+    # batch CPU adds over the two traces: at most 1 + 3 cores for 6 s
+    assert study.trials[0].user_attrs["summary"]["batch_cpu"]["mean"] <= 6 * 4.0 * 1.05

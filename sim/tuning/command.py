@@ -26,6 +26,8 @@ def add_parser(commands) -> None:
     tune.add_argument("--objective", action="append", metavar="METRIC", help="batch_cpu (default), utilization, or SERVICE.p99 ...; "
                       "give two (e.g. batch_cpu and online.p99) for a multi-objective study")
     tune.add_argument("--param", action="append", metavar="NAME[=LOW:HIGH]", help="a parameter to search (default: the policy's usual thresholds); repeatable")
+    tune.add_argument("--trace", action="append", metavar="TRACE.parquet",
+                      help="a trace the trace-driven workloads play; repeat for a trace set: every trial runs each, the SLO holds on the worst")
     tune.add_argument("--seeds", type=int, help="seeds per trial: objectives are their mean, SLOs hold on the worst (default 1)")
     tune.add_argument("--storage", help="Optuna storage URL, e.g. postgresql://user@host/db to share one study between machines "
                       "(default: sqlite file OUT/tune.db)")
@@ -48,7 +50,7 @@ def tune(args: argparse.Namespace) -> int:
         raise ScenarioError(f"--jobs: must be >= 1 (got {args.jobs})")
     spec = build_spec(
         args.scenario, combine(args.overrides), policy=args.policy, params=args.param, slo=args.slo,
-        objective=args.objective, trials=args.trials, seeds=args.seeds, sampler=args.sampler,
+        objective=args.objective, trials=args.trials, seeds=args.seeds, sampler=args.sampler, traces=args.trace,
     )
     out = args.out if args.out is not None else Path("out") / spec.scenario.name
     name = args.study or f"{spec.scenario.name}:{spec.policy}"

@@ -16,7 +16,7 @@ from sim.results import RunResult
 from sim.scenario import Scenario
 
 SERVICE_KINDS = ("closed_loop", "open_loop", "bursty", "file_server")
-BATCH_KINDS = ("hog", "memory_hog", "cache_writer", "analytics")
+BATCH_KINDS = ("hog", "memory_hog", "cache_writer", "analytics", "duty")
 
 # seed index -> case name -> metric text -> value
 Measurement = list[dict[str, dict[str, float]]]
@@ -47,18 +47,31 @@ def run_metrics(run: RunResult, scenario: Scenario, batch: list[str]) -> dict[st
     return out
 
 
-def measure(document: Mapping[str, Any], overrides: Mapping[str, Any], seeds: list[int], cases: list[str], batch: list[str]) -> Measurement:
-    """Run every case with every seed; a bad configuration raises ScenarioError (or the
-    core's ValueError) naming it."""
-    from sim.runner import run_variant
+def case_name(run: str, trace: str | None) -> str:
+    """A case: a run of the scenario, with one trace of the set when there is one."""
+    return run if trace is None else f"{run} @ {trace}"
 
-    scenario = Scenario.from_document(document, overrides)
-    variants = {v.name: v for v in scenario.variants()}
+
+def measure(document: Mapping[str, Any], overrides: Mapping[str, Any], seeds: list[int], runs: list[str], batch: list[str],
+            traces: list[str] | None = None) -> Measurement:
+    """Run every run (× every trace of the set) with every seed; a bad configuration raises
+    ScenarioError (or the core's ValueError) naming it."""
+    from sim.runner import run_variant
+    from sim.scenario import trace_overrides
+
+    variants = {}
+    for trace in traces or [None]:
+        more = trace_overrides(document, trace) if trace else {}
+        scenario = Scenario.from_document(document, {**overrides, **more})
+        for v in scenario.variants():
+            variants[case_name(v.name, trace)] = v
     out: Measurement = []
     for seed in seeds:
         per_case = {}
-        for case in cases:
-            v = variants[case]
-            per_case[case] = run_metrics(run_variant(v, seed), v.scenario, batch)
+        for trace in traces or [None]:
+            for run in runs:
+                case = case_name(run, trace)
+                v = variants[case]
+                per_case[case] = run_metrics(run_variant(v, seed), v.scenario, batch)
         out.append(per_case)
     return out

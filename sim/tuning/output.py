@@ -98,7 +98,7 @@ def summary_text(spec: TuneSpec, study, name: str) -> str:
         f"study {name}: {len(trials)} trials ({n_done} complete, {n_fail} failed), {n_ok} meet every SLO\n"
         f"policy {spec.policy}; objective{'s' if spec.multi else ''} "
         + ", ".join(f"{o.sense.value} {o.text}" for o in spec.objectives)
-        + (f"; SLO {'; '.join(s.text for s in spec.slos)} (on the worst of {len(spec.seeds)} seed(s) × {len(spec.cases)} case(s))" if spec.slos else "")
+        + (f"; SLO {'; '.join(s.text for s in spec.slos)} (on the worst of {len(spec.seeds)} seed(s) × {len(spec.cases) * max(1, len(spec.traces))} case(s){' over ' + str(len(spec.traces)) + ' traces' if spec.traces else ''})" if spec.slos else "")
     )
     parts = [head]
     default = defaults_trial(study)

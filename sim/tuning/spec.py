@@ -51,6 +51,7 @@ class TuneSpec:
     trials: int
     sampler: str
     overrides: dict[str, Any] = field(default_factory=dict)
+    traces: list[str] = field(default_factory=list)  # a trace set: every case with each
 
     @property
     def metrics(self) -> list[Metric]:
@@ -84,6 +85,7 @@ class TuneSpec:
             "cases": self.cases,
             "batch": self.batch,
             "overrides": {k: repr(v) for k, v in self.overrides.items()},
+            "traces": self.traces,
         }
 
 
@@ -97,9 +99,16 @@ def build_spec(
     trials: int | None = None,
     seeds: int | None = None,
     sampler: str | None = None,
+    traces: list[str] | None = None,
 ) -> TuneSpec:
+    from sim.scenario import trace_overrides
+
     document = read_document(path)
-    scenario = Scenario.from_document(document, overrides)
+    traces = [str(t) for t in traces or []]
+    first = trace_overrides(document, traces[0]) if traces else {}
+    scenario = Scenario.from_document(document, {**overrides, **first})
+    for t in traces[1:]:
+        Scenario.from_document(document, {**overrides, **trace_overrides(document, t)})  # each trace fits
     try:
         table = TuneTable.model_validate(scenario.tune or {})
     except ValidationError as err:
@@ -155,7 +164,7 @@ def build_spec(
         if b in services:
             raise ScenarioError(f"tune.batch: {b!r} serves requests; batch workloads are the others")
     if any(o.text == "batch_cpu" for o in objectives) and not batch:
-        raise ScenarioError("tune: the objective batch_cpu needs batch workloads (hog), and the scenario has none (or name them: [tune] batch)")
+        raise ScenarioError("tune: the objective batch_cpu needs batch workloads (hog, memory_hog, cache_writer, analytics, duty), and the scenario has none (or name them: [tune] batch)")
 
     n_seeds = seeds if seeds is not None else table.seeds
     if not 1 <= n_seeds <= 1000:
@@ -180,6 +189,7 @@ def build_spec(
         trials=n_trials,
         sampler=chosen_sampler,
         overrides=overrides,
+        traces=traces,
     )
 
 

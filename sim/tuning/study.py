@@ -41,11 +41,12 @@ class Job:
     seeds: list[int]
     cases: list[str]
     batch: list[str]
+    traces: list[str]
 
 
 def run_job(job: Job) -> tuple[int, Measurement]:
     """The trial's simulations; returns the pid that ran them with what they measured."""
-    return os.getpid(), measure(job.document, job.overrides, job.seeds, job.cases, job.batch)
+    return os.getpid(), measure(job.document, job.overrides, job.seeds, job.cases, job.batch, job.traces)
 
 
 def storage_url(spec: TuneSpec, storage: str | None, out) -> str:
@@ -133,7 +134,7 @@ def solo_measurement(spec: TuneSpec) -> Measurement:
     """Each case with every batch workload disabled and the scenario's own policy: the
     service alone, which `solo` in an SLO refers to."""
     off = {f"workloads.{b}.enabled": False for b in spec.batch}
-    return measure(spec.document, {**spec.overrides, **off}, spec.seeds, spec.cases, spec.batch)
+    return measure(spec.document, {**spec.overrides, **off}, spec.seeds, spec.cases, spec.batch, spec.traces)
 
 
 class _Inline(cf.Executor):
@@ -261,7 +262,7 @@ def optimize(spec: TuneSpec, study, jobs: int, progress: bool = True) -> None:
                 if _duplicate_defaults(study, trial):
                     trial.set_user_attr("defaults", False)
                 table = policy_table(spec.fixed, trial.params, spec.dims)
-                job = Job(spec.document, {**spec.overrides, "policy": table}, spec.seeds, spec.cases, spec.batch)
+                job = Job(spec.document, {**spec.overrides, "policy": table}, spec.seeds, spec.cases, spec.batch, spec.traces)
                 pending[pool.submit(run_job, job)] = trial
             if not pending:
                 break
