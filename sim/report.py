@@ -19,7 +19,7 @@ def write_report(result: ExperimentResult, path: str | Path) -> Path:
     cgroup's CPU share over time per run."""
     figures = [
         latency_figure(result), latency_over_time_figure(result), cpu_share_figure(result),
-        memory_figure(result), throttling_figure(result), decisions_figure(result),
+        trace_figure(result), memory_figure(result), throttling_figure(result), decisions_figure(result),
     ]
     parts = [
         fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"responsive": True})
@@ -164,6 +164,27 @@ def latency_over_time_figure(result: ExperimentResult, bins: int = 60) -> go.Fig
                             line={"color": colors.get(name)})
     fig.update_layout(title="Mean request latency over the run (ms)", xaxis_title="simulated time (s)", yaxis_title="ms", height=420)
     return fig
+
+
+def trace_figure(result: ExperimentResult) -> go.Figure | None:
+    """Per run and trace-driven workload: what the trace asks (cores, or requests/s) beside
+    what the simulation gave (its cgroup's cores, or completions/s), per sample."""
+    items = [(r, w, d) for r in result.runs.values() for w, d in r.trace_demand.items() if len(r.timeseries.t_s)]
+    if not items:
+        return None
+    fig = make_subplots(rows=len(items), cols=1, subplot_titles=[f"{r.name}: {w}" for r, w, _ in items],
+                        vertical_spacing=min(0.08, 0.5 / max(len(items) - 1, 1)))
+    for row, (run, w, (key, cg, t, v)) in enumerate(items, start=1):
+        ts = run.timeseries
+        if key == "cores":
+            got, unit = ts.cpu_share.get(cg, np.zeros(len(ts.t_s))) * run.ncpus, "cores"
+        else:
+            dt = np.diff(np.concatenate([[0.0], ts.t_s]))
+            got, unit = ts.completions.get(w, np.zeros(len(ts.t_s))) / np.where(dt > 0, dt, 1), "requests/s"
+        fig.add_scatter(x=t, y=v, mode="lines", line={"shape": "hv", "dash": "dot", "color": "#444"}, name="trace", showlegend=row == 1, row=row, col=1)
+        fig.add_scatter(x=ts.t_s, y=got, mode="lines", line={"shape": "hv", "color": "#1f77b4"}, name="simulated", showlegend=row == 1, row=row, col=1)
+        fig.update_yaxes(title_text=unit, rangemode="tozero", row=row, col=1)
+    return _finish_time_panels(fig, len(items), "Trace demand and what the simulation gave", 260, -0.1)
 
 
 def memory_figure(result: ExperimentResult) -> go.Figure | None:

@@ -200,6 +200,8 @@ class RunResult:
     # tasks each workload lost to the OOM killer (memory modelled), and the node's memory
     oom_kills: dict[str, int] = field(default_factory=dict)
     node_memory: dict[str, int] | None = None
+    # per trace-driven workload: (what it sets, its cgroup, times (s, simulated), values)
+    trace_demand: dict[str, tuple[str, str, Any, Any]] = field(default_factory=dict)
 
     @property
     def measured_s(self) -> float:

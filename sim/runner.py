@@ -85,6 +85,7 @@ def run_variant(
         # Replay's prediction simulates what the host got: knobs it lacks go to stand-ins.
         runner = PolicyRunner(variant.scenario.build_policy(), Substituting(backend, substitute) if substitute else backend)
         env.process(runner.process(env))
+    demand = {}
     for name, w in variant.scenario.workloads.items():
         ref = getattr(w, "trace", None)
         if ref is not None and w.enabled:
@@ -93,6 +94,14 @@ def run_variant(
 
             t, v, key = trace_series(w, ref, f"workloads.{name}.trace")
             env.process(play(env, name, key, t, v, ref.speed, ref.scale))
+            if w.kind == "duty" and variant.scenario.node.memory is not None:
+                from sim.scenario import trace_memory_series
+
+                mem = trace_memory_series(w, ref)
+                if mem is not None:  # its memory follows the trace too
+                    env.process(play(env, name, "memory_bytes", *mem, ref.speed, ref.scale))
+            # what the trace asks, on the simulated clock, for the report
+            demand[name] = (key, w.cgroup, (t - (t[0] if len(t) else 0)) / ref.speed, v * ref.scale)
     if attach is not None:
         attach(env, variant)
     done = 0
@@ -105,6 +114,7 @@ def run_variant(
         on_progress(end - done)
         done = end
     result = RunResult.from_environment(env, variant.name)
+    result.trace_demand = demand
     if runner is not None:
         result.decisions = [d.to_dict() for d in runner.decisions]
     return result

@@ -617,6 +617,14 @@ def trace_series(workload: Any, ref: TraceRef, where: str):
     return t, v, "rate_per_s"
 
 
+def trace_memory_series(workload: Any, ref: TraceRef):
+    """(times, bytes) of a duty workload's trace entity, or None when it records no memory."""
+    from traces.player import load
+
+    e = load(ref.file).entities[ref.entity]
+    return None if e.memory_bytes is None else (e.t_s, e.memory_bytes)
+
+
 def _mean_s(d: Any) -> float:
     if d.dist == "constant":
         return d.value / 1e9

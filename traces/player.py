@@ -1,5 +1,6 @@
 """Trace players: SimPy processes that set a workload's demand from a trace as the run goes
-(a duty workload's cores, an open loop's request rate), time optionally compressed."""
+(a duty workload's cores and memory, an open loop's request rate), time optionally
+compressed."""
 
 from __future__ import annotations
 
@@ -49,6 +50,8 @@ def play(env, workload: str, key: str, times_s: np.ndarray, values: np.ndarray, 
         at = (float(t) - t0) / speed
         if at > env.now:
             yield env.timeout(at - env.now)
+        if np.isnan(v):
+            continue  # not recorded at this sample: the last value holds
         value = float(v) * scale
         if key == "rate_per_s":
             value = max(value, MIN_RATE)

@@ -382,7 +382,7 @@ impl Node {
             WorkloadSpec::Duty { max_threads, cores, period_ns, start_ns, .. } => {
                 let ts: Vec<TaskId> = (0..*max_threads).map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus)).collect();
                 let n = ts.len();
-                (Workload::Duty(crate::workload::Duty { threads: ts, cores: *cores, period: *period_ns, busy: vec![false; n], pending: vec![0; n] }), *start_ns)
+                (Workload::Duty(crate::workload::Duty { threads: ts, cores: *cores, period: *period_ns, busy: vec![false; n], pending: vec![0; n], memory: 0 }), *start_ns)
             }
             WorkloadSpec::Analytics { threads, working_set_bytes, work_ns, fault_penalty, start_ns, .. } => {
                 let ts: Vec<TaskId> = (0..*threads).map(|k| self.new_task(cg, idx, k, 0)).collect();
@@ -458,13 +458,21 @@ impl Node {
                 }
                 d.cores = value;
             }
+            (Workload::Duty(d), "memory_bytes") => {
+                if !(value.is_finite() && value >= 0.0) {
+                    return Err(SpecError::new(key, format!("must be >= 0 (got {value})")));
+                }
+                let (owner, held, want) = (d.threads[0], d.memory, value.round() as u64);
+                d.memory = want;
+                return self.follow_memory(owner, held, want);
+            }
             (Workload::OpenLoop(o), "rate_per_s") => {
                 if !(value.is_finite() && value > 0.0) {
                     return Err(SpecError::new(key, format!("must be > 0 (got {value})")));
                 }
                 o.mean_interarrival_ns = 1e9 / value;
             }
-            _ => return Err(SpecError::new(key, format!("workload {name:?} has no run-time {key:?} (duty: cores; open_loop: rate_per_s)"))),
+            _ => return Err(SpecError::new(key, format!("workload {name:?} has no run-time {key:?} (duty: cores, memory_bytes; open_loop: rate_per_s)"))),
         }
         Ok(())
     }

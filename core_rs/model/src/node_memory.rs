@@ -153,6 +153,37 @@ impl Node {
         }
     }
 
+    /// A trace player moves a workload's memory from `held` to `want` bytes (charged to
+    /// `owner`): the difference is allocated or freed at once; reclaim and OOM happen as for
+    /// any charge (their CPU cost is not put on a task: the player is not one).
+    pub(crate) fn follow_memory(&mut self, owner: TaskId, held: u64, want: u64) -> Result<()> {
+        if self.tasks[owner].dead {
+            return Ok(());
+        }
+        let cg = self.tasks[owner].cg;
+        let m = self.memory_mut("memory_bytes")?;
+        if want < held {
+            m.uncharge(cg, owner, crate::memcg::Kind::Anon, held - want);
+            return Ok(());
+        }
+        let c = m.charge(cg, owner, crate::memcg::Kind::Anon, want - held);
+        let mut victims = c.killed.clone();
+        if c.failed && !victims.contains(&owner) {
+            victims.push(owner);
+        }
+        if !victims.is_empty() {
+            self.settle();
+            for v in victims {
+                self.oom_kill_task(v);
+            }
+            for cpu in 0..self.ncpus() {
+                self.unthrottle_qos(cpu);
+                self.schedule(cpu);
+            }
+        }
+        Ok(())
+    }
+
     /// What a workload sees of memory before it is called: a file server, its cgroup's cache.
     pub(crate) fn refresh_view(&mut self, wl: usize) {
         match (&mut self.workloads[wl], &self.memory) {

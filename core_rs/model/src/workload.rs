@@ -266,6 +266,8 @@ pub struct Duty {
     /// period's at most: an unmet demand does not pile up).
     pub busy: Vec<bool>,
     pub pending: Vec<u64>,
+    /// Anonymous memory it holds (set at run time, charged to its first thread).
+    pub memory: u64,
 }
 
 impl Duty {
