@@ -77,6 +77,20 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("--interval", default="1s", help="sampling interval (default 1s)")
     rec.add_argument("--duration", required=True, help='how long, e.g. "10m"')
     rec.add_argument("-o", "--output", required=True, type=Path, metavar="TRACE.parquet", help="output file (.parquet or .csv)")
+    tr = commands.add_parser(
+        "trace",
+        help="make a trace file: from Alibaba cluster-trace-v2018, or synthetic",
+        description="Write a trace in colosim's format (see README, Traces).",
+    )
+    tr.add_argument("source", choices=("alibaba2018", "synthetic"))
+    tr.add_argument("directory", nargs="?", type=Path, help="alibaba2018: where the dataset's CSVs are")
+    tr.add_argument("--machine", help="alibaba2018: the machine id, e.g. m_1940")
+    tr.add_argument("--start", default="0s", help="window start (trace time), e.g. 86400s")
+    tr.add_argument("--end", default="1d", help="window end; synthetic: the length (default 1d)")
+    tr.add_argument("--step", default="60s", help="sample step (default 60s)")
+    tr.add_argument("--node-memory", default="64Gi", help="alibaba2018: memory of the node (normalised memory 100 = this)")
+    tr.add_argument("--seed", type=int, default=1, help="synthetic: seed")
+    tr.add_argument("-o", "--output", required=True, type=Path, metavar="TRACE.parquet")
     from sim.tuning.command import add_parser
 
     add_parser(commands)
@@ -108,6 +122,8 @@ def _run(args: argparse.Namespace) -> int:
         return _replay(args)
     if args.command == "record":
         return _record(args)
+    if args.command == "trace":
+        return _trace(args)
     if args.command == "tune":
         from sim.tuning.command import tune
 
@@ -147,6 +163,40 @@ def _replay(args: argparse.Namespace) -> int:
     if args.seed is not None and not 0 <= args.seed < 2**64:
         raise ScenarioError(f"--seed: must be in 0..2^64-1 (got {args.seed})")
     return replay(args.scenario, _overrides(args), args.seed, args.out, args.compare, args.dry_run)
+
+
+def _trace(args: argparse.Namespace) -> int:
+    from policies.pods import memory_bytes
+    from sim.duration import parse_duration
+
+    def seconds(flag: str, text: str) -> float:
+        if text.endswith("d") and text[:-1].replace(".", "", 1).isdigit():
+            return float(text[:-1]) * 86_400
+        try:
+            return parse_duration(text) / 1e9
+        except ValueError as err:
+            raise ScenarioError(f"--{flag}: {err}") from None
+
+    start, end, step = seconds("start", args.start), seconds("end", args.end), seconds("step", args.step)
+    if args.source == "alibaba2018":
+        from traces import alibaba2018
+
+        if args.directory is None or not args.machine:
+            raise ScenarioError("trace alibaba2018: give the dataset's DIRECTORY and --machine")
+        try:
+            mem = memory_bytes(args.node_memory)
+        except ValueError as err:
+            raise ScenarioError(f"--node-memory: {err}") from None
+        trace = alibaba2018.load(args.directory, args.machine, start, end, step, mem)
+    else:
+        from traces import synthetic
+
+        trace = synthetic.day(args.seed, duration_s=end, step_s=step)
+    trace.write(args.output)
+    for e in trace.entities.values():
+        print(f"{e.name} ({e.role}): {len(e)} samples, mean {e.cpu_cores.mean():.2f} cores, max {e.cpu_cores.max():.2f}")
+    print(f"wrote {args.output}")
+    return 0
 
 
 def _record(args: argparse.Namespace) -> int:

@@ -191,3 +191,35 @@ trace = {{ file = "{path}", entity = "job" }}
     # 100 MiB from 0 s, 300 from 1 s, held through the missing sample at 2 s, 50 from 3 s
     # (a sample taken at the very instant of a change sees the value before it)
     assert mem.tolist() == [100, 100, 300, 300, 300, 300, 50, 50]
+
+
+SAMPLE = __import__("pathlib").Path(__file__).resolve().parents[2] / "shared" / "traces" / "alibaba-v2018"
+
+
+@pytest.mark.skipif(not (SAMPLE / "machine_usage_head100k.csv").exists(), reason="the real v2018 sample is not beside the project")
+def test_the_alibaba_machine_experiment(root, tmp_path, capsys):
+    """experiments/alibaba_machine.toml on two hours of the day: the offline duty gives the
+    machine's recorded load (the node has room), and Koordinator's suppress keeps the online
+    tail lower than no isolation."""
+    from sim.cli import main
+
+    m, syn = tmp_path / "m.parquet", tmp_path / "s.parquet"
+    assert main(["trace", "alibaba2018", str(SAMPLE), "--machine", "m_1940", "--start", "86400s", "--end", "172800s", "-o", str(m)]) == 0
+    assert main(["trace", "synthetic", "--seed", "1", "-o", str(syn)]) == 0
+    out = tmp_path / "o"
+    assert main(["run", str(root / "experiments" / "alibaba_machine.toml"), "--no-progress", "--out", str(out),
+                 "--set", "scenario.duration=120s", "--set", f"workloads.web.trace.file={syn}",
+                 "--set", f"workloads.batch.trace.file={m}"]) == 0
+    import json
+
+    from traces.format import read
+
+    runs = json.loads((out / "results.json").read_text())["runs"]
+    node = read(m).entities["m_1940"]
+    played = node.t_s < 120 * 60  # two trace hours, at speed 60
+    # the duty holds the last value: time-weighted mean of what was played over the window
+    t = np.append(node.t_s[played], 120 * 60)
+    got = runs["no isolation"]["cgroups"]["offline"]["cpu_s"] / 120
+    mean_played = float(np.average(node.cpu_cores[played], weights=np.diff(t)))
+    assert got == pytest.approx(mean_played, rel=0.05)
+    assert runs["Koordinator"]["services"]["web"]["p99_s"] < runs["no isolation"]["services"]["web"]["p99_s"]
