@@ -82,8 +82,9 @@ def _parser() -> argparse.ArgumentParser:
         help="make a trace file: from Alibaba cluster-trace-v2018, or synthetic",
         description="Write a trace in colosim's format (see README, Traces).",
     )
-    tr.add_argument("source", choices=("alibaba2018", "synthetic"))
-    tr.add_argument("directory", nargs="?", type=Path, help="alibaba2018: where the dataset's CSVs are")
+    tr.add_argument("source", choices=("alibaba2018", "google2019", "synthetic"))
+    tr.add_argument("directory", nargs="?", type=Path, help="alibaba2018/google2019: where the dataset's CSVs are")
+    tr.add_argument("--node-cores", type=float, default=64, help="google2019: cores of the simulated node (capacity.cpus = this)")
     tr.add_argument("--machine", help="alibaba2018: the machine id, e.g. m_1940")
     tr.add_argument("--start", default="0s", help="window start (trace time), e.g. 86400s")
     tr.add_argument("--end", default="1d", help="window end; synthetic: the length (default 1d)")
@@ -178,16 +179,19 @@ def _trace(args: argparse.Namespace) -> int:
             raise ScenarioError(f"--{flag}: {err}") from None
 
     start, end, step = seconds("start", args.start), seconds("end", args.end), seconds("step", args.step)
-    if args.source == "alibaba2018":
-        from traces import alibaba2018
+    if args.source in ("alibaba2018", "google2019"):
+        from traces import alibaba2018, google2019
 
         if args.directory is None or not args.machine:
-            raise ScenarioError("trace alibaba2018: give the dataset's DIRECTORY and --machine")
+            raise ScenarioError(f"trace {args.source}: give the dataset's DIRECTORY and --machine")
         try:
             mem = memory_bytes(args.node_memory)
         except ValueError as err:
             raise ScenarioError(f"--node-memory: {err}") from None
-        trace = alibaba2018.load(args.directory, args.machine, start, end, step, mem)
+        if args.source == "alibaba2018":
+            trace = alibaba2018.load(args.directory, args.machine, start, end, step, mem)
+        else:
+            trace = google2019.load(args.directory, args.machine, start, end, args.node_cores, mem)
     else:
         from traces import synthetic
 

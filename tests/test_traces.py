@@ -147,3 +147,34 @@ def test_synthetic_is_seeded_and_shaped():
     # bursty batch: mean cores ≈ jobs/h × cores × runtime / 3600 (Little's law), over a week
     batch = synthetic.bursty_batch("b", 7 * 86_400, 60, jobs_per_hour=6, mean_cores=4, mean_runtime_s=1800, seed=3)
     assert batch.cpu_cores.mean() == pytest.approx(6 * 4 * 1800 / 3600, rel=0.15)
+
+
+def test_google2019_loader_on_a_fixture(tmp_path):
+    from traces import google2019
+
+    d = tmp_path / "g"
+    d.mkdir()
+    (d / "machine_events.csv").write_text("time,machine_id,type,capacity.cpus,capacity.memory\n0,7,ADD,0.5,0.25\n0,8,ADD,1.0,1.0\n")
+    (d / "instance_events.csv").write_text(
+        "time,type,collection_id,instance_index,machine_id,scheduling_class,priority,resource_request.cpus,resource_request.memory\n"
+        "0,SCHEDULE,100,0,7,3,200,0.1,0.05\n"
+        "0,SCHEDULE,200,4,7,0,110,0.05,0.01\n"
+    )
+    (d / "instance_usage.csv").write_text(
+        "start_time,end_time,collection_id,instance_index,machine_id,average_usage.cpus,average_usage.memory,assigned_memory\n"
+        "300000000,600000000,100,0,7,0.125,0.05,0.1\n"
+        "0,300000000,100,0,7,0.05,0.025,0.1\n"
+        "0,300000000,200,4,7,0.25,0.1,\n"
+        "0,300000000,300,0,8,0.9,0.9,\n"
+    )
+    tr = google2019.load(d, "7", 0, 900, node_cores=64, node_memory_bytes=256 * 2**30)
+    web, job = tr.entities["100/0"], tr.entities["200/4"]
+    assert web.role == "online" and job.role == "offline" and "300/0" not in tr.entities
+    # 0.05 of a 0.5-NCU machine = 10% of 64 cores; 0.125 → 16 cores
+    assert web.t_s.tolist() == [0, 300] and web.cpu_cores.tolist() == pytest.approx([6.4, 16.0])
+    assert web.memory_bytes.tolist() == pytest.approx([0.1 * 256 * 2**30, 0.2 * 256 * 2**30])
+    assert web.cpu_request == pytest.approx(12.8) and web.memory_limit == pytest.approx(0.4 * 256 * 2**30)
+    assert job.cpu_cores.tolist() == pytest.approx([32.0])
+    with pytest.raises(TraceError, match="missing column 'average_usage.cpus'"):
+        (d / "instance_usage.csv").write_text("start_time,collection_id,instance_index,machine_id\n")
+        google2019.load(d, "7", 0, 900, 64, 2**30)
