@@ -192,10 +192,13 @@ class SimBackend:
         # back, so each counter is kept monotonic here: (last raw reading, offset added).
         self._last: dict[tuple[str, str], tuple[int, int]] = {}
 
+    # readings that are levels, not counters: passed through as they are
+    _LEVELS = frozenset({"nr_running", "memory_current", "memory_anon", "memory_file", "memory_swap", "memory_peak"})
+
     def _monotonic(self, cgroup: str, raw: dict[str, int]) -> dict[str, int]:
         out = dict(raw)
         for key, value in raw.items():
-            if key == "nr_running":
+            if key in self._LEVELS:
                 continue
             last, offset = self._last.get((cgroup, key), (0, 0))
             if value < last:
@@ -214,8 +217,7 @@ class SimBackend:
         self.env.node.write(w.cgroup, w.knob.v1, w.value)
 
     def stats(self, cgroup: str) -> CgroupStats:
-        raw = self.env.node.cgroup_stats(cgroup)
-        s = self._monotonic(cgroup, raw)
+        s = self._monotonic(cgroup, self.env.node.cgroup_stats(cgroup))
         return CgroupStats(
             usage_ns=s["usage_ns"],
             nr_periods=s["nr_periods"],
@@ -225,9 +227,8 @@ class SimBackend:
             burst_ns=s["burst_time"],
             psi_some_ns=s["psi_some_ns"],
             nr_running=s["nr_running"],
-            # levels, not counters: the raw values
-            memory_bytes=raw.get("memory_current", 0),
-            memory_file=raw.get("memory_file", 0),
+            memory_bytes=s.get("memory_current", 0),
+            memory_file=s.get("memory_file", 0),
         )
 
     def cpus(self) -> list[Cpu]:

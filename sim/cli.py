@@ -166,19 +166,30 @@ def _replay(args: argparse.Namespace) -> int:
     return replay(args.scenario, _overrides(args), args.seed, args.out, args.compare, args.dry_run)
 
 
-def _trace(args: argparse.Namespace) -> int:
-    from policies.pods import memory_bytes
+def _seconds(flag: str, text: str) -> float:
+    """A command-line duration in seconds; trace windows may also be given in days ("1d")."""
     from sim.duration import parse_duration
 
-    def seconds(flag: str, text: str) -> float:
-        if text.endswith("d") and text[:-1].replace(".", "", 1).isdigit():
-            return float(text[:-1]) * 86_400
-        try:
-            return parse_duration(text) / 1e9
-        except ValueError as err:
-            raise ScenarioError(f"--{flag}: {err}") from None
+    if text.endswith("d") and text[:-1].replace(".", "", 1).isdigit():
+        return float(text[:-1]) * 86_400
+    try:
+        return parse_duration(text) / 1e9
+    except ValueError as err:
+        raise ScenarioError(f"--{flag}: {err}") from None
 
-    start, end, step = seconds("start", args.start), seconds("end", args.end), seconds("step", args.step)
+
+def _write_trace(trace, output: Path) -> int:
+    trace.write(output)
+    for e in trace.entities.values():
+        print(f"{e.name} ({e.role}): {len(e)} samples, mean {e.cpu_cores.mean():.2f} cores, max {e.cpu_cores.max():.2f}")
+    print(f"wrote {output}")
+    return 0
+
+
+def _trace(args: argparse.Namespace) -> int:
+    from policies.pods import memory_bytes
+
+    start, end, step = _seconds("start", args.start), _seconds("end", args.end), _seconds("step", args.step)
     if args.source in ("alibaba2018", "google2019"):
         from traces import alibaba2018, google2019
 
@@ -196,32 +207,18 @@ def _trace(args: argparse.Namespace) -> int:
         from traces import synthetic
 
         trace = synthetic.day(args.seed, duration_s=end, step_s=step)
-    trace.write(args.output)
-    for e in trace.entities.values():
-        print(f"{e.name} ({e.role}): {len(e)} samples, mean {e.cpu_cores.mean():.2f} cores, max {e.cpu_cores.max():.2f}")
-    print(f"wrote {args.output}")
-    return 0
+    return _write_trace(trace, args.output)
 
 
 def _record(args: argparse.Namespace) -> int:
-    from sim.duration import parse_duration
     from traces.recorder import mounts, record, source
 
-    try:
-        interval = parse_duration(args.interval) / 1e9
-        duration = parse_duration(args.duration) / 1e9
-    except ValueError as err:
-        raise ScenarioError(f"--interval/--duration: {err}") from None
+    interval, duration = _seconds("interval", args.interval), _seconds("duration", args.duration)
     if args.output.suffix not in (".parquet", ".csv"):
         raise ScenarioError(f"-o {args.output}: a trace file ends in .parquet or .csv")
     m = mounts()
     sources = [source(spec, m) for spec in args.cgroup]
-    trace = record(sources, interval, duration)
-    trace.write(args.output)
-    for e in trace.entities.values():
-        print(f"{e.name} ({e.role}): {len(e)} samples, mean {e.cpu_cores.mean():.2f} cores")
-    print(f"wrote {args.output}")
-    return 0
+    return _write_trace(record(sources, interval, duration), args.output)
 
 
 def _overrides(args: argparse.Namespace) -> dict:

@@ -193,7 +193,7 @@ trace = {{ file = "{path}", entity = "job" }}
     assert mem.tolist() == [100, 100, 300, 300, 300, 300, 50, 50]
 
 
-SAMPLE = __import__("pathlib").Path(__file__).resolve().parents[2] / "shared" / "traces" / "alibaba-v2018"
+from test_traces import SAMPLE  # noqa: E402 - the real v2018 sample, when beside the project
 
 
 @pytest.mark.skipif(not (SAMPLE / "machine_usage_head100k.csv").exists(), reason="the real v2018 sample is not beside the project")

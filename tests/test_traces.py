@@ -69,8 +69,9 @@ def test_parquet_in_other_units_or_types_is_refused(tmp_path):
     pq.write_table(pa.table({"entity": ["a"], "role": ["online"], "time_s": [0.0], "cpu_cores": ["1.0"]}), p)
     with pytest.raises(TraceError, match=r"row 1, column cpu_cores: not a number \('1.0'\)"):
         read(p)
+    (tmp_path / "x.json").write_text("{}")
     with pytest.raises(TraceError, match="a trace file ends in .parquet or .csv"):
-        read(tmp_path / "x.json") if (tmp_path / "x.json").write_text("{}") else None
+        read(tmp_path / "x.json")
 
 
 def fixture(d: Path) -> Path:

@@ -30,49 +30,7 @@ COLOSIM = [sys.executable, "-m", "sim"]
 TRIALS = 60  # ~60 ms a trial, ~1.5 s to start a worker: the first is still asking when the second joins
 STUDY = "pg-shared"
 
-SCENARIO = """
-[scenario]
-name = "pg"
-duration = "3s"
-warmup = "500ms"
-seed = 1
-
-[node]
-sockets = 1
-cores_per_socket = 2
-threads_per_core = 2
-
-# Guaranteed (memory request = limit): a bound Burstable pod's cpuset would lie outside
-# kubepods/burstable's share pool, which colosim refuses.
-[pods.online]
-qos = "LSR"
-priority_class = "koord-prod"
-cpu_request = 1
-cpu_limit = 1
-memory_request = "1Gi"
-memory_limit = "1Gi"
-cpu_bind_policy = "SpreadByPCPUs"
-
-[pods.offline]
-qos = "BE"
-
-[workloads.web]
-kind = "closed_loop"
-pod = "online"
-clients = 4
-workers = 1
-service = { dist = "exponential", mean = "5ms" }
-
-[workloads.batch]
-kind = "hog"
-pod = "offline"
-threads = 4
-
-[tune]
-policy = "koordinator"
-params = { cpu_suppress_threshold_percent = [30, 100] }
-slo = ["web.p99 <= 1.5 * solo"]
-"""
+from test_tune import TINY as SCENARIO  # a 4-CPU node where each trial takes ~60 ms
 
 
 def _version(initdb: str) -> tuple[int, ...]:

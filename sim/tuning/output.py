@@ -5,7 +5,6 @@ sampler), so every worker and every later reader agree on it."""
 
 from __future__ import annotations
 
-import html
 import math
 from pathlib import Path
 from typing import Any
@@ -228,4 +227,4 @@ def write_outputs(spec: TuneSpec, study, name: str, out: Path) -> list[Path]:
     return written
 
 
-__all__ = ["best_line", "best_trial", "complete", "defaults_trial", "feasible", "pareto_trials", "summary_text", "write_outputs", "html"]
+__all__ = ["best_line", "best_trial", "complete", "defaults_trial", "feasible", "pareto_trials", "summary_text", "write_outputs"]

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sim.errors import ScenarioError
+from sim.results import _finite
 from sim.tuning.evaluate import Measurement, measure
 from sim.tuning.outcome import Outcome, summarize
 from sim.tuning.space import policy_table
@@ -223,10 +224,6 @@ def _reason(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}"
 
 
-def _finite(summary: dict[str, dict[str, float]]) -> dict[str, dict[str, float | None]]:
-    return {k: {s: (v if math.isfinite(v) else None) for s, v in d.items()} for k, d in summary.items()}
-
-
 def optimize(spec: TuneSpec, study, jobs: int, progress: bool = True) -> None:
     """Ask and tell until the study holds `spec.trials` trials (those of every worker on
     every machine count)."""
@@ -242,7 +239,7 @@ def optimize(spec: TuneSpec, study, jobs: int, progress: bool = True) -> None:
     fail_stale(study)
     solo = solo_measurement(spec)
     if "solo" not in study.user_attrs:
-        study.set_user_attr("solo", {str(s): {c: _finite_metrics(v) for c, v in m.items()} for s, m in zip(spec.seeds, solo)})
+        study.set_user_attr("solo", _finite({str(s): m for s, m in zip(spec.seeds, solo)}))
     dists = {d.name: d.distribution() for d in spec.dims}
     done = len(study.get_trials(deepcopy=False, states=done_states))
     pending: dict[cf.Future, Any] = {}
@@ -280,7 +277,3 @@ def _duplicate_defaults(study, trial) -> bool:
     if not trial.user_attrs.get("defaults"):
         return False
     return any(t.user_attrs.get("defaults") and t.number < trial.number for t in study.get_trials(deepcopy=False))
-
-
-def _finite_metrics(d: dict[str, float]) -> dict[str, float | None]:
-    return {k: (v if math.isfinite(v) else None) for k, v in d.items()}

@@ -575,14 +575,13 @@ impl Memory {
             None => vec![victim],
             Some(g) => {
                 let sub = self.subtree(g);
-                let mut v: Vec<Owner> = self
+                let v: std::collections::BTreeSet<Owner> = self
                     .rss
                     .keys()
                     .filter(|(c, o)| sub.contains(c) && self.oom_score_adj.get(o).copied().unwrap_or(0) > OOM_SCORE_ADJ_MIN)
                     .map(|&(_, o)| o)
                     .collect();
-                v.dedup();
-                v
+                v.into_iter().collect()
             }
         };
         for o in victims {

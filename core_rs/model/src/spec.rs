@@ -393,6 +393,14 @@ impl WorkloadSpec {
             | WorkloadSpec::Duty { name, .. } => name,
         }
     }
+    /// Workloads that allocate memory (or read files into the page cache).
+    pub fn needs_memory(&self) -> bool {
+        matches!(
+            self,
+            WorkloadSpec::MemoryHog { .. } | WorkloadSpec::FileServer { .. } | WorkloadSpec::CacheWriter { .. } | WorkloadSpec::Analytics { .. }
+        )
+    }
+
     pub fn cgroup(&self) -> &str {
         match self {
             WorkloadSpec::Hog { cgroup, .. }
@@ -605,6 +613,9 @@ impl NodeSpec {
                     format!("no cgroup named {:?} (declared: {})", w.cgroup(), names[1..].join(", ")),
                 ));
             }
+            if w.needs_memory() && self.memory.is_none() {
+                return Err(SpecError::new(f("kind"), "a memory workload needs the node's memory (memory.total_bytes)"));
+            }
             match w {
                 WorkloadSpec::Hog { .. } => {}
                 WorkloadSpec::ClosedLoop { clients, fanout, service, think, workers, .. } => {
@@ -637,9 +648,6 @@ impl NodeSpec {
                     }
                 }
                 WorkloadSpec::MemoryHog { threads, bytes, chunk_bytes, oom_score_adj, mode, hang_ns, .. } => {
-                    if self.memory.is_none() {
-                        return Err(SpecError::new(f("kind"), "a memory workload needs the node's memory (memory.total_bytes)"));
-                    }
                     if *threads == 0 {
                         return Err(SpecError::new(f("threads"), "must be >= 1"));
                     }
@@ -657,9 +665,6 @@ impl NodeSpec {
                     }
                 }
                 WorkloadSpec::FileServer { clients, service, think, working_set_bytes, file_bytes, disk_bytes_per_s, .. } => {
-                    if self.memory.is_none() {
-                        return Err(SpecError::new(f("kind"), "a memory workload needs the node's memory (memory.total_bytes)"));
-                    }
                     if *clients == 0 {
                         return Err(SpecError::new(f("clients"), "must be >= 1"));
                     }
@@ -675,9 +680,6 @@ impl NodeSpec {
                     }
                 }
                 WorkloadSpec::Analytics { threads, working_set_bytes, work_ns, fault_penalty, .. } => {
-                    if self.memory.is_none() {
-                        return Err(SpecError::new(f("kind"), "a memory workload needs the node's memory (memory.total_bytes)"));
-                    }
                     if *threads == 0 {
                         return Err(SpecError::new(f("threads"), "must be >= 1"));
                     }
@@ -703,9 +705,6 @@ impl NodeSpec {
                     }
                 }
                 WorkloadSpec::CacheWriter { threads, chunk_bytes, .. } => {
-                    if self.memory.is_none() {
-                        return Err(SpecError::new(f("kind"), "a memory workload needs the node's memory (memory.total_bytes)"));
-                    }
                     if *threads == 0 {
                         return Err(SpecError::new(f("threads"), "must be >= 1"));
                     }

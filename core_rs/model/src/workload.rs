@@ -365,13 +365,13 @@ impl Workload {
             }
             Workload::FileServer(f) => {
                 let svc = f.svc;
-                let clients: Vec<usize> = if slot == START { (0..f.clients.len()).collect() } else if slot >= DISK_DONE { vec![] } else { vec![slot as usize] };
-                for c in clients {
-                    if let Some(work) = f.issue(c, now, wl, eff, &mut services[svc]) {
-                        eff.wakes.push((f.threads[c], work));
+                if slot == START {
+                    for c in 0..f.clients.len() {
+                        if let Some(work) = f.issue(c, now, wl, eff, &mut services[svc]) {
+                            eff.wakes.push((f.threads[c], work));
+                        }
                     }
-                }
-                if slot >= DISK_DONE && slot != START {
+                } else if slot >= DISK_DONE {
                     // the file is read: it is in the cache now, and the request takes its CPU
                     let c = (slot - DISK_DONE) as usize;
                     let room = f.working_set.saturating_sub(f.cached).min(f.file_bytes);
@@ -380,6 +380,9 @@ impl Workload {
                     }
                     let work = f.service.sample(&mut f.rng).max(1);
                     eff.wakes.push((f.threads[c], work));
+                } else if let Some(work) = f.issue(slot as usize, now, wl, eff, &mut services[svc]) {
+                    // a client's think time is over
+                    eff.wakes.push((f.threads[slot as usize], work));
                 }
             }
             Workload::MemoryHog(m) => {
