@@ -355,13 +355,20 @@ fn main() -> ExitCode {
         | WorkloadSpec::FileServer { start_ns, .. }
         | WorkloadSpec::CacheWriter { start_ns, .. }
         | WorkloadSpec::Analytics { start_ns, .. }
-        | WorkloadSpec::Duty { start_ns, .. } => *start_ns,
+        | WorkloadSpec::Duty { start_ns, .. }
+        | WorkloadSpec::Dd { start_ns, .. }
+        | WorkloadSpec::Database { start_ns, .. }
+        | WorkloadSpec::Iperf { start_ns, .. } => *start_ns,
     };
     let run = Run { stop, start: t0 + start_ns };
     let rec = match spec {
         WorkloadSpec::Hog { threads, .. } => hog(&run, threads),
         WorkloadSpec::MemoryHog { .. } | WorkloadSpec::FileServer { .. } | WorkloadSpec::CacheWriter { .. } | WorkloadSpec::Analytics { .. } | WorkloadSpec::Duty { .. } => {
             eprintln!("colosim-load: error: --spec: memory and trace-driven workloads do not run under colosim-load");
+            return ExitCode::from(2);
+        }
+        WorkloadSpec::Dd { .. } | WorkloadSpec::Database { .. } | WorkloadSpec::Iperf { .. } => {
+            eprintln!("colosim-load: error: --spec: IO and network workloads do not run under colosim-load (replay runs dd itself)");
             return ExitCode::from(2);
         }
         WorkloadSpec::ClosedLoop { workers: Some(_), .. } => {

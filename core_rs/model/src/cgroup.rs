@@ -9,6 +9,19 @@ use crate::tunables::{scale_load, WEIGHT_IDLEPRIO};
 pub type CgId = usize;
 pub const ROOT: CgId = 0;
 
+/// `g` is `ancestor` or below it, in a tree given by each cgroup's parent.
+pub fn descends(parents: &[Option<CgId>], mut g: CgId, ancestor: CgId) -> bool {
+    loop {
+        if g == ancestor {
+            return true;
+        }
+        match parents[g] {
+            Some(p) => g = p,
+            None => return false,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Cgroup {
     pub name: String,

@@ -30,6 +30,12 @@ pub enum Event {
     /// A task that slept on memory.high (or waits to start after one) goes on with its
     /// work.
     Resume { task: usize },
+    /// The disk's next flow finishes (stale when `gen` is no longer the disk's).
+    Disk { gen: u64 },
+    /// The periodic flusher (dirty_writeback_centisecs).
+    Kupdate,
+    /// oncn-bwm's rate check (every 10 ms while enabled).
+    Bwm { gen: u64 },
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -14,6 +14,14 @@ use crate::topology::{CpuId, Topology};
 use crate::tunables::{Tunables, NICE_0_LOAD, WEIGHT_IDLEPRIO};
 use crate::workload::{Bursty, ClosedLoop, Client, Effects, Hog, Next, OpenLoop, TaskId, Workload, START};
 
+/// A think time that is there at all (a constant 0 is none).
+fn thinking(think: &Option<Dist>) -> Option<Dist> {
+    match think {
+        Some(Dist::Constant { value_ns: 0 }) | None => None,
+        Some(d) => Some(d.clone()),
+    }
+}
+
 /// Fixed-point speed: SPEED_ONE is a CPU running at full speed.
 pub const SPEED_SHIFT: u32 = 20;
 pub const SPEED_ONE: u64 = 1 << SPEED_SHIFT;
@@ -118,6 +126,9 @@ pub struct Node {
     pub memory: Option<crate::memcg::Memory>,
     /// Processes (tasks) each workload lost to the OOM killer.
     pub oom_kills: Vec<u64>,
+    /// The block device and the egress link (node_io.rs), when the spec gives them.
+    pub disk: Option<crate::disk::Disk>,
+    pub net: Option<crate::net::Net>,
 }
 
 impl Node {
@@ -203,8 +214,11 @@ impl Node {
             eff: Effects::default(),
             memory: None,
             oom_kills: vec![],
+            disk: None,
+            net: None,
         };
         node.init_memory(spec);
+        node.init_io(spec)?;
         node.refresh_cgroup_flags();
         for (i, c) in spec.cgroups.iter().enumerate() {
             let field = format!("cgroups[{i}].cpu.cfs_quota_us");
@@ -296,10 +310,7 @@ impl Node {
                 let threads = (0..n).map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus)).collect();
                 self.service_names.push(w.name().to_string());
                 self.services.push(ServiceStats::default());
-                let think = match think {
-                    Some(Dist::Constant { value_ns: 0 }) | None => None,
-                    Some(d) => Some(d.clone()),
-                };
+                let think = thinking(think);
                 let cl = ClosedLoop {
                     svc: self.services.len() - 1,
                     fanout: *fanout,
@@ -356,10 +367,7 @@ impl Node {
                 let ts: Vec<TaskId> = (0..*clients).map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus)).collect();
                 self.service_names.push(w.name().to_string());
                 self.services.push(ServiceStats::default());
-                let think = match think {
-                    Some(Dist::Constant { value_ns: 0 }) | None => None,
-                    Some(d) => Some(d.clone()),
-                };
+                let think = thinking(think);
                 let disk_ns = disk_latency_ns + ((*file_bytes as u128) * 1_000_000_000 / (*disk_bytes_per_s).max(1) as u128) as u64;
                 let f = crate::workload::FileServer {
                     svc: self.services.len() - 1,
@@ -407,6 +415,55 @@ impl Node {
                 let ts: Vec<TaskId> = (0..*threads).map(|k| self.new_task(cg, idx, k, 0)).collect();
                 (Workload::CacheWriter(crate::workload::CacheWriter { threads: ts, chunk: *chunk_bytes, write_ns_per_page: *write_ns_per_page }), *start_ns)
             }
+            WorkloadSpec::Dd { op, direct, block_bytes, bytes, threads, random, cpu_ns_per_block, start_ns, .. } => {
+                let ts: Vec<TaskId> = (0..*threads).map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus)).collect();
+                self.service_names.push(w.name().to_string());
+                self.services.push(ServiceStats::default());
+                let dir = match op {
+                    crate::spec::DdOp::Read => crate::disk::Dir::Read,
+                    crate::spec::DdOp::Write => crate::disk::Dir::Write,
+                };
+                // a read is never buffered here: readahead makes it the reader's own IO
+                let direct = *direct || dir == crate::disk::Dir::Read;
+                let cpu_ns = cpu_ns_per_block.unwrap_or(if direct { 10_000 } else { block_bytes.div_ceil(crate::memcg::PAGE) * 1_000 }).max(1);
+                let n = ts.len();
+                let d = crate::workload::Dd {
+                    svc: self.services.len() - 1,
+                    threads: ts,
+                    dir,
+                    direct,
+                    random: *random,
+                    block: *block_bytes,
+                    left: vec![bytes.map(|b| b.div_ceil(*block_bytes)); n],
+                    cpu_ns,
+                    issued_at: vec![0; n],
+                };
+                (Workload::Dd(d), *start_ns)
+            }
+            WorkloadSpec::Database { clients, reads, read_bytes, service, think, start_ns, .. } => {
+                let ts: Vec<TaskId> = (0..*clients).map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus)).collect();
+                self.service_names.push(w.name().to_string());
+                self.services.push(ServiceStats::default());
+                let think = thinking(think);
+                let db = crate::workload::Database {
+                    svc: self.services.len() - 1,
+                    threads: ts,
+                    clients: (0..*clients).map(|_| Client { outstanding: 0, issued_at: 0 }).collect(),
+                    reads: *reads,
+                    read_bytes: *read_bytes,
+                    left: vec![0; *clients as usize],
+                    service: service.clone(),
+                    think,
+                    rng,
+                };
+                (Workload::Database(db), *start_ns)
+            }
+            WorkloadSpec::Iperf { streams, rate_bytes_per_s, windows_ns, start_ns, .. } => {
+                let net = self.net.as_mut().expect("validated: iperf needs a link");
+                let flows = (0..*streams).map(|_| net.add_flow(cg, *rate_bytes_per_s)).collect();
+                let windows = if windows_ns.is_empty() { vec![(*start_ns, Ns::MAX)] } else { windows_ns.iter().map(|&[a, b]| (a, b)).collect() };
+                (Workload::Iperf(crate::workload::Iperf { flows, windows }), 0)
+            }
             WorkloadSpec::OpenLoop { rate_per_s, workers, service, start_ns, .. } => {
                 let ws: Vec<TaskId> = (0..*workers).map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus)).collect();
                 self.service_names.push(w.name().to_string());
@@ -432,6 +489,7 @@ impl Node {
             Workload::CacheWriter(w) => w.threads.clone(),
             Workload::Analytics(a) => a.threads.clone(),
             Workload::Bursty(b) => b.steady.clone(),
+            Workload::Dd(d) => d.threads.clone(),
             _ => vec![],
         };
         for t in 0..self.tasks.len() {
@@ -529,6 +587,9 @@ impl Node {
             Event::Slack { cg, gen } => self.slack_timer(cg, gen),
             Event::Psi => self.psi_update(),
             Event::Resume { task } => self.resume(task),
+            Event::Disk { gen } => self.disk_event(gen),
+            Event::Kupdate => self.kupdate_event(),
+            Event::Bwm { gen } => self.bwm_event(gen),
             Event::Sample => {
                 self.sample();
                 self.queue.push(self.now + self.sample_interval, Event::Sample);
@@ -603,6 +664,7 @@ impl Node {
         }
         eff.wakes = wakes;
         eff.wakes.clear();
+        self.submit_io(eff);
         // the running task that allocated before its next piece of work (on_done)
         while let Some(&(t, _, _)) = costs.first() {
             if self.tasks[t].dead {
@@ -654,6 +716,16 @@ impl Node {
         if let Some(m) = &self.memory {
             self.series.memory_bytes.extend(m.cgs.iter().map(|c| c.usage));
         }
+        if self.disk.is_some() || self.net.is_some() {
+            self.settle_io();
+            let (io, tx) = self.io_totals();
+            if self.disk.is_some() {
+                self.series.io_bytes.extend(io);
+            }
+            if self.net.is_some() {
+                self.series.net_bytes.extend(tx);
+            }
+        }
         // Completions are cumulative since time 0, independent of reset_stats.
         for s in &self.services {
             self.series.completed.push(s.total_completed);
@@ -679,6 +751,7 @@ impl Node {
             self.psi_collect(cg);
         }
         self.fold_memstall();
+        self.settle_io();
     }
 
     pub fn reset_stats(&mut self) {
@@ -701,6 +774,7 @@ impl Node {
         for b in &mut self.cpu_busy {
             *b = 0;
         }
+        self.reset_io_stats();
     }
 
     pub(crate) fn note_nr(&mut self, cpu: CpuId) {
@@ -714,9 +788,17 @@ impl Node {
     /// Write a knob the way its kernel file takes it: as text ("512", "-1", "0-3,6").
     pub fn write(&mut self, cgroup: &str, knob: &str, text: &str) -> Result<()> {
         let cg = self.cgroup_id(cgroup)?;
-        if cg == ROOT {
-            return Err(SpecError::new(knob, "the root cgroup's knobs are not writable"));
+        if cg == ROOT && crate::spec::ROOT_KNOBS.contains(&knob) {
+            return self.write_root_knob(knob, text);
         }
+        if cg == ROOT {
+            return Err(SpecError::new(knob, format!("the root cgroup's knobs are not writable (node-wide files: {})", crate::spec::ROOT_KNOBS.join(", "))));
+        }
+        // the *_device files take "MAJ:MIN VALUE"; the node has one disk
+        let text = match (knob.ends_with("_device"), text.trim().split_once(' ')) {
+            (true, Some((dev, v))) if dev.contains(':') => v,
+            _ => text,
+        };
         match knob {
             "cpuset.cpus" => self.set_cpuset_cpus(cg, text),
             "cpuset.mems" => self.set_cpuset_mems(cg, text),
@@ -740,6 +822,7 @@ impl Node {
                 Ok(self.pressure_text(cg))
             }
             "memory.pressure" => Ok(self.memory_pressure_text(cg)),
+            k if cg == ROOT && crate::spec::ROOT_KNOBS.contains(&k) => self.read_root_knob(k),
             "cpuset.cpus" => Ok(crate::cpuset::format_list(&self.cgroups[cg].cpus)),
             "cpuset.mems" => Ok(crate::cpuset::format_list(&self.cgroups[cg].mems)),
             _ => self.read_knob(cgroup, knob).map(|v| v.to_string()),
@@ -757,6 +840,7 @@ impl Node {
         match knob {
             "cgroup.kill" => self.kill_subtree(cg),
             k if k.starts_with("memory.") => self.write_memory_knob(cg, k, value)?,
+            k if k.starts_with("blkio.") || k.starts_with("net") => self.set_io_knob(cg, k, value)?,
             "cpu.shares" => {
                 if self.cgroups[cg].idle {
                     // sched_group_set_shares returns -EINVAL for an idle group.
@@ -794,6 +878,7 @@ impl Node {
             // write-only in the kernel; reading gives 0 here so that every knob reads
             "cgroup.kill" => Ok(0),
             k if k.starts_with("memory.") => self.read_memory_knob(cg, k),
+            k if k.starts_with("blkio.") || k.starts_with("net") => self.read_io_knob(cg, k),
             _ => self.read_bandwidth_knob(cg, knob).ok_or_else(|| {
                 SpecError::new(knob, format!("unknown knob {knob:?} (known: {})", crate::spec::KNOBS.join(", ")))
             }),

@@ -25,6 +25,19 @@ pub struct NodeSpec {
     /// allocate.
     #[serde(default)]
     pub memory: Option<MemorySpec>,
+    /// The node's block device (disk.rs); None: no workload may do IO.
+    #[serde(default)]
+    pub disk: Option<crate::disk::DiskSpec>,
+    /// The node's egress link (net.rs); None: no workload may send.
+    #[serde(default)]
+    pub network: Option<NetworkSpec>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkSpec {
+    /// Link bandwidth (bytes/s).
+    pub egress_bytes_per_s: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -120,6 +133,21 @@ pub enum HogMode {
     Churn,
 }
 
+fn yes() -> bool {
+    true
+}
+fn default_read_bytes() -> u64 {
+    4096
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum DdOp {
+    Read,
+    #[default]
+    Write,
+}
+
 fn default_smt_speed() -> f64 {
     0.6
 }
@@ -161,6 +189,22 @@ pub struct KernelSpec {
     /// openEuler's memory.high_async_ratio (rubik writes it).
     #[serde(default)]
     pub openeuler_memcg: bool,
+    /// vm.dirty_ratio / vm.dirty_background_ratio (percent of dirtyable memory; 20 and 10,
+    /// mm/page-writeback.c).
+    pub dirty_ratio: Option<u64>,
+    pub dirty_background_ratio: Option<u64>,
+    /// Writeback is charged to the cgroup that dirtied the pages (cgroup v2 with io and memory
+    /// together; openEuler v1 with cgroup1_writeback and memory.wb_blkio_ino). Off: the
+    /// flusher's IO is the root cgroup's, as on plain cgroup v1.
+    #[serde(default)]
+    pub cgroup_writeback: bool,
+}
+
+impl KernelSpec {
+    /// (vm.dirty_ratio, vm.dirty_background_ratio), the kernel's defaults when not given.
+    pub fn dirty_ratios(&self) -> (u64, u64) {
+        (self.dirty_ratio.unwrap_or(20), self.dirty_background_ratio.unwrap_or(10))
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -200,6 +244,52 @@ pub struct CgroupSpec {
     pub memory_min: i64,
     #[serde(rename = "memory.oom.group", default)]
     pub memory_oom_group: i64,
+    /// IO and network knobs (disk.rs, net.rs), by their v1 file names; integers as the
+    /// core takes them (the device number of the *_device files is implicit: one disk).
+    #[serde(rename = "blkio.weight", default = "default_io_weight")]
+    pub blkio_weight: i64,
+    #[serde(rename = "blkio.cost.weight", default = "default_io_weight")]
+    pub blkio_cost_weight: i64,
+    #[serde(rename = "blkio.throttle.read_bps_device", default)]
+    pub read_bps: i64,
+    #[serde(rename = "blkio.throttle.write_bps_device", default)]
+    pub write_bps: i64,
+    #[serde(rename = "blkio.throttle.read_iops_device", default)]
+    pub read_iops: i64,
+    #[serde(rename = "blkio.throttle.write_iops_device", default)]
+    pub write_iops: i64,
+    #[serde(rename = "net_cls.classid", default)]
+    pub net_classid: i64,
+    #[serde(rename = "net.egress_bps", default)]
+    pub net_egress_bps: i64,
+}
+
+fn default_io_weight() -> i64 {
+    crate::disk::DEFAULT_WEIGHT as i64
+}
+
+impl CgroupSpec {
+    /// A knob's value when the scenario does not set it.
+    pub fn io_default(knob: &str) -> i64 {
+        match knob {
+            "blkio.weight" | "blkio.cost.weight" => default_io_weight(),
+            _ => 0,
+        }
+    }
+
+    /// The IO and network knobs with their values, in KNOBS order.
+    pub fn io_knobs(&self) -> [(&'static str, i64); 8] {
+        [
+            ("blkio.weight", self.blkio_weight),
+            ("blkio.cost.weight", self.blkio_cost_weight),
+            ("blkio.throttle.read_bps_device", self.read_bps),
+            ("blkio.throttle.write_bps_device", self.write_bps),
+            ("blkio.throttle.read_iops_device", self.read_iops),
+            ("blkio.throttle.write_iops_device", self.write_iops),
+            ("net_cls.classid", self.net_classid),
+            ("net.egress_bps", self.net_egress_bps),
+        ]
+    }
 }
 
 fn no_limit() -> i64 {
@@ -367,6 +457,63 @@ pub enum WorkloadSpec {
         #[serde(default)]
         start_ns: u64,
     },
+    /// `dd`: `threads` copies each moving `block_bytes` per IO (queue depth 1), `bytes` in
+    /// all per thread (None: forever); reads or writes, O_DIRECT or through the page cache
+    /// (`direct = false`); sequential unless `random`. Each block is a request of its service
+    /// (its latency: the block's syscall CPU and its IO).
+    Dd {
+        name: String,
+        cgroup: String,
+        #[serde(default)]
+        op: DdOp,
+        #[serde(default = "yes")]
+        direct: bool,
+        #[serde(default = "default_chunk")]
+        block_bytes: u64,
+        #[serde(default)]
+        bytes: Option<u64>,
+        #[serde(default = "one")]
+        threads: u32,
+        #[serde(default)]
+        random: bool,
+        /// CPU per block; None: 10 µs for direct IO, a page copy (1 µs) per 4 KiB buffered.
+        #[serde(default)]
+        cpu_ns_per_block: Option<u64>,
+        #[serde(default)]
+        start_ns: u64,
+    },
+    /// A database-like service: `clients` with one request in flight; a request does `reads`
+    /// random reads of `read_bytes` one after another (index and row lookups missing the
+    /// buffer pool), then its `service` CPU.
+    Database {
+        name: String,
+        cgroup: String,
+        clients: u32,
+        #[serde(default = "one")]
+        reads: u32,
+        #[serde(default = "default_read_bytes")]
+        read_bytes: u64,
+        service: Dist,
+        #[serde(default)]
+        think: Option<Dist>,
+        #[serde(default)]
+        start_ns: u64,
+    },
+    /// `iperf3 -c … -P streams [-b rate]`: `streams` flows sending from this cgroup during
+    /// each of `windows_ns` ([start, stop) pairs; none: from `start_ns` on), each at up to
+    /// `rate_bytes_per_s` (0: as fast as the link lets it).
+    Iperf {
+        name: String,
+        cgroup: String,
+        #[serde(default = "one")]
+        streams: u32,
+        #[serde(default)]
+        rate_bytes_per_s: u64,
+        #[serde(default)]
+        windows_ns: Vec<[u64; 2]>,
+        #[serde(default)]
+        start_ns: u64,
+    },
     /// Poisson arrivals at `rate_per_s` into a FIFO queue served by `workers` threads.
     OpenLoop {
         name: String,
@@ -390,7 +537,10 @@ impl WorkloadSpec {
             | WorkloadSpec::FileServer { name, .. }
             | WorkloadSpec::CacheWriter { name, .. }
             | WorkloadSpec::Analytics { name, .. }
-            | WorkloadSpec::Duty { name, .. } => name,
+            | WorkloadSpec::Duty { name, .. }
+            | WorkloadSpec::Dd { name, .. }
+            | WorkloadSpec::Database { name, .. }
+            | WorkloadSpec::Iperf { name, .. } => name,
         }
     }
     /// Workloads that allocate memory (or read files into the page cache).
@@ -411,7 +561,10 @@ impl WorkloadSpec {
             | WorkloadSpec::FileServer { cgroup, .. }
             | WorkloadSpec::CacheWriter { cgroup, .. }
             | WorkloadSpec::Analytics { cgroup, .. }
-            | WorkloadSpec::Duty { cgroup, .. } => cgroup,
+            | WorkloadSpec::Duty { cgroup, .. }
+            | WorkloadSpec::Dd { cgroup, .. }
+            | WorkloadSpec::Database { cgroup, .. }
+            | WorkloadSpec::Iperf { cgroup, .. } => cgroup,
         }
     }
 }
@@ -422,7 +575,7 @@ pub const MIN_SHARES: u64 = 2;
 pub const MAX_SHARES: u64 = 1 << 18;
 
 /// The knobs the simulated cgroups have, by their cgroup v1 file names.
-pub const KNOBS: [&str; 19] = [
+pub const KNOBS: [&str; 27] = [
     "cpu.shares",
     "cpu.idle",
     "cpu.qos_level",
@@ -442,7 +595,19 @@ pub const KNOBS: [&str; 19] = [
     "memory.priority",
     "memory.use_priority_oom",
     "memory.high_async_ratio",
+    "blkio.weight",
+    "blkio.cost.weight",
+    "blkio.throttle.read_bps_device",
+    "blkio.throttle.write_bps_device",
+    "blkio.throttle.read_iops_device",
+    "blkio.throttle.write_iops_device",
+    "net_cls.classid",
+    "net.egress_bps",
 ];
+
+/// Node-wide files, written on the root cgroup: iocost's (v2 io.cost.*, the v1 port's
+/// blkio.cost.*) and oncn-bwm's /proc/qos/net_qos_* (rubik.md §4.4–4.5).
+pub const ROOT_KNOBS: [&str; 5] = ["blkio.cost.model", "blkio.cost.qos", "net_qos_enable", "net_qos_waterline", "net_qos_bandwidth"];
 
 pub fn check_knob(field: &str, knob: &str, value: i64) -> Result<()> {
     let bad = |why: String| Err(SpecError::new(field, why));
@@ -505,6 +670,28 @@ pub fn check_knob(field: &str, knob: &str, value: i64) -> Result<()> {
                 return bad(format!("memory.high_async_ratio must be in 11..=100 (got {value})"));
             }
         }
+        "blkio.weight" => {
+            // bfq: BFQ_MIN_WEIGHT..=BFQ_MAX_WEIGHT (cfq took 10..=1000)
+            if !(1..=1000).contains(&value) {
+                return bad(format!("blkio.weight must be in 1..=1000 (got {value})"));
+            }
+        }
+        "blkio.cost.weight" => {
+            // CGROUP_WEIGHT_MIN..=CGROUP_WEIGHT_MAX (cgroup-v2.rst, io.weight)
+            if !(1..=10000).contains(&value) {
+                return bad(format!("blkio.cost.weight must be in 1..=10000 (got {value})"));
+            }
+        }
+        "blkio.throttle.read_bps_device" | "blkio.throttle.write_bps_device" | "blkio.throttle.read_iops_device" | "blkio.throttle.write_iops_device" | "net.egress_bps" => {
+            if value < 0 {
+                return bad(format!("{knob} must be >= 0 (0: no limit) (got {value})"));
+            }
+        }
+        "net_cls.classid" => {
+            if !(0..=u32::MAX as i64).contains(&value) {
+                return bad(format!("net_cls.classid must be a 32-bit class id, 0..=4294967295 (got {value})"));
+            }
+        }
         _ => return bad(format!("unknown knob {knob:?} (known: {})", KNOBS.join(", "))),
     }
     Ok(())
@@ -519,6 +706,21 @@ impl NodeSpec {
     }
 
     pub fn validate(&self) -> Result<()> {
+        if let Some(d) = &self.disk {
+            d.device().check("disk")?;
+        }
+        if let Some(n) = &self.network {
+            if n.egress_bytes_per_s == 0 {
+                return Err(SpecError::new("network.egress_bytes_per_s", "must be > 0"));
+            }
+        }
+        let (dirty, background) = self.kernel.dirty_ratios();
+        if !(1..=100).contains(&dirty) {
+            return Err(SpecError::new("kernel.dirty_ratio", format!("must be in 1..=100 (got {dirty})")));
+        }
+        if background >= dirty {
+            return Err(SpecError::new("kernel.dirty_background_ratio", format!("must be below dirty_ratio ({dirty}) (got {background})")));
+        }
         if let Some(m) = &self.memory {
             if m.total_bytes < 16 * crate::memcg::PAGE {
                 return Err(SpecError::new("memory.total_bytes", format!("must be at least 16 pages (got {})", m.total_bytes)));
@@ -595,6 +797,9 @@ impl NodeSpec {
             ] {
                 check_knob(&f(k), k, v)?;
             }
+            for (k, v) in cg.io_knobs() {
+                check_knob(&f(k), k, v)?;
+            }
             if cg.memory_max >= 0 && cg.memory_high > cg.memory_max {
                 return Err(SpecError::new(f("memory.high"), format!("must not be above memory.limit_in_bytes ({}) (got {})", cg.memory_max, cg.memory_high)));
             }
@@ -616,8 +821,47 @@ impl NodeSpec {
             if w.needs_memory() && self.memory.is_none() {
                 return Err(SpecError::new(f("kind"), "a memory workload needs the node's memory (memory.total_bytes)"));
             }
+            if matches!(w, WorkloadSpec::Dd { .. } | WorkloadSpec::Database { .. }) && self.disk.is_none() {
+                return Err(SpecError::new(f("kind"), "an IO workload needs the node's disk ([disk])"));
+            }
+            if matches!(w, WorkloadSpec::Iperf { .. }) && self.network.is_none() {
+                return Err(SpecError::new(f("kind"), "a network workload needs the node's link ([network] egress_bytes_per_s)"));
+            }
             match w {
                 WorkloadSpec::Hog { .. } => {}
+                WorkloadSpec::Dd { block_bytes, bytes, threads, .. } => {
+                    if *threads == 0 {
+                        return Err(SpecError::new(f("threads"), "must be >= 1"));
+                    }
+                    if *block_bytes < 512 {
+                        return Err(SpecError::new(f("block_bytes"), format!("must be at least a sector (512 bytes) (got {block_bytes})")));
+                    }
+                    if *bytes == Some(0) {
+                        return Err(SpecError::new(f("bytes"), "must be > 0 (omit it to run forever)"));
+                    }
+                }
+                WorkloadSpec::Database { clients, read_bytes, service, think, .. } => {
+                    if *clients == 0 {
+                        return Err(SpecError::new(f("clients"), "must be >= 1"));
+                    }
+                    if *read_bytes < 512 {
+                        return Err(SpecError::new(f("read_bytes"), format!("must be at least a sector (512 bytes) (got {read_bytes})")));
+                    }
+                    service.validate(&f("service"))?;
+                    if let Some(t) = think {
+                        t.validate(&f("think"))?;
+                    }
+                }
+                WorkloadSpec::Iperf { streams, windows_ns, .. } => {
+                    if *streams == 0 {
+                        return Err(SpecError::new(f("streams"), "must be >= 1"));
+                    }
+                    for (k, [a, b]) in windows_ns.iter().enumerate() {
+                        if a >= b {
+                            return Err(SpecError::new(f(&format!("windows_ns[{k}]")), format!("start {a} must be before stop {b}")));
+                        }
+                    }
+                }
                 WorkloadSpec::ClosedLoop { clients, fanout, service, think, workers, .. } => {
                     if *clients == 0 {
                         return Err(SpecError::new(f("clients"), "must be >= 1"));

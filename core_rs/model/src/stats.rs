@@ -45,6 +45,10 @@ pub struct Series {
     pub throttled_ns: Vec<u64>,
     /// memory.current per cgroup, row per sample (empty when memory is not modelled).
     pub memory_bytes: Vec<u64>,
+    /// Bytes read + written on the disk, and sent on the link, per cgroup subtree since time
+    /// 0, row per sample (empty without a disk / link).
+    pub io_bytes: Vec<u64>,
+    pub net_bytes: Vec<u64>,
 }
 
 /// Nearest-rank percentile (p in 0..=100) of an unsorted slice; None when empty.

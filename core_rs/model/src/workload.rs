@@ -35,6 +35,20 @@ pub struct Effects {
     pub forks: Vec<(TaskId, u64)>,
     /// (time, workload, slot) timers to arm.
     pub timers: Vec<(Ns, usize, u32)>,
+    /// IOs tasks submit; each completes with its workload's timer `tag` (disk.rs).
+    pub io: Vec<(TaskId, IoReq)>,
+    /// Network flows to switch on (true) or off (net.rs flow ids).
+    pub net: Vec<(usize, bool)>,
+}
+
+/// One IO as a workload asks for it; the node adds the task's cgroup.
+#[derive(Debug, Clone, Copy)]
+pub struct IoReq {
+    pub dir: crate::disk::Dir,
+    pub bytes: u64,
+    pub random: bool,
+    pub direct: bool,
+    pub tag: u32,
 }
 
 #[derive(Debug)]
@@ -276,6 +290,73 @@ impl Duty {
     }
 }
 
+/// spec.rs `Dd`: each thread alternates a block's syscall CPU and the block's IO.
+#[derive(Debug)]
+pub struct Dd {
+    pub svc: usize,
+    pub threads: Vec<TaskId>,
+    pub dir: crate::disk::Dir,
+    pub direct: bool,
+    pub random: bool,
+    pub block: u64,
+    /// Blocks each thread has left (None: forever).
+    pub left: Vec<Option<u64>>,
+    pub cpu_ns: u64,
+    pub issued_at: Vec<Ns>,
+}
+
+impl Dd {
+    fn io(&self, k: usize, eff: &mut Effects) {
+        // buffered IO goes through (and stays in) the page cache of the cgroup
+        if !self.direct {
+            eff.charges.push((self.threads[k], crate::memcg::Kind::File, self.block as i64));
+        }
+        eff.io.push((self.threads[k], IoReq { dir: self.dir, bytes: self.block, random: self.random, direct: self.direct, tag: DISK_DONE + k as u32 }));
+    }
+}
+
+/// spec.rs `Database`: a request is `reads` random reads in a row, then its CPU.
+#[derive(Debug)]
+pub struct Database {
+    pub svc: usize,
+    pub threads: Vec<TaskId>,
+    pub clients: Vec<Client>,
+    pub reads: u32,
+    pub read_bytes: u64,
+    /// Reads each client's request still has to do.
+    pub left: Vec<u32>,
+    pub service: Dist,
+    pub think: Option<Dist>,
+    pub rng: Rng,
+}
+
+impl Database {
+    fn read(&self, c: usize, eff: &mut Effects) {
+        let req = IoReq { dir: crate::disk::Dir::Read, bytes: self.read_bytes, random: true, direct: true, tag: DISK_DONE + c as u32 };
+        eff.io.push((self.threads[c], req));
+    }
+
+    /// Client `c` sends a request: its CPU now (no reads), or None (reading first).
+    fn issue(&mut self, c: usize, now: Ns, eff: &mut Effects, svc: &mut ServiceStats) -> Option<u64> {
+        svc.started += 1;
+        self.clients[c].issued_at = now;
+        if self.reads == 0 {
+            return Some(self.service.sample(&mut self.rng).max(1));
+        }
+        self.left[c] = self.reads;
+        self.read(c, eff);
+        None
+    }
+}
+
+/// spec.rs `Iperf`: flows switched on and off by its windows (timer 2i: window i starts,
+/// 2i + 1: it ends).
+#[derive(Debug)]
+pub struct Iperf {
+    pub flows: Vec<usize>,
+    pub windows: Vec<(Ns, Ns)>,
+}
+
 #[derive(Debug)]
 pub enum Workload {
     Hog(Hog),
@@ -287,6 +368,9 @@ pub enum Workload {
     CacheWriter(CacheWriter),
     Analytics(Analytics),
     Duty(Duty),
+    Dd(Dd),
+    Database(Database),
+    Iperf(Iperf),
 }
 
 impl ClosedLoop {
@@ -325,6 +409,60 @@ impl Workload {
             Workload::Hog(h) => {
                 debug_assert_eq!(slot, START);
                 eff.forks.extend(h.threads.iter().map(|&t| (t, FOREVER)));
+            }
+            Workload::Dd(d) => {
+                if slot == START {
+                    for k in 0..d.threads.len() {
+                        d.issued_at[k] = now;
+                        eff.forks.push((d.threads[k], d.cpu_ns));
+                    }
+                    return;
+                }
+                // a block's IO completed
+                let k = (slot - DISK_DONE) as usize;
+                services[d.svc].record(now, now - d.issued_at[k]);
+                if let Some(left) = d.left[k].as_mut() {
+                    *left -= 1;
+                    if *left == 0 {
+                        return;
+                    }
+                }
+                d.issued_at[k] = now;
+                eff.wakes.push((d.threads[k], d.cpu_ns));
+            }
+            Workload::Database(db) => {
+                let svc = db.svc;
+                if slot == START {
+                    for c in 0..db.clients.len() {
+                        if let Some(work) = db.issue(c, now, eff, &mut services[svc]) {
+                            eff.wakes.push((db.threads[c], work));
+                        }
+                    }
+                } else if slot >= DISK_DONE {
+                    let c = (slot - DISK_DONE) as usize;
+                    db.left[c] -= 1;
+                    if db.left[c] > 0 {
+                        db.read(c, eff);
+                    } else {
+                        let work = db.service.sample(&mut db.rng).max(1);
+                        eff.wakes.push((db.threads[c], work));
+                    }
+                } else if let Some(work) = db.issue(slot as usize, now, eff, &mut services[svc]) {
+                    eff.wakes.push((db.threads[slot as usize], work));
+                }
+            }
+            Workload::Iperf(p) => {
+                if slot == START {
+                    for (i, &(a, b)) in p.windows.iter().enumerate() {
+                        eff.timers.push((a.max(now), wl, 2 * i as u32));
+                        if b != Ns::MAX {
+                            eff.timers.push((b.max(now), wl, 2 * i as u32 + 1));
+                        }
+                    }
+                    return;
+                }
+                let on = slot % 2 == 0;
+                eff.net.extend(p.flows.iter().map(|&f| (f, on)));
             }
             Workload::ClosedLoop(cl) => {
                 let svc = cl.svc;
@@ -432,6 +570,26 @@ impl Workload {
     pub fn on_done(&mut self, wl: usize, slot: u32, now: Ns, eff: &mut Effects, services: &mut [ServiceStats]) -> Next {
         match self {
             Workload::Hog(_) => Next::Compute(FOREVER),
+            // a thread's block CPU is done: its IO goes out, and it waits for it
+            Workload::Dd(d) => {
+                d.io(slot as usize, eff);
+                Next::Sleep
+            }
+            Workload::Database(db) => {
+                let c = slot as usize;
+                services[db.svc].record(now, now - db.clients[c].issued_at);
+                let think = db.think.as_ref().map(|d| d.sample(&mut db.rng)).unwrap_or(0);
+                if think > 0 {
+                    eff.timers.push((now + think, wl, c as u32));
+                    return Next::Sleep;
+                }
+                let svc = db.svc;
+                match db.issue(c, now, eff, &mut services[svc]) {
+                    Some(work) => Next::Compute(work),
+                    None => Next::Sleep,
+                }
+            }
+            Workload::Iperf(_) => Next::Sleep,
             Workload::CacheWriter(w) => Next::Compute(w.next_chunk(slot as usize, eff)),
             Workload::Duty(d) => {
                 let k = slot as usize;
