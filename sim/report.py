@@ -19,7 +19,7 @@ def write_report(result: ExperimentResult, path: str | Path) -> Path:
     cgroup's CPU share over time per run."""
     figures = [
         latency_figure(result), latency_over_time_figure(result), cpu_share_figure(result),
-        trace_figure(result), memory_figure(result), throttling_figure(result), decisions_figure(result),
+        trace_figure(result), memory_figure(result), io_figure(result), net_figure(result), throttling_figure(result), decisions_figure(result),
     ]
     parts = [
         fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"responsive": True})
@@ -187,24 +187,41 @@ def trace_figure(result: ExperimentResult) -> go.Figure | None:
     return _finish_time_panels(fig, len(items), "Trace demand and what the simulation gave", 260, -0.1)
 
 
-def memory_figure(result: ExperimentResult) -> go.Figure | None:
-    """Per run, memory.current of each cgroup that held memory, whole run."""
-    runs = [r for r in result.runs.values() if r.timeseries.memory and len(r.timeseries.t_s)]
+def _per_cgroup_figure(result: ExperimentResult, series: str, scale: float, unit: str, title: str) -> go.Figure | None:
+    """Per run, a per-cgroup time series (TimeSeries.<series>) of the leaves that have any,
+    divided by `scale`, whole run."""
+    runs = [r for r in result.runs.values() if getattr(r.timeseries, series) and len(r.timeseries.t_s)]
     if not runs:
         return None
     fig = make_subplots(rows=len(runs), cols=1, shared_xaxes=True, subplot_titles=[r.name for r in runs],
                         vertical_spacing=min(0.08, 0.5 / max(len(runs) - 1, 1)))
     colors = _colors(result.cgroup_names)
     for row, run in enumerate(runs, start=1):
-        for cg, v in run.timeseries.memory.items():
-            # leaves that held memory (parents repeat their children)
-            if not v.any() or any(c.startswith(cg + "/") for c in run.timeseries.memory):
+        values = getattr(run.timeseries, series)
+        for cg, v in values.items():
+            # leaves that have any (parents repeat their children)
+            if not v.any() or any(c.startswith(cg + "/") for c in values):
                 continue
-            fig.add_scatter(x=run.timeseries.t_s, y=v / 2**20, mode="lines", name=cg, legendgroup=cg, showlegend=row == 1,
-                            line={"color": colors.get(cg)}, hovertemplate="%{x:.2f}s: %{y:.0f} MiB<extra>" + cg + "</extra>",
+            fig.add_scatter(x=run.timeseries.t_s, y=v / scale, mode="lines", name=cg, legendgroup=cg, showlegend=row == 1,
+                            line={"color": colors.get(cg)}, hovertemplate="%{x:.2f}s: %{y:.1f} " + unit + "<extra>" + cg + "</extra>",
                             row=row, col=1)
-        fig.update_yaxes(title_text="MiB", rangemode="tozero", row=row, col=1)
-    return _finish_time_panels(fig, len(runs), "memory.current per cgroup", 260, -0.1)
+        fig.update_yaxes(title_text=unit, rangemode="tozero", row=row, col=1)
+    return _finish_time_panels(fig, len(runs), title, 260, -0.1)
+
+
+def memory_figure(result: ExperimentResult) -> go.Figure | None:
+    """Per run, memory.current of each cgroup that held memory, whole run."""
+    return _per_cgroup_figure(result, "memory", 2**20, "MiB", "memory.current per cgroup")
+
+
+def io_figure(result: ExperimentResult) -> go.Figure | None:
+    """Per run, each cgroup's disk throughput (read + write) over time."""
+    return _per_cgroup_figure(result, "io_rate", 1e6, "MB/s", "Disk throughput per cgroup (read + write)")
+
+
+def net_figure(result: ExperimentResult) -> go.Figure | None:
+    """Per run, each cgroup's egress throughput over time."""
+    return _per_cgroup_figure(result, "net_rate", 1e6, "MB/s", "Bytes sent per cgroup")
 
 
 def _finish_time_panels(fig: go.Figure, rows: int, title: str, row_height: int, legend_y: float) -> go.Figure:

@@ -113,10 +113,17 @@ class CgroupResult:
     # memcg (bytes; None when the node's memory is not modelled): memory.current and its
     # anon/file/swap split, memory.peak, and memory.events (cumulative, hierarchical)
     memory: dict[str, int] | None = None
+    # blkio over the measured window (None without [node.disk]): bytes and IOs the device
+    # moved for the subtree (writeback counts to whoever owned the dirty pages: the root on
+    # cgroup v1), and the time its tasks waited on IO; bytes it sent (None without a link)
+    io: dict[str, int] | None = None
+    net_tx_bytes: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "memory": self.memory,
+            "io": self.io,
+            "net_tx_bytes": self.net_tx_bytes,
             "cpu_s": self.cpu_s,
             "cpu_share": self.cpu_share,
             "wait_s": self.wait_s,
@@ -141,6 +148,10 @@ class TimeSeries:
     nr_throttled: dict[str, np.ndarray]  # per cgroup, cpu.stat nr_throttled in the interval
     # per cgroup, memory.current (bytes) at each interval's end; empty without memory
     memory: dict[str, np.ndarray] = field(default_factory=dict)
+    # per cgroup subtree, disk bytes (read + written) and bytes sent per second in the
+    # interval; empty without a disk / link
+    io_rate: dict[str, np.ndarray] = field(default_factory=dict)
+    net_rate: dict[str, np.ndarray] = field(default_factory=dict)
 
     @classmethod
     def from_core(
@@ -153,6 +164,16 @@ class TimeSeries:
             if len(mem_raw) and len(t)
             else {}
         )
+        rates = {}
+        for key in ("io_bytes", "net_bytes"):
+            col = _u64(raw.get(key, b"")).astype(np.float64)
+            if not (len(col) and len(t)):
+                continue
+            col, tt = col.reshape(len(t), len(cgroups)), t.astype(np.float64)
+            if t[0] > 0:  # cumulative from time 0: the first interval starts at zero
+                col, tt = np.vstack([np.zeros(len(cgroups)), col]), np.concatenate([[0.0], tt])
+            per_s = np.diff(col, axis=0) / (np.diff(tt) / NS)[:, None]
+            rates[key] = {c: per_s[:, i] for i, c in enumerate(cgroups) if c}
         usage = _u64(raw["usage_ns"]).astype(np.float64).reshape(len(t), len(cgroups))
         done = _u64(raw["completed"]).astype(np.int64).reshape(len(t), len(services))
         throttled = _u64(raw["nr_throttled"]).astype(np.int64).reshape(len(t), len(cgroups))
@@ -180,6 +201,8 @@ class TimeSeries:
             nr_throttled={c: nr_throttled[:, i] for i, c in enumerate(cgroups) if c},
             # samples after the first (the intervals' ends), as for the rest
             memory={c: v[-len(t) + 1 :] if len(t) > 1 else v[:0] for c, v in memory.items()},
+            io_rate=rates.get("io_bytes", {}),
+            net_rate=rates.get("net_bytes", {}),
         )
 
 
@@ -202,6 +225,10 @@ class RunResult:
     node_memory: dict[str, int] | None = None
     # per trace-driven workload: (what it sets, its cgroup, times (s, simulated), values)
     trace_demand: dict[str, tuple[str, str, Any, Any]] = field(default_factory=dict)
+    # the whole node's disk IO and bytes sent (the root's subtree: the flusher's writeback on
+    # cgroup v1 shows here and in no cgroup); None without a disk / link
+    node_io: dict[str, int] | None = None
+    node_net_tx_bytes: int | None = None
 
     @property
     def measured_s(self) -> float:
@@ -253,8 +280,11 @@ class RunResult:
                 psi_some_s=stats["psi_some_ns"] / NS,
                 psi_full_s=stats["psi_full_ns"] / NS,
                 memory={k[len("memory_"):]: int(v) for k, v in stats.items() if k.startswith("memory_")} or None,
+                io={k[len("io_"):]: int(v) for k, v in stats.items() if k.startswith("io_")} or None,
+                net_tx_bytes=None if "net_tx_bytes" not in stats else int(stats["net_tx_bytes"]),
             )
         busy = _u64(node.cpu_busy()).reshape(ncpus, len(cgroup_names)) / NS
+        root = node.cgroup_stats("")
         return cls(
             name=name,
             ncpus=ncpus,
@@ -267,6 +297,8 @@ class RunResult:
             timeseries=TimeSeries.from_core(node.timeseries(), ncpus, cgroup_names, service_names),
             oom_kills={k: int(v) for k, v in node.oom_kills().items() if v},
             node_memory=node.memory_stats(),
+            node_io={k[len("io_"):]: int(v) for k, v in root.items() if k.startswith("io_")} or None,
+            node_net_tx_bytes=None if "net_tx_bytes" not in root else int(root["net_tx_bytes"]),
         )
 
     def cpus(self) -> list[dict[str, float]]:
@@ -284,6 +316,8 @@ class RunResult:
             "decisions": self.decisions,
             "oom_kills": self.oom_kills,
             "node_memory": self.node_memory,
+            "node_io": self.node_io,
+            "node_net_tx_bytes": self.node_net_tx_bytes,
         }
 
 
@@ -374,6 +408,32 @@ class ExperimentResult:
         header = ["Run", "cgroup", "current (MiB)", "peak (MiB)", "cache (MiB)", "high events", "max events", "oom_kill"]
         return "Memory (at the end; events since the start)\n" + _markdown(header, rows)
 
+    def io_table(self) -> str | None:
+        """Per run and leaf cgroup that used the disk or the link over the measured window:
+        disk read and write throughput, IO/s, mean IO wait per IO, bytes sent per second;
+        None when no run models IO."""
+        rows = []
+        for name, run in self.runs.items():
+            m = run.measured_s
+            if m <= 0:
+                continue
+            for c, cg in run.cgroups.items():
+                io, tx = cg.io or {}, cg.net_tx_bytes or 0
+                ios = io.get("read_ios", 0) + io.get("write_ios", 0)
+                if not (ios or tx or io.get("write_bytes", 0)):
+                    continue
+                wait = io.get("wait_ns", 0) / ios / 1e6 if ios else math.nan
+                rows.append([name, c or "(root)", sig3(io.get("read_bytes", 0) / m / 1e6), sig3(io.get("write_bytes", 0) / m / 1e6), sig3(ios / m), sig3(wait), sig3(tx / m / 1e6)])
+            if run.node_io is not None and any(r[0] == name for r in rows):
+                io = run.node_io
+                ios = io.get("read_ios", 0) + io.get("write_ios", 0)
+                tx = run.node_net_tx_bytes or 0
+                rows.append([name, "(node)", sig3(io.get("read_bytes", 0) / m / 1e6), sig3(io.get("write_bytes", 0) / m / 1e6), sig3(ios / m), "", sig3(tx / m / 1e6)])
+        if not rows:
+            return None
+        header = ["Run", "cgroup", "read (MB/s)", "write (MB/s)", "IO/s", "wait per IO (ms)", "sent (MB/s)"]
+        return "Disk and network (after warm-up; writeback counts to the dirty pages' owner)\n" + _markdown(header, rows)
+
     def bandwidth_table(self) -> str | None:
         """Per run and cgroup with bandwidth control: the cpu.stat counters, or None."""
         limited = [
@@ -412,7 +472,7 @@ class ExperimentResult:
         return "\n\n".join(out) or None
 
     def __str__(self) -> str:
-        parts = [self.grid_tables(), self.table(), self.cpu_table(), self.memory_table(), self.bandwidth_table()]
+        parts = [self.grid_tables(), self.table(), self.cpu_table(), self.memory_table(), self.io_table(), self.bandwidth_table()]
         return "\n\n".join(p for p in parts if p)
 
     def to_dict(self) -> dict[str, Any]:

@@ -178,6 +178,9 @@ HOST_PROGRAMS = {
     "cache_writer": ("builtin", "command"),
     "analytics": ("builtin",),
     "duty": ("builtin",),
+    "dd": ("builtin",),
+    "database": ("builtin",),
+    "iperf": ("builtin",),
 }
 
 
@@ -486,12 +489,145 @@ class Duty(_Workload):
         }
 
 
-MEMORY_KINDS = ("memory_hog", "file_server", "cache_writer", "analytics")
+def rate_bytes(value: Any) -> int:
+    """A rate in bytes/s: a byte quantity ("500M" = 500 MB/s, "20Mi" = 20 MiB/s) or, as
+    network people write it, bits ("1Gbit" = 125 MB/s, "100Mbit")."""
+    if isinstance(value, str) and value.endswith("bit"):
+        bits = memory_bytes(value[: -len("bit")] or "x")
+        return bits // 8
+    return memory_bytes(value)
 
-Workload = Annotated[Hog | ClosedLoop | OpenLoop | Bursty | MemoryHog | FileServer | CacheWriter | Analytics | Duty, Field(discriminator="kind")]
+
+Rate = Annotated[int, BeforeValidator(rate_bytes)]
+
+
+class Dd(_Workload):
+    """`dd`: `threads` copies, each moving `block` per IO with one IO in flight, `size` in
+    all per thread (none: until the run ends). `op` read or write; `direct` is O_DIRECT
+    (oflag=direct) — without it writes go through the page cache and are written back later,
+    by the flusher, as the root cgroup's IO on cgroup v1 (seed 004). Each block is a request:
+    the service's QPS × block is dd's throughput. Needs [node.disk]."""
+
+    kind: Literal["dd"]
+    op: Literal["read", "write"] = "write"
+    direct: bool = True
+    block: Annotated[int, BeforeValidator(memory_bytes), Field(ge=512)] = 1 << 20
+    size: Annotated[int, BeforeValidator(memory_bytes), Field(gt=0)] | None = None
+    threads: int = Field(1, ge=1)
+    random: bool = False
+    # CPU per block (syscall, copy); default 10 µs direct, 1 µs per 4 KiB page buffered
+    cpu_per_block: PositiveDuration | None = None
+
+    def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
+        return {
+            "kind": "dd",
+            "name": name,
+            "cgroup": self.cgroup,
+            "op": self.op,
+            "direct": self.direct,
+            "block_bytes": self.block,
+            "bytes": self.size,
+            "threads": self.threads,
+            "random": self.random,
+            "cpu_ns_per_block": self.cpu_per_block,
+            "start_ns": self.start,
+        }
+
+
+class Database(_Workload):
+    """A database-like online service: `clients` with one request in flight; a request does
+    `reads` random reads of `read_size` in a row (lookups missing its buffer pool, O_DIRECT as
+    InnoDB's flush method), then `service` of CPU. Needs [node.disk]."""
+
+    kind: Literal["database"]
+    clients: int = Field(ge=1)
+    reads: int = Field(1, ge=0)
+    read_size: Annotated[int, BeforeValidator(memory_bytes), Field(ge=512)] = 4096
+    service: Distribution
+    think: Distribution = Constant(dist="constant", value=0)
+
+    def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
+        return {
+            "kind": "database",
+            "name": name,
+            "cgroup": self.cgroup,
+            "clients": self.clients,
+            "reads": self.reads,
+            "read_bytes": self.read_size,
+            "service": self.service.core_spec(),
+            "think": self.think.core_spec(),
+            "start_ns": self.start,
+        }
+
+
+class Iperf(_Workload):
+    """`iperf3 -c … -P streams [-b rate]`: `streams` flows sending from this cgroup during
+    each of `windows` ([start, stop] pairs, e.g. [["0s", "10s"], ["15s", "25s"]]; none: from
+    `start` on), each at up to `rate` (none: as fast as the link lets it). Needs
+    [node.network]."""
+
+    kind: Literal["iperf"]
+    streams: int = Field(1, ge=1)
+    rate: Rate | None = None
+    windows: list[Annotated[list[Duration], Field(min_length=2, max_length=2)]] = []
+
+    @model_validator(mode="after")
+    def _check_windows(self) -> Iperf:
+        errors: list[FieldError] = [(("windows", i), f"start {format_duration(a)} must be before stop {format_duration(b)}") for i, (a, b) in enumerate(self.windows) if a >= b]
+        if errors:
+            raise _FieldErrors(errors)
+        return self
+
+    def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
+        return {
+            "kind": "iperf",
+            "name": name,
+            "cgroup": self.cgroup,
+            "streams": self.streams,
+            "rate_bytes_per_s": self.rate or 0,
+            "windows_ns": [list(w) for w in self.windows],
+            "start_ns": self.start,
+        }
+
+
+MEMORY_KINDS = ("memory_hog", "file_server", "cache_writer", "analytics")
+IO_KINDS = ("dd", "database")
+NET_KINDS = ("iperf",)
+
+Workload = Annotated[
+    Hog | ClosedLoop | OpenLoop | Bursty | MemoryHog | FileServer | CacheWriter | Analytics | Duty | Dd | Database | Iperf,
+    Field(discriminator="kind"),
+]
 
 
 # --- node, kernel, cgroups -------------------------------------------------------------
+
+
+class Disk(_Table):
+    """[node.disk]: the node's block device in iocost's linear-model terms (bytes/s and
+    4 KiB IO/s; a SATA SSD by default), its access latency, and its IO scheduler
+    (/sys/block/<dev>/queue/scheduler: only bfq and cfq share by blkio.weight)."""
+
+    rbps: Rate = Field(550_000_000, gt=0)
+    rseqiops: int = Field(130_000, gt=0)
+    rrandiops: int = Field(90_000, gt=0)
+    wbps: Rate = Field(500_000_000, gt=0)
+    wseqiops: int = Field(120_000, gt=0)
+    wrandiops: int = Field(80_000, gt=0)
+    latency: Duration = 80_000
+    scheduler: Literal["none", "mq-deadline", "kyber", "bfq", "cfq"] = "mq-deadline"
+
+    def core_spec(self) -> dict[str, Any]:
+        return {**self.model_dump(exclude={"latency"}), "latency_ns": self.latency}
+
+
+class Network(_Table):
+    """[node.network]: the node's egress link ("10Gbit", "1250M")."""
+
+    egress: Rate = Field(gt=0)
+
+    def core_spec(self) -> dict[str, Any]:
+        return {"egress_bytes_per_s": self.egress}
 
 
 class Topology(_Table):
@@ -510,6 +646,9 @@ class Topology(_Table):
     # Koordinator's batch-memory uses it); swap space, none by default
     memory: Annotated[int, BeforeValidator(memory_bytes)] | None = None
     swap: Annotated[int, BeforeValidator(memory_bytes)] = 0
+    # the block device and the egress link: modelled when given
+    disk: Disk | None = None
+    network: Network | None = None
 
     @property
     def ncpus(self) -> int:
@@ -585,6 +724,18 @@ class Kernel(_Table):
     watermark_scale_factor: int = Field(10, ge=1, le=3000)
     # CPU a task spends per page it reclaims itself (a model constant: ≈ 1 µs, clean cache)
     reclaim_per_page: PositiveDuration = 1_000
+    # vm.dirty_ratio / vm.dirty_background_ratio (% of dirtyable memory)
+    dirty_ratio: int = Field(20, ge=1, le=100)
+    dirty_background_ratio: int = Field(10, ge=0, le=99)
+    # writeback charged to the cgroup that dirtied the pages (cgroup v2; openEuler's
+    # cgroup1_writeback, which rubik's ioCost needs); off: the flusher's IO is the root's
+    cgroup_writeback: bool = False
+
+    @model_validator(mode="after")
+    def _check_dirty(self) -> Kernel:
+        if self.dirty_background_ratio >= self.dirty_ratio:
+            raise _FieldErrors([(("dirty_background_ratio",), f"must be below dirty_ratio ({self.dirty_ratio}) (got {self.dirty_background_ratio})")])
+        return self
 
     def core_spec(self) -> dict[str, Any]:
         return {
@@ -598,6 +749,9 @@ class Kernel(_Table):
             "smt_expeller": self.smt_expeller,
             "alinux_memcg": self.alinux_memcg,
             "openeuler_memcg": self.openeuler_memcg,
+            "dirty_ratio": self.dirty_ratio,
+            "dirty_background_ratio": self.dirty_background_ratio,
+            "cgroup_writeback": self.cgroup_writeback,
         }
 
 
@@ -685,6 +839,18 @@ class Cgroup(_Table):
     memory_low: Annotated[int, BeforeValidator(memory_bytes)] = Field(0, alias="memory.low")
     memory_min: Annotated[int, BeforeValidator(memory_bytes)] = Field(0, alias="memory.min")
     memory_oom_group: Annotated[int, _one_of(0, 1)] = Field(0, alias="memory.oom.group")
+    # blkio: the proportional schedulers' weight (cfq blkio.weight, bfq blkio.bfq.weight, v2
+    # io.bfq.weight), iocost's (v2 io.weight), blk-throttle limits (bytes/s, IO/s; 0: none)
+    blkio_weight: int = Field(100, alias="blkio.weight", ge=1, le=1000)
+    blkio_cost_weight: int = Field(100, alias="blkio.cost.weight", ge=1, le=10_000)
+    blkio_read_bps: Rate = Field(0, alias="blkio.throttle.read_bps_device", ge=0)
+    blkio_write_bps: Rate = Field(0, alias="blkio.throttle.write_bps_device", ge=0)
+    blkio_read_iops: int = Field(0, alias="blkio.throttle.read_iops_device", ge=0)
+    blkio_write_iops: int = Field(0, alias="blkio.throttle.write_iops_device", ge=0)
+    # net_cls.classid (4294967295 marks offline traffic for rubik's bandwidth manager) and a
+    # plain egress rate limit (tc on the pod's traffic; not a cgroup file)
+    net_cls_classid: int = Field(0, alias="net_cls.classid", ge=0, le=4_294_967_295)
+    net_egress_bps: Rate = Field(0, alias="net.egress_bps", ge=0)
 
     @model_validator(mode="after")
     def _check(self) -> Cgroup:
@@ -724,6 +890,14 @@ class Cgroup(_Table):
             "memory.low": self.memory_low,
             "memory.min": self.memory_min,
             "memory.oom.group": self.memory_oom_group,
+            "blkio.weight": self.blkio_weight,
+            "blkio.cost.weight": self.blkio_cost_weight,
+            "blkio.throttle.read_bps_device": self.blkio_read_bps,
+            "blkio.throttle.write_bps_device": self.blkio_write_bps,
+            "blkio.throttle.read_iops_device": self.blkio_read_iops,
+            "blkio.throttle.write_iops_device": self.blkio_write_iops,
+            "net_cls.classid": self.net_cls_classid,
+            "net.egress_bps": self.net_egress_bps,
         }
 
 
@@ -921,6 +1095,10 @@ class Scenario(_Table):
                 errors += _check_trace(name, workload, ref)
             if workload.kind in MEMORY_KINDS and workload.enabled and self.node.memory is None:
                 errors.append((("workloads", name, "kind"), 'a memory workload needs the node\'s memory: give [node] memory = "64Gi"'))
+            if workload.kind in IO_KINDS and workload.enabled and self.node.disk is None:
+                errors.append((("workloads", name, "kind"), "an IO workload needs the node's disk: give [node.disk] (its defaults are a SATA SSD)"))
+            if workload.kind in NET_KINDS and workload.enabled and self.node.network is None:
+                errors.append((("workloads", name, "kind"), 'a network workload needs the node\'s link: give [node.network] egress = "10Gbit"'))
         if self.policy is not None:
             from policies import PolicyError
 
@@ -1064,6 +1242,8 @@ class Scenario(_Table):
                 "reclaim_ns_per_page": self.kernel.reclaim_per_page,
                 "watermark_scale_factor": self.kernel.watermark_scale_factor,
             },
+            "disk": None if self.node.disk is None else self.node.disk.core_spec(),
+            "network": None if self.node.network is None else self.node.network.core_spec(),
         }
 
     def _cgroup_order(self) -> list[str]:
@@ -1211,7 +1391,7 @@ def _toml_message(source: str, err: tomllib.TOMLDecodeError) -> str:
 
 # The tagged tables: each model's tag is the one value of its discriminator's Literal.
 _TAGGED: dict[str, tuple[type[_Table], ...]] = {
-    "kind": (Hog, ClosedLoop, OpenLoop, Bursty, MemoryHog, FileServer, CacheWriter, Analytics, Duty),
+    "kind": (Hog, ClosedLoop, OpenLoop, Bursty, MemoryHog, FileServer, CacheWriter, Analytics, Duty, Dd, Database, Iperf),
     "dist": (Constant, Exponential, Lognormal, Empirical),
 }
 _BY_TAG: dict[str, type[_Table]] = {

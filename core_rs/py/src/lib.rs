@@ -180,6 +180,18 @@ impl Node {
             d.set_item("memory_psi_some_ns", g.mem_psi.total[0] - g.mem_psi_base[0])?;
             d.set_item("memory_psi_full_ns", g.mem_psi.total[1] - g.mem_psi_base[1])?;
         }
+        // blkio (bytes and IOs as the device moved them; wait: submission to completion) and
+        // the link, since the last reset, when the node has them
+        if let Some(io) = n.io_stat(id) {
+            d.set_item("io_read_bytes", io.read_bytes.round() as u64)?;
+            d.set_item("io_write_bytes", io.write_bytes.round() as u64)?;
+            d.set_item("io_read_ios", io.read_ios)?;
+            d.set_item("io_write_ios", io.write_ios)?;
+            d.set_item("io_wait_ns", io.wait_ns)?;
+        }
+        if let Some(tx) = n.net_tx(id) {
+            d.set_item("net_tx_bytes", tx.round() as u64)?;
+        }
         Ok(d)
     }
 
@@ -236,6 +248,8 @@ impl Node {
         d.set_item("nr_throttled", u64_bytes(py, &s.nr_throttled))?;
         d.set_item("throttled_ns", u64_bytes(py, &s.throttled_ns))?;
         d.set_item("memory_bytes", u64_bytes(py, &s.memory_bytes))?;
+        d.set_item("io_bytes", u64_bytes(py, &s.io_bytes))?;
+        d.set_item("net_bytes", u64_bytes(py, &s.net_bytes))?;
         Ok(d)
     }
 
