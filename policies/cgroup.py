@@ -42,6 +42,28 @@ class Knob(enum.Enum):
     MEMORY_PRIORITY = ("memory.priority", "memory.priority")
     MEMORY_USE_PRIORITY_OOM = ("memory.use_priority_oom", "memory.use_priority_oom")
     MEMORY_HIGH_ASYNC_RATIO = ("memory.high_async_ratio", "memory.high_async_ratio")
+    # blkio, in the v1 files' units: the proportional schedulers' weight (cfq blkio.weight;
+    # bfq's blkio.bfq.weight / v2 io.bfq.weight), iocost's weight (Alibaba Cloud Linux and
+    # openEuler v1 blkio.cost.weight, v2 io.weight), blk-throttle limits (bytes/s, IO/s; 0 =
+    # none; the files take "MAJ:MIN VALUE", v2 puts all four in io.max)
+    BLKIO_WEIGHT = ("blkio.weight", "io.bfq.weight")
+    BLKIO_COST_WEIGHT = ("blkio.cost.weight", "io.weight")
+    BLKIO_READ_BPS = ("blkio.throttle.read_bps_device", "io.max")
+    BLKIO_WRITE_BPS = ("blkio.throttle.write_bps_device", "io.max")
+    BLKIO_READ_IOPS = ("blkio.throttle.read_iops_device", "io.max")
+    BLKIO_WRITE_IOPS = ("blkio.throttle.write_iops_device", "io.max")
+    # node-wide iocost files, written on the root ("" cgroup): the linear model and the QoS
+    # ("enable=1 ctrl=user min=100.00 max=100.00"), as text
+    BLKIO_COST_MODEL = ("blkio.cost.model", "io.cost.model")
+    BLKIO_COST_QOS = ("blkio.cost.qos", "io.cost.qos")
+    # network: net_cls.classid (4294967295 = offline for oncn-bwm; v2 uses a cgroup BPF
+    # program instead), a plain egress rate (bytes/s; tc on the pod's traffic, no cgroup
+    # file), and oncn-bwm's node-wide /proc/qos files (on the root "" cgroup, as text)
+    NET_CLS_CLASSID = ("net_cls.classid", None)
+    NET_EGRESS_BPS = ("net.egress_bps", None)
+    NET_QOS_ENABLE = ("net_qos_enable", None)
+    NET_QOS_WATERLINE = ("net_qos_waterline", None)
+    NET_QOS_BANDWIDTH = ("net_qos_bandwidth", None)
     # pressure (PSI) files, read-only text: "some avg10=… avg60=… avg300=… total=…\nfull …"
     CPU_PRESSURE = ("cpu.pressure", "cpu.pressure")
     MEMORY_PRESSURE = ("memory.pressure", "memory.pressure")
@@ -64,6 +86,10 @@ class Knob(enum.Enum):
 # The pressure files are read, never written: replay does not probe them.
 PRESSURE_KNOBS = frozenset({Knob.CPU_PRESSURE, Knob.MEMORY_PRESSURE})
 MEMORY_KNOBS = frozenset(k for k in Knob if k.v1.startswith("memory.") and k not in PRESSURE_KNOBS)
+BLKIO_KNOBS = frozenset(k for k in Knob if k.v1.startswith("blkio."))
+NET_KNOBS = frozenset(k for k in Knob if k.v1.startswith("net"))
+# files that exist only at the root: node-wide settings
+ROOT_KNOBS = frozenset({Knob.BLKIO_COST_MODEL, Knob.BLKIO_COST_QOS, Knob.NET_QOS_ENABLE, Knob.NET_QOS_WATERLINE, Knob.NET_QOS_BANDWIDTH})
 
 
 # --- unit conversions between the v1 and v2 files ---------------------------------------
@@ -135,6 +161,10 @@ class CgroupStats:
     # memory.current and its page cache (bytes; 0 where memory is not known)
     memory_bytes: int = 0
     memory_file: int = 0
+    # blkio.throttle.io_service_bytes / io_serviced totals and bytes sent (0 where not known)
+    io_bytes: int = 0
+    io_ios: int = 0
+    net_tx_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -229,6 +259,9 @@ class SimBackend:
             nr_running=s["nr_running"],
             memory_bytes=s.get("memory_current", 0),
             memory_file=s.get("memory_file", 0),
+            io_bytes=s.get("io_read_bytes", 0) + s.get("io_write_bytes", 0),
+            io_ios=s.get("io_read_ios", 0) + s.get("io_write_ios", 0),
+            net_tx_bytes=s.get("net_tx_bytes", 0),
         )
 
     def cpus(self) -> list[Cpu]:

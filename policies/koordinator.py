@@ -22,6 +22,7 @@ from dataclasses import replace
 from typing import Any
 
 from policies import batch_resource as br
+from policies import blkio_qos as bq
 from policies import cpu_burst as cb
 from policies import cpu_evict as ce
 from policies import cpu_suppress as cs
@@ -57,6 +58,12 @@ class Koordinator(Policy):
         Param("memory_evict_lower_percent", 0, 100, 0, integer=True, doc="memoryEvictLowerPercent; 0 = threshold − 2"),
         Param("cpu_reclaim_threshold_percent", 0, 100, br.CPU_RECLAIM_THRESHOLD_PERCENT, integer=True, doc="colocation cpuReclaimThresholdPercent"),
         Param("memory_reclaim_threshold_percent", 0, 100, br.MEMORY_RECLAIM_THRESHOLD_PERCENT, integer=True, doc="memoryReclaimThresholdPercent"),
+        # blkioQOS of the BE class (with blkio_qos = true): 0 = no limit
+        Param("blkio_be_io_weight_percent", 1, 100, bq.IO_WEIGHT_PERCENT, integer=True, doc="beClass blkioQOS ioCfg.ioWeightPercent"),
+        Param("blkio_be_read_iops", 0, 1_000_000, 0, integer=True, doc="beClass blkioQOS ioCfg.readIOPS"),
+        Param("blkio_be_write_iops", 0, 1_000_000, 0, integer=True, doc="beClass blkioQOS ioCfg.writeIOPS"),
+        Param("blkio_be_read_bps", 0, 10_000_000_000, 0, integer=True, doc="beClass blkioQOS ioCfg.readBPS (bytes/s)"),
+        Param("blkio_be_write_bps", 0, 10_000_000_000, 0, integer=True, doc="beClass blkioQOS ioCfg.writeBPS (bytes/s)"),
     )
     # NodeSLO's percents are int64 in Koordinator's API, hence integer Params above
     tuned = ("cpu_suppress_threshold_percent", "cpu_burst_percent", "cfs_quota_burst_percent", "share_pool_threshold_percent")
@@ -79,6 +86,9 @@ class Koordinator(Policy):
         if isinstance(self.reserved, bool) or not isinstance(self.reserved, int | float) or self.reserved < 0:
             raise PolicyError(f"{where}.reserved_cpus: must be a number of cores >= 0")
         self.memory_qos = mq.parse_classes(config.pop("memory_qos", {}), f"{where}.memory_qos")
+        self.blkio_qos = config.pop("blkio_qos", False)
+        if not isinstance(self.blkio_qos, bool):
+            raise PolicyError(f"{where}.blkio_qos: must be true or false (the BE class's blkioQOS.enable; its ioCfg are the blkio_be_* parameters)")
         self.memory_evict = config.pop("memory_evict", False)
         if not isinstance(self.memory_evict, bool):
             raise PolicyError(f"{where}.memory_evict: must be true or false (BEMemoryEvict; off by default, as in koordlet)")
@@ -141,8 +151,16 @@ class Koordinator(Policy):
         return {self.besteffort, *self.be, *self.ls, *self.burst_cgroups}
 
     def attach(self, obs: Observation) -> list[Decision]:
-        out = self._memory_qos(obs)
+        out = self._memory_qos(obs) + self._blkio_qos(obs)
         return out + self._attach_cpu(obs)
+
+    def _blkio_qos(self, obs: Observation) -> list[Decision]:
+        """koordlet's BlkIOReconcile for the BE class (policies/blkio_qos.py)."""
+        if not self.blkio_qos:
+            return []
+        v = {k: int(self.values[f"blkio_be_{k}"]) for k in ("read_iops", "write_iops", "read_bps", "write_bps", "io_weight_percent")}
+        what = ", ".join(f"{k} {n}" for k, n in v.items())
+        return [Decision(obs.now, self.name, f"blkioQOS {self.besteffort}: {what}", tuple(bq.writes(self.besteffort, **v)))]
 
     def _memory_qos(self, obs: Observation) -> list[Decision]:
         """koordlet's CgroupReconcile (policies/memory_qos.py): the pods are static in a

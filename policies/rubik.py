@@ -2,13 +2,15 @@
 preemption (offline cgroups get cpu.qos_level = -1; the SMT expeller is the kernel's
 `kernel.smt_expeller`), quota burst (cpu.cfs_burst_us from the pod's annotation, with rubik's
 checks), quotaTurbo (policies/quota_turbo.py) at its syncInterval, and dynMemory's FSSR
-(policies/dyn_memory.py: the offline pods' memory.high from MemFree every 5 s), and PSI
-interference eviction (policies/psi_evict.py).
+(policies/dyn_memory.py: the offline pods' memory.high from MemFree every 5 s), PSI
+interference eviction (policies/psi_evict.py), ioCost and ioLimit (policies/io_cost.py) and
+pod bandwidth management (policies/net_qos.py).
 
 Configuration (the scenario's `[policy]` table): which cgroups are offline, which are under
 quotaTurbo, the burst of each quota-burst cgroup, `dyn_memory = "fssr"`, `psi = { resource =
 ["memory"] }` (with `online`, default the pods that are not offline), and quotaTurbo's
-tunables with rubik's defaults.
+tunables with rubik's defaults; `io_cost = { rbps = …, … }` (the linear model), `io_limit =
+{ cgroup = { device_write_bps = … } }`, `net = true` (preemption of the network).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from policies import dyn_memory as dm
+from policies import io_cost as ic
+from policies import net_qos as nq
 from policies import psi_evict as pe
 from policies import quota_turbo as qt
 from policies.cgroup import Knob, KnobWrite, utilisation
@@ -34,6 +38,11 @@ class Rubik(Policy):
         Param("cpu_floating_limit", 0, 100, qt.CPU_FLOATING_LIMIT),
         Param("psi_interval", 10, 30, pe.INTERVAL_S, doc="psi.interval (s)"),
         Param("psi_avg10_threshold", 5.0, 100.0, pe.AVG10_THRESHOLD, doc="psi.avg10threshold (%)"),
+        # ioCost: rubik's offline weight is a constant (10); here a what-if to tune
+        Param("io_cost_offline_weight", 1, 1000, ic.OFFLINE_WEIGHT, integer=True, doc="blkio.cost.weight of offline pods (rubik: 10)"),
+        Param("net_waterline_mb", 20, nq.MAX_MB, nq.WATERLINE_MB, integer=True, doc="preemption.net.waterline (MiB/s)"),
+        Param("net_low_mb", 1, nq.MAX_MB, nq.LOW_MB, integer=True, doc="preemption.net.bandwidthLow (MiB/s)"),
+        Param("net_high_mb", 1, nq.MAX_MB, nq.HIGH_MB, integer=True, doc="preemption.net.bandwidthHigh (MiB/s)"),
     )
     # the water marks are quotaTurbo's config-file keys (rubik.md: integers, 0 <= H < A <= 100)
     tuned = ("high_water_mark", "alarm_water_mark", "elevate_limit")
@@ -57,11 +66,18 @@ class Rubik(Policy):
         self.psi = pe.parse(config.pop("psi", None), f"{where}.psi")
         self.online = cgroup_names(config.pop("online", []), f"{where}.online")
         self.next_psi = 0.0
+        self.io_model = ic.parse_model(config.pop("io_cost", None), f"{where}.io_cost")
+        self.io_limits = ic.parse_limits(config.pop("io_limit", None), f"{where}.io_limit")
+        self.net = config.pop("net", False)
+        if not isinstance(self.net, bool):
+            raise PolicyError(f"{where}.net: must be true or false (rubik's preemption.resource contains \"net\")")
         self.evicted: set[str] = set()
         self.prev_usage: dict[str, int] = {}
         super().__init__(config, where)
         if not self.values["high_water_mark"] < self.values["alarm_water_mark"]:
             raise PolicyError(f"{where}.high_water_mark: must be below alarm_water_mark")
+        if not self.values["net_low_mb"] < self.values["net_high_mb"]:
+            raise PolicyError(f"{where}.net_low_mb: must be below net_high_mb (rubik: bandwidthLow < bandwidthHigh)")
         self.containers: list[qt.Container] = []
         self.util_history: list[tuple[float, float]] = []
         self.prev_node = None
@@ -122,6 +138,27 @@ class Rubik(Policy):
         self.util_history = [(obs.now, 0.0)]  # the very first sample records 0 (rubik.md §2.2)
         if self.dyn_memory:
             out += self._fssr_start(obs)
+        return out + self._io_net(obs)
+
+    def _io_net(self, obs: Observation) -> list[Decision]:
+        """ioCost, ioLimit and the network's preemption: static, written once at start."""
+        out = []
+        if self.io_model is not None:
+            model = ic.model_text(self.io_model)
+            out.append(Decision(obs.now, self.name, f"ioCost: blkio.cost.model {model}; vrate pinned at 100%",
+                                (KnobWrite("", Knob.BLKIO_COST_MODEL, model), KnobWrite("", Knob.BLKIO_COST_QOS, ic.QOS))))
+            w = int(self.values["io_cost_offline_weight"])
+            online = [cg for cg in self.online if cg not in self.offline]
+            out.append(Decision(obs.now, self.name, f"ioCost: blkio.cost.weight {ic.ONLINE_WEIGHT} online, {w} offline",
+                                tuple(ic.weights(online, self.offline, w))))
+        for cg, limits in self.io_limits.items():
+            what = ", ".join(f"{k.v1.removeprefix('blkio.throttle.')} {v}" for k, v in limits.items()) or "cleared"
+            out.append(Decision(obs.now, self.name, f"ioLimit {cg}: {what}", tuple(ic.limit_writes({cg: limits}))))
+        if self.net:
+            v = {k: int(self.values[f"net_{k}_mb"]) for k in ("waterline", "low", "high")}
+            out.append(Decision(obs.now, self.name,
+                                f"net: offline at {v['low']} MiB/s while online ≥ {v['waterline']} MiB/s, else {v['high']} MiB/s",
+                                tuple(nq.writes(self.offline, v["waterline"], v["low"], v["high"]))))
         return out
 
     def _fssr_start(self, obs: Observation) -> list[Decision]:

@@ -424,7 +424,7 @@ class ExperimentResult:
                     continue
                 wait = io.get("wait_ns", 0) / ios / 1e6 if ios else math.nan
                 rows.append([name, c or "(root)", sig3(io.get("read_bytes", 0) / m / 1e6), sig3(io.get("write_bytes", 0) / m / 1e6), sig3(ios / m), sig3(wait), sig3(tx / m / 1e6)])
-            if run.node_io is not None and any(r[0] == name for r in rows):
+            if run.node_io is not None and (run.node_io.get("write_bytes", 0) or run.node_io.get("read_bytes", 0) or run.node_net_tx_bytes):
                 io = run.node_io
                 ios = io.get("read_ios", 0) + io.get("write_ios", 0)
                 tx = run.node_net_tx_bytes or 0

@@ -133,8 +133,11 @@ def test_results_json_document(experiment):
         "psi_some_s",
         "psi_full_s",
         "memory",  # null: the fake models no memory
+        "io",  # null: nor a disk
+        "net_tx_bytes",  # null: nor a link
     }
     assert run["cgroups"]["offline"]["memory"] is None
+    assert run["cgroups"]["offline"]["io"] is None and run["cgroups"]["offline"]["net_tx_bytes"] is None
     assert len(run["cpus"]) == 8
 
 

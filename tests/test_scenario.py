@@ -114,6 +114,15 @@ def test_core_spec_shape():
         "memory.low": 0,
         "memory.min": 0,
         "memory.oom.group": 0,
+        # default IO weights, no IO or network limits, not marked offline
+        "blkio.weight": 100,
+        "blkio.cost.weight": 100,
+        "blkio.throttle.read_bps_device": 0,
+        "blkio.throttle.write_bps_device": 0,
+        "blkio.throttle.read_iops_device": 0,
+        "blkio.throttle.write_iops_device": 0,
+        "net_cls.classid": 0,
+        "net.egress_bps": 0,
     }
     assert spec["cgroups"] == [
         {"name": "online", "parent": "", "cpu.shares": 1024, "cpu.idle": 0, "cpu.qos_level": 0}
