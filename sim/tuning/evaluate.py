@@ -15,8 +15,8 @@ from typing import Any
 from sim.results import RunResult
 from sim.scenario import Scenario
 
-SERVICE_KINDS = ("closed_loop", "open_loop", "bursty", "file_server")
-BATCH_KINDS = ("hog", "memory_hog", "cache_writer", "analytics", "duty")
+SERVICE_KINDS = ("closed_loop", "open_loop", "bursty", "file_server", "database")
+BATCH_KINDS = ("hog", "memory_hog", "cache_writer", "analytics", "duty", "dd", "iperf")
 
 # seed index -> case name -> metric text -> value
 Measurement = list[dict[str, dict[str, float]]]
