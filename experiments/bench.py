@@ -2,7 +2,8 @@
 
     python experiments/bench.py [--repeat N]
 
-Runs (a) every run of experiments/clickhouse_stress.toml, (c) both runs of
+Runs (a) every run of experiments/clickhouse_stress.toml, (d) both runs of
+experiments/io_bench.toml (a database service and dd writers on one disk), (c) both runs of
 experiments/memory_bench.toml (memory on every cgroup vs CPU only), and (b) both runs of
 experiments/open_loop_96cpu.toml (96 logical CPUs, 5,000 req/s on 48 workers, 96 hogs, 60
 simulated seconds; without limits and with quotas and bursts on every group) through the
@@ -38,7 +39,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     rows = []
-    for file in ("clickhouse_stress.toml", "open_loop_96cpu.toml", "memory_bench.toml"):
+    for file in ("clickhouse_stress.toml", "open_loop_96cpu.toml", "memory_bench.toml", "io_bench.toml"):
         scenario = load_scenario(HERE / file)
         for variant in scenario.variants():
             walls, events, sim_s = [], 0, 0.0
