@@ -271,3 +271,22 @@ fn bad_io_and_network_settings_are_refused_by_name() {
     n.write("a", "blkio.throttle.write_bps_device", "254:0 1048576").unwrap();
     assert_eq!(n.read_knob("a", "blkio.throttle.write_bps_device").unwrap(), 1048576);
 }
+
+#[test]
+fn the_same_spec_and_seed_give_identical_io() {
+    let spec = json!({"topology": topo(4, 1), "disk": disk("bfq"), "network": {"egress_bytes_per_s": 125 * MB},
+        "sample_interval_ns": 10 * MS, "memory": {"total_bytes": 1u64 << 30}, "seed": 7,
+        "cgroups": [{"name": "db", "blkio.weight": 500}, {"name": "b", "blkio.throttle.write_bps_device": 30 * MB}],
+        "workloads": [{"kind": "database", "name": "db", "cgroup": "db", "clients": 4, "reads": 2,
+                        "service": {"dist": "exponential", "mean_ns": 100_000}, "think": {"dist": "exponential", "mean_ns": 500_000}},
+                      dd("w", "b", false), dd("d", "b", true),
+                      {"kind": "iperf", "name": "i", "cgroup": "b", "windows_ns": [[S, 2 * S]]}]});
+    let run = || {
+        let mut n = node(spec.clone());
+        n.run_until(3 * S).unwrap();
+        (n.series.io_bytes.clone(), n.series.net_bytes.clone(), n.services[0].latencies.clone(), n.events)
+    };
+    let a = run();
+    assert!(!a.2.is_empty() && a.0.iter().any(|&b| b > 0));
+    assert_eq!(a, run());
+}
