@@ -492,10 +492,12 @@ class Duty(_Workload):
 def rate_bytes(value: Any) -> int:
     """A rate in bytes/s: a byte quantity ("500M" = 500 MB/s, "20Mi" = 20 MiB/s) or, as
     network people write it, bits ("1Gbit" = 125 MB/s, "100Mbit")."""
-    if isinstance(value, str) and value.endswith("bit"):
-        bits = memory_bytes(value[: -len("bit")] or "x")
-        return bits // 8
-    return memory_bytes(value)
+    try:
+        if isinstance(value, str) and value.endswith("bit"):
+            return memory_bytes(value[: -len("bit")] or "x") // 8
+        return memory_bytes(value)
+    except ValueError:
+        raise ValueError(f'must be a rate in bytes/s like "500M", "20Mi", or in bits like "1Gbit" (got {value!r})') from None
 
 
 Rate = Annotated[int, BeforeValidator(rate_bytes)]

@@ -175,3 +175,10 @@ def test_seed_001_case_4_online_takes_the_link_back():
     # online back at 15 s: by the end of the first 50 ms sample it has line − low again
     assert mean("rubik pod bandwidth", "online", 15.05, 15.1) == pytest.approx(line - low, rel=1e-3)
     assert mean("no bandwidth manager", "online", 15.05, 19) == pytest.approx(line / 2, rel=1e-3)
+
+
+def test_rates_take_bytes_or_bits_and_say_so_when_wrong():
+    s = Scenario.from_toml(NODE.replace('wbps = "100M"', 'wbps = "100M"\nrbps = "1Gbit"'))
+    assert s.node.disk.wbps == 100_000_000 and s.node.disk.rbps == 125_000_000
+    with pytest.raises(ScenarioError, match=r'node\.disk\.wbps: must be a rate in bytes/s like "500M"'):
+        Scenario.from_toml(NODE.replace('"100M"', '"fast"'))
