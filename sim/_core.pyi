@@ -33,7 +33,12 @@ Core spec (JSON object passed to `Node`):
          "cpu.qos_level": 0, "cpu.cfs_quota_us": -1, "cpu.cfs_period_us": 100000,
          "cpu.cfs_burst_us": 0, "cpuset.cpus": "0-7", "cpuset.mems": "0",
          "memory.limit_in_bytes": -1, "memory.high": -1,   # bytes, -1 = no limit
-         "memory.low": 0, "memory.min": 0, "memory.oom.group": 0}
+         "memory.low": 0, "memory.min": 0, "memory.oom.group": 0,
+         "blkio.weight": 100, "blkio.cost.weight": 100,   # bfq/cfq and iocost weights
+         "blkio.throttle.read_bps_device": 0,             # blk-throttle, 0 = none (also
+         "blkio.throttle.write_bps_device": 0,            #   *_iops_device)
+         "net_cls.classid": 0,                            # 4294967295: offline for oncn-bwm
+         "net.egress_bps": 0}                             # a tc rate, 0 = none
                                                    # cpuset.* optional: default the parent's
       ],
       "workloads": [
@@ -55,12 +60,26 @@ Core spec (JSON object passed to `Node`):
          "bytes": 1073741824, "chunk_bytes": 1048576, "touch_ns_per_page": 800,
          "mode": "keep", "hang_ns": 0, "oom_score_adj": 0, "start_ns": 0}
                                                    # stress --vm: keep | hang | churn
+        {"kind": "dd", "name": "w", "cgroup": "offline", "op": "write", "direct": true,
+         "block_bytes": 1048576, "bytes": null, "threads": 1, "random": false,
+         "cpu_ns_per_block": null, "start_ns": 0},  # a block = a request
+        {"kind": "database", "name": "db", "cgroup": "online", "clients": 8, "reads": 4,
+         "read_bytes": 4096, "service": {...}, "think": null, "start_ns": 0},
+        {"kind": "iperf", "name": "i", "cgroup": "offline", "streams": 1,
+         "rate_bytes_per_s": 0, "windows_ns": [[0, 10000000000]], "start_ns": 0}
       ],
       "sample_interval_ns": 100000000,              # 0 = no time series
       "memory": {"total_bytes": 68719476736,        # or null: memory not modelled
                  "swap_bytes": 0, "reclaim_ns_per_page": 1000,
-                 "watermark_scale_factor": 10}
+                 "watermark_scale_factor": 10},
+      "disk": {"rbps": 550000000, "rseqiops": 130000, "rrandiops": 90000,  # or null
+               "wbps": 500000000, "wseqiops": 120000, "wrandiops": 80000,
+               "latency_ns": 80000, "scheduler": "mq-deadline"},  # none|kyber|bfq|cfq
+      "network": {"egress_bytes_per_s": 1250000000}   # or null
     }
+    # kernel also takes "dirty_ratio", "dirty_background_ratio", "cgroup_writeback".
+    # Node-wide files are written on the root "": blkio.cost.model, blkio.cost.qos (text as
+    # the kernel's io.cost.* take it), net_qos_enable, net_qos_waterline, net_qos_bandwidth.
 
     Distributions ("dist"):
       {"dist": "constant", "value_ns": N}
