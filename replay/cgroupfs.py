@@ -26,6 +26,9 @@ from pathlib import Path
 
 from sim.errors import HostError
 from policies.cgroup import (
+    BLKIO_KNOBS,
+    NET_KNOBS,
+    ROOT_KNOBS,
     CgroupStats,
     Cpu,
     Knob,
@@ -38,8 +41,10 @@ from policies.cgroup import (
     weight_to_shares,
 )
 
-# The controllers replay needs in v1, each possibly co-mounted ("cpu,cpuacct").
+# The controllers replay needs in v1, each possibly co-mounted ("cpu,cpuacct"); blkio too
+# when a scenario does IO.
 V1_CONTROLLERS = ("cpu", "cpuacct", "cpuset")
+V1_IO = "blkio"
 RUN_PREFIX = "colosim-"
 USER_HZ_NS = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 
@@ -98,6 +103,13 @@ class Layout:
     version: int
     mounts: dict[str, Path]
     own: dict[str, str]
+    # v2: whether the io controller is used (v1: a "blkio" key in mounts)
+    io_v2: bool = False
+
+    @property
+    def io(self) -> bool:
+        """Whether this layout holds the block IO controller (v1 blkio, v2 io)."""
+        return V1_IO in self.mounts if self.version == 1 else self.io_v2
 
     def own_dir(self, controller: str) -> Path:
         return self.mounts[controller] / self.own[controller].lstrip("/")
@@ -107,11 +119,15 @@ class Layout:
         return list(self.mounts)
 
 
-def detect_layout(mountinfo: str | None = None, self_cgroup: str | None = None) -> Layout:
+def detect_layout(mountinfo: str | None = None, self_cgroup: str | None = None, io: bool | None = False) -> Layout:
     """Which cgroup version holds the cpu controller here, and where we sit in it.
 
     A v1 cpu hierarchy wins when there is one (a v2 mount beside it, as on this kind of host,
-    has no cpu controller: the kernel gives a controller to one version only)."""
+    has no cpu controller: the kernel gives a controller to one version only).
+
+    `io`: True — the block IO controller is needed too (v1 blkio hierarchy; v2 io, which
+    check_writable requires enabled for our children); None — used where it is mounted
+    (cleanup); False — not used."""
     if mountinfo is None:
         mountinfo = Path("/proc/self/mountinfo").read_text()
     if self_cgroup is None:
@@ -126,7 +142,7 @@ def detect_layout(mountinfo: str | None = None, self_cgroup: str | None = None) 
         fstype, options = rfields[0], rfields[2].split(",")
         mount = Path(fields[4])
         if fstype == "cgroup":
-            for c in V1_CONTROLLERS:
+            for c in (*V1_CONTROLLERS, V1_IO):
                 if c in options:
                     v1[c] = mount
         elif fstype == "cgroup2":
@@ -139,15 +155,21 @@ def detect_layout(mountinfo: str | None = None, self_cgroup: str | None = None) 
         if num == "0" and controllers == "":
             own_v2 = path
         for c in controllers.split(","):
-            if c in V1_CONTROLLERS:
+            if c in (*V1_CONTROLLERS, V1_IO):
                 own_v1[c] = path
     if "cpu" in v1:
         missing = [c for c in V1_CONTROLLERS if c not in v1 or c not in own_v1]
         if missing:
             raise HostError(f"cgroup v1: controller(s) {', '.join(missing)} not mounted")
-        return Layout(1, {c: v1[c] for c in V1_CONTROLLERS}, {c: own_v1[c] for c in V1_CONTROLLERS})
+        wanted = list(V1_CONTROLLERS)
+        has_io = V1_IO in v1 and V1_IO in own_v1
+        if io and not has_io:
+            raise HostError("the scenario does block IO but cgroup v1 has no blkio hierarchy mounted here")
+        if io is not False and has_io:
+            wanted.append(V1_IO)
+        return Layout(1, {c: v1[c] for c in wanted}, {c: own_v1[c] for c in wanted})
     if unified is not None and own_v2 is not None:
-        return Layout(2, {"": unified}, {"": own_v2})
+        return Layout(2, {"": unified}, {"": own_v2}, io_v2=bool(io))
     raise HostError("no cgroup hierarchy with the cpu controller is mounted (looked in /proc/self/mountinfo)")
 
 
@@ -158,6 +180,8 @@ def check_value(w: KnobWrite) -> None:
     """The knob's documented range (kernel-and-anchors.md §A; cgroup-v1 cpu/cpuset docs),
     so that a bad value is refused with its name before it reaches a file."""
     v, k = w.value, w.knob
+    if k in ROOT_KNOBS or k in NET_KNOBS:
+        raise HostError(not_replayable(k))
     if k in (Knob.CPUSET_CPUS, Knob.CPUSET_MEMS):
         if not isinstance(v, str):
             raise ValueError(f"{w.cgroup}/{k.v1}: must be a CPU list like \"0-3,6\" (got {v!r})")
@@ -176,9 +200,148 @@ def check_value(w: KnobWrite) -> None:
         Knob.CPU_CFS_PERIOD_US: 1_000 <= v <= 1_000_000,
         Knob.CPU_CFS_BURST_US: v >= 0,
         Knob.CGROUP_KILL: v == 1,
-    }[k]
+        Knob.BLKIO_WEIGHT: 1 <= v <= 1000,
+        Knob.BLKIO_COST_WEIGHT: 1 <= v <= 10_000,
+        Knob.BLKIO_READ_BPS: v >= 0,
+        Knob.BLKIO_WRITE_BPS: v >= 0,
+        Knob.BLKIO_READ_IOPS: v >= 0,
+        Knob.BLKIO_WRITE_IOPS: v >= 0,
+    }.get(k)
+    if ok is None:
+        raise HostError(f"{w.cgroup}/{k.v1}: replay does not write this knob")
     if not ok:
         raise ValueError(f"{w.cgroup}/{k.v1}: value {v} out of the kernel's range")
+
+
+def not_replayable(knob: Knob) -> str:
+    """Why a node-wide or network knob is not replayed here (one message, no traceback)."""
+    if knob in NET_KNOBS:
+        return network_refusal(f"{knob.v1}")
+    return (
+        f"{knob.v1} is node-wide (a file of the root cgroup): replay writes nothing outside its "
+        "own cgroups, so it cannot switch iocost on or set its model on this host; the simulator "
+        "models it (colosim run)"
+    )
+
+
+def network_refusal(what: str) -> str:
+    """What cannot be replayed about the network on this host, and why."""
+    qos = Path("/proc/qos")
+    bwm = (
+        "this host has no oncn-bwm (/proc/qos is absent)"
+        if not qos.exists()
+        else "oncn-bwm's /proc/qos files are node-wide, and replay writes nothing outside its own cgroups"
+    )
+    return (
+        f"{what}: network limits do not replay on this host — {bwm}, and replay does no "
+        "loopback traffic shaping (tc qdiscs are node-wide too) nor runs iperf; iperf workloads, "
+        "net_cls.classid, net.egress_bps and the net_qos_* settings are simulator-only here "
+        "(colosim run models them)"
+    )
+
+
+# --- the block device replay's IO goes to ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BlockDevice:
+    """The whole disk holding a directory: blk-throttle and io.max take the disk's MAJ:MIN
+    (a partition's rules would not apply); its IO scheduler from sysfs."""
+
+    devno: str  # "254:0"
+    name: str  # "vda"
+    scheduler: str  # the bracketed one in queue/scheduler ("mq-deadline")
+
+
+def block_device(directory: str | Path, sys_dev: Path = Path("/sys/dev/block")) -> BlockDevice:
+    st = os.stat(directory)
+    major, minor = os.major(st.st_dev), os.minor(st.st_dev)
+    node = sys_dev / f"{major}:{minor}"
+    if major == 0 or not node.exists():
+        raise HostError(
+            f"{directory} is not on a block device (device {major}:{minor}: tmpfs, overlay or a "
+            "network file system); set TMPDIR to a directory on a local disk for replay's IO scratch files"
+        )
+    real = node.resolve()
+    if (real / "partition").exists():  # a partition: its disk is the parent directory
+        real = real.parent
+    devno = (real / "dev").read_text().strip()
+    text = (real / "queue" / "scheduler").read_text() if (real / "queue" / "scheduler").exists() else "none"
+    chosen = next((t[1:-1] for t in text.split() if t.startswith("[")), text.strip() or "none")
+    return BlockDevice(devno, real.name, chosen)
+
+
+def read_disk_stat(dev: BlockDevice, sys_block: Path = Path("/sys/block")) -> dict[str, int]:
+    """/sys/block/<dev>/stat: the whole device's reads and writes (IOs; sectors of 512 bytes)."""
+    f = sys_block / dev.name / "stat"
+    fields = [int(x) for x in f.read_text().split()]
+    return {"read_bytes": fields[2] * 512, "write_bytes": fields[6] * 512, "read_ios": fields[0], "write_ios": fields[4]}
+
+
+_THROTTLE_KEYS = {
+    Knob.BLKIO_READ_BPS: "rbps",
+    Knob.BLKIO_WRITE_BPS: "wbps",
+    Knob.BLKIO_READ_IOPS: "riops",
+    Knob.BLKIO_WRITE_IOPS: "wiops",
+}
+
+
+def parse_device_lines(text: str, devno: str) -> int:
+    """A v1 throttle file ("MAJ:MIN VALUE" per line): the value for devno, 0 if none."""
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == devno:
+            return int(parts[1])
+    return 0
+
+
+def parse_io_max(text: str, devno: str, key: str) -> int:
+    """v2 io.max ("MAJ:MIN rbps=… wbps=… riops=… wiops=…"): one key for devno, 0 = max."""
+    for line in text.splitlines():
+        parts = line.split()
+        if parts and parts[0] == devno:
+            for item in parts[1:]:
+                k, _, v = item.partition("=")
+                if k == key:
+                    return 0 if v == "max" else int(v)
+    return 0
+
+
+def parse_weight(text: str) -> int:
+    """blkio.bfq.weight / blkio.weight ("100") or io.bfq.weight / io.weight ("default 100")."""
+    for line in text.splitlines():
+        parts = line.split()
+        if parts and parts[0] == "default":
+            return int(parts[1])
+        if len(parts) == 1:
+            return int(parts[0])
+    return 100
+
+
+def parse_v1_io(text: str) -> tuple[int, int]:
+    """blkio.throttle.io_service_bytes(_recursive) / io_serviced: (Read, Write) summed over
+    devices ("MAJ:MIN Read N" lines)."""
+    r = w = 0
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] in ("Read", "Write"):
+            if parts[1] == "Read":
+                r += int(parts[2])
+            else:
+                w += int(parts[2])
+    return r, w
+
+
+def parse_io_stat(text: str) -> dict[str, int]:
+    """v2 io.stat ("MAJ:MIN rbytes=… wbytes=… rios=… wios=… …"), summed over devices."""
+    out = {"read_bytes": 0, "write_bytes": 0, "read_ios": 0, "write_ios": 0}
+    names = {"rbytes": "read_bytes", "wbytes": "write_bytes", "rios": "read_ios", "wios": "write_ios"}
+    for line in text.splitlines():
+        for item in line.split()[1:]:
+            k, _, v = item.partition("=")
+            if k in names and v.isdigit():
+                out[names[k]] += int(v)
+    return out
 
 
 def _nesting_order(writes: list[KnobWrite], backend: HostBackend) -> list[KnobWrite]:
@@ -229,6 +392,8 @@ class HostBackend:
     dry_run: bool = False
     log: list[WriteRecord] = field(default_factory=list)
     missing: set[Knob] = field(default_factory=set)
+    # the disk replay's IO goes to (blk-throttle's and io.max's MAJ:MIN); set when IO is used
+    device: BlockDevice | None = None
     _created: list[str] = field(default_factory=list)
     _shadow: dict[Path, str] = field(default_factory=dict)  # dry run: what would be in the files
     _t0: float = field(default_factory=time.monotonic)
@@ -275,7 +440,7 @@ class HostBackend:
         if self.layout.version == 2:
             own = self.layout.own_dir("")
             enabled = self.fs.read(own / "cgroup.subtree_control").split()
-            missing = [c for c in ("cpu", "cpuset") if c not in enabled]
+            missing = [c for c in ("cpu", "cpuset", *(("io",) if self.layout.io else ())) if c not in enabled]
             if missing:
                 raise HostError(
                     f"{own}: controller(s) {', '.join(missing)} not enabled for children "
@@ -310,7 +475,8 @@ class HostBackend:
         else:
             # Children of this cgroup get the cpu and cpuset controllers (cgroup v2 needs the
             # parent to enable them; the run folder and its inner cgroups hold no processes).
-            self._write_file(self.dir("", cgroup) / "cgroup.subtree_control", "+cpu +cpuset")
+            controllers = "+cpu +cpuset +io" if self.layout.io else "+cpu +cpuset"
+            self._write_file(self.dir("", cgroup) / "cgroup.subtree_control", controllers)
 
     def created(self) -> list[str]:
         return list(self._created)
@@ -353,6 +519,20 @@ class HostBackend:
         bandwidth files (the root cgroup has none) are no evidence."""
         if knob is Knob.CGROUP_KILL:
             return True  # emulated where the kernel lacks it (see `kill`)
+        if knob in ROOT_KNOBS or knob in NET_KNOBS:
+            return False  # node-wide or network: never written by replay (not_replayable)
+        if knob in BLKIO_KNOBS:
+            if not self.layout.io:
+                return False
+            names = self._blkio_files(knob)
+            if self.dry_run and not self.fs.exists(self.dir(self.keys_for(names[0]), cgroup)):
+                # the run folder is not made: our own cgroup (maybe the root, which has no
+                # weight files) stands in; its per-policy stat files say which policy is there
+                own = self.layout.own_dir(self.keys_for(names[0]))
+                probes = {Knob.BLKIO_WEIGHT: ("blkio.bfq.io_serviced", "blkio.weight", "io.bfq.weight"),
+                          Knob.BLKIO_COST_WEIGHT: ("blkio.cost.weight", "io.weight", "blkio.cost.stat")}.get(knob, names)
+                return any(self.fs.exists(own / n) for n in probes)
+            return any(self.fs.exists(self.path(cgroup, n)) for n in names)
         name = knob.v1 if self.layout.version == 1 else knob.v2
         if name is None:
             return False
@@ -362,9 +542,38 @@ class HostBackend:
             return self.fs.exists(own) or knob in ROOTLESS
         return self.fs.exists(path)
 
+    def _blkio_files(self, knob: Knob) -> tuple[str, ...]:
+        """The files a blkio knob may live in, preferred first: bfq's weight, then cfq's."""
+        if knob is Knob.BLKIO_WEIGHT:
+            return ("blkio.bfq.weight", "blkio.weight") if self.layout.version == 1 else ("io.bfq.weight",)
+        return (knob.v1,) if self.layout.version == 1 else (knob.v2,)
+
+    def _blkio_file(self, cgroup: str, knob: Knob) -> Path:
+        names = self._blkio_files(knob)
+        for n in names:
+            p = self.path(cgroup, n)
+            if self.fs.exists(p) or (self.dry_run and not self.fs.exists(p.parent)):
+                return p
+        raise HostError(f"{cgroup or 'the run folder'}: this kernel has no {' or '.join(names)}")
+
+    def _devno(self) -> str:
+        if self.device is None:
+            raise HostError("blk-throttle needs the scratch disk's MAJ:MIN (replay's IO set-up did not run)")
+        return self.device.devno
+
+    def _read_blkio(self, cgroup: str, knob: Knob) -> int:
+        text = self._read_file(self._blkio_file(cgroup, knob))
+        if knob in (Knob.BLKIO_WEIGHT, Knob.BLKIO_COST_WEIGHT):
+            return parse_weight(text) if text.strip() else 100
+        if self.layout.version == 1:
+            return parse_device_lines(text, self._devno())
+        return parse_io_max(text, self._devno(), _THROTTLE_KEYS[knob])
+
     def read(self, cgroup: str, knob: Knob) -> int | str:
         if knob is Knob.CGROUP_KILL:
             return 0  # write-only in the kernel
+        if knob in BLKIO_KNOBS and knob not in ROOT_KNOBS:
+            return self._read_blkio(cgroup, knob)
         if self.layout.version == 1:
             text = self._read_file(self.path(cgroup, knob.v1)).strip()
             return text if knob in (Knob.CPUSET_CPUS, Knob.CPUSET_MEMS) else int(text)
@@ -413,6 +622,13 @@ class HostBackend:
                 pass
 
     def _file_for(self, w: KnobWrite) -> tuple[Path, str]:
+        if w.knob in _THROTTLE_KEYS:
+            path = self._blkio_file(w.cgroup, w.knob)
+            if self.layout.version == 1:  # "MAJ:MIN 0" removes the rule
+                return path, f"{self._devno()} {int(w.value)}"
+            return path, f"{self._devno()} {_THROTTLE_KEYS[w.knob]}={int(w.value) or 'max'}"
+        if w.knob in (Knob.BLKIO_WEIGHT, Knob.BLKIO_COST_WEIGHT):
+            return self._blkio_file(w.cgroup, w.knob), str(int(w.value))
         if self.layout.version == 1:
             return self.path(w.cgroup, w.knob.v1), str(w.value)
         d = self.dir("", w.cgroup)
@@ -453,7 +669,10 @@ class HostBackend:
             stat = {k.replace("_usec", "_time"): v for k, v in stat.items()}
             scale = 1000
             psi = _psi_total(self.fs.read(d / "cpu.pressure")) if self.fs.exists(d / "cpu.pressure") else 0
+        io = self.io_stats(cgroup) if self.layout.io else None
         return CgroupStats(
+            io_bytes=io["read_bytes"] + io["write_bytes"] if io else 0,
+            io_ios=io["read_ios"] + io["write_ios"] if io else 0,
             usage_ns=usage,
             nr_periods=stat.get("nr_periods", 0),
             nr_throttled=stat.get("nr_throttled", 0),
@@ -463,6 +682,22 @@ class HostBackend:
             psi_some_ns=psi,
             nr_running=self._nr_running(cgroup),
         )
+
+    def io_stats(self, cgroup: str) -> dict[str, int]:
+        """Bytes and IOs the cgroup's subtree moved, read and write, over every device: v1
+        blkio.throttle.io_service_bytes/io_serviced (the _recursive files where the kernel
+        has them), v2 io.stat (hierarchical)."""
+        if self.layout.version == 2:
+            f = self.dir("", cgroup) / "io.stat"
+            return parse_io_stat(self.fs.read(f) if self.fs.exists(f) else "")
+        out = {}
+        for what, base in (("bytes", "blkio.throttle.io_service_bytes"), ("ios", "blkio.throttle.io_serviced")):
+            f = self.path(cgroup, base + "_recursive")
+            if not self.fs.exists(f):
+                f = self.path(cgroup, base)
+            r, w = parse_v1_io(self.fs.read(f))
+            out[f"read_{what}"], out[f"write_{what}"] = r, w
+        return out
 
     def percpu_usage(self, cgroup: str) -> list[int] | None:
         """cpuacct.usage_percpu (v1 only): ns each CPU ran this cgroup's tasks."""

@@ -7,34 +7,81 @@ time is scaled until its alone-P50 matches the measured one (for colosim-load, w
 the scenario's own distribution, the factor measures the host's own overhead and should be
 close to 1). Then every variant runs on the host and in the simulator, same seed, same
 duration, and the table sets measured beside predicted with the error of each.
+
+A scenario that does block IO (dd workloads, blkio knobs) also runs in the blkio hierarchy
+(v2: the io controller), and the prediction describes this host's disk: [node.disk].scheduler
+is the scratch disk's (/sys/block/<dev>/queue/scheduler) and wbps / rbps are calibrated by a
+short solo direct dd (1 MiB blocks) before the runs, fitted so that the simulator's solo dd
+moves what the host's did. Network limits do not replay here (replay.cgroupfs.network_refusal).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from policies.cgroup import Knob
-from replay.cgroupfs import HostError, host_cpus
+from replay.cgroupfs import HostError, host_cpus, network_refusal
 from replay.host_run import HostRun, check_knobs, host_equivalent, host_topology, missing_knobs, run_on_host
 from replay.session import Session
 from sim.results import ExperimentResult, RunResult, _finite, _markdown, sig3
-from sim.scenario import Scenario, Variant, load_scenario
+from sim.scenario import IO_KINDS, Scenario, Variant, load_scenario, read_document
 
 CALIBRATION_ROUNDS = 4
+# the solo dd that calibrates the disk: how long it is measured, after how long, its block
+DISK_CALIBRATION_S = 1.5
+DISK_CALIBRATION_SETTLE_S = 0.3
+DISK_CALIBRATION_BLOCK = 1 << 20
+BLKIO_ATTRS = ("blkio_weight", "blkio_cost_weight", "blkio_read_bps", "blkio_write_bps", "blkio_read_iops", "blkio_write_iops")
 
 
-def load_for_host(path: Path, overrides: list[str] | dict[str, Any]) -> Scenario:
-    """The scenario with this host's topology (user overrides still win)."""
+def load_for_host(path: Path, overrides: list[str] | dict[str, Any], disk: dict[str, Any] | None = None) -> Scenario:
+    """The scenario with this host's topology, and its disk if given (user overrides still win)."""
     from sim.overrides import combine
 
     topo = host_topology(host_cpus())
+    if disk is None and _document_does_io(read_document(path)):
+        # the scratch disk's scheduler until host_disk calibrates the rest (a scenario that
+        # does IO may leave [node.disk] out: replay describes this host's)
+        import tempfile
+
+        from replay.cgroupfs import block_device
+
+        disk = {"scheduler": block_device(tempfile.gettempdir()).scheduler}
+    if disk:
+        topo["node.disk"] = {k: v for k, v in disk.items() if not k.startswith("_")}
     return load_scenario(path, combine(topo, overrides))
+
+
+def _document_does_io(doc: dict[str, Any]) -> bool:
+    workloads = doc.get("workloads") or {}
+    if any(isinstance(w, dict) and w.get("kind") in IO_KINDS for w in workloads.values()):
+        return True
+    return any(isinstance(cg, dict) and any(str(k).startswith("blkio.") for k in cg) for cg in (doc.get("cgroups") or {}).values())
+
+
+def uses_io(variants: list[Variant]) -> bool:
+    """Whether any run does block IO (an IO workload or a blkio knob off its default)."""
+    for v in variants:
+        if any(w.enabled and w.kind in IO_KINDS for w in v.scenario.workloads.values()):
+            return True
+        for cg in v.scenario.cgroups.values():
+            if any(getattr(cg, a) != type(cg).model_fields[a].default for a in BLKIO_ATTRS):
+                return True
+    return False
+
+
+def dd_ops(variants: list[Variant]) -> list[str]:
+    """The directions the runs' dd workloads move data in ("read", "write")."""
+    ops = {w.op for v in variants for w in v.scenario.workloads.values() if w.enabled and w.kind == "dd"}
+    return sorted(ops)
 
 
 def scale_service(scenario: Scenario, name: str, k: float, sigma: float | None = None) -> Scenario:
@@ -61,8 +108,11 @@ def batch_share(run: RunResult, scenario: Scenario) -> float:
 
 def metrics(run: RunResult, scenario: Scenario) -> dict[str, float]:
     out: dict[str, float] = {}
-    for name, svc in run.services.items():
-        prefix = f"{name} " if len(run.services) > 1 else ""
+    # dd's blocks are requests to the simulator, not services on the host: they are measured
+    # as their cgroup's disk throughput below
+    services = {n: s for n, s in run.services.items() if not (n in scenario.workloads and scenario.workloads[n].kind == "dd")}
+    for name, svc in services.items():
+        prefix = f"{name} " if len(services) > 1 else ""
         out[f"{prefix}QPS"] = svc.qps
         out[f"{prefix}P50 (s)"] = svc.p50_s
         out[f"{prefix}P90 (s)"] = svc.p90_s
@@ -74,6 +124,12 @@ def metrics(run: RunResult, scenario: Scenario) -> dict[str, float]:
     for c, cg in run.cgroups.items():
         if cg.nr_periods:
             out[f"{c} nr_throttled"] = float(cg.nr_throttled)
+    # disk throughput of each cgroup a dd runs in, in the direction(s) it moves data
+    m = run.measured_s
+    for c, op in dict.fromkeys((w.cgroup, w.op) for w in scenario.workloads.values() if w.enabled and w.kind == "dd"):
+        io = run.cgroups[c].io if c in run.cgroups else None
+        if io is not None and m > 0:
+            out[f"{c} {op} (MB/s)"] = io.get(f"{op}_bytes", 0) / m / 1e6
     return out
 
 
@@ -118,8 +174,12 @@ def replay(
     host = ExperimentResult(scenario.name, seed, scenario.duration_s, scenario.warmup_s, scenario.baseline)
     runs: dict[str, HostRun] = {}
     precheck(variants)
-    with Session(dry_run=dry_run, log=say) as session:
+    io = uses_io(variants)
+    disk: dict[str, Any] | None = None
+    with Session(dry_run=dry_run, log=say, io=io) as session:
         substituted = check_knobs([v.scenario for v in variants], missing_knobs(session), say)
+        if io:
+            disk = host_disk(session, dd_ops(variants) if compare else [], scenario, say)
         for v in variants:
             say(f"host: {v.name} ({scenario.duration_s:g} s) ...")
             hv = Variant(v.name, v.baseline, host_equivalent(v.scenario, substituted))
@@ -135,8 +195,10 @@ def replay(
     comparisons = [VariantComparison(v.name, metrics(host.runs[v.name], v.scenario)) for v in variants]
     predicted = None
     factors: dict[str, float] = {}
+    if disk is not None:
+        print(f"\n{disk_note(disk)}")
     if compare:
-        predicted, factors = predict(scenario, host, seed, substituted)
+        predicted, factors = predict(load_for_host(path, overrides, disk) if disk else scenario, host, seed, substituted)
         for c in comparisons:
             c.predicted = metrics(predicted.runs[c.name], next(v.scenario for v in variants if v.name == c.name))
         print()
@@ -148,14 +210,22 @@ def replay(
         print()
         print("\n\n".join(c.table() for c in comparisons))
     if out is not None:
-        write_outputs(out, scenario, host, predicted, comparisons, runs, factors)
+        write_outputs(out, scenario, host, predicted, comparisons, runs, factors, disk)
         print(f"\nwrote {out / 'comparison.json'} and {out / 'report.html'}")
     return 0
 
 
 def precheck(variants: list[Variant]) -> None:
-    """Every program every run needs is on this host, before anything is created."""
+    """Every program every run needs is on this host, before anything is created; and
+    nothing the host cannot replay (memory knobs, network limits) is asked for."""
     from replay.workloads import HostWorkload
+
+    for v in variants:
+        for path, cg in v.scenario.cgroups.items():
+            for attr in ("net_cls_classid", "net_egress_bps"):
+                if getattr(cg, attr) != type(cg).model_fields[attr].default:
+                    alias = type(cg).model_fields[attr].alias
+                    raise HostError(network_refusal(f'cgroups."{path}"."{alias}"'))
 
     memory_knobs = ("memory_limit", "memory_high", "memory_low", "memory_min", "memory_oom_group")
     for v in variants:
@@ -167,6 +237,125 @@ def precheck(variants: list[Variant]) -> None:
         for name, w in v.scenario.workloads.items():
             if w.enabled:
                 HostWorkload(name, w, {}, f"workloads.{name}").check()
+
+
+def host_disk(session: Session, ops: list[str], scenario: Scenario, say: Callable[[str], Any]) -> dict[str, Any]:
+    """[node.disk] for this host: the scratch disk's scheduler, and for each direction in
+    `ops` the rate (wbps / rbps) fitted to a solo direct dd measured now. Also records, under
+    "_measured", what was measured (B/s), for the report."""
+    dev = session.backend.device
+    disk: dict[str, Any] = {"scheduler": dev.scheduler}
+    measured: dict[str, float] = {}
+    if session.dry_run:
+        return disk
+    base = scenario.node.disk.model_dump() if scenario.node.disk is not None else {}
+    if "latency" in base:  # a bare number is seconds in a scenario document
+        base["latency"] = f"{base['latency']}ns"
+    base["scheduler"] = dev.scheduler
+    for op in ops:
+        say(f"disk: {DISK_CALIBRATION_S:g} s of solo direct dd ({op}, 1 MiB blocks) on {dev.name} ({dev.devno}) ...")
+        rate = solo_dd_rate(session, op)
+        measured[op] = rate
+        key = "wbps" if op == "write" else "rbps"
+        disk[key] = fit_disk_rate(base, op, rate)
+        base[key] = disk[key]
+    disk["_measured"] = measured
+    disk["_device"] = f"{dev.name} ({dev.devno})"
+    return disk
+
+
+def disk_note(disk: dict[str, Any]) -> str:
+    lines = [f"disk model of this host ({disk.get('_device', '?')}): scheduler {disk['scheduler']} (from its queue/scheduler)"]
+    for op, rate in disk.get("_measured", {}).items():
+        key = "wbps" if op == "write" else "rbps"
+        lines.append(f"  calibrated {key} = {disk[key] / 1e6:.0f} MB/s: a solo direct dd {op} (1 MiB blocks, one IO in flight) "
+                     f"measured {rate / 1e6:.0f} MB/s on the host over {DISK_CALIBRATION_S:g} s, and the simulator's solo dd matches it")
+    if not disk.get("_measured"):
+        lines.append("  rates not calibrated (no dd workload, or no --compare): the scenario's [node.disk] rates stand")
+    return "\n".join(lines)
+
+
+def _disk_table(disk: dict[str, Any]) -> dict[str, Any]:
+    """The [node.disk] override without the report's notes."""
+    return {k: v for k, v in disk.items() if not k.startswith("_")}
+
+
+def solo_dd_rate(session: Session, op: str) -> float:
+    """Bytes/s one direct dd (1 MiB blocks) moves alone, measured by its cgroup's blkio
+    counters after a short settling time; in a cgroup of the run folder, removed after."""
+    backend = session.backend
+    cg = "_disk_calibration"
+    scratch = session.scratch()
+    f = scratch / "calibration"
+    count = (512 << 20) // DISK_CALIBRATION_BLOCK
+    backend.create([cg])
+    try:
+        if op == "read":
+            done = subprocess.run(["dd", "if=/dev/zero", f"of={f}", "oflag=direct", f"bs={DISK_CALIBRATION_BLOCK}", f"count={count}", "status=none"],
+                                  capture_output=True, text=True)
+            if done.returncode != 0:
+                raise HostError(f"disk calibration: dd could not write {f}: {done.stderr.strip()[-300:]}")
+            dd = ["dd", f"if={f}", "of=/dev/null", "iflag=direct"]
+        else:
+            dd = ["dd", "if=/dev/zero", f"of={f}", "oflag=direct", "conv=notrunc"]
+        dd += [f"bs={DISK_CALIBRATION_BLOCK}", f"count={count}", "status=none"]
+        proc = session.spawn(["sh", "-c", 'while :; do "$@" || exit $?; done', "dd-loop", *dd], cg, stderr=subprocess.PIPE)
+        time.sleep(DISK_CALIBRATION_SETTLE_S)
+        a, ta = backend.io_stats(cg), time.monotonic()
+        time.sleep(DISK_CALIBRATION_S)
+        b, tb = backend.io_stats(cg), time.monotonic()
+        if proc.poll() is not None:
+            raise HostError(f"disk calibration: dd failed (status {proc.returncode}): {proc.stderr.read().decode(errors='replace').strip()[-300:]}")
+        rate = (b[f"{op}_bytes"] - a[f"{op}_bytes"]) / (tb - ta)
+        if rate <= 0:
+            raise HostError(f"disk calibration: the solo dd moved nothing the blkio counters saw on {backend.device.devno}")
+        return rate
+    finally:
+        session.kill_all()
+        try:
+            f.unlink()
+        except OSError:
+            pass
+        backend.remove()
+        backend.create([])
+
+
+def fit_disk_rate(base: dict[str, Any], op: str, target: float, rounds: int = 3) -> int:
+    """The disk rate (wbps / rbps) at which the simulator's solo direct dd (1 MiB blocks,
+    one IO in flight) moves `target` bytes/s: each IO takes dd's CPU + the linear model's
+    device time + the access latency, so the rate is solved from the per-IO time, and the
+    fixed overheads re-measured in the simulator each round."""
+    from sim.runner import run_variant
+
+    key = "wbps" if op == "write" else "rbps"
+    seq = base.get("wseqiops" if op == "write" else "rseqiops", 120_000)
+    pages = DISK_CALIBRATION_BLOCK / 4096
+    rate = float(target)
+    for _ in range(rounds):
+        disk = {**base, key: max(1, round(rate))}
+        doc = {
+            "scenario": {"name": "disk calibration", "duration": "3s", "warmup": "0.5s", "sample_interval": "0s"},
+            "node": {"cores_per_socket": 1, "disk": disk},
+            "cgroups": {"c": {}},
+            "workloads": {"d": {"kind": "dd", "cgroup": "c", "op": op, "direct": True, "block": DISK_CALIBRATION_BLOCK}},
+        }
+        sc = Scenario.from_document(doc)
+        got = run_variant(Variant("disk calibration", True, sc), 1).cgroups["c"].io[f"{op}_bytes"] / 2.5
+        if got <= 0:
+            break
+        # per-IO time = overhead + device cost; device cost of one block at `rate`:
+        # max(1/seqiops, page) + (pages - 1) x page, page = 4096 / rate
+        def cost(r: float) -> float:
+            page = 4096 / r
+            return max(1 / seq, page) + (pages - 1) * page
+        overhead = DISK_CALIBRATION_BLOCK / got - cost(rate)
+        want = DISK_CALIBRATION_BLOCK / target - overhead
+        if want <= 1 / seq:
+            break  # faster than the model's overheads allow: keep the closest rate
+        # solve cost(r) = want for r (page > 1/seqiops at any realistic rate: cost = pages x page)
+        page = want / pages if want / pages > 1 / seq else (want - 1 / seq) / (pages - 1)
+        rate = 4096 / page
+    return max(1, round(rate))
 
 
 def predict(scenario: Scenario, host: ExperimentResult, seed: int, substituted: set[Knob]) -> tuple[ExperimentResult, dict[str, float]]:
@@ -204,13 +393,14 @@ def predict(scenario: Scenario, host: ExperimentResult, seed: int, substituted: 
     return result, factors
 
 
-def write_outputs(out, scenario, host, predicted, comparisons, runs, factors) -> None:
+def write_outputs(out, scenario, host, predicted, comparisons, runs, factors, disk=None) -> None:
     from sim.report import write_report
 
     out.mkdir(parents=True, exist_ok=True)
     doc = {
         "scenario": scenario.name,
         "calibration": factors,
+        "disk": None if disk is None else {**_disk_table(disk), "measured_solo_Bps": disk.get("_measured", {}), "device": disk.get("_device")},
         "variants": {
             c.name: {
                 "measured": c.measured,

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from policies.cgroup import PRESSURE_KNOBS, SUBSTITUTES, Knob, KnobWrite, Substituting
-from replay.cgroupfs import HostError, WriteRecord
+from policies.cgroup import BLKIO_KNOBS, NET_KNOBS, PRESSURE_KNOBS, ROOT_KNOBS, SUBSTITUTES, Knob, KnobWrite, Substituting
+from replay.cgroupfs import HostError, WriteRecord, read_disk_stat
 from replay.session import Session
 from replay.workloads import HostWorkload
 from sim.results import CgroupResult, RunResult, ServiceResult, TimeSeries
@@ -35,6 +35,13 @@ _CGROUP_KNOBS = (
     ("cpu_cfs_burst_us", Knob.CPU_CFS_BURST_US, 0),
     ("cpuset_cpus", Knob.CPUSET_CPUS, None),
     ("cpuset_mems", Knob.CPUSET_MEMS, None),
+    # blkio (the blkio hierarchy / v2 io controller; throttle rules name the scratch disk)
+    ("blkio_weight", Knob.BLKIO_WEIGHT, 100),
+    ("blkio_cost_weight", Knob.BLKIO_COST_WEIGHT, 100),
+    ("blkio_read_bps", Knob.BLKIO_READ_BPS, 0),
+    ("blkio_write_bps", Knob.BLKIO_WRITE_BPS, 0),
+    ("blkio_read_iops", Knob.BLKIO_READ_IOPS, 0),
+    ("blkio_write_iops", Knob.BLKIO_WRITE_IOPS, 0),
 )
 
 
@@ -53,8 +60,13 @@ def cgroup_writes(scenario: Scenario) -> list[KnobWrite]:
 
 def missing_knobs(session: Session) -> set[Knob]:
     """Knobs this host's kernel lacks (probed in the run folder; the read-only pressure
-    files are not)."""
-    return {k for k in Knob if k not in PRESSURE_KNOBS and not session.backend.has_file("", k)}
+    files are not, nor the blkio knobs unless the run does IO, nor the node-wide and network
+    knobs, which replay never writes: replay.cgroupfs.not_replayable says why)."""
+    backend = session.backend
+    skip = set(PRESSURE_KNOBS) | ROOT_KNOBS | NET_KNOBS
+    if not backend.layout.io:
+        skip |= BLKIO_KNOBS
+    return {k for k in Knob if k not in skip and not backend.has_file("", k)}
 
 
 def check_knobs(scenarios: list[Scenario], missing: set[Knob], say: Callable[[str], Any]) -> set[Knob]:
@@ -140,6 +152,7 @@ def run_on_host(
     ]
     for w in workloads:
         w.check()
+    io = backend.layout.io and backend.device is not None
 
     first_write = len(backend.log)
     backend.create(order)
@@ -154,15 +167,30 @@ def run_on_host(
         runner = PolicyRunner(sc.build_policy(), knobs)
 
     def snapshot() -> dict[str, Any]:
-        # One read of each cgroup's files per sample (cpuacct/cpu.stat, per-CPU usage).
+        # One read of each cgroup's files per sample (cpuacct/cpu.stat, per-CPU usage; the
+        # blkio counters and the disk's own when the run does IO).
         if session.dry_run:
             return {"t": time.monotonic(), "stat": {}, "percpu": {}}
-        return {
+        snap = {
             "t": time.monotonic(),
             "stat": {c: backend.stats(c) for c in order},
             "percpu": {c: backend.percpu_usage(c) for c in order},
         }
+        if io:
+            snap["io"] = {c: backend.io_stats(c) for c in order}
+            snap["disk"] = read_disk_stat(backend.device)
+        return snap
 
+    try:
+        # dd readers' input files, made before the clock starts
+        for w in workloads:
+            w.prepare(session)
+    except BaseException:
+        for w in workloads:
+            w.close()
+        backend.remove()
+        backend.create([])
+        raise
     t0 = time.monotonic()
     backend._t0 = t0
     try:
@@ -201,6 +229,10 @@ def run_on_host(
             if now >= duration:
                 break
         at_end = snapshot()
+        for w in workloads:
+            failure = w.dd_failure()
+            if failure:
+                raise HostError(failure)
         # Built-in workloads end at the duration and write their results; real load
         # generators finish their last queries. Then everything left is killed.
         for w in workloads:
@@ -245,6 +277,7 @@ def _run_result(name, ncpus, duration, warmup, order, a, b, samples, services, d
             nr_bursts=st1.nr_bursts - st0.nr_bursts if st1 else 0,
             burst_s=(st1.burst_ns - st0.burst_ns) / 1e9 if st1 else 0.0,
             psi_some_s=(st1.psi_some_ns - st0.psi_some_ns) / 1e9 if st1 else 0.0,
+            io=_io_delta(a, b, c) if not dry else None,
         )
     names = ["", *order]
     leaves = [c for c in order if not any(o.startswith(c + "/") for o in order)]
@@ -266,7 +299,25 @@ def _run_result(name, ncpus, duration, warmup, order, a, b, samples, services, d
         cgroup_names=names,
         cpu_busy_s=busy,
         timeseries=_timeseries(samples, ncpus, order, services, dry),
+        # the whole disk (everyone's IO on it, this run's and the host's other tenants')
+        node_io=_disk_delta(a, b) if not dry else None,
     )
+
+
+def _io_delta(a, b, c) -> dict[str, Any] | None:
+    """A cgroup's IO over the measured window, as the simulator's CgroupResult.io (bytes and
+    IOs; the host gives no per-cgroup IO wait time: NaN)."""
+    if "io" not in a or "io" not in b:
+        return None
+    out: dict[str, Any] = {k: b["io"][c][k] - a["io"][c][k] for k in a["io"][c]}
+    out["wait_ns"] = math.nan
+    return out
+
+
+def _disk_delta(a, b) -> dict[str, int] | None:
+    if "disk" not in a or "disk" not in b:
+        return None
+    return {k: b["disk"][k] - a["disk"][k] for k in a["disk"]}
 
 
 def _timeseries(samples, ncpus, order, services: dict[str, ServiceResult], dry) -> TimeSeries:

@@ -16,14 +16,16 @@ from __future__ import annotations
 import fcntl
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from replay.cgroupfs import Fs, HostBackend, HostError, Layout, detect_layout
+from replay.cgroupfs import BlockDevice, Fs, HostBackend, HostError, Layout, block_device, detect_layout
 
 LOCK_PATH = Path(os.environ.get("COLOSIM_LOCK", "/run/lock/colosim-replay.lock" if Path("/run/lock").is_dir() else "/tmp/colosim-replay.lock"))
 
@@ -45,9 +47,10 @@ class Session:
         dry_run: bool = False,
         check_root: bool = True,
         log=None,
+        io: bool = False,
     ) -> None:
         self.run_id = run_id or time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
-        self.layout = layout or detect_layout()
+        self.layout = layout or detect_layout(io=io)
         self.backend = HostBackend(self.layout, self.run_id, fs=fs or Fs(), dry_run=dry_run)
         self.dry_run = dry_run
         self.check_root = check_root
@@ -55,6 +58,10 @@ class Session:
         self._lock_fd: int | None = None
         self._old_handlers: dict[int, object] = {}
         self.say = log or (lambda msg: print(msg, file=sys.stderr))
+        # IO: a scratch directory for dd's files (made on first use, removed on exit), on
+        # the disk whose MAJ:MIN the blk-throttle rules name
+        self.io = io
+        self._scratch: Path | None = None
 
     # -- entering: lock, checks, run folder ---------------------------------------------
 
@@ -67,6 +74,8 @@ class Session:
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                 self._old_handlers[sig] = signal.signal(sig, _raise_interrupted)
             self.backend.create([])
+            if self.io:
+                self.backend.device = self.scratch_device()
         except BaseException:
             self.__exit__(None, None, None)
             raise
@@ -86,6 +95,28 @@ class Session:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()}, run colosim-{self.run_id}\n".encode(), 0)
         self._lock_fd = fd
+
+    # -- IO scratch space ---------------------------------------------------------------
+
+    def scratch_parent(self) -> Path:
+        """Where the scratch directory goes: $TMPDIR (tempfile's choice)."""
+        return Path(tempfile.gettempdir())
+
+    def scratch_device(self) -> BlockDevice:
+        return block_device(self._scratch or self.scratch_parent())
+
+    def scratch(self) -> Path:
+        """This session's scratch directory (a dry run names it without making it)."""
+        if self._scratch is None:
+            if self.dry_run:
+                return self.scratch_parent() / f"colosim-io-{self.run_id}"
+            self._scratch = Path(tempfile.mkdtemp(prefix=f"colosim-io-{self.run_id}-", dir=self.scratch_parent()))
+        return self._scratch
+
+    def _remove_scratch(self) -> None:
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
 
     # -- processes ----------------------------------------------------------------------
 
@@ -151,6 +182,7 @@ class Session:
         signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
         try:
             self.kill_all()
+            self._remove_scratch()
             self.backend.remove()
         finally:
             for sig, handler in self._old_handlers.items():

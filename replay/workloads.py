@@ -7,6 +7,18 @@
     command     any CPU-bound argv, one copy per thread                  — hog
     clickhouse  clickhouse-server + clickhouse-benchmark -c C --json     — closed_loop
     nginx       nginx + wrk -c C --latency                               — closed_loop
+    (dd)        coreutils dd, one copy per thread, 1 IO in flight        — dd (its "builtin")
+
+A dd workload writes (or reads) its own file per thread in the session's scratch directory
+(removed on exit): `dd if=/dev/zero of=FILE oflag=direct bs=BLOCK count=N conv=notrunc`, or
+`dd if=FILE of=/dev/null iflag=direct` from a file made before the run (outside the measured
+window and outside the workload's cgroup). Without a `size` it loops over a file of
+DD_LOOP_BYTES until the run ends (the same blocks rewritten: direct IO reaches the disk each
+time, and the disk does not fill up). Buffered dd (direct = false) writes through the page
+cache (written back by the flusher, as the root cgroup's IO on cgroup v1, as the simulator has
+it — but rewriting one file's still-dirty pages costs no new IO, which the simulator's endless
+writer does not model) and reads with iflag=nocache so that every pass reads the disk.
+Random IO (random = true) and the database and iperf kinds do not replay.
 
 Every process of a workload runs in the workload's cgroup (in the seed, clickhouse-benchmark
 ran inside the ClickHouse container). Latency and QPS of real servers come from their load
@@ -30,10 +42,12 @@ from typing import Any
 
 import numpy as np
 
-from replay.cgroupfs import HostError
+from replay.cgroupfs import HostError, network_refusal
 from sim.results import ServiceResult
 
 REPO = Path(__file__).resolve().parents[1]
+# a dd without a size loops over a file this large (per thread)
+DD_LOOP_BYTES = 512 << 20
 
 
 def load_binary() -> str:
@@ -108,12 +122,25 @@ class HostWorkload:
         self._tmp: tempfile.TemporaryDirectory | None = None
         self._procs: list = []
         self._t0 = 0
+        self._files: list[Path] = []
 
     # -- before anything starts ----------------------------------------------------------
 
     def check(self) -> None:
         """Every program this workload needs exists (one clear error otherwise)."""
         p, where = self.program, f"{self.where}.host.program"
+        if self.model.kind == "iperf":
+            raise HostError(network_refusal(f"{self.where}: an iperf workload"))
+        if self.model.kind == "database":
+            raise HostError(f"{self.where}: a database workload does not replay on the host yet (the simulator models it)")
+        if self.model.kind == "dd":
+            if self.model.random:
+                raise HostError(f"{self.where}: random = true does not replay on the host (dd does sequential IO only; the simulator models it)")
+            if self.model.block % 512:
+                raise HostError(f"{self.where}.block: {self.model.block} bytes is not a multiple of 512, which dd's direct IO needs")
+            _need("dd", where, "coreutils")
+            _need("sh", where, "dash")
+            return
         if self.model.kind in ("memory_hog", "file_server", "cache_writer", "analytics", "duty") or getattr(self.model, "trace", None):
             what = "a trace-driven workload" if getattr(self.model, "trace", None) else f"a {self.model.kind}"
             raise HostError(f"{self.where}: {what} does not replay on the host yet (the simulator models it)")
@@ -134,8 +161,83 @@ class HostWorkload:
 
     # -- running -------------------------------------------------------------------------
 
+    def _dd_count(self) -> int:
+        """Blocks per dd invocation: the whole size, or one pass over the loop file."""
+        size = self.model.size if self.model.size is not None else DD_LOOP_BYTES
+        return max(1, math.ceil(size / self.model.block))
+
+    def prepare(self, session) -> None:
+        """Before the run's clock starts: a dd reader's files, written here (by replay, in its
+        own cgroup), so that making them is neither measured nor charged to the workload."""
+        if self.model.kind != "dd":
+            return
+        d = session.scratch() / self.name
+        if not session.dry_run:
+            d.mkdir(exist_ok=True)
+        self._files = [d / f"dd-{i}" for i in range(self.model.threads)]
+        need = len(self._files) * self._dd_count() * self.model.block
+        if not session.dry_run:
+            free = shutil.disk_usage(d).free
+            if need > free - (1 << 30):
+                raise HostError(f"{self.where}: needs {need >> 20} MiB of scratch space in {d.parent}, {free >> 20} MiB free (set TMPDIR)")
+        if self.model.op != "read":
+            return
+        for f in self._files:
+            argv = ["dd", "if=/dev/zero", f"of={f}", "oflag=direct", f"bs={self.model.block}", f"count={self._dd_count()}", "status=none"]
+            if session.dry_run:
+                session.say(f"would prepare: {' '.join(argv)}")
+                continue
+            done = subprocess.run(argv, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise HostError(f"{self.where}: could not make dd's input file {f}: {done.stderr.strip()[-300:]}")
+
+    def _dd_argv(self, f: Path) -> list[str]:
+        m = self.model
+        count = self._dd_count()
+        if m.op == "write":
+            dd = ["dd", "if=/dev/zero", f"of={f}", f"bs={m.block}", f"count={count}", "conv=notrunc", "status=none"]
+            if m.direct:
+                dd.append("oflag=direct")
+        else:
+            dd = ["dd", f"if={f}", "of=/dev/null", f"bs={m.block}", f"count={count}", "status=none",
+                  "iflag=direct" if m.direct else "iflag=nocache"]
+        if m.size is not None:
+            return dd
+        # until the run ends: pass after pass over the same file; a failing dd ends the loop
+        # with its status (reported at the end of the run)
+        return ["sh", "-c", 'while :; do "$@" || exit $?; done', "dd-loop", *dd]
+
+    def _start_dd(self, session) -> None:
+        for i, f in enumerate(self._files):
+            argv = self._dd_argv(f)
+            if session.dry_run:
+                session.spawn(argv, self.model.cgroup)
+                continue
+            err = open(f.with_name(f.name + ".err"), "w")  # noqa: SIM115 - closed below
+            try:
+                proc = session.spawn(argv, self.model.cgroup, stderr=err)
+            finally:
+                err.close()
+            self._procs.append(proc)
+
+    def dd_failure(self) -> str | None:
+        """A dd that exited with an error before the end of the run: what it said."""
+        if self.model.kind != "dd":
+            return None
+        for p, f in zip(self._procs, self._files, strict=False):
+            if p is not None and p.poll() is not None and p.returncode != 0:
+                errf = f.with_name(f.name + ".err")
+                text = errf.read_text().strip() if errf.exists() else ""
+                return f"{self.where}: dd exited with status {p.returncode}: {text[-300:] or 'no message'}"
+        return None
+
     def start(self, session, t0: float, duration_s: float, warmup_s: float, seed: int) -> None:
         """Start at `t0` (time.monotonic()); services measure from t0 + warmup."""
+        if self.model.kind == "dd":
+            self._t0 = t0
+            self._window = (warmup_s, duration_s)
+            self._start_dd(session)
+            return
         self._tmp = tempfile.TemporaryDirectory(prefix=f"colosim-{self.name}-")
         tmp = Path(self._tmp.name)
         self._t0 = t0
@@ -209,7 +311,9 @@ class HostWorkload:
 
     def wait(self, timeout: float) -> None:
         """Wait for what ends by itself (workloads with a duration, load generators); servers
-        run until the session kills them."""
+        run until the session kills them, and so do dd workloads (they stop with the run)."""
+        if self.model.kind == "dd":
+            return
         for p in [*self._procs, getattr(self, "_gen_proc", None)]:
             if p is None:
                 continue
@@ -246,6 +350,13 @@ class HostWorkload:
         return parse_wrk(self.name, text, measured)
 
     def close(self) -> None:
+        for f in self._files:  # dd's scratch files (the session removes the directory too)
+            for g in (f, f.with_name(f.name + ".err")):
+                try:
+                    g.unlink()
+                except OSError:
+                    pass
+        self._files = []
         if getattr(self, "_gen_out", None) is not None:
             self._gen_out.close()
         if self._tmp is not None:
