@@ -476,7 +476,7 @@ pub enum WorkloadSpec {
         threads: u32,
         #[serde(default)]
         random: bool,
-        /// CPU per block; None: 10 µs for direct IO, a page copy (1 µs) per 4 KiB buffered.
+        /// CPU per block; None: 10 µs + 0.4 µs a page for direct IO, 1 µs a page buffered.
         #[serde(default)]
         cpu_ns_per_block: Option<u64>,
         #[serde(default)]
