@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from policies.cgroup import Knob
+from policies.cgroup import BLKIO_KNOBS, Knob
 from replay.cgroupfs import HostError, host_cpus, network_refusal
-from replay.host_run import HostRun, check_knobs, host_equivalent, host_topology, missing_knobs, run_on_host
+from replay.host_run import CGROUP_KNOBS, HostRun, check_knobs, host_equivalent, host_topology, missing_knobs, run_on_host
 from replay.session import Session
 from sim.results import ExperimentResult, RunResult, _finite, _markdown, sig3
 from sim.scenario import IO_KINDS, Scenario, Variant, load_scenario, read_document
@@ -39,7 +39,8 @@ CALIBRATION_ROUNDS = 4
 DISK_CALIBRATION_S = 1.5
 DISK_CALIBRATION_SETTLE_S = 0.3
 DISK_CALIBRATION_BLOCK = 1 << 20
-BLKIO_ATTRS = ("blkio_weight", "blkio_cost_weight", "blkio_read_bps", "blkio_write_bps", "blkio_read_iops", "blkio_write_iops")
+# the scenario's blkio knobs, with the defaults replay leaves unwritten
+BLKIO_DEFAULTS = {attr: default for attr, knob, default in CGROUP_KNOBS if knob in BLKIO_KNOBS}
 
 
 def load_for_host(path: Path, overrides: list[str] | dict[str, Any], disk: dict[str, Any] | None = None) -> Scenario:
@@ -56,7 +57,7 @@ def load_for_host(path: Path, overrides: list[str] | dict[str, Any], disk: dict[
 
         disk = {"scheduler": block_device(tempfile.gettempdir()).scheduler}
     if disk:
-        topo["node.disk"] = {k: v for k, v in disk.items() if not k.startswith("_")}
+        topo["node.disk"] = _disk_table(disk)
     return load_scenario(path, combine(topo, overrides))
 
 
@@ -73,7 +74,7 @@ def uses_io(variants: list[Variant]) -> bool:
         if any(w.enabled and w.kind in IO_KINDS for w in v.scenario.workloads.values()):
             return True
         for cg in v.scenario.cgroups.values():
-            if any(getattr(cg, a) != type(cg).model_fields[a].default for a in BLKIO_ATTRS):
+            if any(getattr(cg, a) != d for a, d in BLKIO_DEFAULTS.items()):
                 return True
     return False
 

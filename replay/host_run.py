@@ -26,7 +26,7 @@ from sim.scenario import Scenario, Variant
 
 # Knobs of a scenario's [cgroups] table, in the order they are written (period before quota
 # before burst: the kernel checks burst <= quota at each write).
-_CGROUP_KNOBS = (
+CGROUP_KNOBS = (
     ("cpu_shares", Knob.CPU_SHARES, 1024),
     ("cpu_idle", Knob.CPU_IDLE, 0),
     ("cpu_qos_level", Knob.CPU_QOS_LEVEL, 0),
@@ -51,7 +51,7 @@ def cgroup_writes(scenario: Scenario) -> list[KnobWrite]:
     writes = []
     for path in scenario._cgroup_order():
         cg = scenario.cgroups[path]
-        for attr, knob, default in _CGROUP_KNOBS:
+        for attr, knob, default in CGROUP_KNOBS:
             value = getattr(cg, attr)
             if value is not None and value != default:
                 writes.append(KnobWrite(path, knob, value))

@@ -17,17 +17,10 @@ import pytest
 from replay.cgroupfs import Layout, detect_layout, leftover_folders
 from sim.errors import HostError
 
+from host_replay import unavailable
+
 
 def _host_reason() -> str | None:
-    if os.geteuid() != 0:
-        return "replay needs root"
-    try:
-        layout = detect_layout()
-    except HostError as err:
-        return str(err)
-    for key in layout.keys:
-        if not os.access(layout.own_dir(key), os.W_OK):
-            return f"{layout.own_dir(key)} is not writable"
     from replay.workloads import load_binary
 
     try:
@@ -37,7 +30,7 @@ def _host_reason() -> str | None:
     return None
 
 
-REASON = _host_reason()
+REASON = unavailable() or _host_reason()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=f"host replay unavailable: {REASON}")
 
 COLOSIM = [sys.executable, "-m", "sim"]

@@ -6,7 +6,6 @@ scratch directory on a block device; elsewhere they skip with the reason."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -17,19 +16,12 @@ import pytest
 from replay.cgroupfs import block_device, detect_layout, leftover_folders
 from sim.errors import HostError
 
+from host_replay import unavailable
+
 COLOSIM = [sys.executable, "-m", "sim"]
 
 
 def _io_reason() -> str | None:
-    if os.geteuid() != 0:
-        return "replay needs root"
-    try:
-        layout = detect_layout(io=True)
-    except HostError as err:
-        return str(err)
-    for key in layout.keys:
-        if not os.access(layout.own_dir(key), os.W_OK):
-            return f"{layout.own_dir(key)} is not writable"
     try:
         block_device(tempfile.gettempdir())
     except HostError as err:
@@ -37,7 +29,7 @@ def _io_reason() -> str | None:
     return None
 
 
-REASON = _io_reason()
+REASON = unavailable(io=True) or _io_reason()
 host = pytest.mark.skipif(REASON is not None, reason=f"host IO replay unavailable: {REASON}")
 
 

@@ -214,7 +214,6 @@ pub struct Throttle {
 /// A cgroup's IO knobs and counters.
 #[derive(Debug, Clone)]
 pub struct IoCgroup {
-    pub parent: Option<CgId>,
     /// blkio.weight (cfq/bfq), 1..=1000.
     pub weight: u64,
     /// blkio.cost.weight (iocost, v2 io.weight), 1..=10000.
@@ -313,7 +312,6 @@ pub struct IoCost {
 pub struct Disk {
     pub spec: DiskSpec,
     parents: Vec<Option<CgId>>,
-    pub device: LinearModel,
     pub cgs: Vec<IoCgroup>,
     pub iocost: IoCost,
     pub cgroup_writeback: bool,
@@ -341,12 +339,10 @@ impl Disk {
         let n = parents.len();
         let cgs = parents
             .iter()
-            .copied()
-            .map(|parent| IoCgroup { parent, weight: DEFAULT_WEIGHT, cost_weight: DEFAULT_WEIGHT, throttle: Throttle::default(), stat: IoStat::default(), base: IoStat::default() })
+            .map(|_| IoCgroup { weight: DEFAULT_WEIGHT, cost_weight: DEFAULT_WEIGHT, throttle: Throttle::default(), stat: IoStat::default(), base: IoStat::default() })
             .collect();
         Disk {
             parents,
-            device: spec.device(),
             spec,
             cgs,
             iocost: IoCost { model: None, enabled: false, vrate: (100.0, 100.0) },
@@ -402,7 +398,7 @@ impl Disk {
         }
         // the queue's next request ends the device's wait for it
         self.flows.retain(|f| !(f.cg == op.cg && matches!(f.kind, FlowKind::Idle(_))));
-        let cost = self.device.cost(op.dir, op.bytes, 1, op.random);
+        let cost = self.spec.device().cost(op.dir, op.bytes, 1, op.random);
         self.flows.push(Flow { cg: op.cg, dir: op.dir, bytes: op.bytes, ios: 1, random: op.random, cost, done: 0.0, rate: 0.0, submitted: now, kind: FlowKind::Sync(op.waker) });
     }
 
@@ -458,7 +454,7 @@ impl Disk {
             }
             let bytes = left.min(WB_CHUNK);
             let ios = bytes.div_ceil(WB_IO);
-            let cost = self.device.cost(Dir::Write, bytes, ios, false);
+            let cost = self.spec.device().cost(Dir::Write, bytes, ios, false);
             self.inflight[owner] = bytes;
             self.flows.push(Flow { cg: owner, dir: Dir::Write, bytes, ios, random: false, cost, done: 0.0, rate: 0.0, submitted: now, kind: FlowKind::Writeback });
         }
@@ -539,7 +535,7 @@ impl Disk {
         let mut weights = weights;
         let mut limits = vec![Limit { capacity: 1.0, members: (0..n).map(|f| (f, 1.0)).collect() }];
         if iocost {
-            let model = self.iocost.model.unwrap_or(self.device);
+            let model = self.iocost.model.unwrap_or_else(|| self.spec.device());
             let ratio: Vec<f64> = self
                 .flows
                 .iter()
@@ -609,7 +605,7 @@ impl Disk {
                 active[g] = true;
             }
             if active[g] {
-                if let Some(p) = self.cgs[g].parent {
+                if let Some(p) = self.parents[g] {
                     active[p] = true;
                 }
             }
@@ -622,14 +618,14 @@ impl Disk {
                 total[g] += DEFAULT_WEIGHT as f64;
             }
             if g != ROOT && active[g] {
-                total[self.cgs[g].parent.unwrap()] += w(g);
+                total[self.parents[g].unwrap()] += w(g);
             }
         }
         let mut hw = vec![0.0; n];
         hw[ROOT] = 1.0;
         for g in 1..n {
             if active[g] {
-                let p = self.cgs[g].parent.unwrap();
+                let p = self.parents[g].unwrap();
                 hw[g] = hw[p] * w(g) / total[p];
             }
         }
@@ -644,9 +640,5 @@ impl Disk {
         for c in &mut self.cgs {
             c.base = c.stat;
         }
-    }
-
-    pub fn busy(&self) -> bool {
-        !self.flows.is_empty()
     }
 }

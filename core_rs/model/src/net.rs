@@ -25,7 +25,6 @@ pub const DEFAULT_HIGH: u64 = 1 << 30;
 
 #[derive(Debug, Clone)]
 pub struct NetCgroup {
-    pub parent: Option<CgId>,
     pub classid: u64,
     /// net.egress_bps (bytes/s; 0: none).
     pub egress_bps: u64,
@@ -53,8 +52,7 @@ pub struct Bwm {
     pub offline_rate: u64,
     online_bytes: f64,
     last_check: Ns,
-    /// Times the offline rate was re-chosen, and times it switched.
-    pub checks: u64,
+    /// Times the offline rate switched between low and high.
     pub switches: u64,
 }
 
@@ -76,7 +74,7 @@ impl Net {
         Net {
             parents: parents.clone(),
             egress: egress_bytes_per_s as f64 / 1e9,
-            cgs: parents.iter().map(|&parent| NetCgroup { parent, classid: 0, egress_bps: 0, tx: 0.0, base: 0.0 }).collect(),
+            cgs: parents.iter().map(|_| NetCgroup { classid: 0, egress_bps: 0, tx: 0.0, base: 0.0 }).collect(),
             flows: vec![],
             clock: 0,
             bwm: Bwm {
@@ -87,7 +85,6 @@ impl Net {
                 offline_rate: DEFAULT_LOW,
                 online_bytes: 0.0,
                 last_check: 0,
-                checks: 0,
                 switches: 0,
             },
             bwm_gen: 0,
@@ -109,7 +106,7 @@ impl Net {
             if c.classid != 0 {
                 return c.classid == OFFLINE_CLASSID;
             }
-            match c.parent {
+            match self.parents[g] {
                 Some(p) => g = p,
                 None => return false,
             }
@@ -155,7 +152,6 @@ impl Net {
                 b.switches += 1;
             }
             b.offline_rate = rate;
-            b.checks += 1;
         }
         b.online_bytes = 0.0;
         b.last_check = now;

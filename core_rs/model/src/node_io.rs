@@ -319,7 +319,7 @@ impl Node {
         match knob {
             "blkio.cost.model" => {
                 let d = self.disk.as_ref().ok_or_else(|| Node::no_disk(knob))?;
-                Ok(d.iocost.model.map(|m| m.text()).unwrap_or_else(|| format!("ctrl=auto {}", d.device.text().replacen("ctrl=user ", "", 1))))
+                Ok(d.iocost.model.map(|m| m.text()).unwrap_or_else(|| format!("ctrl=auto {}", d.spec.device().text().replacen("ctrl=user ", "", 1))))
             }
             "blkio.cost.qos" => {
                 let d = self.disk.as_ref().ok_or_else(|| Node::no_disk(knob))?;
