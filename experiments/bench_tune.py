@@ -24,8 +24,20 @@ HERE = Path(__file__).resolve().parent
 
 def one_study(trials: int, jobs: int) -> float:
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "sim", "tune", str(HERE / "tune_koordinator.toml"), "--trials", str(trials),
-               "--jobs", str(jobs), "--out", tmp, "--no-progress"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "sim",
+            "tune",
+            str(HERE / "tune_koordinator.toml"),
+            "--trials",
+            str(trials),
+            "--jobs",
+            str(jobs),
+            "--out",
+            tmp,
+            "--no-progress",
+        ]
         start = time.perf_counter()
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         return time.perf_counter() - start

@@ -16,10 +16,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from policies.cgroup import Backend, CgroupStats, Knob, KnobWrite, NodeStats, SimBackend
-from policies.policy import Decision, Observation, Param, Policy, PolicyError, PolicyRunner
 from policies.koordinator import Koordinator
-from policies.rubik import Rubik
 from policies.pods import Pod
+from policies.policy import Decision, Observation, Param, Policy, PolicyError, PolicyRunner
+from policies.rubik import Rubik
 from policies.static import NoIsolation, Static
 
 POLICIES: dict[str, type[Policy]] = {p.name: p for p in (NoIsolation, Static, Rubik, Koordinator)}
@@ -38,6 +38,18 @@ def build_policy(table: Mapping[str, Any], where: str = "policy", pods: Iterable
 
 
 __all__ = [
-    "Backend", "CgroupStats", "Decision", "Knob", "KnobWrite", "NodeStats", "Observation",
-    "Param", "Policy", "PolicyError", "PolicyRunner", "SimBackend", "POLICIES", "build_policy",
+    "Backend",
+    "CgroupStats",
+    "Decision",
+    "Knob",
+    "KnobWrite",
+    "NodeStats",
+    "Observation",
+    "Param",
+    "Policy",
+    "PolicyError",
+    "PolicyRunner",
+    "SimBackend",
+    "POLICIES",
+    "build_policy",
 ]

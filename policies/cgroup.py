@@ -271,8 +271,14 @@ class SimBackend:
         node = self.env.node
         busy = self._monotonic("", node.cgroup_stats(""))["usage_ns"]
         mem = node.memory_stats() or {}
-        return NodeStats(ncpus=node.ncpus, busy_ns=busy, total_ns=node.ncpus * node.now(),
-                         mem_total=mem.get("total", 0), mem_free=mem.get("free", 0), mem_available=mem.get("available", 0))
+        return NodeStats(
+            ncpus=node.ncpus,
+            busy_ns=busy,
+            total_ns=node.ncpus * node.now(),
+            mem_total=mem.get("total", 0),
+            mem_free=mem.get("free", 0),
+            mem_available=mem.get("available", 0),
+        )
 
 
 # --- knobs a kernel may lack, and the upstream knob that stands in for each -------------------
@@ -320,4 +326,3 @@ def utilisation(before: NodeStats, after: NodeStats) -> float:
     if d_total <= 0:
         return 100.0
     return max(0.0, min(100.0, 100.0 * d_busy / d_total))
-

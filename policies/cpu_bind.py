@@ -163,10 +163,17 @@ def _fallback(free: Sequence[Cpu], need: int, whole_cores: bool) -> list[int]:
     order: list[list[Cpu]] = []
     left = list(cores)
     while left:
-        best = min(left, key=lambda g: (
-            -chosen_in.get(g[0].socket, 0), -score["socket"][g[0].socket], -score["node"][g[0].node],
-            len(g), g[0].socket, g[0].core,
-        ))
+        best = min(
+            left,
+            key=lambda g: (
+                -chosen_in.get(g[0].socket, 0),
+                -score["socket"][g[0].socket],
+                -score["node"][g[0].node],
+                len(g),
+                g[0].socket,
+                g[0].core,
+            ),
+        )
         left.remove(best)
         order.append(best)
         chosen_in[best[0].socket] = chosen_in.get(best[0].socket, 0) + len(best)

@@ -81,6 +81,7 @@ class Candidate:
 
 def victims(candidates: Sequence[Candidate], release: int) -> list[Candidate]:
     """BE pods in eviction order, taken until their requests cover `release`."""
+
     def ratio(c: Candidate) -> float:
         if c.request > 0:
             return c.used / c.request

@@ -115,7 +115,9 @@ def cfs_quota(milli: int, current: int, capacity_cpus: int) -> int:
     return new
 
 
-def be_cpuset(cpus: Sequence[Cpu], size: int, lsr: set[int] = frozenset(), lse: set[int] = frozenset(), reserved: set[int] = frozenset()) -> list[int]:
+def be_cpuset(
+    cpus: Sequence[Cpu], size: int, lsr: set[int] = frozenset(), lse: set[int] = frozenset(), reserved: set[int] = frozenset()
+) -> list[int]:
     """`adjustByCPUSet` steps 1 and 3: candidates are all CPUs but the reserved ones; those
     bound to LSR pods form the LSR pool, the rest (minus LSE pods' CPUs) the LS pool; BE gets
     floor(size × |LSR| / (|LSR| + |LS|)) CPUs from the LSR pool and the rest from the LS

@@ -32,7 +32,6 @@ from policies.cgroup import CgroupStats, Knob, KnobWrite, NodeStats, format_cpus
 from policies.pods import BESTEFFORT, Pod, QoSClass
 from policies.policy import Decision, Observation, Param, Policy, PolicyError, cgroup_names
 
-
 BURST_POLICIES = ("none", "cpuBurstOnly", "cfsQuotaBurstOnly", "auto")
 
 
@@ -46,18 +45,46 @@ class Koordinator(Policy):
         Param("share_pool_threshold_percent", 0, 100, cb.SHARE_POOL_THRESHOLD_PERCENT, integer=True, doc="sharePoolThresholdPercent"),
         Param("cfs_quota_burst_period_seconds", -1, 3600, -1, integer=True, doc="-1: unlimited"),
         # BECPUEvict: the two satisfaction percents have no default (0 here: off)
-        Param("cpu_evict_be_satisfaction_lower_percent", 0, 60, 0, integer=True, doc="cpuEvictBESatisfactionLowerPercent, (0, 60]; 0 = off"),
+        Param(
+            "cpu_evict_be_satisfaction_lower_percent", 0, 60, 0, integer=True, doc="cpuEvictBESatisfactionLowerPercent, (0, 60]; 0 = off"
+        ),
         Param("cpu_evict_be_satisfaction_upper_percent", 0, 100, 0, integer=True, doc="cpuEvictBESatisfactionUpperPercent, (0, 100)"),
-        Param("cpu_evict_be_usage_threshold_percent", 0, 100, ce.USAGE_THRESHOLD_PERCENT, integer=True, doc="cpuEvictBEUsageThresholdPercent"),
+        Param(
+            "cpu_evict_be_usage_threshold_percent", 0, 100, ce.USAGE_THRESHOLD_PERCENT, integer=True, doc="cpuEvictBEUsageThresholdPercent"
+        ),
         Param("cpu_evict_time_window_seconds", 1, 3600, 1, integer=True, doc="cpuEvictTimeWindowSeconds (at least 1 s)"),
         # memory QoS percents of the LS and BE classes as flat, tunable parameters: a value
         # above 0 enables the class with it (over the `memory_qos` table's)
-        *(Param(f"memory_qos_{c.lower()}_{f}", 0, 100, 0, integer=True, doc=f"NodeSLO memoryQOS {c} {f}")
-          for c in ("LS", "BE") for f in ("min_limit_percent", "low_limit_percent", "throttling_percent")),
-        Param("memory_evict_threshold_percent", 0, 100, me.THRESHOLD_PERCENT, integer=True, doc="memoryEvictThresholdPercent (with memory_evict = true)"),
+        *(
+            Param(f"memory_qos_{c.lower()}_{f}", 0, 100, 0, integer=True, doc=f"NodeSLO memoryQOS {c} {f}")
+            for c in ("LS", "BE")
+            for f in ("min_limit_percent", "low_limit_percent", "throttling_percent")
+        ),
+        Param(
+            "memory_evict_threshold_percent",
+            0,
+            100,
+            me.THRESHOLD_PERCENT,
+            integer=True,
+            doc="memoryEvictThresholdPercent (with memory_evict = true)",
+        ),
         Param("memory_evict_lower_percent", 0, 100, 0, integer=True, doc="memoryEvictLowerPercent; 0 = threshold − 2"),
-        Param("cpu_reclaim_threshold_percent", 0, 100, br.CPU_RECLAIM_THRESHOLD_PERCENT, integer=True, doc="colocation cpuReclaimThresholdPercent"),
-        Param("memory_reclaim_threshold_percent", 0, 100, br.MEMORY_RECLAIM_THRESHOLD_PERCENT, integer=True, doc="memoryReclaimThresholdPercent"),
+        Param(
+            "cpu_reclaim_threshold_percent",
+            0,
+            100,
+            br.CPU_RECLAIM_THRESHOLD_PERCENT,
+            integer=True,
+            doc="colocation cpuReclaimThresholdPercent",
+        ),
+        Param(
+            "memory_reclaim_threshold_percent",
+            0,
+            100,
+            br.MEMORY_RECLAIM_THRESHOLD_PERCENT,
+            integer=True,
+            doc="memoryReclaimThresholdPercent",
+        ),
         # blkioQOS of the BE class (with blkio_qos = true): 0 = no limit
         Param("blkio_be_io_weight_percent", 1, 100, bq.IO_WEIGHT_PERCENT, integer=True, doc="beClass blkioQOS ioCfg.ioWeightPercent"),
         Param("blkio_be_read_iops", 0, 1_000_000, 0, integer=True, doc="beClass blkioQOS ioCfg.readIOPS"),
@@ -88,7 +115,9 @@ class Koordinator(Policy):
         self.memory_qos = mq.parse_classes(config.pop("memory_qos", {}), f"{where}.memory_qos")
         self.blkio_qos = config.pop("blkio_qos", False)
         if not isinstance(self.blkio_qos, bool):
-            raise PolicyError(f"{where}.blkio_qos: must be true or false (the BE class's blkioQOS.enable; its ioCfg are the blkio_be_* parameters)")
+            raise PolicyError(
+                f"{where}.blkio_qos: must be true or false (the BE class's blkioQOS.enable; its ioCfg are the blkio_be_* parameters)"
+            )
         self.memory_evict = config.pop("memory_evict", False)
         if not isinstance(self.memory_evict, bool):
             raise PolicyError(f"{where}.memory_evict: must be true or false (BEMemoryEvict; off by default, as in koordlet)")
@@ -167,7 +196,9 @@ class Koordinator(Policy):
         scenario, so the values are written once, parents first."""
         classes = dict(self.memory_qos)
         for c in ("LS", "BE"):
-            flat = {f: int(self.values[f"memory_qos_{c.lower()}_{f}"]) for f in ("min_limit_percent", "low_limit_percent", "throttling_percent")}
+            flat = {
+                f: int(self.values[f"memory_qos_{c.lower()}_{f}"]) for f in ("min_limit_percent", "low_limit_percent", "throttling_percent")
+            }
             if any(flat.values()):
                 base = classes.get(c, mq.ClassConfig())
                 classes[c] = replace(base, enable=True, **{k: v for k, v in flat.items() if v})
@@ -247,8 +278,14 @@ class Koordinator(Policy):
         if self.burst_policy in ("cpuBurstOnly", "auto"):
             want = cb.static_burst_us(limit, self.values["cpu_burst_percent"])
             if int(obs.knob(cg, Knob.CPU_CFS_BURST_US)) != want:
-                out.append(Decision(obs.now, self.name, f"CPU burst: {cg} cfs_burst_us = {want} ({self.values['cpu_burst_percent']:g}% of the limit)",
-                                    (KnobWrite(cg, Knob.CPU_CFS_BURST_US, want),)))
+                out.append(
+                    Decision(
+                        obs.now,
+                        self.name,
+                        f"CPU burst: {cg} cfs_burst_us = {want} ({self.values['cpu_burst_percent']:g}% of the limit)",
+                        (KnobWrite(cg, Knob.CPU_CFS_BURST_US, want),),
+                    )
+                )
         if self.burst_policy not in ("cfsQuotaBurstOnly", "auto"):
             return out
         s = obs.cgroups[cg]
@@ -259,12 +296,15 @@ class Koordinator(Policy):
         current = int(obs.knob(cg, Knob.CPU_CFS_QUOTA_US))
         target = cb.target_quota(op, current, base, cb.quota_ceiling(base, self.values["cfs_quota_burst_percent"]))
         if target != current:
-            out.append(Decision(
-                obs.now, self.name,
-                f"CFS quota burst: {cg} {op.value} {current}→{target} µs (throttled {0 if ratio is None else ratio:.0%} of periods, pool {pool.value})",
-                (KnobWrite(cg, Knob.CPU_CFS_QUOTA_US, target),),
-                {"throttle_ratio": ratio or 0.0, "used_cores": used},
-            ))
+            out.append(
+                Decision(
+                    obs.now,
+                    self.name,
+                    f"CFS quota burst: {cg} {op.value} {current}→{target} µs (throttled {0 if ratio is None else ratio:.0%} of periods, pool {pool.value})",
+                    (KnobWrite(cg, Knob.CPU_CFS_QUOTA_US, target),),
+                    {"throttle_ratio": ratio or 0.0, "used_cores": used},
+                )
+            )
         return out
 
     def _evict(self, obs: Observation, cores, be_used: float) -> list[Decision]:
@@ -275,7 +315,7 @@ class Koordinator(Policy):
         live = [self.by_cgroup[cg] for cg in self.be if cg in self.by_cgroup and cg not in self.evicted]
         latest = ce.BEState(be_used * 1000, sum(p.cpu_request for p in live), ce.real_limit(len(cpuset), quota))
         window = self.values["cpu_evict_time_window_seconds"]
-        self.evict_window = (self.evict_window + [latest])[-max(1, round(window / self.interval)):]
+        self.evict_window = (self.evict_window + [latest])[-max(1, round(window / self.interval)) :]
         if obs.now - self.last_evict < ce.COOL_DOWN_S or len(self.evict_window) * self.interval < window / 3:
             return []
         n = len(self.evict_window)
@@ -296,13 +336,16 @@ class Koordinator(Policy):
         self.evicted.update(c.name for c in chosen)
         names = ", ".join(self.by_cgroup[c.name].name for c in chosen)
         satisfaction = avg.limit / avg.request if avg.request else 0.0
-        return [Decision(
-            obs.now, self.name,
-            f"BE CPU evict: {names} (BE limit {avg.limit / 1000:g} of {avg.request / 1000:g} CPUs requested = "
-            f"{satisfaction:.0%} ≤ {lower:g}%, used {avg.usage / 1000:.2f}; give back {release}m to reach {upper:g}%)",
-            tuple(KnobWrite(c.name, Knob.CGROUP_KILL, 1) for c in chosen),
-            {"be_limit_milli": avg.limit, "be_request_milli": avg.request, "be_used_milli": avg.usage, "release_milli": release},
-        )]
+        return [
+            Decision(
+                obs.now,
+                self.name,
+                f"BE CPU evict: {names} (BE limit {avg.limit / 1000:g} of {avg.request / 1000:g} CPUs requested = "
+                f"{satisfaction:.0%} ≤ {lower:g}%, used {avg.usage / 1000:.2f}; give back {release}m to reach {upper:g}%)",
+                tuple(KnobWrite(c.name, Knob.CGROUP_KILL, 1) for c in chosen),
+                {"be_limit_milli": avg.limit, "be_request_milli": avg.request, "be_used_milli": avg.usage, "release_milli": release},
+            )
+        ]
 
     def _memory_evict(self, obs: Observation) -> list[Decision]:
         """BEMemoryEvict (policies/memory_evict.py, §4.4), killed with cgroup.kill."""
@@ -314,19 +357,25 @@ class Koordinator(Policy):
         if release <= 0:
             return []
         live = [self.by_cgroup[cg] for cg in self.be if cg in self.by_cgroup and cg not in self.evicted]
-        cands = [me.Candidate(p.cgroup, p.name, p.priority_value, max(0, obs.cgroups[p.cgroup].memory_bytes - obs.cgroups[p.cgroup].memory_file)) for p in live]
+        cands = [
+            me.Candidate(p.cgroup, p.name, p.priority_value, max(0, obs.cgroups[p.cgroup].memory_bytes - obs.cgroups[p.cgroup].memory_file))
+            for p in live
+        ]
         chosen = me.victims(cands, release)
         if not chosen:
             return []
         self.last_memory_evict = obs.now
         self.evicted.update(c.name for c in chosen)
         usage = (n.mem_total - n.mem_available) * 100 // n.mem_total
-        return [Decision(
-            obs.now, self.name,
-            f"BE memory evict: {', '.join(c.label for c in chosen)} (node memory {usage}% ≥ {threshold}%; release {release / 2**20:.0f} MiB)",
-            tuple(KnobWrite(c.name, Knob.CGROUP_KILL, 1) for c in chosen),
-            {"usage_percent": float(usage), "release_bytes": float(release), "freed_bytes": float(sum(c.used for c in chosen))},
-        )]
+        return [
+            Decision(
+                obs.now,
+                self.name,
+                f"BE memory evict: {', '.join(c.label for c in chosen)} (node memory {usage}% ≥ {threshold}%; release {release / 2**20:.0f} MiB)",
+                tuple(KnobWrite(c.name, Knob.CGROUP_KILL, 1) for c in chosen),
+                {"usage_percent": float(usage), "release_bytes": float(release), "freed_bytes": float(sum(c.used for c in chosen))},
+            )
+        ]
 
     def _batch_resource(self, obs: Observation, cores, node_used: float, pods_used: float) -> list[Decision]:
         """The slo-controller's batch-cpu/batch-memory (§5) from the NodeMetric koordlet
@@ -355,23 +404,34 @@ class Koordinator(Policy):
             mem_hp = br.hp_sums(live, {}, "memory")
             memory = br.batch_allocatable(self.node_memory, self.values["memory_reclaim_threshold_percent"], 0, 0, mem_hp)
         old = self.batch
-        if old is not None and not br.needs_sync(old[0], cpu, obs.now - self.batch_at) and (
-            memory is None or not br.needs_sync(old[1], memory, obs.now - self.batch_at)
+        if (
+            old is not None
+            and not br.needs_sync(old[0], cpu, obs.now - self.batch_at)
+            and (memory is None or not br.needs_sync(old[1], memory, obs.now - self.batch_at))
         ):
             return []
         self.batch = (cpu, memory)
         self.batch_at = obs.now
         margin = int(capacity * (100 - self.values["cpu_reclaim_threshold_percent"]) / 100)
         mem_text = f", batch-memory {memory / 2**30:.1f} GiB" if memory is not None else ""
-        return [Decision(
-            obs.now, self.name,
-            f"batch resources: batch-cpu {cpu / 1000:.2f} CPUs{mem_text} (capacity {capacity / 1000:g} − margin "
-            f"{margin / 1000:g} − system {max(system, reserved) / 1000:.2f} − HP used {hp.used / 1000:.2f}, "
-            f"{br.AGGREGATE_SECONDS} s averages over {n} samples)",
-            (),
-            {"batch_cpu_milli": cpu, "batch_memory_bytes": memory or 0, "hp_used_milli": hp.used,
-             "hp_request_milli": hp.request, "system_used_milli": system, "margin_milli": margin},
-        )]
+        return [
+            Decision(
+                obs.now,
+                self.name,
+                f"batch resources: batch-cpu {cpu / 1000:.2f} CPUs{mem_text} (capacity {capacity / 1000:g} − margin "
+                f"{margin / 1000:g} − system {max(system, reserved) / 1000:.2f} − HP used {hp.used / 1000:.2f}, "
+                f"{br.AGGREGATE_SECONDS} s averages over {n} samples)",
+                (),
+                {
+                    "batch_cpu_milli": cpu,
+                    "batch_memory_bytes": memory or 0,
+                    "hp_used_milli": hp.used,
+                    "hp_request_milli": hp.request,
+                    "system_used_milli": system,
+                    "margin_milli": margin,
+                },
+            )
+        ]
 
     def _by_cpuset(self, obs: Observation, milli: int, why: str, inputs: dict) -> list[Decision]:
         old = parse_cpus(str(obs.knob(self.besteffort, Knob.CPUSET_CPUS)))
@@ -408,4 +468,3 @@ class Koordinator(Policy):
         if not writes:
             return []
         return [Decision(obs.now, self.name, f"CPU suppress: BE cfs_quota {current}→{new} µs ({why})", tuple(writes), inputs)]
-

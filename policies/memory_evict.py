@@ -34,6 +34,7 @@ def to_release(total: int, available: int, threshold: int, lower: int) -> int:
 
 def victims(candidates: list[Candidate], release: int) -> list[Candidate]:
     """Take candidates in koordlet's order until their used memory covers `release`."""
+
     def key(c: Candidate):
         # zero-usage pods last, higher name first among them
         return (c.used == 0, c.priority, -c.used, tuple(-ord(ch) for ch in c.label) if c.used == 0 else ())

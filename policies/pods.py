@@ -130,7 +130,7 @@ class Pod:
 
     @property
     def is_hp(self) -> bool:
-        """"High priority" in the batch calculation: neither batch nor free."""
+        """ "High priority" in the batch calculation: neither batch nor free."""
         return self.priority not in (PriorityClass.BATCH, PriorityClass.FREE)
 
     @property
@@ -196,15 +196,21 @@ def kubelet_knobs(pods: Iterable[Pod], ncpus: int, reserved_milli: int = 0) -> d
 # --- Kubernetes resource quantities ------------------------------------------------------
 
 _MEMORY_SUFFIXES = {
-    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40,
-    "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
 }
 
 
 def cpu_milli(value: object) -> int:
     """A CPU quantity as Kubernetes writes it — 2, 2.5, "2", "500m" — in millicores."""
     if isinstance(value, bool):
-        raise ValueError(f"must be a CPU quantity like 2, 0.5 or \"500m\" (got {value!r})")
+        raise ValueError(f'must be a CPU quantity like 2, 0.5 or "500m" (got {value!r})')
     if isinstance(value, int | float):
         milli = value * 1000
     elif isinstance(value, str) and value.endswith("m"):
@@ -212,7 +218,7 @@ def cpu_milli(value: object) -> int:
     elif isinstance(value, str):
         milli = _number(value, value) * 1000
     else:
-        raise ValueError(f"must be a CPU quantity like 2, 0.5 or \"500m\" (got {value!r})")
+        raise ValueError(f'must be a CPU quantity like 2, 0.5 or "500m" (got {value!r})')
     if milli < 0 or milli != milli or milli == float("inf"):
         raise ValueError(f"must be >= 0 (got {value!r})")
     if milli != int(milli):

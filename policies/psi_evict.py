@@ -26,7 +26,9 @@ def parse(table: Any, where: str) -> tuple[str, ...] | None:
         raise PolicyError(f"{where}: must be a table with resource")
     extra = set(table) - {"resource"}
     if extra:
-        raise PolicyError(f"{where}.{sorted(extra)[0]}: unknown field (known: resource; interval and threshold are the parameters psi_interval, psi_avg10_threshold)")
+        raise PolicyError(
+            f"{where}.{sorted(extra)[0]}: unknown field (known: resource; interval and threshold are the parameters psi_interval, psi_avg10_threshold)"
+        )
     res = table.get("resource")
     if not isinstance(res, list) or not res or not all(r in RESOURCES for r in res):
         raise PolicyError(f"{where}.resource: a non-empty list of {', '.join(RESOURCES)} (io is not modelled) (got {res!r})")

@@ -108,11 +108,7 @@ def adjust_quota(
     # c/d. elevate throttled containers, unless utilisation fluctuated sharply
     fluctuating = (max(util_history, default=0.0) - min(util_history, default=100.0)) > floating_limit
     if not fluctuating and alarm - util >= elevate_limit:
-        need = {
-            c.cgroup: (c.new_throttled_ns / 1000) / c.new_nr_throttled / c.period
-            for c in containers
-            if c.new_nr_throttled > 0
-        }
+        need = {c.cgroup: (c.new_throttled_ns / 1000) / c.new_nr_throttled / c.period for c in containers if c.new_nr_throttled > 0}
         total_need = sum(need.values())
         if total_need > 0:
             cap = min(total_need, elevate_limit / 100 * ncpus)

@@ -70,7 +70,7 @@ class Rubik(Policy):
         self.io_limits = ic.parse_limits(config.pop("io_limit", None), f"{where}.io_limit")
         self.net = config.pop("net", False)
         if not isinstance(self.net, bool):
-            raise PolicyError(f"{where}.net: must be true or false (rubik's preemption.resource contains \"net\")")
+            raise PolicyError(f'{where}.net: must be true or false (rubik\'s preemption.resource contains "net")')
         self.evicted: set[str] = set()
         self.prev_usage: dict[str, int] = {}
         super().__init__(config, where)
@@ -112,8 +112,9 @@ class Rubik(Policy):
 
     def attach(self, obs: Observation) -> list[Decision]:
         out = [
-            Decision(obs.now, self.name, f"{cg} is offline: cpu.qos_level = -1 (absolute preemption)",
-                     (KnobWrite(cg, Knob.CPU_QOS_LEVEL, -1),))
+            Decision(
+                obs.now, self.name, f"{cg} is offline: cpu.qos_level = -1 (absolute preemption)", (KnobWrite(cg, Knob.CPU_QOS_LEVEL, -1),)
+            )
             for cg in self.offline
         ]
         ncpus = obs.node.ncpus
@@ -121,8 +122,15 @@ class Rubik(Policy):
             quota, period = obs.knob(cg, Knob.CPU_CFS_QUOTA_US), obs.knob(cg, Knob.CPU_CFS_PERIOD_US)
             # quotaburst.go: only below the node's capacity and not above the quota.
             if 0 <= quota < period * ncpus and quota >= burst:
-                out.append(Decision(obs.now, self.name, f"{cg}: quota burst {burst} µs",
-                                    (KnobWrite(cg, Knob.CPU_CFS_BURST_US, burst),), {"quota_us": quota}))
+                out.append(
+                    Decision(
+                        obs.now,
+                        self.name,
+                        f"{cg}: quota burst {burst} µs",
+                        (KnobWrite(cg, Knob.CPU_CFS_BURST_US, burst),),
+                        {"quota_us": quota},
+                    )
+                )
             else:
                 out.append(Decision(obs.now, self.name, f"{cg}: quota burst {burst} µs refused (quota {quota} µs)"))
         for cg in self.turbo:
@@ -145,20 +153,37 @@ class Rubik(Policy):
         out = []
         if self.io_model is not None:
             model = ic.model_text(self.io_model)
-            out.append(Decision(obs.now, self.name, f"ioCost: blkio.cost.model {model}; vrate pinned at 100%",
-                                (KnobWrite("", Knob.BLKIO_COST_MODEL, model), KnobWrite("", Knob.BLKIO_COST_QOS, ic.QOS))))
+            out.append(
+                Decision(
+                    obs.now,
+                    self.name,
+                    f"ioCost: blkio.cost.model {model}; vrate pinned at 100%",
+                    (KnobWrite("", Knob.BLKIO_COST_MODEL, model), KnobWrite("", Knob.BLKIO_COST_QOS, ic.QOS)),
+                )
+            )
             w = int(self.values["io_cost_offline_weight"])
             online = [cg for cg in self.online if cg not in self.offline]
-            out.append(Decision(obs.now, self.name, f"ioCost: blkio.cost.weight {ic.ONLINE_WEIGHT} online, {w} offline",
-                                tuple(ic.weights(online, self.offline, w))))
+            out.append(
+                Decision(
+                    obs.now,
+                    self.name,
+                    f"ioCost: blkio.cost.weight {ic.ONLINE_WEIGHT} online, {w} offline",
+                    tuple(ic.weights(online, self.offline, w)),
+                )
+            )
         for cg, limits in self.io_limits.items():
             what = ", ".join(f"{k.v1.removeprefix('blkio.throttle.')} {v}" for k, v in limits.items()) or "cleared"
             out.append(Decision(obs.now, self.name, f"ioLimit {cg}: {what}", tuple(ic.limit_writes({cg: limits}))))
         if self.net:
             v = {k: int(self.values[f"net_{k}_mb"]) for k in ("waterline", "low", "high")}
-            out.append(Decision(obs.now, self.name,
-                                f"net: offline at {v['low']} MiB/s while online ≥ {v['waterline']} MiB/s, else {v['high']} MiB/s",
-                                tuple(nq.writes(self.offline, v["waterline"], v["low"], v["high"]))))
+            out.append(
+                Decision(
+                    obs.now,
+                    self.name,
+                    f"net: offline at {v['low']} MiB/s while online ≥ {v['waterline']} MiB/s, else {v['high']} MiB/s",
+                    tuple(nq.writes(self.offline, v["waterline"], v["low"], v["high"])),
+                )
+            )
         return out
 
     def _fssr_start(self, obs: Observation) -> list[Decision]:
@@ -168,9 +193,16 @@ class Rubik(Policy):
         self.fssr = dm.Fssr.start(total)
         self.next_fssr = obs.now + dm.FSSR_INTERVAL_S
         # rubik writes memory.high_async_ratio = 80 first (openEuler kernels; refused elsewhere)
-        ratio = Decision(obs.now, self.name, f"dynMemory fssr: offline memory.high_async_ratio = {dm.HIGH_ASYNC_RATIO}",
-                         tuple(KnobWrite(cg, Knob.MEMORY_HIGH_ASYNC_RATIO, dm.HIGH_ASYNC_RATIO) for cg in self.offline))
-        return [ratio, self._fssr_write(obs.now, self.fssr.high, f"dynMemory fssr: offline memory.high = 80% of {total / 2**30:.1f} GiB", {})]
+        ratio = Decision(
+            obs.now,
+            self.name,
+            f"dynMemory fssr: offline memory.high_async_ratio = {dm.HIGH_ASYNC_RATIO}",
+            tuple(KnobWrite(cg, Knob.MEMORY_HIGH_ASYNC_RATIO, dm.HIGH_ASYNC_RATIO) for cg in self.offline),
+        )
+        return [
+            ratio,
+            self._fssr_write(obs.now, self.fssr.high, f"dynMemory fssr: offline memory.high = 80% of {total / 2**30:.1f} GiB", {}),
+        ]
 
     def _fssr_write(self, now: float, high: int, what: str, inputs: dict) -> Decision:
         return Decision(now, self.name, what, tuple(KnobWrite(cg, Knob.MEMORY_HIGH, high) for cg in self.offline), inputs)
@@ -185,8 +217,14 @@ class Rubik(Policy):
         if new is None:
             return []
         way = "suppress" if new < before else "recover"
-        return [self._fssr_write(obs.now, new, f"dynMemory fssr {way}: MemFree {free / 2**30:.2f} GiB, offline memory.high {before / 2**30:.2f} → {new / 2**30:.2f} GiB",
-                                 {"mem_free": free, "memory_high": new})]
+        return [
+            self._fssr_write(
+                obs.now,
+                new,
+                f"dynMemory fssr {way}: MemFree {free / 2**30:.2f} GiB, offline memory.high {before / 2**30:.2f} → {new / 2**30:.2f} GiB",
+                {"mem_free": free, "memory_high": new},
+            )
+        ]
 
     def _psi_tick(self, obs: Observation) -> list[Decision]:
         """PSI interference eviction (policies/psi_evict.py)."""
@@ -205,15 +243,23 @@ class Rubik(Policy):
             hot = next(((cg, a) for cg in self.online if (a := pe.some_avg10(obs.knob(cg, knob))) > threshold), None)
             if hot is None:
                 continue
-            usage = {cg: float(obs.cgroups[cg].memory_bytes) for cg in live} if r == "memory" else {cg: float(v) for cg, v in cpu_used.items()}
+            usage = (
+                {cg: float(obs.cgroups[cg].memory_bytes) for cg in live} if r == "memory" else {cg: float(v) for cg, v in cpu_used.items()}
+            )
             victim = pe.pick(r, live, usage)
             if victim is None:
                 continue
             live.remove(victim)
             self.evicted.add(victim)
-            out.append(Decision(obs.now, self.name,
-                                f"PSI eviction: {hot[0]} {r}.pressure some avg10 {hot[1]:.2f} > {threshold:g}: evict {victim}",
-                                (KnobWrite(victim, Knob.CGROUP_KILL, 1),), {"avg10": hot[1]}))
+            out.append(
+                Decision(
+                    obs.now,
+                    self.name,
+                    f"PSI eviction: {hot[0]} {r}.pressure some avg10 {hot[1]:.2f} > {threshold:g}: evict {victim}",
+                    (KnobWrite(victim, Knob.CGROUP_KILL, 1),),
+                    {"avg10": hot[1]},
+                )
+            )
         return out
 
     def tick(self, obs: Observation) -> list[Decision]:
@@ -233,9 +279,15 @@ class Rubik(Policy):
             c.usage.append((round(obs.now * 1e9), s.usage_ns))
         v = self.values
         nxt = qt.adjust_quota(
-            self.containers, util, [u for _, u in self.util_history], obs.node.ncpus,
-            v["high_water_mark"], v["alarm_water_mark"], v["elevate_limit"],
-            v["slow_fallback_ratio"], v["cpu_floating_limit"],
+            self.containers,
+            util,
+            [u for _, u in self.util_history],
+            obs.node.ncpus,
+            v["high_water_mark"],
+            v["alarm_water_mark"],
+            v["elevate_limit"],
+            v["slow_fallback_ratio"],
+            v["cpu_floating_limit"],
         )
         out = []
         for c in self.containers:
@@ -244,18 +296,19 @@ class Rubik(Policy):
                 continue
             # The same delta on the pod cgroups above; parents first when growing.
             chain = [(c.cgroup, c.quota)] + [
-                (a, q) for a in qt.ancestors_to_adjust(c.cgroup)
-                if (q := int(obs.knob(a, Knob.CPU_CFS_QUOTA_US))) != -1
+                (a, q) for a in qt.ancestors_to_adjust(c.cgroup) if (q := int(obs.knob(a, Knob.CPU_CFS_QUOTA_US))) != -1
             ]
             if delta > 0:
                 chain.reverse()
             writes = tuple(KnobWrite(cg, Knob.CPU_CFS_QUOTA_US, q + delta) for cg, q in chain)
-            why = (f"throttled {c.new_nr_throttled} periods" if c.new_nr_throttled else "not throttled")
-            out.append(Decision(
-                obs.now, self.name,
-                f"quotaTurbo {c.cgroup}: quota {c.quota}→{nxt[c.cgroup]} µs ({why}, node {util:.1f}% busy)",
-                writes,
-                {"util": util, "new_nr_throttled": c.new_nr_throttled, "limit_cpus": c.limit},
-            ))
+            why = f"throttled {c.new_nr_throttled} periods" if c.new_nr_throttled else "not throttled"
+            out.append(
+                Decision(
+                    obs.now,
+                    self.name,
+                    f"quotaTurbo {c.cgroup}: quota {c.quota}→{nxt[c.cgroup]} µs ({why}, node {util:.1f}% busy)",
+                    writes,
+                    {"util": util, "new_nr_throttled": c.new_nr_throttled, "limit_cpus": c.limit},
+                )
+            )
         return fssr + out
-

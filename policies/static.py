@@ -32,8 +32,7 @@ class NoIsolation(Policy):
 
     def attach(self, obs: Observation) -> list[Decision]:
         return [
-            Decision(obs.now, self.name, f"{cg}: request {cores:g} CPUs → cpu.shares {shares}",
-                     (KnobWrite(cg, Knob.CPU_SHARES, shares),))
+            Decision(obs.now, self.name, f"{cg}: request {cores:g} CPUs → cpu.shares {shares}", (KnobWrite(cg, Knob.CPU_SHARES, shares),))
             for cg, cores in self.requests.items()
             if (shares := max(2, round(cores * 1024)))
         ]
@@ -69,10 +68,7 @@ class Static(Policy):
 
     def attach(self, obs: Observation) -> list[Decision]:
         knob, value = self.MODES[self.mode]
-        return [
-            Decision(obs.now, self.name, f"{cg} is best-effort: {knob.v1} = {value}", (KnobWrite(cg, knob, value),))
-            for cg in self.be
-        ]
+        return [Decision(obs.now, self.name, f"{cg} is best-effort: {knob.v1} = {value}", (KnobWrite(cg, knob, value),)) for cg in self.be]
 
     def tick(self, obs: Observation) -> list[Decision]:
         return []

@@ -56,23 +56,28 @@ def micro_scenarios(ncpus: int) -> list[Micro]:
             "cpu.cfs_quota_us 50% of a CPU",
             {"q": {"cpu.cfs_quota_us": 50_000, "cpu.cfs_period_us": 100_000}},
             {"h": {"kind": "hog", "cgroup": "q", "threads": hogs}},
-            {"CPUs used": lambda r, n: r.cgroups["q"].cpu_share * n,
-             "nr_throttled per s": lambda r, n: r.cgroups["q"].nr_throttled / r.measured_s},
+            {
+                "CPUs used": lambda r, n: r.cgroups["q"].cpu_share * n,
+                "nr_throttled per s": lambda r, n: r.cgroups["q"].nr_throttled / r.measured_s,
+            },
         ),
         Micro(
             "quota + cpu.cfs_burst_us, bursty load",
             {"s": {"cpu.cfs_quota_us": 100_000, "cpu.cfs_burst_us": 100_000}},
-            {"b": {"kind": "bursty", "cgroup": "s", "steady_threads": 0, "burst_threads": 2 * ncpus,
-                   "every": "1s", "length": "80ms"}},
-            {"spell P50 (s)": lambda r, n: r.services["b"].p50_s,
-             "nr_throttled per s": lambda r, n: r.cgroups["s"].nr_throttled / r.measured_s},
+            {"b": {"kind": "bursty", "cgroup": "s", "steady_threads": 0, "burst_threads": 2 * ncpus, "every": "1s", "length": "80ms"}},
+            {
+                "spell P50 (s)": lambda r, n: r.services["b"].p50_s,
+                "nr_throttled per s": lambda r, n: r.cgroups["s"].nr_throttled / r.measured_s,
+            },
         ),
         Micro(
             "cpuset.cpus pinning",
             {"pinned": {"cpuset.cpus": "0"}, "free": {}},
             {"hp": {"kind": "hog", "cgroup": "pinned", "threads": 2}, "hf": {"kind": "hog", "cgroup": "free", "threads": hogs}},
-            {"pinned group's CPUs": lambda r, n: r.cgroups["pinned"].cpu_share * n,
-             "free group's CPUs": lambda r, n: r.cgroups["free"].cpu_share * n},
+            {
+                "pinned group's CPUs": lambda r, n: r.cgroups["pinned"].cpu_share * n,
+                "free group's CPUs": lambda r, n: r.cgroups["free"].cpu_share * n,
+            },
         ),
     ]
 

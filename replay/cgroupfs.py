@@ -15,7 +15,6 @@ folder before anything is written; the folder's parent (our own cgroup) is only 
 from __future__ import annotations
 
 import dataclasses
-
 import errno
 import os
 import signal
@@ -24,7 +23,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sim.errors import HostError
 from policies.cgroup import (
     BLKIO_KNOBS,
     NET_KNOBS,
@@ -40,6 +38,7 @@ from policies.cgroup import (
     shares_to_weight,
     weight_to_shares,
 )
+from sim.errors import HostError
 
 # The controllers replay needs in v1, each possibly co-mounted ("cpu,cpuacct"); blkio too
 # when a scenario does IO.
@@ -47,8 +46,6 @@ V1_CONTROLLERS = ("cpu", "cpuacct", "cpuset")
 V1_IO = "blkio"
 RUN_PREFIX = "colosim-"
 USER_HZ_NS = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
-
-
 
 
 class Fs:
@@ -79,9 +76,17 @@ class Fs:
 
 # What a fresh cgroup's files hold (cgroup-v1/v2 docs), for a dry run's reads.
 DEFAULTS = {
-    "cpu.shares": "1024", "cpu.idle": "0", "cpu.qos_level": "0", "cpu.cfs_quota_us": "-1",
-    "cpu.cfs_period_us": "100000", "cpu.cfs_burst_us": "0", "cpu.weight": "100",
-    "cpu.max": "max 100000", "cpu.max.burst": "0", "cpuset.cpus": "", "cpuset.mems": "",
+    "cpu.shares": "1024",
+    "cpu.idle": "0",
+    "cpu.qos_level": "0",
+    "cpu.cfs_quota_us": "-1",
+    "cpu.cfs_period_us": "100000",
+    "cpu.cfs_burst_us": "0",
+    "cpu.weight": "100",
+    "cpu.max": "max 100000",
+    "cpu.max.burst": "0",
+    "cpuset.cpus": "",
+    "cpuset.mems": "",
     "cgroup.subtree_control": "",
 }
 
@@ -184,7 +189,7 @@ def check_value(w: KnobWrite) -> None:
         raise HostError(not_replayable(k))
     if k in (Knob.CPUSET_CPUS, Knob.CPUSET_MEMS):
         if not isinstance(v, str):
-            raise ValueError(f"{w.cgroup}/{k.v1}: must be a CPU list like \"0-3,6\" (got {v!r})")
+            raise ValueError(f'{w.cgroup}/{k.v1}: must be a CPU list like "0-3,6" (got {v!r})')
         try:
             parse_cpus(v)
         except ValueError:
@@ -495,7 +500,7 @@ class HostBackend:
 
     def remove(self) -> None:
         """Remove every cgroup this run made, children first (each must be empty)."""
-        for cg in sorted(self._created, key=lambda c: (-(c.count("/") + 1) if c else 0)):
+        for cg in sorted(self._created, key=lambda c: -(c.count("/") + 1) if c else 0):
             for key in self.layout.keys:
                 d = self.dir(key, cg)
                 if not self.dry_run and self.fs.exists(d):
@@ -529,8 +534,10 @@ class HostBackend:
                 # the run folder is not made: our own cgroup (maybe the root, which has no
                 # weight files) stands in; its per-policy stat files say which policy is there
                 own = self.layout.own_dir(self.keys_for(names[0]))
-                probes = {Knob.BLKIO_WEIGHT: ("blkio.bfq.io_serviced", "blkio.weight", "io.bfq.weight"),
-                          Knob.BLKIO_COST_WEIGHT: ("blkio.cost.weight", "io.weight", "blkio.cost.stat")}.get(knob, names)
+                probes = {
+                    Knob.BLKIO_WEIGHT: ("blkio.bfq.io_serviced", "blkio.weight", "io.bfq.weight"),
+                    Knob.BLKIO_COST_WEIGHT: ("blkio.cost.weight", "io.weight", "blkio.cost.stat"),
+                }.get(knob, names)
                 return any(self.fs.exists(own / n) for n in probes)
             return any(self.fs.exists(self.path(cgroup, n)) for n in names)
         name = knob.v1 if self.layout.version == 1 else knob.v2

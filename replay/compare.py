@@ -269,8 +269,10 @@ def disk_note(disk: dict[str, Any]) -> str:
     lines = [f"disk model of this host ({disk.get('_device', '?')}): scheduler {disk['scheduler']} (from its queue/scheduler)"]
     for op, rate in disk.get("_measured", {}).items():
         key = "wbps" if op == "write" else "rbps"
-        lines.append(f"  calibrated {key} = {disk[key] / 1e6:.0f} MB/s: a solo direct dd {op} (1 MiB blocks, one IO in flight) "
-                     f"measured {rate / 1e6:.0f} MB/s on the host over {DISK_CALIBRATION_S:g} s, and the simulator's solo dd matches it")
+        lines.append(
+            f"  calibrated {key} = {disk[key] / 1e6:.0f} MB/s: a solo direct dd {op} (1 MiB blocks, one IO in flight) "
+            f"measured {rate / 1e6:.0f} MB/s on the host over {DISK_CALIBRATION_S:g} s, and the simulator's solo dd matches it"
+        )
     if not disk.get("_measured"):
         lines.append("  rates not calibrated (no dd workload, or no --compare): the scenario's [node.disk] rates stand")
     return "\n".join(lines)
@@ -292,8 +294,11 @@ def solo_dd_rate(session: Session, op: str) -> float:
     backend.create([cg])
     try:
         if op == "read":
-            done = subprocess.run(["dd", "if=/dev/zero", f"of={f}", "oflag=direct", f"bs={DISK_CALIBRATION_BLOCK}", f"count={count}", "status=none"],
-                                  capture_output=True, text=True)
+            done = subprocess.run(
+                ["dd", "if=/dev/zero", f"of={f}", "oflag=direct", f"bs={DISK_CALIBRATION_BLOCK}", f"count={count}", "status=none"],
+                capture_output=True,
+                text=True,
+            )
             if done.returncode != 0:
                 raise HostError(f"disk calibration: dd could not write {f}: {done.stderr.strip()[-300:]}")
             dd = ["dd", f"if={f}", "of=/dev/null", "iflag=direct"]
@@ -306,7 +311,9 @@ def solo_dd_rate(session: Session, op: str) -> float:
         time.sleep(DISK_CALIBRATION_S)
         b, tb = backend.io_stats(cg), time.monotonic()
         if proc.poll() is not None:
-            raise HostError(f"disk calibration: dd failed (status {proc.returncode}): {proc.stderr.read().decode(errors='replace').strip()[-300:]}")
+            raise HostError(
+                f"disk calibration: dd failed (status {proc.returncode}): {proc.stderr.read().decode(errors='replace').strip()[-300:]}"
+            )
         rate = (b[f"{op}_bytes"] - a[f"{op}_bytes"]) / (tb - ta)
         if rate <= 0:
             raise HostError(f"disk calibration: the solo dd moved nothing the blkio counters saw on {backend.device.devno}")
@@ -344,11 +351,13 @@ def fit_disk_rate(base: dict[str, Any], op: str, target: float, rounds: int = 3)
         got = run_variant(Variant("disk calibration", True, sc), 1).cgroups["c"].io[f"{op}_bytes"] / 2.5
         if got <= 0:
             break
+
         # per-IO time = overhead + device cost; device cost of one block at `rate`:
         # max(1/seqiops, page) + (pages - 1) x page, page = 4096 / rate
         def cost(r: float) -> float:
             page = 4096 / r
             return max(1 / seq, page) + (pages - 1) * page
+
         overhead = DISK_CALIBRATION_BLOCK / got - cost(rate)
         want = DISK_CALIBRATION_BLOCK / target - overhead
         if want <= 1 / seq:
@@ -401,7 +410,9 @@ def write_outputs(out, scenario, host, predicted, comparisons, runs, factors, di
     doc = {
         "scenario": scenario.name,
         "calibration": factors,
-        "disk": None if disk is None else {**_disk_table(disk), "measured_solo_Bps": disk.get("_measured", {}), "device": disk.get("_device")},
+        "disk": None
+        if disk is None
+        else {**_disk_table(disk), "measured_solo_Bps": disk.get("_measured", {}), "device": disk.get("_device")},
         "variants": {
             c.name: {
                 "measured": c.measured,

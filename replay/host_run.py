@@ -145,11 +145,7 @@ def run_on_host(
     backend = session.backend
     ncpus = len(backend.cpus())
     order = sc._cgroup_order()
-    workloads = [
-        HostWorkload(name, w, w.core_spec(name, ncpus), f"workloads.{name}")
-        for name, w in sc.workloads.items()
-        if w.enabled
-    ]
+    workloads = [HostWorkload(name, w, w.core_spec(name, ncpus), f"workloads.{name}") for name, w in sc.workloads.items() if w.enabled]
     for w in workloads:
         w.check()
     io = backend.layout.io and backend.device is not None
@@ -322,7 +318,12 @@ def _disk_delta(a, b) -> dict[str, int] | None:
 
 def _timeseries(samples, ncpus, order, services: dict[str, ServiceResult], dry) -> TimeSeries:
     if len(samples) < 2 or dry:
-        return TimeSeries(np.empty(0), {c: np.empty(0) for c in order}, {s: np.empty(0, dtype=np.int64) for s in services}, {c: np.empty(0, dtype=np.int64) for c in order})
+        return TimeSeries(
+            np.empty(0),
+            {c: np.empty(0) for c in order},
+            {s: np.empty(0, dtype=np.int64) for s in services},
+            {c: np.empty(0, dtype=np.int64) for c in order},
+        )
     t = np.array([s["t"] for s in samples]) - samples[0]["t"]
     dt = np.diff(t)
     share = {c: np.diff([s["stat"][c].usage_ns for s in samples]) / 1e9 / (ncpus * dt) for c in order}

@@ -27,7 +27,9 @@ from pathlib import Path
 
 from replay.cgroupfs import BlockDevice, Fs, HostBackend, HostError, Layout, block_device, detect_layout
 
-LOCK_PATH = Path(os.environ.get("COLOSIM_LOCK", "/run/lock/colosim-replay.lock" if Path("/run/lock").is_dir() else "/tmp/colosim-replay.lock"))
+LOCK_PATH = Path(
+    os.environ.get("COLOSIM_LOCK", "/run/lock/colosim-replay.lock" if Path("/run/lock").is_dir() else "/tmp/colosim-replay.lock")
+)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -89,8 +91,7 @@ class Session:
             holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
             os.close(fd)
             raise HostError(
-                f"another replay is running ({holder}; lock {LOCK_PATH}): two replays on one host "
-                "would measure each other"
+                f"another replay is running ({holder}; lock {LOCK_PATH}): two replays on one host would measure each other"
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()}, run colosim-{self.run_id}\n".encode(), 0)
@@ -145,8 +146,14 @@ class Session:
                 os.close(fd)
 
         proc = subprocess.Popen(
-            list(argv), stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd, env=env,
-            preexec_fn=join, start_new_session=True,
+            list(argv),
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            cwd=cwd,
+            env=env,
+            preexec_fn=join,
+            start_new_session=True,
         )
         self.procs.append(proc)
         return proc

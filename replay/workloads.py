@@ -56,8 +56,7 @@ def load_binary() -> str:
         if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
             return str(candidate)
     raise HostError(
-        "colosim-load is not built: run `cargo build --release -p colosim-load` in core_rs "
-        "(make setup does) or set COLOSIM_LOAD"
+        "colosim-load is not built: run `cargo build --release -p colosim-load` in core_rs (make setup does) or set COLOSIM_LOAD"
     )
 
 
@@ -135,7 +134,9 @@ class HostWorkload:
             raise HostError(f"{self.where}: a database workload does not replay on the host yet (the simulator models it)")
         if self.model.kind == "dd":
             if self.model.random:
-                raise HostError(f"{self.where}: random = true does not replay on the host (dd does sequential IO only; the simulator models it)")
+                raise HostError(
+                    f"{self.where}: random = true does not replay on the host (dd does sequential IO only; the simulator models it)"
+                )
             if self.model.block % 512:
                 raise HostError(f"{self.where}.block: {self.model.block} bytes is not a multiple of 512, which dd's direct IO needs")
             _need("dd", where, "coreutils")
@@ -199,8 +200,15 @@ class HostWorkload:
             if m.direct:
                 dd.append("oflag=direct")
         else:
-            dd = ["dd", f"if={f}", "of=/dev/null", f"bs={m.block}", f"count={count}", "status=none",
-                  "iflag=direct" if m.direct else "iflag=nocache"]
+            dd = [
+                "dd",
+                f"if={f}",
+                "of=/dev/null",
+                f"bs={m.block}",
+                f"count={count}",
+                "status=none",
+                "iflag=direct" if m.direct else "iflag=nocache",
+            ]
         if m.size is not None:
             return dd
         # until the run ends: pass after pass over the same file; a failing dd ends the loop
@@ -208,7 +216,7 @@ class HostWorkload:
         return ["sh", "-c", 'while :; do "$@" || exit $?; done', "dd-loop", *dd]
 
     def _start_dd(self, session) -> None:
-        for i, f in enumerate(self._files):
+        for f in self._files:
             argv = self._dd_argv(f)
             if session.dry_run:
                 session.spawn(argv, self.model.cgroup)
@@ -245,13 +253,26 @@ class HostWorkload:
         cg = self.model.cgroup
         p = self.program
         if p == "builtin":
-            argv = [load_binary(), "--spec", json.dumps(self.spec), "--seed", str(seed),
-                    "--duration-ns", str(round(duration_s * 1e9)), "--out", str(tmp / "result.json")]
+            argv = [
+                load_binary(),
+                "--spec",
+                json.dumps(self.spec),
+                "--seed",
+                str(seed),
+                "--duration-ns",
+                str(round(duration_s * 1e9)),
+                "--out",
+                str(tmp / "result.json"),
+            ]
             self._procs.append(session.spawn(argv, cg))
         elif p == "stress":
             self._procs.append(session.spawn(["stress", "--cpu", str(self.model.threads), "--timeout", f"{math.ceil(duration_s)}s"], cg))
         elif p == "stress-ng":
-            self._procs.append(session.spawn(["stress-ng", "--cpu", str(self.model.threads), "--cpu-method", "int64", "--timeout", f"{math.ceil(duration_s)}s"], cg))
+            self._procs.append(
+                session.spawn(
+                    ["stress-ng", "--cpu", str(self.model.threads), "--cpu-method", "int64", "--timeout", f"{math.ceil(duration_s)}s"], cg
+                )
+            )
         elif p == "command":
             for _ in range(self.model.threads):
                 self._procs.append(session.spawn(list(self.model.host.command), cg))
@@ -270,8 +291,21 @@ class HostWorkload:
             return
         _wait_port(port, server, "clickhouse-server")
         self._generator = (
-            ["clickhouse-benchmark", "--port", str(port), "-c", str(self.model.clients), "-i", "100000000",
-             "-t", str(max(1, round(seconds))), "-d", "0", "--json", str(tmp / "bench.json")],
+            [
+                "clickhouse-benchmark",
+                "--port",
+                str(port),
+                "-c",
+                str(self.model.clients),
+                "-i",
+                "100000000",
+                "-t",
+                str(max(1, round(seconds))),
+                "-d",
+                "0",
+                "--json",
+                str(tmp / "bench.json"),
+            ],
             self.model.host.query,
         )
 
@@ -287,8 +321,17 @@ class HostWorkload:
             return
         _wait_port(port, server, "nginx")
         self._generator = (
-            ["wrk", "-t", str(min(self.model.clients, workers)), "-c", str(self.model.clients),
-             "-d", f"{max(1, round(seconds))}s", "--latency", f"http://127.0.0.1:{port}{self.model.host.path}"],
+            [
+                "wrk",
+                "-t",
+                str(min(self.model.clients, workers)),
+                "-c",
+                str(self.model.clients),
+                "-d",
+                f"{max(1, round(seconds))}s",
+                "--latency",
+                f"http://127.0.0.1:{port}{self.model.host.path}",
+            ],
             None,
         )
 
@@ -338,8 +381,12 @@ class HostWorkload:
             lat = np.asarray(doc["latencies_ns"], dtype=np.float64) / 1e9
             keep = (done >= warmup) & (done <= duration)
             return ServiceResult(
-                name=self.name, latencies_s=lat[keep], completions_s=done[keep],
-                started=int(doc["started"]), completed=int(keep.sum()), measured_s=measured,
+                name=self.name,
+                latencies_s=lat[keep],
+                completions_s=done[keep],
+                started=int(doc["started"]),
+                completed=int(keep.sum()),
+                measured_s=measured,
             )
         text = (tmp / "generator.out").read_text() if (tmp / "generator.out").exists() else ""
         if self.program == "clickhouse":
@@ -373,8 +420,13 @@ def parse_clickhouse_json(name: str, text: str, measured_s: float) -> ReportedSe
     stats, pct = doc["statistics"], doc["query_time_percentiles"]
     n = int(stats.get("num_queries", 0))
     return ReportedService(
-        name=name, latencies_s=np.empty(0), completions_s=np.empty(0), started=n, completed=n,
-        measured_s=measured_s, reported={float(k): float(v) for k, v in pct.items()},
+        name=name,
+        latencies_s=np.empty(0),
+        completions_s=np.empty(0),
+        started=n,
+        completed=n,
+        measured_s=measured_s,
+        reported={float(k): float(v) for k, v in pct.items()},
         reported_qps=float(stats["QPS"]),
     )
 
@@ -393,8 +445,14 @@ def parse_wrk(name: str, text: str, measured_s: float) -> ReportedService:
         raise HostError(f"wrk printed no latency distribution: {text[-300:]}")
     n = int(total.group(1)) if total else 0
     return ReportedService(
-        name=name, latencies_s=np.empty(0), completions_s=np.empty(0), started=n, completed=n,
-        measured_s=measured_s, reported=pct, reported_qps=float(rps.group(1)),
+        name=name,
+        latencies_s=np.empty(0),
+        completions_s=np.empty(0),
+        started=n,
+        completed=n,
+        measured_s=measured_s,
+        reported=pct,
+        reported_qps=float(rps.group(1)),
     )
 
 

@@ -43,7 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, help="seed for every run (default: scenario.seed)")
     run.add_argument("--out", type=Path, help="output directory (default: out/<scenario name>)")
     run.add_argument("--policy", type=Path, metavar="POLICY.toml", help="run every run under this [policy] (a file colosim tune wrote)")
-    run.add_argument("--trace", type=Path, metavar="TRACE.parquet", help="the trace the scenario's trace-driven workloads play (their trace.file)")
+    run.add_argument(
+        "--trace", type=Path, metavar="TRACE.parquet", help="the trace the scenario's trace-driven workloads play (their trace.file)"
+    )
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     rep = commands.add_parser(
         "replay",
@@ -72,8 +74,13 @@ def _parser() -> argparse.ArgumentParser:
         help="sample real cgroups' CPU and memory into a trace file (read-only on the host)",
         description="Sample cgroups' CPU usage (cores) and memory (bytes) every interval into the trace format.",
     )
-    rec.add_argument("--cgroup", action="append", required=True, metavar="PATH[=ROLE]",
-                     help='a cgroup path as /proc/PID/cgroup shows it, e.g. "/kubepods/pod-x=online"; repeatable')
+    rec.add_argument(
+        "--cgroup",
+        action="append",
+        required=True,
+        metavar="PATH[=ROLE]",
+        help='a cgroup path as /proc/PID/cgroup shows it, e.g. "/kubepods/pod-x=online"; repeatable',
+    )
     rec.add_argument("--interval", default="1s", help="sampling interval (default 1s)")
     rec.add_argument("--duration", required=True, help='how long, e.g. "10m"')
     rec.add_argument("-o", "--output", required=True, type=Path, metavar="TRACE.parquet", help="output file (.parquet or .csv)")

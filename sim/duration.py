@@ -38,9 +38,7 @@ def parse_duration(value: object) -> int:
         match = _DURATION.match(value)
         if match is None:
             sign = " >= 0" if value.strip().startswith("-") else ""
-            raise ValueError(
-                f'must be a duration{sign} such as "48ms" or "2.5s" (got {_show(value)})'
-            )
+            raise ValueError(f'must be a duration{sign} such as "48ms" or "2.5s" (got {_show(value)})')
         try:
             seconds = Decimal(match.group(1))
         except InvalidOperation:  # pragma: no cover - the regex admits only decimals

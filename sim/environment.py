@@ -49,8 +49,7 @@ def _core_node(spec_json: str) -> Node:
         from sim import _core
     except ImportError as err:
         raise CoreNotBuilt(
-            "the simulator core sim._core is not built; build it with "
-            "`maturin develop --release` (or `pip install .`) in the repository"
+            "the simulator core sim._core is not built; build it with `maturin develop --release` (or `pip install .`) in the repository"
         ) from err
     return _core.Node(spec_json)
 
@@ -62,9 +61,7 @@ class NodeEnvironment(simpy.Environment):
     instead (a test double, or a node from elsewhere).
     """
 
-    def __init__(
-        self, spec: Mapping[str, Any] | str | None = None, *, node: Node | None = None
-    ) -> None:
+    def __init__(self, spec: Mapping[str, Any] | str | None = None, *, node: Node | None = None) -> None:
         super().__init__(initial_time=0.0)
         if node is None:
             if spec is None:

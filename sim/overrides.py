@@ -58,8 +58,7 @@ def parse_path(text: str) -> tuple[str, ...]:
         doc = tomllib.loads(f"{text} = 0")
     except tomllib.TOMLDecodeError:
         raise ScenarioError(
-            f"{text.strip()}: not a dotted key (quote segments that contain dots, "
-            'e.g. cgroups.offline."cpu.qos_level")'
+            f'{text.strip()}: not a dotted key (quote segments that contain dots, e.g. cgroups.offline."cpu.qos_level")'
         ) from None
     parts: list[str] = []
     node: Any = doc

@@ -18,8 +18,15 @@ def write_report(result: ExperimentResult, path: str | Path) -> Path:
     """Write the report to `path`: the result tables, latency percentiles per run, and each
     cgroup's CPU share over time per run."""
     figures = [
-        latency_figure(result), latency_over_time_figure(result), cpu_share_figure(result),
-        trace_figure(result), memory_figure(result), io_figure(result), net_figure(result), throttling_figure(result), decisions_figure(result),
+        latency_figure(result),
+        latency_over_time_figure(result),
+        cpu_share_figure(result),
+        trace_figure(result),
+        memory_figure(result),
+        io_figure(result),
+        net_figure(result),
+        throttling_figure(result),
+        decisions_figure(result),
     ]
     parts = [
         fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"responsive": True})
@@ -138,9 +145,7 @@ def cpu_share_figure(result: ExperimentResult) -> go.Figure | None:
                 col=1,
             )
         fig.update_yaxes(title_text="CPU %", rangemode="tozero", row=row, col=1)
-    return _finish_time_panels(
-        fig, len(runs), "CPU share of node capacity per cgroup (grey: warm-up)", 260, -0.1
-    )
+    return _finish_time_panels(fig, len(runs), "CPU share of node capacity per cgroup (grey: warm-up)", 260, -0.1)
 
 
 def latency_over_time_figure(result: ExperimentResult, bins: int = 60) -> go.Figure | None:
@@ -160,8 +165,9 @@ def latency_over_time_figure(result: ExperimentResult, bins: int = 60) -> go.Fig
             counts = np.bincount(idx, minlength=bins)
             mean = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
             label = f"{name}: {svc}" if len(run.services) > 1 else name
-            fig.add_scatter(x=(edges[:-1] + edges[1:]) / 2, y=mean * 1000, mode="lines+markers", name=label,
-                            line={"color": colors.get(name)})
+            fig.add_scatter(
+                x=(edges[:-1] + edges[1:]) / 2, y=mean * 1000, mode="lines+markers", name=label, line={"color": colors.get(name)}
+            )
     fig.update_layout(title="Mean request latency over the run (ms)", xaxis_title="simulated time (s)", yaxis_title="ms", height=420)
     return fig
 
@@ -172,8 +178,12 @@ def trace_figure(result: ExperimentResult) -> go.Figure | None:
     items = [(r, w, d) for r in result.runs.values() for w, d in r.trace_demand.items() if len(r.timeseries.t_s)]
     if not items:
         return None
-    fig = make_subplots(rows=len(items), cols=1, subplot_titles=[f"{r.name}: {w}" for r, w, _ in items],
-                        vertical_spacing=min(0.08, 0.5 / max(len(items) - 1, 1)))
+    fig = make_subplots(
+        rows=len(items),
+        cols=1,
+        subplot_titles=[f"{r.name}: {w}" for r, w, _ in items],
+        vertical_spacing=min(0.08, 0.5 / max(len(items) - 1, 1)),
+    )
     for row, (run, w, (key, cg, t, v)) in enumerate(items, start=1):
         ts = run.timeseries
         if key == "cores":
@@ -181,8 +191,12 @@ def trace_figure(result: ExperimentResult) -> go.Figure | None:
         else:
             dt = np.diff(np.concatenate([[0.0], ts.t_s]))
             got, unit = ts.completions.get(w, np.zeros(len(ts.t_s))) / np.where(dt > 0, dt, 1), "requests/s"
-        fig.add_scatter(x=t, y=v, mode="lines", line={"shape": "hv", "dash": "dot", "color": "#444"}, name="trace", showlegend=row == 1, row=row, col=1)
-        fig.add_scatter(x=ts.t_s, y=got, mode="lines", line={"shape": "hv", "color": "#1f77b4"}, name="simulated", showlegend=row == 1, row=row, col=1)
+        fig.add_scatter(
+            x=t, y=v, mode="lines", line={"shape": "hv", "dash": "dot", "color": "#444"}, name="trace", showlegend=row == 1, row=row, col=1
+        )
+        fig.add_scatter(
+            x=ts.t_s, y=got, mode="lines", line={"shape": "hv", "color": "#1f77b4"}, name="simulated", showlegend=row == 1, row=row, col=1
+        )
         fig.update_yaxes(title_text=unit, rangemode="tozero", row=row, col=1)
     return _finish_time_panels(fig, len(items), "Trace demand and what the simulation gave", 260, -0.1)
 
@@ -193,8 +207,13 @@ def _per_cgroup_figure(result: ExperimentResult, series: str, scale: float, unit
     runs = [r for r in result.runs.values() if getattr(r.timeseries, series) and len(r.timeseries.t_s)]
     if not runs:
         return None
-    fig = make_subplots(rows=len(runs), cols=1, shared_xaxes=True, subplot_titles=[r.name for r in runs],
-                        vertical_spacing=min(0.08, 0.5 / max(len(runs) - 1, 1)))
+    fig = make_subplots(
+        rows=len(runs),
+        cols=1,
+        shared_xaxes=True,
+        subplot_titles=[r.name for r in runs],
+        vertical_spacing=min(0.08, 0.5 / max(len(runs) - 1, 1)),
+    )
     colors = _colors(result.cgroup_names)
     for row, run in enumerate(runs, start=1):
         values = getattr(run.timeseries, series)
@@ -202,9 +221,18 @@ def _per_cgroup_figure(result: ExperimentResult, series: str, scale: float, unit
             # leaves that have any (parents repeat their children)
             if not v.any() or any(c.startswith(cg + "/") for c in values):
                 continue
-            fig.add_scatter(x=run.timeseries.t_s, y=v / scale, mode="lines", name=cg, legendgroup=cg, showlegend=row == 1,
-                            line={"color": colors.get(cg)}, hovertemplate="%{x:.2f}s: %{y:.1f} " + unit + "<extra>" + cg + "</extra>",
-                            row=row, col=1)
+            fig.add_scatter(
+                x=run.timeseries.t_s,
+                y=v / scale,
+                mode="lines",
+                name=cg,
+                legendgroup=cg,
+                showlegend=row == 1,
+                line={"color": colors.get(cg)},
+                hovertemplate="%{x:.2f}s: %{y:.1f} " + unit + "<extra>" + cg + "</extra>",
+                row=row,
+                col=1,
+            )
         fig.update_yaxes(title_text=unit, rangemode="tozero", row=row, col=1)
     return _finish_time_panels(fig, len(runs), title, 260, -0.1)
 
@@ -261,9 +289,7 @@ def throttling_figure(result: ExperimentResult) -> go.Figure | None:
                 col=1,
             )
         fig.update_yaxes(title_text="nr_throttled", rangemode="tozero", row=row, col=1)
-    return _finish_time_panels(
-        fig, len(throttled), "CFS bandwidth: throttled periods so far (cpu.stat nr_throttled)", 300, -0.15
-    )
+    return _finish_time_panels(fig, len(throttled), "CFS bandwidth: throttled periods so far (cpu.stat nr_throttled)", 300, -0.15)
 
 
 def decisions_html(result: ExperimentResult, most: int = 500) -> str:

@@ -154,13 +154,11 @@ class TimeSeries:
     net_rate: dict[str, np.ndarray] = field(default_factory=dict)
 
     @classmethod
-    def from_core(
-        cls, raw: dict[str, Any], ncpus: int, cgroups: list[str], services: list[str]
-    ) -> TimeSeries:
+    def from_core(cls, raw: dict[str, Any], ncpus: int, cgroups: list[str], services: list[str]) -> TimeSeries:
         t = _u64(raw["t_ns"]).astype(np.int64)
         mem_raw = _u64(raw.get("memory_bytes", b""))
         memory = (
-            {c: col for c, col in zip(cgroups, mem_raw.reshape(len(t), len(cgroups)).T.astype(np.int64)) if c}
+            {c: col for c, col in zip(cgroups, mem_raw.reshape(len(t), len(cgroups)).T.astype(np.int64), strict=True) if c}
             if len(mem_raw) and len(t)
             else {}
         )
@@ -279,8 +277,8 @@ class RunResult:
                 burst_s=stats["burst_time"] / NS,
                 psi_some_s=stats["psi_some_ns"] / NS,
                 psi_full_s=stats["psi_full_ns"] / NS,
-                memory={k[len("memory_"):]: int(v) for k, v in stats.items() if k.startswith("memory_")} or None,
-                io={k[len("io_"):]: int(v) for k, v in stats.items() if k.startswith("io_")} or None,
+                memory={k[len("memory_") :]: int(v) for k, v in stats.items() if k.startswith("memory_")} or None,
+                io={k[len("io_") :]: int(v) for k, v in stats.items() if k.startswith("io_")} or None,
                 net_tx_bytes=None if "net_tx_bytes" not in stats else int(stats["net_tx_bytes"]),
             )
         busy = _u64(node.cpu_busy()).reshape(ncpus, len(cgroup_names)) / NS
@@ -297,16 +295,13 @@ class RunResult:
             timeseries=TimeSeries.from_core(node.timeseries(), ncpus, cgroup_names, service_names),
             oom_kills={k: int(v) for k, v in node.oom_kills().items() if v},
             node_memory=node.memory_stats(),
-            node_io={k[len("io_"):]: int(v) for k, v in root.items() if k.startswith("io_")} or None,
+            node_io={k[len("io_") :]: int(v) for k, v in root.items() if k.startswith("io_")} or None,
             node_net_tx_bytes=None if "net_tx_bytes" not in root else int(root["net_tx_bytes"]),
         )
 
     def cpus(self) -> list[dict[str, float]]:
         """Per CPU, busy seconds by cgroup (the root column left out: tasks live in leaves)."""
-        return [
-            {cg: float(row[i]) for i, cg in enumerate(self.cgroup_names) if cg}
-            for row in self.cpu_busy_s
-        ]
+        return [{cg: float(row[i]) for i, cg in enumerate(self.cgroup_names) if cg} for row in self.cpu_busy_s]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -384,9 +379,7 @@ class ExperimentResult:
         cgroups = self.cgroup_names
         header = ["Run", *cgroups, "node busy"]
         rows = [
-            [name]
-            + [_percent(run.cgroups[c].cpu_share) if c in run.cgroups else "-" for c in cgroups]
-            + [_percent(run.busy_share)]
+            [name] + [_percent(run.cgroups[c].cpu_share) if c in run.cgroups else "-" for c in cgroups] + [_percent(run.busy_share)]
             for name, run in self.runs.items()
         ]
         return "CPU share of node capacity\n" + _markdown(header, rows)
@@ -400,7 +393,18 @@ class ExperimentResult:
                 m = cg.memory
                 if m is None or not (m["peak"] or m["events_high"] or m["events_max"]):
                     continue
-                rows.append([name, c, _mib(m["current"]), _mib(m["peak"]), _mib(m["file"]), str(m["events_high"]), str(m["events_max"]), str(m["events_oom_kill"])])
+                rows.append(
+                    [
+                        name,
+                        c,
+                        _mib(m["current"]),
+                        _mib(m["peak"]),
+                        _mib(m["file"]),
+                        str(m["events_high"]),
+                        str(m["events_max"]),
+                        str(m["events_oom_kill"]),
+                    ]
+                )
             for w, k in run.oom_kills.items():
                 rows.append([name, f"(workload {w})", "", "", "", "", "", f"{k} killed"])
         if not rows:
@@ -423,12 +427,32 @@ class ExperimentResult:
                 if not (ios or tx or io.get("write_bytes", 0)):
                     continue
                 wait = io.get("wait_ns", 0) / ios / 1e6 if ios else math.nan
-                rows.append([name, c or "(root)", sig3(io.get("read_bytes", 0) / m / 1e6), sig3(io.get("write_bytes", 0) / m / 1e6), sig3(ios / m), sig3(wait), sig3(tx / m / 1e6)])
+                rows.append(
+                    [
+                        name,
+                        c or "(root)",
+                        sig3(io.get("read_bytes", 0) / m / 1e6),
+                        sig3(io.get("write_bytes", 0) / m / 1e6),
+                        sig3(ios / m),
+                        sig3(wait),
+                        sig3(tx / m / 1e6),
+                    ]
+                )
             if run.node_io is not None and (run.node_io.get("write_bytes", 0) or run.node_io.get("read_bytes", 0) or run.node_net_tx_bytes):
                 io = run.node_io
                 ios = io.get("read_ios", 0) + io.get("write_ios", 0)
                 tx = run.node_net_tx_bytes or 0
-                rows.append([name, "(node)", sig3(io.get("read_bytes", 0) / m / 1e6), sig3(io.get("write_bytes", 0) / m / 1e6), sig3(ios / m), "", sig3(tx / m / 1e6)])
+                rows.append(
+                    [
+                        name,
+                        "(node)",
+                        sig3(io.get("read_bytes", 0) / m / 1e6),
+                        sig3(io.get("write_bytes", 0) / m / 1e6),
+                        sig3(ios / m),
+                        "",
+                        sig3(tx / m / 1e6),
+                    ]
+                )
         if not rows:
             return None
         header = ["Run", "cgroup", "read (MB/s)", "write (MB/s)", "IO/s", "wait per IO (ms)", "sent (MB/s)"]
@@ -436,11 +460,7 @@ class ExperimentResult:
 
     def bandwidth_table(self) -> str | None:
         """Per run and cgroup with bandwidth control: the cpu.stat counters, or None."""
-        limited = [
-            c
-            for c in self.cgroup_names
-            if any(c in r.cgroups and r.cgroups[c].nr_periods for r in self.runs.values())
-        ]
+        limited = [c for c in self.cgroup_names if any(c in r.cgroups and r.cgroups[c].nr_periods for r in self.runs.values())]
         if not limited:
             return None
         header = ["Run", "cgroup", "nr_periods", "nr_throttled", "throttled (s)", "nr_bursts", "burst (s)"]
@@ -465,7 +485,10 @@ class ExperimentResult:
             lat, qps = [], []
             for r in rows:
                 cells = [self.runs[at[(r, c)]].services.get(svc) if (r, c) in at else None for c in cols]
-                lat.append([r] + ["-" if s is None else "/".join(f"{getattr(s, a) * 1000:.0f}" for a in ("p50_s", "p90_s", "p99_s")) for s in cells])
+                lat.append(
+                    [r]
+                    + ["-" if s is None else "/".join(f"{getattr(s, a) * 1000:.0f}" for a in ("p50_s", "p90_s", "p99_s")) for s in cells]
+                )
                 qps.append([r] + ["-" if s is None else sig3(s.qps) for s in cells])
             out.append(f"{svc}: P50/P90/P99 latency (ms)\n" + _markdown(["", *cols], lat))
             out.append(f"{svc}: requests/s\n" + _markdown(["", *cols], qps))
@@ -527,15 +550,10 @@ def _markdown(header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
 
     def line(cells: list[str]) -> str:
-        padded = [
-            c.ljust(w) if i == 0 else c.rjust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ]
+        padded = [c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
         return "| " + " | ".join(padded) + " |"
 
-    rule = (
-        "|" + "|".join("-" * (w + 1) + ("-" if i == 0 else ":") for i, w in enumerate(widths)) + "|"
-    )
+    rule = "|" + "|".join("-" * (w + 1) + ("-" if i == 0 else ":") for i, w in enumerate(widths)) + "|"
     return "\n".join([line(header), rule, *(line(r) for r in rows)])
 
 

@@ -48,8 +48,7 @@ def run_scenario(
         file=sys.stderr,
         delay=2,
         disable=not progress,
-        bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.1f}/{total:.1f} sim s "
-        "[{elapsed}<{remaining}]",
+        bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.1f}/{total:.1f} sim s [{elapsed}<{remaining}]",
     ) as bar:
         for variant in variants:
             # refresh=False: a refresh would show the bar before `delay` has passed

@@ -18,6 +18,7 @@ import json
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from itertools import pairwise
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -125,8 +126,7 @@ class Empirical(_Table):
             errors.append(
                 (
                     ("edges",),
-                    f"must have one more item than weights "
-                    f"(got {len(self.edges)} edges, {len(self.weights)} weights)",
+                    f"must have one more item than weights (got {len(self.edges)} edges, {len(self.weights)} weights)",
                 )
             )
         for i in range(1, len(self.edges)):
@@ -222,7 +222,12 @@ class _Workload(_Table):
         allowed = HOST_PROGRAMS[self.kind]  # type: ignore[attr-defined]
         if self.host.program not in allowed:
             raise _FieldErrors(
-                [(("host", "program"), f"a {self.kind} workload runs on the host as {_alternatives(allowed)} (got {_show(self.host.program)})")]  # type: ignore[attr-defined]
+                [
+                    (
+                        ("host", "program"),
+                        f"a {self.kind} workload runs on the host as {_alternatives(allowed)} (got {_show(self.host.program)})",
+                    )
+                ]  # type: ignore[attr-defined]
             )
         return self
 
@@ -394,7 +399,9 @@ class FileServer(_Workload):
     @model_validator(mode="after")
     def _check_set(self) -> FileServer:
         if self.working_set < self.file_size:
-            raise _FieldErrors([(("working_set",), f"must hold at least one file of file_size ({self.file_size} bytes) (got {self.working_set})")])
+            raise _FieldErrors(
+                [(("working_set",), f"must hold at least one file of file_size ({self.file_size} bytes) (got {self.working_set})")]
+            )
         return self
 
     def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
@@ -576,7 +583,11 @@ class Iperf(_Workload):
 
     @model_validator(mode="after")
     def _check_windows(self) -> Iperf:
-        errors: list[FieldError] = [(("windows", i), f"start {format_duration(a)} must be before stop {format_duration(b)}") for i, (a, b) in enumerate(self.windows) if a >= b]
+        errors: list[FieldError] = [
+            (("windows", i), f"start {format_duration(a)} must be before stop {format_duration(b)}")
+            for i, (a, b) in enumerate(self.windows)
+            if a >= b
+        ]
         if errors:
             raise _FieldErrors(errors)
         return self
@@ -664,11 +675,7 @@ class Topology(_Table):
         ncores = self.sockets * self.cores_per_socket
         siblings = self.siblings or [[c + k * ncores for k in range(self.threads_per_core)] for c in range(ncores)]
         per_node = self.cores_per_socket // self.numa_nodes_per_socket
-        out = [
-            Cpu(cpu, core, core // self.cores_per_socket, core // per_node)
-            for core, group in enumerate(siblings)
-            for cpu in group
-        ]
+        out = [Cpu(cpu, core, core // self.cores_per_socket, core // per_node) for core, group in enumerate(siblings) for cpu in group]
         return sorted(out, key=lambda c: c.cpu)
 
     @model_validator(mode="after")
@@ -678,16 +685,13 @@ class Topology(_Table):
             errors.append(
                 (
                     ("numa_nodes_per_socket",),
-                    f"must divide cores_per_socket ({self.cores_per_socket}) evenly "
-                    f"(got {self.numa_nodes_per_socket})",
+                    f"must divide cores_per_socket ({self.cores_per_socket}) evenly (got {self.numa_nodes_per_socket})",
                 )
             )
         for i, group in enumerate(self.siblings or []):
             for j, cpu in enumerate(group):
                 if cpu >= self.ncpus:
-                    errors.append(
-                        (("siblings", i, j), f"no CPU {cpu} (CPUs are 0..{self.ncpus - 1})")
-                    )
+                    errors.append((("siblings", i, j), f"no CPU {cpu} (CPUs are 0..{self.ncpus - 1})"))
         if errors:
             raise _FieldErrors(errors)
         return self
@@ -737,7 +741,9 @@ class Kernel(_Table):
     @model_validator(mode="after")
     def _check_dirty(self) -> Kernel:
         if self.dirty_background_ratio >= self.dirty_ratio:
-            raise _FieldErrors([(("dirty_background_ratio",), f"must be below dirty_ratio ({self.dirty_ratio}) (got {self.dirty_background_ratio})")])
+            raise _FieldErrors(
+                [(("dirty_background_ratio",), f"must be below dirty_ratio ({self.dirty_ratio}) (got {self.dirty_background_ratio})")]
+            )
         return self
 
     def core_spec(self) -> dict[str, Any]:
@@ -787,8 +793,8 @@ def _mean_s(d: Any) -> float:
         return d.value / 1e9
     if d.dist in ("exponential", "lognormal"):
         return d.mean / 1e9
-    mids = [(a + b) / 2 for a, b in zip(d.edges, d.edges[1:])]
-    return sum(m * w for m, w in zip(mids, d.weights)) / sum(d.weights) / 1e9
+    mids = [(a + b) / 2 for a, b in pairwise(d.edges)]
+    return sum(m * w for m, w in zip(mids, d.weights, strict=True)) / sum(d.weights) / 1e9
 
 
 def _check_trace(name: str, workload: Any, ref: TraceRef) -> list[FieldError]:
@@ -950,10 +956,16 @@ class PodTable(_Table):
             klass = PriorityClass.for_qos(qos)
         value = self.priority if self.priority is not None else klass.default
         pod = Pod(
-            name=name, qos=qos, priority=klass, priority_value=value,
-            cpu_request=self.cpu_request, cpu_limit=self.cpu_limit,
-            memory_request=self.memory_request, memory_limit=self.memory_limit,
-            cgroup=self.cgroup or "", bind_policy=self.cpu_bind_policy,
+            name=name,
+            qos=qos,
+            priority=klass,
+            priority_value=value,
+            cpu_request=self.cpu_request,
+            cpu_limit=self.cpu_limit,
+            memory_request=self.memory_request,
+            memory_limit=self.memory_limit,
+            cgroup=self.cgroup or "",
+            bind_policy=self.cpu_bind_policy,
         )
         return pod if self.cgroup else replace(pod, cgroup=kubelet_cgroup(name, pod.kube_qos))
 
@@ -1006,8 +1018,7 @@ class Meta(_Table):
             errors.append(
                 (
                     ("warmup",),
-                    f"must be less than scenario.duration ({format_duration(self.duration)}) "
-                    f"(got {format_duration(self.warmup)})",
+                    f"must be less than scenario.duration ({format_duration(self.duration)}) (got {format_duration(self.warmup)})",
                 )
             )
         if errors:
@@ -1071,9 +1082,7 @@ class Scenario(_Table):
         for path in self.cgroups:
             parent, _, leaf = path.rpartition("/")
             if not leaf or path.startswith("/") or "//" in path:
-                errors.append(
-                    (("cgroups", path), 'must be a path like "online" or "kubepods/besteffort"')
-                )
+                errors.append((("cgroups", path), 'must be a path like "online" or "kubepods/besteffort"'))
             elif parent and parent not in self.cgroups:
                 errors.append((("cgroups", path), f"parent cgroup {_show(parent)} is not declared"))
         declared = ", ".join(self.cgroups) or "none"
@@ -1099,9 +1108,13 @@ class Scenario(_Table):
             if workload.kind in MEMORY_KINDS and workload.enabled and self.node.memory is None:
                 errors.append((("workloads", name, "kind"), 'a memory workload needs the node\'s memory: give [node] memory = "64Gi"'))
             if workload.kind in IO_KINDS and workload.enabled and self.node.disk is None:
-                errors.append((("workloads", name, "kind"), "an IO workload needs the node's disk: give [node.disk] (its defaults are a SATA SSD)"))
+                errors.append(
+                    (("workloads", name, "kind"), "an IO workload needs the node's disk: give [node.disk] (its defaults are a SATA SSD)")
+                )
             if workload.kind in NET_KINDS and workload.enabled and self.node.network is None:
-                errors.append((("workloads", name, "kind"), 'a network workload needs the node\'s link: give [node.network] egress = "10Gbit"'))
+                errors.append(
+                    (("workloads", name, "kind"), 'a network workload needs the node\'s link: give [node.network] egress = "10Gbit"')
+                )
         if self.policy is not None:
             from policies import PolicyError
 
@@ -1160,7 +1173,12 @@ class Scenario(_Table):
                 if why is not None:
                     errors.append((where + ("cpu_bind_policy",), why))
             if table.cgroup is not None and table.cgroup not in self.cgroups:
-                errors.append((where + ("cgroup",), f"no cgroup named {_show(table.cgroup)} (a pod needs a declared cgroup, or none for the kubelet's)"))
+                errors.append(
+                    (
+                        where + ("cgroup",),
+                        f"no cgroup named {_show(table.cgroup)} (a pod needs a declared cgroup, or none for the kubelet's)",
+                    )
+                )
             pods.append(pod)
         self._pods = tuple(pods)
         if not pods:
@@ -1233,9 +1251,7 @@ class Scenario(_Table):
             "topology": self.node.core_spec(),
             "kernel": self.kernel.core_spec(),
             "cgroups": [self.cgroups[path].core_spec(path) for path in self._cgroup_order()],
-            "workloads": [
-                w.core_spec(name, ncpus) for name, w in self.workloads.items() if w.enabled
-            ],
+            "workloads": [w.core_spec(name, ncpus) for name, w in self.workloads.items() if w.enabled],
             "sample_interval_ns": self.scenario.sample_interval,
             "memory": None
             if self.node.memory is None
@@ -1292,8 +1308,7 @@ class Scenario(_Table):
                     raise ScenarioError(f"{where}{err}") from None
                 if path[0] in ("scenario", "runs"):
                     raise ScenarioError(
-                        f"{where}{format_path(path)}: a run cannot change [{path[0]}] "
-                        "(duration, warm-up and seed are shared by all runs)"
+                        f"{where}{format_path(path)}: a run cannot change [{path[0]}] (duration, warm-up and seed are shared by all runs)"
                     )
                 apply_override(doc, path, value, where=where)
             for path, value in everywhere:
@@ -1352,7 +1367,9 @@ def trace_overrides(document: Mapping[str, Any], file: str | Path) -> dict[str, 
         if isinstance(w, Mapping) and isinstance(w.get("trace"), Mapping):
             out[format_path(("workloads", name, "trace", "file"))] = str(file)
     if not out:
-        raise ScenarioError(f"--trace {file}: no workload of the scenario follows a trace (give one a [workloads.NAME.trace] table with its entity)")
+        raise ScenarioError(
+            f"--trace {file}: no workload of the scenario follows a trace (give one a [workloads.NAME.trace] table with its entity)"
+        )
     return out
 
 
@@ -1362,7 +1379,9 @@ def policy_file(path: str | Path) -> dict[str, Any]:
     document = read_document(path)
     extra = sorted(set(document) - {"policy"})
     if extra or not isinstance(document.get("policy"), dict):
-        raise ScenarioError(f"{path}: a policy file holds one [policy] table and nothing else" + (f" (found {', '.join(extra)})" if extra else ""))
+        raise ScenarioError(
+            f"{path}: a policy file holds one [policy] table and nothing else" + (f" (found {', '.join(extra)})" if extra else "")
+        )
     return {"policy": document["policy"]}
 
 
@@ -1398,14 +1417,9 @@ _TAGGED: dict[str, tuple[type[_Table], ...]] = {
     "dist": (Constant, Exponential, Lognormal, Empirical),
 }
 _BY_TAG: dict[str, type[_Table]] = {
-    get_args(model.model_fields[key].annotation)[0]: model
-    for key, models in _TAGGED.items()
-    for model in models
+    get_args(model.model_fields[key].annotation)[0]: model for key, models in _TAGGED.items() for model in models
 }
-_TAGS = {
-    key: tuple(get_args(m.model_fields[key].annotation)[0] for m in models)
-    for key, models in _TAGGED.items()
-}
+_TAGS = {key: tuple(get_args(m.model_fields[key].annotation)[0] for m in models) for key, models in _TAGGED.items()}
 _ALL_TAGS = set(_BY_TAG)
 
 
@@ -1462,9 +1476,7 @@ def _errors(err: ValidationError, document: Any) -> list[FieldError]:
     return sorted(out, key=lambda e: not e[1].startswith("unknown field"))
 
 
-def _describe(
-    kind: str, ctx: dict[str, Any], got: Any, msg: str, path: tuple, document: Any
-) -> str:
+def _describe(kind: str, ctx: dict[str, Any], got: Any, msg: str, path: tuple, document: Any) -> str:
     bounds = {
         "greater_than": (">", "gt"),
         "greater_than_equal": (">=", "ge"),
@@ -1476,10 +1488,7 @@ def _describe(
         return f"must be {op} {_show(ctx[key])} (got {_show(got)})"
     if kind == "extra_forbidden":
         if len(path) == 3 and path[0] == "cgroups" and isinstance(got, dict):
-            return (
-                "unknown field (a child cgroup is declared by its quoted path, e.g. "
-                f'[cgroups."{path[1]}/{path[2]}"])'
-            )
+            return f'unknown field (a child cgroup is declared by its quoted path, e.g. [cgroups."{path[1]}/{path[2]}"])'
         close = difflib.get_close_matches(str(path[-1]), _fields_at(path[:-1], document), n=1)
         return f'unknown field (did you mean "{close[0]}"?)' if close else "unknown field"
     if kind == "missing":

@@ -22,10 +22,7 @@ class FakeNode:
         self._now = 0
         self._reset_at = 0
         self._cgroups = [""] + [c["name"] for c in spec["cgroups"]]
-        self._knobs = {
-            c["name"]: {k: c[k] for k in ("cpu.shares", "cpu.idle", "cpu.qos_level")}
-            for c in spec["cgroups"]
-        }
+        self._knobs = {c["name"]: {k: c[k] for k in ("cpu.shares", "cpu.idle", "cpu.qos_level")} for c in spec["cgroups"]}
         self._services = [w for w in spec["workloads"] if w["kind"] != "hog"]
         # CPUs each leaf cgroup keeps busy: services half a CPU each, hogs one per thread,
         # all capped at the node's size.
@@ -147,9 +144,9 @@ class FakeNode:
             t = np.zeros(0, dtype=np.uint64)
         else:
             t = np.arange(self._sample, self._now + 1, self._sample, dtype=np.uint64)
-        usage = np.array(
-            [[self._usage(c, 0, int(x)) for c in self._cgroups] for x in t], dtype=np.uint64
-        ).reshape(len(t), len(self._cgroups))
+        usage = np.array([[self._usage(c, 0, int(x)) for c in self._cgroups] for x in t], dtype=np.uint64).reshape(
+            len(t), len(self._cgroups)
+        )
         done = np.array(
             [[len(self._completions(w, 0, int(x))) for w in self._services] for x in t],
             dtype=np.uint64,

@@ -101,6 +101,4 @@ def test_bad_set_path(tmp_path):
         'no "wbe"',
     )
     assert_user_error(colosim("run", str(path), "--set", "a..b=1"), "not a dotted key")
-    assert_user_error(
-        colosim("run", str(path), "--set", "workloads.web.rate=-1"), "workloads.web.rate"
-    )
+    assert_user_error(colosim("run", str(path), "--set", "workloads.web.rate=-1"), "workloads.web.rate")

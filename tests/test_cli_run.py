@@ -12,9 +12,7 @@ from sim.cli import main
 
 def run_experiment(root, out) -> int:
     """`colosim run experiments/clickhouse_stress.toml --out OUT --no-progress`."""
-    return main(
-        ["run", str(root / "experiments" / "clickhouse_stress.toml"), "--out", str(out), "--no-progress"]
-    )
+    return main(["run", str(root / "experiments" / "clickhouse_stress.toml"), "--out", str(out), "--no-progress"])
 
 
 def test_run_writes_results_and_report(fake_core, root, tmp_path, capsys):
@@ -49,9 +47,7 @@ def test_default_out_dir_is_named_after_the_scenario(fake_core, root, tmp_path, 
     assert (tmp_path / "out" / "clickhouse_stress" / "results.json").exists()
 
 
-@pytest.mark.parametrize(
-    "error", [ValueError("workloads[0].fanout: too big"), KeyError('no cgroup named "x"')]
-)
+@pytest.mark.parametrize("error", [ValueError("workloads[0].fanout: too big"), KeyError('no cgroup named "x"')])
 def test_core_errors_are_one_line(root, tmp_path, monkeypatch, capsys, error):
     def refuse(spec_json):
         raise error

@@ -15,8 +15,14 @@ def spec(**over):
         "topology": {"sockets": 1, "cores_per_socket": 2},
         "cgroups": [{"name": "online"}],
         "workloads": [
-            {"kind": "open_loop", "name": "web", "cgroup": "online", "rate_per_s": 100.0,
-             "workers": 2, "service": {"dist": "constant", "value_ns": 1000}},
+            {
+                "kind": "open_loop",
+                "name": "web",
+                "cgroup": "online",
+                "rate_per_s": 100.0,
+                "workers": 2,
+                "service": {"dist": "constant", "value_ns": 1000},
+            },
         ],
     }
     s.update(over)
@@ -28,13 +34,25 @@ def spec(**over):
     [
         ("{not json", "core spec"),
         (spec(topology={"sockets": 1, "cores_per_socket": 0}), "topology.cores_per_socket"),
-        (spec(workloads=[{"kind": "open_loop", "name": "web", "cgroup": "online", "rate_per_s": -5.0,
-                          "workers": 1, "service": {"dist": "constant", "value_ns": 1}}]), "rate_per_s"),
-        (spec(workloads=[{"kind": "hog", "name": "h", "cgroup": "nope", "threads": 1}]), "no cgroup named \"nope\""),
+        (
+            spec(
+                workloads=[
+                    {
+                        "kind": "open_loop",
+                        "name": "web",
+                        "cgroup": "online",
+                        "rate_per_s": -5.0,
+                        "workers": 1,
+                        "service": {"dist": "constant", "value_ns": 1},
+                    }
+                ]
+            ),
+            "rate_per_s",
+        ),
+        (spec(workloads=[{"kind": "hog", "name": "h", "cgroup": "nope", "threads": 1}]), 'no cgroup named "nope"'),
         (spec(cgroups=[{"name": "a", "cpu.shares": 1}]), "cpu.shares"),
         (spec(cgroups=[{"name": "a", "colour": 1}]), "colour"),
-        (spec(topology={"sockets": 1, "cores_per_socket": 2, "threads_per_core": 2,
-                        "siblings": [[0, 1], [1, 3]]}), "siblings[1]"),
+        (spec(topology={"sockets": 1, "cores_per_socket": 2, "threads_per_core": 2, "siblings": [[0, 1], [1, 3]]}), "siblings[1]"),
     ],
 )
 def test_bad_spec_is_a_value_error_naming_the_field(text, needle):

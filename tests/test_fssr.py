@@ -98,7 +98,13 @@ def test_fssr_pushes_the_offline_job_back_when_memory_runs_short():
 
 
 def test_fssr_without_node_memory_says_so():
-    sc = Scenario.from_toml(NODE.replace('memory = "4Gi"\nswap = "4Gi"\n', "").replace('kind = "memory_hog"', 'kind = "hog"\nthreads = 1').replace('bytes = "1Gi"\nmode = "keep"\n', "").replace('bytes = "2800Mi"\nmode = "keep"\n', "").replace('offline = ["offline"]', 'offline = ["offline"]\ndyn_memory = "fssr"'))
+    sc = Scenario.from_toml(
+        NODE.replace('memory = "4Gi"\nswap = "4Gi"\n', "")
+        .replace('kind = "memory_hog"', 'kind = "hog"\nthreads = 1')
+        .replace('bytes = "1Gi"\nmode = "keep"\n', "")
+        .replace('bytes = "2800Mi"\nmode = "keep"\n', "")
+        .replace('offline = ["offline"]', 'offline = ["offline"]\ndyn_memory = "fssr"')
+    )
     r = run_scenario(sc, progress=False).runs["fssr"]
     assert any("the node's memory is unknown" in d["what"] for d in r.decisions)
 

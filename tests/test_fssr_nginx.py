@@ -5,6 +5,8 @@ the solo run's."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
 
@@ -32,6 +34,7 @@ def test_fssr_keeps_nginx_near_its_solo_run(result):
 def test_download_time_over_the_run(result):
     """The seed's left figure: as downloads go on, without FSSR the download time stays high
     while with FSSR it falls to the solo run's once the cache is warm."""
+
     def late_mean(run):
         s = run.services["nginx"]
         late = s.completions_s > run.duration_s * 2 / 3
@@ -41,8 +44,12 @@ def test_download_time_over_the_run(result):
     assert late_mean(fssr) < 1.2 * late_mean(alone)
     assert late_mean(plain) > 20 * late_mean(fssr)
     # and the offline memory.high went down in steps of 10% of the node from 80%
-    highs = [d["writes"][0]["value"] for d in fssr.decisions if "dynMemory fssr" in d["what"] and d["writes"] and d["writes"][0]["knob"] == "memory.high"]
+    highs = [
+        d["writes"][0]["value"]
+        for d in fssr.decisions
+        if "dynMemory fssr" in d["what"] and d["writes"] and d["writes"][0]["knob"] == "memory.high"
+    ]
     total = 8 * 2**30
     assert highs[0] == total * 8 // 10
-    assert all(a - b == total // 10 for a, b in zip(highs, highs[1:]))
+    assert all(a - b == total // 10 for a, b in pairwise(highs))
     assert len(highs) >= 3

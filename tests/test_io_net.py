@@ -66,8 +66,15 @@ def test_rubik_net_sets_bwm_and_marks_offline_pods():
 
 
 def test_koordinator_blkio_qos_writes_the_be_class_as_is():
-    p = build_policy({"name": "koordinator", "besteffort": "kubepods/besteffort", "blkio_qos": True,
-                      "blkio_be_io_weight_percent": 40, "blkio_be_write_bps": 50_000_000})
+    p = build_policy(
+        {
+            "name": "koordinator",
+            "besteffort": "kubepods/besteffort",
+            "blkio_qos": True,
+            "blkio_be_io_weight_percent": 40,
+            "blkio_be_write_bps": 50_000_000,
+        }
+    )
     w = writes(attach_io(p))
     assert ("", Knob.BLKIO_COST_QOS, "enable=1 ctrl=user rpct=95 rlat=3000 wpct=95 wlat=3000") in w
     assert ("", Knob.BLKIO_COST_MODEL, "ctrl=auto") in w
@@ -117,8 +124,8 @@ cgroup = "a"
         ('[cgroups.b]\n"blkio.weight" = 0\n', 'cgroups.b."blkio.weight"'),
         ('[cgroups.b]\n"blkio.cost.weight" = 20000\n', 'cgroups.b."blkio.cost.weight"'),
         ('[cgroups.b]\n"net_cls.classid" = -1\n', 'cgroups.b."net_cls.classid"'),
-        ("[workloads.net]\nkind = \"iperf\"\ncgroup = \"a\"\n", "workloads.net.kind"),
-        ("[workloads.x]\nkind = \"dd\"\ncgroup = \"a\"\nblock = 100\n", "workloads.x.block"),
+        ('[workloads.net]\nkind = "iperf"\ncgroup = "a"\n', "workloads.net.kind"),
+        ('[workloads.x]\nkind = "dd"\ncgroup = "a"\nblock = 100\n', "workloads.x.block"),
     ],
 )
 def test_bad_io_scenarios_name_the_field(change, where):

@@ -54,8 +54,9 @@ def test_spread_by_pcpus_worked_example():
 
 def test_bind_on_linux_numbering_and_when_full():
     # The seed's node: 2 sockets × 12 cores × 2 threads, siblings c and c + 24.
-    sc = Scenario.model_validate({"scenario": {"name": "t", "duration": "1s"},
-                                  "node": {"sockets": 2, "cores_per_socket": 12, "threads_per_core": 2}})
+    sc = Scenario.model_validate(
+        {"scenario": {"name": "t", "duration": "1s"}, "node": {"sockets": 2, "cores_per_socket": 12, "threads_per_core": 2}}
+    )
     t = sc.node.cpus()
     assert sorted(take_cpus(t, [], 8, "FullPCPUs")) == [0, 1, 2, 3, 24, 25, 26, 27]  # 4 physical cores
     assert sorted(take_cpus(t, [], 8, "SpreadByPCPUs")) == list(range(8))  # 8 physical cores
@@ -64,8 +65,10 @@ def test_bind_on_linux_numbering_and_when_full():
 
 
 def test_python_topology_numbers_cpus_as_the_core_does():
-    for node in ({"sockets": 2, "cores_per_socket": 6, "threads_per_core": 2, "numa_nodes_per_socket": 2},
-                 {"cores_per_socket": 4, "threads_per_core": 2, "siblings": [[0, 1], [2, 3], [4, 5], [6, 7]]}):
+    for node in (
+        {"sockets": 2, "cores_per_socket": 6, "threads_per_core": 2, "numa_nodes_per_socket": 2},
+        {"cores_per_socket": 4, "threads_per_core": 2, "siblings": [[0, 1], [2, 3], [4, 5], [6, 7]]},
+    ):
         sc = Scenario.model_validate({"scenario": {"name": "t", "duration": "1s"}, "node": node})
         env = NodeEnvironment(sc.core_spec())
         mine = [(c.cpu, c.core, c.socket, c.node) for c in sc.node.cpus()]
@@ -146,14 +149,14 @@ def test_kubelet_layout_and_classes():
         ('[pods.db]\ncpu_bind_policy = "FullPCPUs"\nqos = "LSR"\ncpu_request = 1.5\ncpu_limit = 2', "whole number of CPUs"),
         ('[pods.db]\ncpu_bind_policy = "FullPCPUs"\nqos = "LSR"\ncpu_request = 40\ncpu_limit = 40', "cannot bind"),
         ('[pods.db]\ncgroup = "nowhere"', "a pod needs a declared cgroup"),
-        ('[pods.db]\ncpu_request = 4\ncpu_limit = 2', "must be >= cpu_request"),
+        ("[pods.db]\ncpu_request = 4\ncpu_limit = 2", "must be >= cpu_request"),
         ('[pods.db]\nqos = "Gold"', "pods.db.qos"),
         ('[workloads.x]\nkind = "hog"\npod = "nobody"\nthreads = 1', "no pod named"),
         ('[workloads.x]\nkind = "hog"\nthreads = 1', "exactly one of cgroup or pod"),
     ],
 )
 def test_bad_pods_are_named(change, needle):
-    text = "[scenario]\nname = \"t\"\nduration = \"1s\"\n" + change
+    text = '[scenario]\nname = "t"\nduration = "1s"\n' + change
     with pytest.raises(ScenarioError, match=needle):
         Scenario.from_toml(text)
 
@@ -210,8 +213,12 @@ def test_evict_release_hand_worked():
 
 
 def test_evict_victims_order():
-    c = [ce.Candidate("a", 5500, used=4000, request=4000), ce.Candidate("b", 5000, used=1000, request=8000),
-         ce.Candidate("c", 5500, used=4000, request=2000), ce.Candidate("none", 5500, used=100, request=0)]
+    c = [
+        ce.Candidate("a", 5500, used=4000, request=4000),
+        ce.Candidate("b", 5000, used=1000, request=8000),
+        ce.Candidate("c", 5500, used=4000, request=2000),
+        ce.Candidate("none", 5500, used=100, request=0),
+    ]
     # lowest priority first (b), then the highest usage per request (none: ∞, c: 2, a: 1)
     assert [v.name for v in ce.victims(c, 9000)] == ["b", "none", "c"]
     assert [v.name for v in ce.victims(c, 8000)] == ["b"]
@@ -224,8 +231,12 @@ def pod(name, qos, cpu_req, cgroup=None, mem_req=0, priority=None):
 
 
 def test_batch_resource_hand_worked():
-    pods = [pod("ls", QoSClass.LS, 8000, mem_req=2**30), pod("lse", QoSClass.LSE, 4000),
-            pod("nometric", QoSClass.LS, 2000), pod("be", QoSClass.BE, 10_000)]
+    pods = [
+        pod("ls", QoSClass.LS, 8000, mem_req=2**30),
+        pod("lse", QoSClass.LSE, 4000),
+        pod("nometric", QoSClass.LS, 2000),
+        pod("be", QoSClass.BE, 10_000),
+    ]
     usage = {"kubepods/pod-ls": 5500.0, "kubepods/pod-lse": 1000.0, "kubepods/pod-be": 9000.0}
     hp = br.hp_sums(pods, usage)
     # used: ls 5500 + lse its request 4000 + nometric its request 2000; BE is not HP

@@ -98,7 +98,10 @@ def test_a_scenario_that_allocates_nothing_runs_exactly_as_without_memory(root):
     [
         ('"memory.limit_in_bytes" = "300Mi"', None),
         ('"memory.limit_in_bytes" = "12Q"', 'cgroups.batch."memory.limit_in_bytes": must be a memory quantity like "16000Mi"'),
-        ('"memory.limit_in_bytes" = "100Mi"\n"memory.high" = "200Mi"', 'cgroups.batch."memory.high": must not be above memory.limit_in_bytes'),
+        (
+            '"memory.limit_in_bytes" = "100Mi"\n"memory.high" = "200Mi"',
+            'cgroups.batch."memory.high": must not be above memory.limit_in_bytes',
+        ),
         ('"memory.low" = -5', 'cgroups.batch."memory.low"'),
         ('"memory.oom.group" = 2', 'cgroups.batch."memory.oom.group"'),
     ],

@@ -44,7 +44,11 @@ def test_qos_directories_sum_their_pods():
         pod("be", QoSClass.BE, 1 * GI, 2 * GI, "kubepods/besteffort/pod-be", 0, None),
     )
     assert pods[0].kube_qos is KubeQoS.GUARANTEED and pods[3].kube_qos is KubeQoS.BESTEFFORT
-    classes = {"LSR": ClassConfig(True, 100, 100, 0), "LS": ClassConfig(True, 50, 100, 0), "BE": ClassConfig(True, 0, 50, 0, oom_kill_group=True)}
+    classes = {
+        "LSR": ClassConfig(True, 100, 100, 0),
+        "LS": ClassConfig(True, 50, 100, 0),
+        "BE": ClassConfig(True, 0, 50, 0, oom_kill_group=True),
+    }
     out = cgroup_values(pods, classes, 64 * GI)
     assert out["kubepods/burstable"] == {"memory.min": 2 * GI, "memory.low": 4 * GI}
     assert out["kubepods/besteffort"] == {"memory.min": 0, "memory.low": GI // 2}
@@ -114,7 +118,12 @@ name = "koordinator"
 
 def test_memory_min_from_the_request_keeps_the_servers_cache():
     off = run_scenario(Scenario.from_toml(NODE), progress=False).runs["mq"]
-    on = run_scenario(Scenario.from_toml(NODE.replace('name = "koordinator"', 'name = "koordinator"\nmemory_qos = { LS = { enable = true, min_limit_percent = 100 } }')), progress=False).runs["mq"]
+    on = run_scenario(
+        Scenario.from_toml(
+            NODE.replace('name = "koordinator"', 'name = "koordinator"\nmemory_qos = { LS = { enable = true, min_limit_percent = 100 } }')
+        ),
+        progress=False,
+    ).runs["mq"]
     web = "kubepods/burstable/pod-web"
     assert any(d["what"].startswith(f"memory QoS {web}: memory.min {600 * MI}") for d in on.decisions)
     assert on.cgroups[web].memory["file"] == 512 * MI  # all protected: 512 MiB < min 600 MiB
@@ -129,8 +138,19 @@ def test_koordinator_takes_memory_qos_in_its_table():
 
 def test_flat_memory_qos_parameters_are_the_same_as_the_table():
     """The tuner searches memory_qos_ls_min_limit_percent ...: it must act as the table does."""
-    table = run_scenario(Scenario.from_toml(NODE.replace('name = "koordinator"', 'name = "koordinator"\nmemory_qos = { LS = { enable = true, min_limit_percent = 100 } }')), progress=False).runs["mq"]
-    flat = run_scenario(Scenario.from_toml(NODE.replace('name = "koordinator"', 'name = "koordinator"\nmemory_qos_ls_min_limit_percent = 100')), progress=False).runs["mq"]
-    qos = lambda r: [d["writes"] for d in r.decisions if d["what"].startswith("memory QoS")]
+    table = run_scenario(
+        Scenario.from_toml(
+            NODE.replace('name = "koordinator"', 'name = "koordinator"\nmemory_qos = { LS = { enable = true, min_limit_percent = 100 } }')
+        ),
+        progress=False,
+    ).runs["mq"]
+    flat = run_scenario(
+        Scenario.from_toml(NODE.replace('name = "koordinator"', 'name = "koordinator"\nmemory_qos_ls_min_limit_percent = 100')),
+        progress=False,
+    ).runs["mq"]
+
+    def qos(r):
+        return [d["writes"] for d in r.decisions if d["what"].startswith("memory QoS")]
+
     assert qos(table) == qos(flat) and qos(flat)
     assert table.services["web"].mean_s == flat.services["web"].mean_s

@@ -8,7 +8,7 @@ import pytest
 
 from policies import PolicyError, build_policy
 from policies import quota_turbo as qt
-from policies.cgroup import cpu_max, parse_cpu_max, shares_to_weight, weight_to_shares, utilisation, NodeStats
+from policies.cgroup import NodeStats, cpu_max, parse_cpu_max, shares_to_weight, utilisation, weight_to_shares
 from sim import ScenarioError, load_scenario, run_scenario
 
 
@@ -125,11 +125,7 @@ from policies.cgroup import Cpu, format_cpus, parse_cpus  # noqa: E402
 def linux_cpus(sockets=1, cores=24, threads=2):
     """Logical CPUs numbered as Linux does: CPU c and c + ncores are HT siblings."""
     ncores = sockets * cores
-    return [
-        Cpu(cpu=c + t * ncores, core=c, socket=c // cores, node=c // cores)
-        for t in range(threads)
-        for c in range(ncores)
-    ]
+    return [Cpu(cpu=c + t * ncores, core=c, socket=c // cores, node=c // cores) for t in range(threads) for c in range(ncores)]
 
 
 def test_suppress_formula_hand_worked():

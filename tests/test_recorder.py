@@ -22,7 +22,11 @@ cgroup2 /sys/fs/cgroup/unified cgroup2 rw 0 0
 
 def test_mounts_and_sources(tmp_path):
     m = mounts(MOUNTS)
-    assert m == {"cpuacct": Path("/sys/fs/cgroup/cpuacct"), "memory": Path("/sys/fs/cgroup/memory"), "unified": Path("/sys/fs/cgroup/unified")}
+    assert m == {
+        "cpuacct": Path("/sys/fs/cgroup/cpuacct"),
+        "memory": Path("/sys/fs/cgroup/memory"),
+        "unified": Path("/sys/fs/cgroup/unified"),
+    }
     (tmp_path / "acct" / "a").mkdir(parents=True)
     (tmp_path / "acct" / "a" / "cpuacct.usage").write_text("0\n")
     s = source("/a=offline", {"cpuacct": tmp_path / "acct", "memory": tmp_path / "mem"})
@@ -81,8 +85,12 @@ def test_a_busy_process_records_as_one_core(tmp_path):
         (d / "cgroup.procs").write_text(str(busy.pid))
         out = tmp_path / "rec.parquet"
         rel = "/" + str(d.relative_to(m["cpuacct"]))
-        proc = subprocess.run([sys.executable, "-m", "sim", "record", "--cgroup", rel, "--interval", "0.5s", "--duration", "3s", "-o", str(out)],
-                              capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "sim", "record", "--cgroup", rel, "--interval", "0.5s", "--duration", "3s", "-o", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert proc.returncode == 0, proc.stderr
         e = read(out).entities[rel]
         assert len(e) == 6 and e.cpu_cores.mean() == pytest.approx(1.0, abs=0.1)

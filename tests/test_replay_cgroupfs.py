@@ -9,22 +9,38 @@ import pytest
 
 from policies.cgroup import BLKIO_KNOBS, MEMORY_KNOBS, NET_KNOBS, PRESSURE_KNOBS, ROOT_KNOBS, Knob, KnobWrite, Substituting
 from replay.cgroupfs import Fs, HostBackend, Layout, detect_layout, leftover_folders, read_proc_stat, remove_tree
-from replay.host_run import check_knobs, cgroup_writes, host_equivalent, host_scheduler, missing_knobs
+from replay.host_run import cgroup_writes, check_knobs, host_equivalent, host_scheduler, missing_knobs
 from replay.workloads import parse_clickhouse_json, parse_wrk
 from sim.errors import HostError
 from sim.scenario import Scenario
 
 V1_FILES = {
-    "cpu": {"cgroup.procs": "", "tasks": "", "cpu.shares": "1024", "cpu.idle": "0", "cpu.cfs_quota_us": "-1",
-            "cpu.cfs_period_us": "100000", "cpu.cfs_burst_us": "0",
-            "cpu.stat": "nr_periods 7\nnr_throttled 3\nthrottled_time 5000000\nnr_bursts 1\nburst_time 2000\n"},
+    "cpu": {
+        "cgroup.procs": "",
+        "tasks": "",
+        "cpu.shares": "1024",
+        "cpu.idle": "0",
+        "cpu.cfs_quota_us": "-1",
+        "cpu.cfs_period_us": "100000",
+        "cpu.cfs_burst_us": "0",
+        "cpu.stat": "nr_periods 7\nnr_throttled 3\nthrottled_time 5000000\nnr_bursts 1\nburst_time 2000\n",
+    },
     "cpuacct": {"cgroup.procs": "", "cpuacct.usage": "123456789", "cpuacct.usage_percpu": "100 200 "},
     "cpuset": {"cgroup.procs": "", "cpuset.cpus": "", "cpuset.mems": ""},
 }
-V2_FILES = {"cgroup.procs": "", "cgroup.threads": "", "cgroup.subtree_control": "", "cpu.weight": "100",
-            "cpu.max": "max 100000", "cpu.max.burst": "0", "cpu.idle": "0", "cpuset.cpus": "", "cpuset.mems": "",
-            "cpu.stat": "usage_usec 1500\nnr_periods 4\nnr_throttled 2\nthrottled_usec 30\nnr_bursts 0\nburst_usec 0\n",
-            "cpu.pressure": "some avg10=0.00 avg60=0.00 avg300=0.00 total=250\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"}
+V2_FILES = {
+    "cgroup.procs": "",
+    "cgroup.threads": "",
+    "cgroup.subtree_control": "",
+    "cpu.weight": "100",
+    "cpu.max": "max 100000",
+    "cpu.max.burst": "0",
+    "cpu.idle": "0",
+    "cpuset.cpus": "",
+    "cpuset.mems": "",
+    "cpu.stat": "usage_usec 1500\nnr_periods 4\nnr_throttled 2\nthrottled_usec 30\nnr_bursts 0\nburst_usec 0\n",
+    "cpu.pressure": "some avg10=0.00 avg60=0.00 avg300=0.00 total=250\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+}
 
 
 class FakeKernel(Fs):
@@ -159,8 +175,12 @@ def test_values_out_of_range_are_refused_before_any_file_is_touched(tmp_path):
     b, fake = v1_backend(tmp_path)
     b.create(["a"])
     n = len(fake.writes)
-    for w in (KnobWrite("a", Knob.CPU_SHARES, 1), KnobWrite("a", Knob.CPU_CFS_QUOTA_US, 500),
-              KnobWrite("a", Knob.CPU_IDLE, 2), KnobWrite("a", Knob.CPUSET_CPUS, "x-y")):
+    for w in (
+        KnobWrite("a", Knob.CPU_SHARES, 1),
+        KnobWrite("a", Knob.CPU_CFS_QUOTA_US, 500),
+        KnobWrite("a", Knob.CPU_IDLE, 2),
+        KnobWrite("a", Knob.CPUSET_CPUS, "x-y"),
+    ):
         with pytest.raises(ValueError, match="a/"):
             b.write(w)
     assert len(fake.writes) == n
@@ -213,12 +233,14 @@ def test_leftovers_are_found_and_removed_with_their_tasks_killed(tmp_path):
 
 
 def test_detect_layout_prefers_the_v1_cpu_hierarchy():
-    mountinfo = "\n".join([
-        "30 25 0:26 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu",
-        "31 25 0:27 / /sys/fs/cgroup/cpuacct rw - cgroup cgroup rw,cpuacct",
-        "32 25 0:28 / /sys/fs/cgroup/cpuset rw - cgroup cgroup rw,cpuset",
-        "33 25 0:29 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw",
-    ])
+    mountinfo = "\n".join(
+        [
+            "30 25 0:26 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu",
+            "31 25 0:27 / /sys/fs/cgroup/cpuacct rw - cgroup cgroup rw,cpuacct",
+            "32 25 0:28 / /sys/fs/cgroup/cpuset rw - cgroup cgroup rw,cpuset",
+            "33 25 0:29 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw",
+        ]
+    )
     self_cgroup = "3:cpuset:/\n2:cpuacct:/x\n1:cpu:/x\n0::/\n"
     layout = detect_layout(mountinfo, self_cgroup)
     assert layout.version == 1
@@ -276,7 +298,9 @@ def test_a_missing_knob_without_a_stand_in_fails_before_anything_runs(tmp_path):
 def test_scenario_knobs_become_writes_parents_first_period_before_quota():
     sc = Scenario.from_toml(SCENARIO)
     assert [(w.cgroup, w.knob.v1, w.value) for w in cgroup_writes(sc)] == [
-        ("off", "cpu.qos_level", -1), ("off", "cpu.cfs_quota_us", 50000), ("off", "cpu.cfs_burst_us", 10000),
+        ("off", "cpu.qos_level", -1),
+        ("off", "cpu.cfs_quota_us", 50000),
+        ("off", "cpu.cfs_burst_us", 10000),
     ]
 
 
@@ -293,12 +317,15 @@ def test_proc_stat_busy_excludes_idle_and_iowait():
 
 
 def test_generator_reports_are_parsed():
-    ch = parse_clickhouse_json("c", '{"statistics": {"QPS": 11.1, "num_queries": 56},'
-                               '"query_time_percentiles": {"50": 0.178, "90": 0.193, "99": 0.208}}', 5.0)
+    ch = parse_clickhouse_json(
+        "c", '{"statistics": {"QPS": 11.1, "num_queries": 56},"query_time_percentiles": {"50": 0.178, "90": 0.193, "99": 0.208}}', 5.0
+    )
     assert (ch.qps, ch.p50_s, ch.p90_s, ch.p99_s, ch.completed) == (11.1, 0.178, 0.193, 0.208, 56)
     nested = parse_clickhouse_json("c", '{"localhost:9000": {"statistics": {"QPS": 2.0}, "query_time_percentiles": {"50": 0.5}}}', 5.0)
     assert nested.p50_s == 0.5
-    wrk = parse_wrk("w", """Running 5s test @ http://127.0.0.1:80/
+    wrk = parse_wrk(
+        "w",
+        """Running 5s test @ http://127.0.0.1:80/
   Latency Distribution
      50%  210.00us
      75%  1.50ms
@@ -306,7 +333,9 @@ def test_generator_reports_are_parsed():
      99%   1.20s
   5000 requests in 5.00s, 1.00MB read
 Requests/sec:   1000.00
-""", 5.0)
+""",
+        5.0,
+    )
     assert (wrk.p50_s, wrk.p90_s, wrk.p99_s, wrk.qps, wrk.completed) == pytest.approx((210e-6, 2e-3, 1.2, 1000.0, 5000))
     with pytest.raises(HostError, match="wrk printed no latency distribution"):
         parse_wrk("w", "connection refused", 5.0)

@@ -13,11 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
+from host_replay import unavailable
 
 from replay.cgroupfs import Layout, detect_layout, leftover_folders
 from sim.errors import HostError
-
-from host_replay import unavailable
 
 
 def _host_reason() -> str | None:
@@ -63,8 +62,19 @@ threads = 4
     return path
 
 
-KNOB_FILES = ("cpu.shares", "cpu.idle", "cpu.cfs_quota_us", "cpu.cfs_period_us", "cpu.cfs_burst_us", "cpu.weight",
-              "cpu.max", "cpuset.cpus", "cpuset.mems", "cgroup.subtree_control", "memory.limit_in_bytes")
+KNOB_FILES = (
+    "cpu.shares",
+    "cpu.idle",
+    "cpu.cfs_quota_us",
+    "cpu.cfs_period_us",
+    "cpu.cfs_burst_us",
+    "cpu.weight",
+    "cpu.max",
+    "cpuset.cpus",
+    "cpuset.mems",
+    "cgroup.subtree_control",
+    "memory.limit_in_bytes",
+)
 
 
 def parent_state(layout: Layout) -> dict[str, str]:
@@ -108,8 +118,9 @@ def layout():
 
 def test_hog_pair_under_shares_1024_512_splits_2_to_1_and_leaves_nothing(tmp_path, layout):
     before = parent_state(layout)
-    proc = subprocess.run([*COLOSIM, "replay", str(hog_scenario(tmp_path, 7)), "--out", str(tmp_path / "out")],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [*COLOSIM, "replay", str(hog_scenario(tmp_path, 7)), "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     measured = json.loads((tmp_path / "out/comparison.json").read_text())["variants"]["pair"]["measured"]
     ratio = measured["a CPU (share)"] / measured["b CPU (share)"]
@@ -122,8 +133,12 @@ def test_hog_pair_under_shares_1024_512_splits_2_to_1_and_leaves_nothing(tmp_pat
 
 def test_knob_writes_are_recorded_and_only_inside_the_run_folder(tmp_path, layout):
     extra = '[[runs]]\nname = "quota"\nset = { \'cgroups.b."cpu.cfs_quota_us"\' = 50000 }\n'
-    proc = subprocess.run([*COLOSIM, "replay", str(hog_scenario(tmp_path, 3, extra)), "--out", str(tmp_path / "o")],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [*COLOSIM, "replay", str(hog_scenario(tmp_path, 3, extra)), "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads((tmp_path / "o/comparison.json").read_text())["variants"]["quota"]
     files = [w["file"] for w in doc["knob_writes"]]
@@ -158,8 +173,9 @@ def test_an_exception_inside_a_policy_cleans_up(tmp_path, layout, monkeypatch):
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_mid_run_kills_the_workloads_and_removes_the_cgroups(tmp_path, layout, sig):
     before = parent_state(layout)
-    proc = subprocess.Popen([*COLOSIM, "replay", str(hog_scenario(tmp_path, 60))],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*COLOSIM, "replay", str(hog_scenario(tmp_path, 60))], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     deadline = time.monotonic() + 20
     while not load_processes() and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -196,8 +212,9 @@ def test_a_second_replay_while_one_runs_is_refused(tmp_path, layout):
 def test_dry_run_prints_every_write_and_creates_nothing(tmp_path, layout):
     before = parent_state(layout)
     extra = '[[runs]]\nname = "idle"\nset = { \'cgroups.b."cpu.idle"\' = 1 }\n'
-    proc = subprocess.run([*COLOSIM, "replay", str(hog_scenario(tmp_path, 2, extra)), "--dry-run"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [*COLOSIM, "replay", str(hog_scenario(tmp_path, 2, extra)), "--dry-run"], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     assert "/b/cpu.shares" in proc.stdout and "'512'" in proc.stdout
     assert "/b/cpu.idle" in proc.stdout

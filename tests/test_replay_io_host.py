@@ -12,11 +12,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from host_replay import unavailable
 
 from replay.cgroupfs import block_device, detect_layout, leftover_folders
 from sim.errors import HostError
-
-from host_replay import unavailable
 
 COLOSIM = [sys.executable, "-m", "sim"]
 
@@ -91,8 +90,7 @@ def clean():
 
 
 def replay_json(scenario: Path, out: Path) -> tuple[dict, str]:
-    proc = subprocess.run([*COLOSIM, "replay", str(scenario), "--compare", "--out", str(out)],
-                          capture_output=True, text=True, timeout=180)
+    proc = subprocess.run([*COLOSIM, "replay", str(scenario), "--compare", "--out", str(out)], capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr
     return json.loads((out / "comparison.json").read_text()), proc.stdout
 

@@ -83,9 +83,7 @@ def test_run_result(experiment):
 
 def test_time_series(experiment):
     ts = experiment.runs["ClickHouse + stress (no isolation)"].timeseries
-    assert (
-        len(ts.t_s) == 300 and ts.t_s[0] == pytest.approx(0.1) and ts.t_s[-1] == pytest.approx(30)
-    )
+    assert len(ts.t_s) == 300 and ts.t_s[0] == pytest.approx(0.1) and ts.t_s[-1] == pytest.approx(30)
     total = ts.cpu_share["online"] + ts.cpu_share["offline"]
     assert np.allclose(total, 1.0)
     assert ts.completions["clickhouse"].sum() == 600  # whole run, warm-up included

@@ -125,10 +125,8 @@ def test_core_spec_shape():
         "net.egress_bps": 0,
     }
     assert spec["cgroups"] == [
-        {"name": "online", "parent": "", "cpu.shares": 1024, "cpu.idle": 0, "cpu.qos_level": 0}
-        | no_quota,
-        {"name": "offline", "parent": "", "cpu.shares": 2, "cpu.idle": 0, "cpu.qos_level": 0}
-        | no_quota,
+        {"name": "online", "parent": "", "cpu.shares": 1024, "cpu.idle": 0, "cpu.qos_level": 0} | no_quota,
+        {"name": "offline", "parent": "", "cpu.shares": 2, "cpu.idle": 0, "cpu.qos_level": 0} | no_quota,
     ]
     assert spec["workloads"] == [
         {
@@ -156,8 +154,7 @@ def test_distributions_convert_to_ns_fields():
         .replace('kind = "open_loop"', 'kind = "closed_loop"')
         .replace(
             "rate = 100\nworkers = 4",
-            'clients = 3\nfanout = "ncpus"\n'
-            'think = { dist = "lognormal", mean = "5ms", sigma = 0.5 }',
+            'clients = 3\nfanout = "ncpus"\nthink = { dist = "lognormal", mean = "5ms", sigma = 0.5 }',
         )
     )
     text += "\n[node]\ncores_per_socket = 4\nthreads_per_core = 2\n"
@@ -180,9 +177,7 @@ def test_bare_duration_is_a_constant_distribution():
 
 
 def test_closed_loop_defaults():
-    text = BASE.replace('kind = "open_loop"', 'kind = "closed_loop"').replace(
-        "rate = 100\nworkers = 4", "clients = 2"
-    )
+    text = BASE.replace('kind = "open_loop"', 'kind = "closed_loop"').replace("rate = 100\nworkers = 4", "clients = 2")
     web = scenario(text).core_spec()["workloads"][0]
     assert web["fanout"] == 1
     assert web["think"] == {"dist": "constant", "value_ns": 0}
@@ -285,17 +280,13 @@ def test_bad_fields_name_their_path(old, new, expected):
 
 
 def test_zero_cpus():
-    assert "node.cores_per_socket: must be >= 1 (got 0)" in error(
-        BASE + "[node]\ncores_per_socket = 0\n"
-    )
+    assert "node.cores_per_socket: must be >= 1 (got 0)" in error(BASE + "[node]\ncores_per_socket = 0\n")
     assert "node.sockets: must be >= 1" in error(BASE + "[node]\nsockets = 0\n")
     assert "node.threads_per_core: must be >= 1" in error(BASE + "[node]\nthreads_per_core = 0\n")
 
 
 def test_fanout_must_be_positive_or_ncpus():
-    text = BASE.replace('kind = "open_loop"', 'kind = "closed_loop"').replace(
-        "rate = 100\nworkers = 4", 'clients = 2\nfanout = "all"'
-    )
+    text = BASE.replace('kind = "open_loop"', 'kind = "closed_loop"').replace("rate = 100\nworkers = 4", 'clients = 2\nfanout = "all"')
     assert 'workloads.web.fanout: must be an integer >= 1 or "ncpus"' in error(text)
 
 
@@ -474,12 +465,8 @@ def test_bad_run_sets(set_line, expected):
 
 
 def test_run_names_unique_and_one_baseline():
-    assert 'runs[1].name: duplicate run name "alone"' in error(
-        RUNS.replace('name = "together"', 'name = "alone"')
-    )
-    assert "runs[2].baseline: only one run can be the baseline" in error(
-        RUNS.replace('name = "qos"', 'name = "qos"\nbaseline = true')
-    )
+    assert 'runs[1].name: duplicate run name "alone"' in error(RUNS.replace('name = "together"', 'name = "alone"'))
+    assert "runs[2].baseline: only one run can be the baseline" in error(RUNS.replace('name = "qos"', 'name = "qos"\nbaseline = true'))
 
 
 # --- files and the example experiment ----------------------------------------------------

@@ -46,9 +46,7 @@ def test_offline_still_uses_the_gaps(result):
 
 
 def test_same_seed_identical_other_seed_different(root):
-    scenario = load_scenario(
-        root / "experiments" / "clickhouse_stress.toml", ["scenario.duration=5s", "scenario.warmup=1s"]
-    )
+    scenario = load_scenario(root / "experiments" / "clickhouse_stress.toml", ["scenario.duration=5s", "scenario.warmup=1s"])
     a = run_scenario(scenario, seed=3, progress=False)
     b = run_scenario(scenario, seed=3, progress=False)
     c = run_scenario(scenario, seed=4, progress=False)

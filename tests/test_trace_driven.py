@@ -56,7 +56,7 @@ def test_duty_reproduces_the_trace_within_two_percent_per_sample(tmp_path):
     r = run_scenario(Scenario.from_toml(scenario(trace_file(tmp_path))), progress=False).runs["td"]
     got = r.timeseries.cpu_share["batch"] * 16  # cores per 1 s sample
     prev = np.concatenate([[0.0], CORES[:-1]])
-    for i, (want, g) in enumerate(zip(CORES, got)):
+    for i, (want, g) in enumerate(zip(CORES, got, strict=True)):
         # a new value applies from the next 10 ms period: 2% of the series' level
         assert abs(g - want) <= 0.02 * max(want, prev[i], 0.05), f"sample {i}: trace {want}, simulated {g:.4f}"
 
@@ -101,7 +101,7 @@ def test_run_and_tune_take_traces(tmp_path, capsys):
     light.add(Entity("batch-1", "offline", t, np.full(6, 1.0)))
     heavy.add(Entity("batch-1", "offline", t, np.full(6, 3.0)))
     a, b = light.write(tmp_path / "light.csv"), heavy.write(tmp_path / "heavy.csv")
-    text = f"""
+    text = """
 [scenario]
 name = "tt"
 duration = "6s"
@@ -117,7 +117,7 @@ cores_per_socket = 8
 kind = "duty"
 cgroup = "batch"
 max_threads = 4
-trace = {{ entity = "batch-1" }}
+trace = { entity = "batch-1" }
 
 [workloads.web]
 kind = "closed_loop"
@@ -131,7 +131,7 @@ besteffort = "batch"
 ls = ["web"]
 
 [tune]
-params = {{ cpu_suppress_threshold_percent = [30, 100] }}
+params = { cpu_suppress_threshold_percent = [30, 100] }
 slo = ["web.p99 <= 1.5 * solo"]
 trials = 4
 """
@@ -207,9 +207,24 @@ def test_the_alibaba_machine_experiment(root, tmp_path, capsys):
     assert main(["trace", "alibaba2018", str(SAMPLE), "--machine", "m_1940", "--start", "86400s", "--end", "172800s", "-o", str(m)]) == 0
     assert main(["trace", "synthetic", "--seed", "1", "-o", str(syn)]) == 0
     out = tmp_path / "o"
-    assert main(["run", str(root / "experiments" / "alibaba_machine.toml"), "--no-progress", "--out", str(out),
-                 "--set", "scenario.duration=120s", "--set", f"workloads.web.trace.file={syn}",
-                 "--set", f"workloads.batch.trace.file={m}"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(root / "experiments" / "alibaba_machine.toml"),
+                "--no-progress",
+                "--out",
+                str(out),
+                "--set",
+                "scenario.duration=120s",
+                "--set",
+                f"workloads.web.trace.file={syn}",
+                "--set",
+                f"workloads.batch.trace.file={m}",
+            ]
+        )
+        == 0
+    )
     import json
 
     from traces.format import read

@@ -17,8 +17,19 @@ SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "alibaba-v2
 
 def small() -> Trace:
     tr = Trace()
-    tr.add(Entity("web", "online", np.array([0.0, 60.0, 120.0]), np.array([1.5, 2.25, 0.0]),
-                  np.array([1e9, np.nan, 2e9]), np.array([100.0, 150.0, 0.0]), cpu_request=2.0, cpu_limit=4.0, memory_limit=4e9))
+    tr.add(
+        Entity(
+            "web",
+            "online",
+            np.array([0.0, 60.0, 120.0]),
+            np.array([1.5, 2.25, 0.0]),
+            np.array([1e9, np.nan, 2e9]),
+            np.array([100.0, 150.0, 0.0]),
+            cpu_request=2.0,
+            cpu_limit=4.0,
+            memory_limit=4e9,
+        )
+    )
     tr.add(Entity("batch", "offline", np.array([0.0, 30.0]), np.array([8.0, 7.5])))
     return tr
 
@@ -34,7 +45,12 @@ def test_round_trip(tmp_path, suffix):
         for col in ("memory_bytes", "rate_per_s"):
             x, y = getattr(e, col), getattr(b, col)
             assert (x is None and y is None) or np.array_equal(x, y, equal_nan=True)
-        assert (b.cpu_request, b.cpu_limit, b.memory_request, b.memory_limit) == (e.cpu_request, e.cpu_limit, e.memory_request, e.memory_limit)
+        assert (b.cpu_request, b.cpu_limit, b.memory_request, b.memory_limit) == (
+            e.cpu_request,
+            e.cpu_limit,
+            e.memory_request,
+            e.memory_limit,
+        )
 
 
 HEADER = "entity,role,time_s,cpu_cores,memory_bytes\n"
@@ -46,7 +62,10 @@ HEADER = "entity,role,time_s,cpu_cores,memory_bytes\n"
         ("entity,role,time_s\nweb,online,0\n", "missing column 'cpu_cores'"),
         ("entity,role,time_s,cpu_cores,memory_mb\nweb,online,0,1,5\n", "unknown column 'memory_mb'"),
         (HEADER + "web,online,0,1,5\nweb,online,10,abc,5\n", "row 3, column cpu_cores: not a number ('abc')"),
-        (HEADER + "web,online,0,1,5\nweb,online,10,1,5\nweb,online,5,1,5\n", "row 4, column time_s: timestamp 5 of entity 'web' is going back"),
+        (
+            HEADER + "web,online,0,1,5\nweb,online,10,1,5\nweb,online,5,1,5\n",
+            "row 4, column time_s: timestamp 5 of entity 'web' is going back",
+        ),
         (HEADER + "web,online,0,1,5\nweb,online,0,1,5\n", "row 3, column time_s: timestamp 0 of entity 'web' is duplicate"),
         (HEADER + "web,online,0,-1,5\n", "row 2, column cpu_cores: must be a finite number >= 0"),
         (HEADER + "web,gold,0,1,5\n", "row 2, column role: role must be one of online, offline, node, system"),

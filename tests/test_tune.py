@@ -14,12 +14,12 @@ from pathlib import Path
 import optuna
 import pytest
 
+from policies import POLICIES
 from sim.cli import main
 from sim.errors import ScenarioError
 from sim.tuning.goals import Metric, parse_metric, parse_slo
 from sim.tuning.outcome import UNMEASURABLE, summarize
 from sim.tuning.space import parse_range, search_space
-from policies import POLICIES
 
 # An LSR service bound to one CPU of a 2-core SMT node and a BE hog under Koordinator's CPU
 # suppress: the larger cpuSuppressThresholdPercent, the more CPUs the hog gets — and from
@@ -134,9 +134,13 @@ def test_search_space_defaults_ranges_and_errors():
     assert (t.low, t.high, t.default, t.param.integer) == (0, 100, 65, True)
     assert t.distribution() == optuna.distributions.IntDistribution(0, 100)
     assert search_space(koord, {"cpu_suppress_threshold_percent": (40, 90)}, "w")[0].low == 40
-    with pytest.raises(ScenarioError, match=r"w: 'cpu_threshold' is not a parameter of koordinator \(known: cpu_suppress_threshold_percent"):
+    with pytest.raises(
+        ScenarioError, match=r"w: 'cpu_threshold' is not a parameter of koordinator \(known: cpu_suppress_threshold_percent"
+    ):
         search_space(koord, {"cpu_threshold": None}, "w")
-    with pytest.raises(ScenarioError, match=r"w.cpu_suppress_threshold_percent: range \[40, 120\] must be increasing and within \[0, 100\]"):
+    with pytest.raises(
+        ScenarioError, match=r"w.cpu_suppress_threshold_percent: range \[40, 120\] must be increasing and within \[0, 100\]"
+    ):
         search_space(koord, {"cpu_suppress_threshold_percent": (40, 120)}, "w")
     with pytest.raises(ScenarioError, match="an integer parameter needs an integer range"):
         search_space(koord, {"cpu_suppress_threshold_percent": (40.5, 90)}, "w")
@@ -273,8 +277,7 @@ def test_failed_trials_are_recorded_and_the_study_goes_on(tmp_path, capsys):
     agent's reason; the others complete."""
     path = tmp_path / "rubik.toml"
     path.write_text(
-        TINY.replace('[policy]\nname = "koordinator"', '[policy]\nname = "rubik"\nquota_turbo = ["kubepods/pod-online"]')
-        .split("[tune]")[0]
+        TINY.replace('[policy]\nname = "koordinator"', '[policy]\nname = "rubik"\nquota_turbo = ["kubepods/pod-online"]').split("[tune]")[0]
         + '[tune]\nparams = { high_water_mark = [50, 100] }\ntrials = 12\nsampler = "random"\n'
     )
     out = tmp_path / "out"
@@ -384,8 +387,9 @@ def test_experiment_beats_koordinator_defaults(root, tmp_path, capsys):
 
 
 def test_a_trial_whose_process_dies_fails_and_the_study_goes_on(tiny, tmp_path, capsys, monkeypatch):
-    import sim.tuning.study
     from tune_crash import crash_on_defaults
+
+    import sim.tuning.study
 
     monkeypatch.setattr(sim.tuning.study, "run_job", crash_on_defaults)
     out = tmp_path / "out"

@@ -25,12 +25,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from test_tune import TINY as SCENARIO  # a 4-CPU node where each trial takes ~60 ms
 
 COLOSIM = [sys.executable, "-m", "sim"]
 TRIALS = 60  # ~60 ms a trial, ~1.5 s to start a worker: the first is still asking when the second joins
 STUDY = "pg-shared"
-
-from test_tune import TINY as SCENARIO  # a 4-CPU node where each trial takes ~60 ms
 
 
 def _version(initdb: str) -> tuple[int, ...]:
@@ -74,7 +73,10 @@ def _free_port() -> int:
 def _as_postgres(*cmd: str | Path, timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run(
         ["runuser", "-u", "postgres", "--", *map(str, cmd)],
-        capture_output=True, text=True, timeout=timeout, cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd="/",
     )
 
 
@@ -111,8 +113,7 @@ def postgres_url() -> Iterator[str]:
 
 
 def _tune(scenario: Path, url: str, study: str, out: Path, log: Path) -> tuple[subprocess.Popen, Path]:
-    cmd = [*COLOSIM, "tune", str(scenario), "--trials", str(TRIALS), "--storage", url,
-           "--study", study, "--no-progress", "--out", str(out)]
+    cmd = [*COLOSIM, "tune", str(scenario), "--trials", str(TRIALS), "--storage", url, "--study", study, "--no-progress", "--out", str(out)]
     with open(log, "w") as f:  # the child holds its own copy of the descriptor
         return subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=scenario.parent), log
 
@@ -191,9 +192,24 @@ def test_two_workers_share_one_study(tmp_path: Path, postgres_url: str) -> None:
 
     # the study is full: the same command again runs no trial and prints the summary
     third = subprocess.run(
-        [*COLOSIM, "tune", str(scenario), "--trials", str(TRIALS), "--storage", postgres_url,
-         "--study", STUDY, "--no-progress", "--out", str(tmp_path / "out3")],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        [
+            *COLOSIM,
+            "tune",
+            str(scenario),
+            "--trials",
+            str(TRIALS),
+            "--storage",
+            postgres_url,
+            "--study",
+            STUDY,
+            "--no-progress",
+            "--out",
+            str(tmp_path / "out3"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
     )
     assert third.returncode == 0, third.stdout + third.stderr
     assert any(line.startswith("study ") for line in third.stdout.splitlines()), third.stdout

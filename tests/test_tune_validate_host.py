@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-
 from test_replay_host import REASON
 
 pytestmark = pytest.mark.skipif(REASON is not None, reason=f"host replay unavailable: {REASON}")
@@ -55,10 +54,12 @@ def test_validate_replays_default_and_best(tmp_path):
     out = tmp_path / "out"
     proc = subprocess.run(
         [sys.executable, "-m", "sim", "tune", str(path), "--out", str(out), "--no-progress", "--validate"],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
-    table = proc.stdout[proc.stdout.index("predicted (simulator, calibrated on this host) vs measured"):]
+    table = proc.stdout[proc.stdout.index("predicted (simulator, calibrated on this host) vs measured") :]
     for config in ("default", "best"):
         assert f"| {config} " in table
         doc = json.loads((out / "validate" / config / "comparison.json").read_text())

@@ -64,8 +64,9 @@ def resample(samples: dict[float, list[float]], start: float, end: float, step: 
     return grid[ok] - start, vs[idx[ok]]
 
 
-def load(directory: str | Path, machine: str, start_s: float, end_s: float, step_s: float = 60.0,
-         node_memory_bytes: float = 64 * 2**30) -> Trace:
+def load(
+    directory: str | Path, machine: str, start_s: float, end_s: float, step_s: float = 60.0, node_memory_bytes: float = 64 * 2**30
+) -> Trace:
     d = Path(directory)
     if not d.is_dir():
         raise TraceError(f"{d}: not a directory with cluster-trace-v2018 files")
@@ -93,10 +94,20 @@ def load(directory: str | Path, machine: str, start_s: float, end_s: float, step
             t_m, v_m = resample(mem, start_s, end_s, step_s)
             mem_on_grid = np.full(len(t_c), np.nan)
             pos = {t: i for i, t in enumerate(t_c)}
-            for t, v in zip(t_m, v_m):
+            for t, v in zip(t_m, v_m, strict=True):
                 if t in pos:
                     mem_on_grid[pos[t]] = v
-            trace.add(Entity(machine, "node", t_c, v_c, mem_on_grid if not np.isnan(mem_on_grid).all() else None, cpu_limit=float(CORES), memory_limit=node_memory_bytes))
+            trace.add(
+                Entity(
+                    machine,
+                    "node",
+                    t_c,
+                    v_c,
+                    mem_on_grid if not np.isnan(mem_on_grid).all() else None,
+                    cpu_limit=float(CORES),
+                    memory_limit=node_memory_bytes,
+                )
+            )
     _containers(d, machine, start_s, end_s, step_s, node_memory_bytes, trace)
     _batch(d, machine, start_s, end_s, step_s, node_memory_bytes, trace)
     if not trace.entities:
@@ -140,11 +151,21 @@ def _containers(d: Path, machine: str, start: float, end: float, step: float, no
         if not len(t_c):
             continue
         t_m, v_m = resample(mem[cid], start, end, step)
-        lookup = dict(zip(t_m, v_m))
+        lookup = dict(zip(t_m, v_m, strict=True))
         mem_grid = np.array([lookup.get(t, np.nan) for t in t_c])
         req, lim, size = meta[cid]
-        trace.add(Entity(cid, "online", t_c, v_c, None if np.isnan(mem_grid).all() else mem_grid,
-                         cpu_request=req / 100, cpu_limit=lim / 100 if lim > 0 else None, memory_limit=size / 100 * node_mem))
+        trace.add(
+            Entity(
+                cid,
+                "online",
+                t_c,
+                v_c,
+                None if np.isnan(mem_grid).all() else mem_grid,
+                cpu_request=req / 100,
+                cpu_limit=lim / 100 if lim > 0 else None,
+                memory_limit=size / 100 * node_mem,
+            )
+        )
 
 
 def _batch(d: Path, machine: str, start: float, end: float, step: float, node_mem: float, trace: Trace) -> None:

@@ -116,10 +116,14 @@ class Trace:
                 raise TraceError(f"{where(i, 'role')}: entity {name!r} changes role ({m['role']} before, {role} here)")
             for c in CONSTANTS:
                 if row.get(c) != m[c]:
-                    raise TraceError(f"{where(i, c)}: {c} of entity {name!r} must be the same on every row ({m[c]!r} before, {row.get(c)!r} here)")
+                    raise TraceError(
+                        f"{where(i, c)}: {c} of entity {name!r} must be the same on every row ({m[c]!r} before, {row.get(c)!r} here)"
+                    )
             if g["time_s"] and row["time_s"] <= g["time_s"][-1]:
                 why = "duplicate" if row["time_s"] == g["time_s"][-1] else "going back"
-                raise TraceError(f"{where(i, 'time_s')}: timestamp {row['time_s']:g} of entity {name!r} is {why} (previous {g['time_s'][-1]:g}); times must increase")
+                raise TraceError(
+                    f"{where(i, 'time_s')}: timestamp {row['time_s']:g} of entity {name!r} is {why} (previous {g['time_s'][-1]:g}); times must increase"
+                )
             for c in ("time_s", *SERIES):
                 v = row.get(c)
                 g[c].append(math.nan if v is None else float(v))
@@ -127,12 +131,17 @@ class Trace:
         for name, g in grouped.items():
             m = meta[name]
             series = {c: np.array(g[c], dtype=float) for c in SERIES}
-            trace.add(Entity(
-                name, str(m["role"]), np.array(g["time_s"], dtype=float), series["cpu_cores"],
-                None if np.isnan(series["memory_bytes"]).all() else series["memory_bytes"],
-                None if np.isnan(series["rate_per_s"]).all() else series["rate_per_s"],
-                *(None if m[c] is None else float(m[c]) for c in CONSTANTS),
-            ))
+            trace.add(
+                Entity(
+                    name,
+                    str(m["role"]),
+                    np.array(g["time_s"], dtype=float),
+                    series["cpu_cores"],
+                    None if np.isnan(series["memory_bytes"]).all() else series["memory_bytes"],
+                    None if np.isnan(series["rate_per_s"]).all() else series["rate_per_s"],
+                    *(None if m[c] is None else float(m[c]) for c in CONSTANTS),
+                )
+            )
         return trace
 
     # -- files -----------------------------------------------------------------------
@@ -197,7 +206,7 @@ def _read_csv(path: Path) -> Trace:
             if len(cells) != len(header):
                 raise TraceError(f"{path} row {n}: {len(cells)} cells for {len(header)} columns")
             row: dict[str, object] = {}
-            for col, cell in zip(header, cells):
+            for col, cell in zip(header, cells, strict=True):
                 cell = cell.strip()
                 if col in ("entity", "role"):
                     row[col] = cell

@@ -39,8 +39,7 @@ def _table(path: Path, need: tuple[str, ...]):
         missing = [c for c in need if c not in (reader.fieldnames or [])]
         if missing:
             raise TraceError(f"{path}: missing column {missing[0]!r} (columns as BigQuery exports them, nested fields with dots)")
-        for n, row in enumerate(reader, start=2):
-            yield n, row
+        yield from enumerate(reader, start=2)
 
 
 def _num(path: Path, n: int, col: str, text: str) -> float | None:
@@ -52,8 +51,7 @@ def _num(path: Path, n: int, col: str, text: str) -> float | None:
         raise TraceError(f"{path} row {n}, column {col}: not a number ({text!r})") from None
 
 
-def load(directory: str | Path, machine: str, start_s: float, end_s: float, node_cores: float,
-         node_memory_bytes: float) -> Trace:
+def load(directory: str | Path, machine: str, start_s: float, end_s: float, node_cores: float, node_memory_bytes: float) -> Trace:
     d = Path(directory)
     cap_cpu = cap_mem = None
     path = d / "machine_events.csv"
@@ -75,13 +73,19 @@ def load(directory: str | Path, machine: str, start_s: float, end_s: float, node
         meta[key] = {
             "t": t,
             "online": sc >= 2 or 120 <= prio <= 359,
-            "cpu_request": (_num(path, n, "resource_request.cpus", row.get("resource_request.cpus", "")) or 0) / cap_cpu * node_cores or None,
-            "memory_request": (_num(path, n, "resource_request.memory", row.get("resource_request.memory", "")) or 0) / cap_mem * node_memory_bytes or None,
+            "cpu_request": (_num(path, n, "resource_request.cpus", row.get("resource_request.cpus", "")) or 0) / cap_cpu * node_cores
+            or None,
+            "memory_request": (_num(path, n, "resource_request.memory", row.get("resource_request.memory", "")) or 0)
+            / cap_mem
+            * node_memory_bytes
+            or None,
         }
     samples: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
     limits: dict[str, float] = {}
     path = d / "instance_usage.csv"
-    for n, row in _table(path, ("start_time", "collection_id", "instance_index", "machine_id", "average_usage.cpus", "average_usage.memory")):
+    for n, row in _table(
+        path, ("start_time", "collection_id", "instance_index", "machine_id", "average_usage.cpus", "average_usage.memory")
+    ):
         if row["machine_id"] != machine:
             continue
         t = (_num(path, n, "start_time", row["start_time"]) or 0) * US
@@ -100,9 +104,18 @@ def load(directory: str | Path, machine: str, start_s: float, end_s: float, node
         t = np.array([r[0] for r in rows])
         keep = np.concatenate([[True], np.diff(t) > 0])  # a repeated window start: keep the first
         m = meta.get(key, {"online": False, "cpu_request": None, "memory_request": None})
-        trace.add(Entity(key, "online" if m["online"] else "offline", t[keep],
-                         np.array([r[1] for r in rows])[keep], np.array([r[2] for r in rows])[keep],
-                         cpu_request=m["cpu_request"], memory_request=m["memory_request"], memory_limit=limits.get(key)))
+        trace.add(
+            Entity(
+                key,
+                "online" if m["online"] else "offline",
+                t[keep],
+                np.array([r[1] for r in rows])[keep],
+                np.array([r[2] for r in rows])[keep],
+                cpu_request=m["cpu_request"],
+                memory_request=m["memory_request"],
+                memory_limit=limits.get(key),
+            )
+        )
     if not trace.entities:
         raise TraceError(f"{d}: no usage of machine {machine!r} in [{start_s:g}, {end_s:g}) s")
     return trace

@@ -46,7 +46,7 @@ def series(trace: Trace, entity: str, column: str, per_request_s: float | None, 
 def play(env, workload: str, key: str, times_s: np.ndarray, values: np.ndarray, speed: float, scale: float) -> Generator[Any, Any, None]:
     """Set `key` of `workload` to each value at its (compressed) time."""
     t0 = float(times_s[0]) if len(times_s) else 0.0
-    for t, v in zip(times_s, values):
+    for t, v in zip(times_s, values, strict=True):
         at = (float(t) - t0) / speed
         if at > env.now:
             yield env.timeout(at - env.now)

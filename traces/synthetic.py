@@ -11,9 +11,21 @@ import numpy as np
 from traces.format import Entity, Trace
 
 
-def diurnal(name: str, duration_s: float, step_s: float, peak_rate: float, trough_rate: float,
-            cpu_per_request_s: float, seed: int, period_s: float = 86_400.0, peak_at_s: float = 14 * 3600.0,
-            noise: float = 0.05, spikes_per_day: float = 4.0, spike_factor: float = 1.8, spike_s: float = 300.0) -> Entity:
+def diurnal(
+    name: str,
+    duration_s: float,
+    step_s: float,
+    peak_rate: float,
+    trough_rate: float,
+    cpu_per_request_s: float,
+    seed: int,
+    period_s: float = 86_400.0,
+    peak_at_s: float = 14 * 3600.0,
+    noise: float = 0.05,
+    spikes_per_day: float = 4.0,
+    spike_factor: float = 1.8,
+    spike_s: float = 300.0,
+) -> Entity:
     """An online service whose request rate follows a cosine day (peak at `peak_at_s`),
     multiplied by lognormal noise (sigma `noise`) and, at Poisson-spaced moments, spikes of
     `spike_factor` for `spike_s`; CPU used = rate × CPU per request."""
@@ -28,8 +40,16 @@ def diurnal(name: str, duration_s: float, step_s: float, peak_rate: float, troug
     return Entity(name, "online", t, rate * cpu_per_request_s, rate_per_s=rate)
 
 
-def bursty_batch(name: str, duration_s: float, step_s: float, jobs_per_hour: float, mean_cores: float,
-                 mean_runtime_s: float, seed: int, max_cores: float | None = None) -> Entity:
+def bursty_batch(
+    name: str,
+    duration_s: float,
+    step_s: float,
+    jobs_per_hour: float,
+    mean_cores: float,
+    mean_runtime_s: float,
+    seed: int,
+    max_cores: float | None = None,
+) -> Entity:
     """Batch jobs arriving as a Poisson process; each holds an exponential number of cores
     (mean `mean_cores`) for an exponential time (mean `mean_runtime_s`); the entity's CPU is
     their sum per step (capped at `max_cores`)."""
@@ -37,7 +57,9 @@ def bursty_batch(name: str, duration_s: float, step_s: float, jobs_per_hour: flo
     t = np.arange(0.0, duration_s, step_s)
     cpu = np.zeros(len(t))
     n = rng.poisson(jobs_per_hour * duration_s / 3600.0)
-    for start, cores, run in zip(rng.uniform(0, duration_s, n), rng.exponential(mean_cores, n), rng.exponential(mean_runtime_s, n)):
+    for start, cores, run in zip(
+        rng.uniform(0, duration_s, n), rng.exponential(mean_cores, n), rng.exponential(mean_runtime_s, n), strict=True
+    ):
         cpu[(t >= start) & (t < start + run)] += cores
     if max_cores is not None:
         cpu = np.minimum(cpu, max_cores)

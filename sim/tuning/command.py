@@ -20,24 +20,46 @@ def add_parser(commands) -> None:
     )
     tune.add_argument("scenario", metavar="SCENARIO.toml", type=Path)
     tune.add_argument("--policy", help="policy to tune (default: [tune] policy, else the scenario's [policy])")
-    tune.add_argument("--trials", type=int, help="trials the study holds when done, over all workers (default: [tune] trials, 100); "
-                      "running the same command again resumes a killed study")
+    tune.add_argument(
+        "--trials",
+        type=int,
+        help="trials the study holds when done, over all workers (default: [tune] trials, 100); "
+        "running the same command again resumes a killed study",
+    )
     tune.add_argument("--slo", action="append", metavar="EXPR", help='e.g. "online.p99 <= 0.9s", "online.p99 <= 1.1 * solo"; repeatable')
-    tune.add_argument("--objective", action="append", metavar="METRIC", help="batch_cpu (default), utilization, or SERVICE.p99 ...; "
-                      "give two (e.g. batch_cpu and online.p99) for a multi-objective study")
-    tune.add_argument("--param", action="append", metavar="NAME[=LOW:HIGH]", help="a parameter to search (default: the policy's usual thresholds); repeatable")
-    tune.add_argument("--trace", action="append", metavar="TRACE.parquet",
-                      help="a trace the trace-driven workloads play; repeat for a trace set: every trial runs each, the SLO holds on the worst")
+    tune.add_argument(
+        "--objective",
+        action="append",
+        metavar="METRIC",
+        help="batch_cpu (default), utilization, or SERVICE.p99 ...; give two (e.g. batch_cpu and online.p99) for a multi-objective study",
+    )
+    tune.add_argument(
+        "--param",
+        action="append",
+        metavar="NAME[=LOW:HIGH]",
+        help="a parameter to search (default: the policy's usual thresholds); repeatable",
+    )
+    tune.add_argument(
+        "--trace",
+        action="append",
+        metavar="TRACE.parquet",
+        help="a trace the trace-driven workloads play; repeat for a trace set: every trial runs each, the SLO holds on the worst",
+    )
     tune.add_argument("--seeds", type=int, help="seeds per trial: objectives are their mean, SLOs hold on the worst (default 1)")
-    tune.add_argument("--storage", help="Optuna storage URL, e.g. postgresql://user@host/db to share one study between machines "
-                      "(default: sqlite file OUT/tune.db)")
+    tune.add_argument(
+        "--storage",
+        help="Optuna storage URL, e.g. postgresql://user@host/db to share one study between machines (default: sqlite file OUT/tune.db)",
+    )
     tune.add_argument("--study", help="study name (default: SCENARIO:POLICY)")
     tune.add_argument("--jobs", type=int, default=1, help="trials at once on this machine, each in its own process (default 1)")
     tune.add_argument("--sampler", choices=("tpe", "nsga2", "random"), help="default tpe")
     tune.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="as for run")
     tune.add_argument("--out", type=Path, help="output directory (default: out/<scenario name>)")
-    tune.add_argument("--validate", action="store_true", help="then replay the best and the default configuration on this host (root) "
-                      "and print predicted vs measured")
+    tune.add_argument(
+        "--validate",
+        action="store_true",
+        help="then replay the best and the default configuration on this host (root) and print predicted vs measured",
+    )
     tune.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -49,8 +71,16 @@ def tune(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise ScenarioError(f"--jobs: must be >= 1 (got {args.jobs})")
     spec = build_spec(
-        args.scenario, combine(args.overrides), policy=args.policy, params=args.param, slo=args.slo,
-        objective=args.objective, trials=args.trials, seeds=args.seeds, sampler=args.sampler, traces=args.trace,
+        args.scenario,
+        combine(args.overrides),
+        policy=args.policy,
+        params=args.param,
+        slo=args.slo,
+        objective=args.objective,
+        trials=args.trials,
+        seeds=args.seeds,
+        sampler=args.sampler,
+        traces=args.trace,
     )
     out = args.out if args.out is not None else Path("out") / spec.scenario.name
     name = args.study or f"{spec.scenario.name}:{spec.policy}"

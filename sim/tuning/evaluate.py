@@ -52,8 +52,14 @@ def case_name(run: str, trace: str | None) -> str:
     return run if trace is None else f"{run} @ {trace}"
 
 
-def measure(document: Mapping[str, Any], overrides: Mapping[str, Any], seeds: list[int], runs: list[str], batch: list[str],
-            traces: list[str] | None = None) -> Measurement:
+def measure(
+    document: Mapping[str, Any],
+    overrides: Mapping[str, Any],
+    seeds: list[int],
+    runs: list[str],
+    batch: list[str],
+    traces: list[str] | None = None,
+) -> Measurement:
     """Run every run (× every trace of the set) with every seed; a bad configuration raises
     ScenarioError (or the core's ValueError) naming it."""
     from sim.runner import run_variant

@@ -115,7 +115,9 @@ class Slo:
 def parse_slo(text: str, services: list[str], where: str) -> Slo:
     m = _SLO.match(text)
     if not m:
-        raise ScenarioError(f'{where}: an SLO reads "METRIC <= BOUND" or "METRIC >= BOUND", e.g. "online.p99 <= 0.9s" or "online.p99 <= 1.1 * solo" (got {text!r})')
+        raise ScenarioError(
+            f'{where}: an SLO reads "METRIC <= BOUND" or "METRIC >= BOUND", e.g. "online.p99 <= 0.9s" or "online.p99 <= 1.1 * solo" (got {text!r})'
+        )
     metric = parse_metric(m["metric"], services, where)
     at_most = m["op"] == "<="
     bound = m["bound"]

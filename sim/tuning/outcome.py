@@ -54,9 +54,7 @@ def summarize(m: Measurement, solo: Measurement, objectives: list[Metric], slos:
             worst = max(slo.violation(per_seed(slo.metric, cases)) for cases in m)
         else:
             worst = max(
-                slo.violation(cases[case][slo.metric.text], solo[i][case][slo.metric.text])
-                for i, cases in enumerate(m)
-                for case in cases
+                slo.violation(cases[case][slo.metric.text], solo[i][case][slo.metric.text]) for i, cases in enumerate(m) for case in cases
             )
         constraints[slo.text] = min(worst, UNMEASURABLE)
     values = [summary[o.text]["mean"] for o in objectives]

@@ -44,10 +44,10 @@ def pareto_trials(spec: TuneSpec, study) -> list:
     signs = [1 if o.sense is Sense.MAXIMIZE else -1 for o in spec.objectives]
 
     def key(t):
-        return [s * v for s, v in zip(signs, t.values)]
+        return [s * v for s, v in zip(signs, t.values, strict=True)]
 
     def dominates(a, b):
-        return all(x >= y for x, y in zip(a, b)) and any(x > y for x, y in zip(a, b))
+        return all(x >= y for x, y in zip(a, b, strict=True)) and any(x > y for x, y in zip(a, b, strict=True))
 
     keys = {t.number: key(t) for t in ok}
     return [t for t in ok if not any(dominates(keys[u.number], keys[t.number]) for u in ok if u is not t)]
@@ -97,7 +97,11 @@ def summary_text(spec: TuneSpec, study, name: str) -> str:
         f"study {name}: {len(trials)} trials ({n_done} complete, {n_fail} failed), {n_ok} meet every SLO\n"
         f"policy {spec.policy}; objective{'s' if spec.multi else ''} "
         + ", ".join(f"{o.sense.value} {o.text}" for o in spec.objectives)
-        + (f"; SLO {'; '.join(s.text for s in spec.slos)} (on the worst of {len(spec.seeds)} seed(s) × {len(spec.cases) * max(1, len(spec.traces))} case(s){' over ' + str(len(spec.traces)) + ' traces' if spec.traces else ''})" if spec.slos else "")
+        + (
+            f"; SLO {'; '.join(s.text for s in spec.slos)} (on the worst of {len(spec.seeds)} seed(s) × {len(spec.cases) * max(1, len(spec.traces))} case(s){' over ' + str(len(spec.traces)) + ' traces' if spec.traces else ''})"
+            if spec.slos
+            else ""
+        )
     )
     parts = [head]
     default = defaults_trial(study)
@@ -111,8 +115,10 @@ def summary_text(spec: TuneSpec, study, name: str) -> str:
             parts.append("no trial met every SLO: nothing to recommend (widen the ranges, or relax the SLO)")
             near = closest_trial(study)
             if near is not None:
-                parts.append(f"closest: trial #{near.number} (worst SLO violation {sig3(max(near.constraints.values()))}): "
-                             + ", ".join(f"{d.name}={_param(near.params.get(d.name))}" for d in spec.dims))
+                parts.append(
+                    f"closest: trial #{near.number} (worst SLO violation {sig3(max(near.constraints.values()))}): "
+                    + ", ".join(f"{d.name}={_param(near.params.get(d.name))}" for d in spec.dims)
+                )
             if default is not None:
                 parts.append(metrics_table(spec, default, near, "closest"))
         else:
@@ -162,11 +168,13 @@ def metrics_table(spec: TuneSpec, default, best, label: str = "best") -> str:
         d, b = _value(default, metric, which), _value(best, metric, which)
         rows.append([f"{metric} ({which}, {units.get(metric, '')})", sig3(d), sig3(b), _change(b, d)])
     for slo in spec.slos:
-        def verdict(t):
+
+        def verdict(t, slo=slo):
             if t is None or slo.text not in (t.constraints or {}):
                 return "-"
             v = t.constraints[slo.text]
             return "holds" if v <= 0 else f"violated by {sig3(v)}"
+
         rows.append([f"SLO {slo.text}", verdict(default), verdict(best), ""])
     return f"default vs {label}\n" + _markdown(["metric", "default", label, "change"], rows)
 
@@ -214,13 +222,24 @@ def write_outputs(spec: TuneSpec, study, name: str, out: Path) -> list[Path]:
     written = []
     if spec.multi:
         for t in pareto_trials(spec, study):
-            vals = ", ".join(f"{o.text} {sig3(v)}" for o, v in zip(spec.objectives, t.values))
-            written.append(write_policy(spec, t, out / "pareto" / f"trial_{t.number}.toml", f"colosim tune: study {name}, Pareto trial #{t.number}: {vals}"))
+            vals = ", ".join(f"{o.text} {sig3(v)}" for o, v in zip(spec.objectives, t.values, strict=True))
+            written.append(
+                write_policy(
+                    spec, t, out / "pareto" / f"trial_{t.number}.toml", f"colosim tune: study {name}, Pareto trial #{t.number}: {vals}"
+                )
+            )
     else:
         best = best_trial(spec, study)
         if best is not None:
             o = spec.objectives[0]
-            written.append(write_policy(spec, best, out / "tuned_policy.toml", f"colosim tune: study {name}, best trial #{best.number}: {o.text} {sig3(best.values[0])} {o.unit()} (mean over seeds), every SLO held"))
+            written.append(
+                write_policy(
+                    spec,
+                    best,
+                    out / "tuned_policy.toml",
+                    f"colosim tune: study {name}, best trial #{best.number}: {o.text} {sig3(best.values[0])} {o.unit()} (mean over seeds), every SLO held",
+                )
+            )
     from sim.tuning.report import write_report
 
     written.append(write_report(spec, study, name, out / "tune_report.html"))

@@ -24,7 +24,9 @@ def history_figure(spec: TuneSpec, study) -> go.Figure | None:
     ok = [t for t in trials if feasible(t)]
     bad = [t for t in trials if not feasible(t)]
     fig.add_scatter(x=[t.number for t in ok], y=[t.values[0] for t in ok], mode="markers", name="meets every SLO")
-    fig.add_scatter(x=[t.number for t in bad], y=[t.values[0] for t in bad], mode="markers", name="violates an SLO", marker={"color": "lightgray"})
+    fig.add_scatter(
+        x=[t.number for t in bad], y=[t.values[0] for t in bad], mode="markers", name="violates an SLO", marker={"color": "lightgray"}
+    )
     best, running = [], None
     better = max if o.sense.value == "maximize" else min
     for t in sorted(ok, key=lambda t: t.number):
@@ -51,10 +53,19 @@ def tradeoff_figure(spec: TuneSpec, study) -> go.Figure | None:
             ("Pareto set", [t for t in trials if t.number in front], {"size": 10}),
             ("dominated or violating", [t for t in trials if t.number not in front], {"color": "lightgray"}),
         ):
-            fig.add_scatter(x=[t.values[1] for t in group], y=[t.values[0] for t in group], mode="markers", name=label, marker=style, text=[f"#{t.number}" for t in group])
+            fig.add_scatter(
+                x=[t.values[1] for t in group],
+                y=[t.values[0] for t in group],
+                mode="markers",
+                name=label,
+                marker=style,
+                text=[f"#{t.number}" for t in group],
+            )
         x_title, y_title = f"{b.text} ({b.unit()})", f"{a.text} ({a.unit()})"
         if default is not None and default.values:
-            fig.add_scatter(x=[default.values[1]], y=[default.values[0]], mode="markers", name="defaults", marker={"symbol": "x", "size": 12})
+            fig.add_scatter(
+                x=[default.values[1]], y=[default.values[0]], mode="markers", name="defaults", marker={"symbol": "x", "size": 12}
+            )
         fig.update_layout(title="Pareto front")
     else:
         if not spec.slos:
@@ -62,12 +73,24 @@ def tradeoff_figure(spec: TuneSpec, study) -> go.Figure | None:
         slo = spec.slos[0]
         m = slo.metric.text
         xs = [(t.user_attrs.get("summary") or {}).get(m, {}).get("worst") for t in trials]
-        fig.add_scatter(x=xs, y=[t.values[0] for t in trials], mode="markers", name="trials", text=[f"#{t.number}" for t in trials],
-                        marker={"color": ["#1f77b4" if feasible(t) else "lightgray" for t in trials]})
+        fig.add_scatter(
+            x=xs,
+            y=[t.values[0] for t in trials],
+            mode="markers",
+            name="trials",
+            text=[f"#{t.number}" for t in trials],
+            marker={"color": ["#1f77b4" if feasible(t) else "lightgray" for t in trials]},
+        )
         best = best_trial(spec, study)
         for label, t, sym in (("defaults", default, "x"), ("best", best, "star")):
             if t is not None and t.values:
-                fig.add_scatter(x=[(t.user_attrs.get("summary") or {}).get(m, {}).get("worst")], y=[t.values[0]], mode="markers", name=label, marker={"symbol": sym, "size": 14})
+                fig.add_scatter(
+                    x=[(t.user_attrs.get("summary") or {}).get(m, {}).get("worst")],
+                    y=[t.values[0]],
+                    mode="markers",
+                    name=label,
+                    marker={"symbol": sym, "size": 14},
+                )
         x_title = f"{m} ({slo.metric.unit()}, worst case)"
         y_title = f"{spec.objectives[0].text} ({spec.objectives[0].unit()})"
         fig.update_layout(title=f"Trade-off (gray: violates {slo.text})")
@@ -101,21 +124,35 @@ def comparison_figure(spec: TuneSpec, study) -> go.Figure | None:
     if default is None or chosen is None or not default.values:
         return None
     stats = ("p50", "p90", "p99", "p999")
-    fig = make_subplots(rows=1, cols=len(spec.services) + 1, subplot_titles=[f"{s} latency (worst case)" for s in spec.services] + ["batch CPU (mean)"])
+    fig = make_subplots(
+        rows=1, cols=len(spec.services) + 1, subplot_titles=[f"{s} latency (worst case)" for s in spec.services] + ["batch CPU (mean)"]
+    )
     for label, t, color in (("defaults", default, "#7f7f7f"), (f"best (#{chosen.number})", chosen, "#2ca02c")):
         summary = t.user_attrs.get("summary") or {}
         for i, svc in enumerate(spec.services, start=1):
             ys = [(summary.get(f"{svc}.{s}", {}).get("worst") or math.nan) * 1000 for s in stats]
             fig.add_bar(x=list(stats), y=ys, name=label, marker_color=color, showlegend=(i == 1), row=1, col=i)
             fig.update_yaxes(title_text="ms", row=1, col=i)
-        fig.add_bar(x=["batch_cpu"], y=[summary.get("batch_cpu", {}).get("mean")], name=label, marker_color=color, showlegend=not spec.services, row=1, col=len(spec.services) + 1)
+        fig.add_bar(
+            x=["batch_cpu"],
+            y=[summary.get("batch_cpu", {}).get("mean")],
+            name=label,
+            marker_color=color,
+            showlegend=not spec.services,
+            row=1,
+            col=len(spec.services) + 1,
+        )
     fig.update_yaxes(title_text="CPU·s", row=1, col=len(spec.services) + 1)
     fig.update_layout(title="Best against the defaults", barmode="group")
     return fig
 
 
 def write_report(spec: TuneSpec, study, name: str, path: Path) -> Path:
-    figures = [f for f in (history_figure(spec, study), tradeoff_figure(spec, study), importance_figure(spec, study), comparison_figure(spec, study)) if f is not None]
+    figures = [
+        f
+        for f in (history_figure(spec, study), tradeoff_figure(spec, study), importance_figure(spec, study), comparison_figure(spec, study))
+        if f is not None
+    ]
     parts = [fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"responsive": True}) for i, fig in enumerate(figures)]
     title = html.escape(f"colosim tune: {name}")
     page = f"""<!DOCTYPE html>
@@ -126,7 +163,7 @@ pre {{ background: #f6f6f6; padding: 1em; overflow-x: auto; }}</style></head>
 <body>
 <h1>{title}</h1>
 <pre>{html.escape(summary_text(spec, study, name))}</pre>
-{''.join(parts)}
+{"".join(parts)}
 </body></html>
 """
     path.parent.mkdir(parents=True, exist_ok=True)

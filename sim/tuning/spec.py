@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sim.errors import ScenarioError
 from sim.scenario import Scenario, read_document
 from sim.tuning.evaluate import default_batch, services_of
-from sim.tuning.goals import Metric, Sense, Slo, parse_metric, parse_slo, LATENCIES, NODE_METRICS
+from sim.tuning.goals import LATENCIES, NODE_METRICS, Metric, Sense, Slo, parse_metric, parse_slo
 from sim.tuning.space import Dimension, parse_range, policy_class, search_space
 
 SAMPLERS = ("tpe", "nsga2", "random")
@@ -152,7 +152,9 @@ def build_spec(
     if len({o.text for o in objectives}) < len(objectives):
         raise ScenarioError(f"{where}: an objective is named twice")
     if len(objectives) > 1 and len({o.sense for o in objectives}) == 1:
-        raise ScenarioError(f"{where}: several objectives that all go the same way ({objectives[0].sense.value}) have no trade-off; give one, or pair a throughput with a latency")
+        raise ScenarioError(
+            f"{where}: several objectives that all go the same way ({objectives[0].sense.value}) have no trade-off; give one, or pair a throughput with a latency"
+        )
     slo_texts = slo if slo is not None and slo != [] else table.slo
     where = "--slo" if slo else "tune.slo"
     slos = [parse_slo(t, services, f"{where}[{i}]") for i, t in enumerate(slo_texts)]
@@ -164,7 +166,9 @@ def build_spec(
         if b in services:
             raise ScenarioError(f"tune.batch: {b!r} serves requests; batch workloads are the others")
     if any(o.text == "batch_cpu" for o in objectives) and not batch:
-        raise ScenarioError("tune: the objective batch_cpu needs batch workloads (hog, memory_hog, cache_writer, analytics, duty), and the scenario has none (or name them: [tune] batch)")
+        raise ScenarioError(
+            "tune: the objective batch_cpu needs batch workloads (hog, memory_hog, cache_writer, analytics, duty), and the scenario has none (or name them: [tune] batch)"
+        )
 
     n_seeds = seeds if seeds is not None else table.seeds
     if not 1 <= n_seeds <= 1000:

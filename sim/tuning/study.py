@@ -80,8 +80,11 @@ def open_study(spec: TuneSpec, url: str, name: str):
     for attempt in range(CREATE_ATTEMPTS):
         try:
             study = optuna.create_study(
-                storage=url, study_name=name, load_if_exists=True,
-                directions=spec.directions, sampler=make_sampler(spec),
+                storage=url,
+                study_name=name,
+                load_if_exists=True,
+                directions=spec.directions,
+                sampler=make_sampler(spec),
             )
             break
         except ValueError as err:  # e.g. the directions differ from the stored study's
@@ -101,7 +104,9 @@ def open_study(spec: TuneSpec, url: str, name: str):
         study.set_user_attr("spec", mine)
     elif stored != mine:
         diff = ", ".join(k for k in mine if stored.get(k) != mine[k])
-        raise ScenarioError(f"--study {name}: this study in {url} was set up differently ({diff}); resume it with the same scenario and options, or give a new --study")
+        raise ScenarioError(
+            f"--study {name}: this study in {url} was set up differently ({diff}); resume it with the same scenario and options, or give a new --study"
+        )
     return study
 
 
@@ -204,7 +209,7 @@ def tell(study, trial, spec: TuneSpec, solo: Measurement, future: cf.Future) -> 
     for text, v in outcome.constraints.items():
         trial.set_constraint(text, v)
     if any(math.isnan(v) for v in outcome.values):
-        bad = ", ".join(o.text for o, v in zip(spec.objectives, outcome.values) if math.isnan(v))
+        bad = ", ".join(o.text for o, v in zip(spec.objectives, outcome.values, strict=True) if math.isnan(v))
         trial.set_user_attr("error", f"objective not measurable: {bad} (a service completed no request)")
         study.tell(trial, state=optuna.trial.TrialState.FAIL)
         return None
@@ -239,14 +244,22 @@ def optimize(spec: TuneSpec, study, jobs: int, progress: bool = True) -> None:
     fail_stale(study)
     solo = solo_measurement(spec)
     if "solo" not in study.user_attrs:
-        study.set_user_attr("solo", _finite({str(s): m for s, m in zip(spec.seeds, solo)}))
+        study.set_user_attr("solo", _finite({str(s): m for s, m in zip(spec.seeds, solo, strict=True)}))
     dists = {d.name: d.distribution() for d in spec.dims}
     done = len(study.get_trials(deepcopy=False, states=done_states))
     pending: dict[cf.Future, Any] = {}
-    with _Workers(jobs) as pool, tqdm(
-        total=spec.trials, initial=min(done, spec.trials), desc="tune", unit="trial",
-        file=sys.stderr, disable=not progress, dynamic_ncols=True,
-    ) as bar:
+    with (
+        _Workers(jobs) as pool,
+        tqdm(
+            total=spec.trials,
+            initial=min(done, spec.trials),
+            desc="tune",
+            unit="trial",
+            file=sys.stderr,
+            disable=not progress,
+            dynamic_ncols=True,
+        ) as bar,
+    ):
         if progress:
             bar.set_postfix_str(best_line(spec, study), refresh=False)
         while True:

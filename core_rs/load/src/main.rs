@@ -220,7 +220,10 @@ fn open_loop(run: &Run, seed: u64, rate: f64, workers: u32, service: Dist) -> Re
         started += 1;
         next += rng.exponential(mean_gap).round().max(1.0) as u64;
     }
-    let mut rec = Record { started, ..Record::default() };
+    let mut rec = Record {
+        started,
+        ..Record::default()
+    };
     for h in handles {
         let r = h.join().unwrap_or_default();
         rec.latencies.extend(r.latencies);
@@ -308,7 +311,11 @@ fn parse_args() -> Result<Args, String> {
             "--seed" => seed = value()?.parse().map_err(|e| format!("--seed: {e}"))?,
             "--duration-ns" => duration_ns = Some(value()?.parse().map_err(|e| format!("--duration-ns: {e}"))?),
             "--out" => out = Some(value()?),
-            other => return Err(format!("unknown argument {other:?} (usage: --spec JSON --duration-ns N [--seed N] [--out FILE])")),
+            other => {
+                return Err(format!(
+                    "unknown argument {other:?} (usage: --spec JSON --duration-ns N [--seed N] [--out FILE])"
+                ))
+            }
         }
     }
     Ok(Args {
@@ -360,10 +367,17 @@ fn main() -> ExitCode {
         | WorkloadSpec::Database { start_ns, .. }
         | WorkloadSpec::Iperf { start_ns, .. } => *start_ns,
     };
-    let run = Run { stop, start: t0 + start_ns };
+    let run = Run {
+        stop,
+        start: t0 + start_ns,
+    };
     let rec = match spec {
         WorkloadSpec::Hog { threads, .. } => hog(&run, threads),
-        WorkloadSpec::MemoryHog { .. } | WorkloadSpec::FileServer { .. } | WorkloadSpec::CacheWriter { .. } | WorkloadSpec::Analytics { .. } | WorkloadSpec::Duty { .. } => {
+        WorkloadSpec::MemoryHog { .. }
+        | WorkloadSpec::FileServer { .. }
+        | WorkloadSpec::CacheWriter { .. }
+        | WorkloadSpec::Analytics { .. }
+        | WorkloadSpec::Duty { .. } => {
             eprintln!("colosim-load: error: --spec: memory and trace-driven workloads do not run under colosim-load");
             return ExitCode::from(2);
         }
@@ -372,18 +386,31 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
         WorkloadSpec::ClosedLoop { workers: Some(_), .. } => {
-            eprintln!("colosim-load: error: --spec: a closed_loop with a worker pool (workers) does not run on the host yet");
+            eprintln!(
+                "colosim-load: error: --spec: a closed_loop with a worker pool (workers) does not run on the host yet"
+            );
             return ExitCode::from(2);
         }
-        WorkloadSpec::ClosedLoop { clients, fanout, service, think, .. } => {
-            closed_loop(&run, args.seed, clients, fanout.max(1), service, think)
-        }
-        WorkloadSpec::OpenLoop { rate_per_s, workers, service, .. } => {
-            open_loop(&run, args.seed, rate_per_s, workers.max(1), service)
-        }
-        WorkloadSpec::Bursty { steady_threads, burst_threads, every_ns, length_ns, .. } => {
-            bursty(&run, steady_threads, burst_threads.max(1), every_ns.max(1), length_ns)
-        }
+        WorkloadSpec::ClosedLoop {
+            clients,
+            fanout,
+            service,
+            think,
+            ..
+        } => closed_loop(&run, args.seed, clients, fanout.max(1), service, think),
+        WorkloadSpec::OpenLoop {
+            rate_per_s,
+            workers,
+            service,
+            ..
+        } => open_loop(&run, args.seed, rate_per_s, workers.max(1), service),
+        WorkloadSpec::Bursty {
+            steady_threads,
+            burst_threads,
+            every_ns,
+            length_ns,
+            ..
+        } => bursty(&run, steady_threads, burst_threads.max(1), every_ns.max(1), length_ns),
     };
     let doc = serde_json::json!({
         "t0_ns": t0,

@@ -124,16 +124,26 @@ impl Node {
     /// its NUMA node, then the one that has not run for longest (the tail of the kernel's
     /// cfs_tasks list), then the lowest id.
     fn pick_movable(&self, cpu: CpuId, dst: CpuId) -> Option<TaskId> {
-        self.movable(cpu, dst)
-            .min_by_key(|&t| (self.tasks[t].idle_policy, self.leaves_home(t, dst), self.tasks[t].last_ran, t))
+        self.movable(cpu, dst).min_by_key(|&t| {
+            (
+                self.tasks[t].idle_policy,
+                self.leaves_home(t, dst),
+                self.tasks[t].last_ran,
+                t,
+            )
+        })
     }
 
     /// `newidle_balance`: this CPU has nothing to run; pull one waiting task it may run from
     /// the CPU with the most waiting work, nearest domain first. Returns whether it pulled.
     pub(crate) fn newidle_balance(&mut self, cpu: CpuId) -> bool {
         for d in 0..self.topo.domains[cpu].len() {
-            let mut srcs: Vec<CpuId> =
-                self.topo.domains[cpu][d].span.iter().copied().filter(|&c| c != cpu && self.nr_movable(c) > 0).collect();
+            let mut srcs: Vec<CpuId> = self.topo.domains[cpu][d]
+                .span
+                .iter()
+                .copied()
+                .filter(|&c| c != cpu && self.nr_movable(c) > 0)
+                .collect();
             srcs.sort_by_key(|&c| (std::cmp::Reverse(self.nr_movable(c)), c));
             for src in srcs {
                 if let Some(t) = self.pick_movable(src, cpu) {
@@ -234,7 +244,11 @@ impl Node {
     fn should_we_balance(&self, cpu: CpuId, d: usize) -> bool {
         let dom = &self.topo.domains[cpu][d];
         let group = &dom.groups[dom.local_group];
-        let chosen = group.iter().copied().find(|&c| self.idle_for_wake(c)).unwrap_or(group[0]);
+        let chosen = group
+            .iter()
+            .copied()
+            .find(|&c| self.idle_for_wake(c))
+            .unwrap_or(group[0]);
         chosen == cpu
     }
 
@@ -265,7 +279,12 @@ impl Node {
             .collect();
         let (local_load, local_n) = stats[dom.local_group];
         if self.idle_for_wake(cpu) {
-            let mut srcs: Vec<CpuId> = dom.span.iter().copied().filter(|&c| c != cpu && self.nr_movable(c) > 0).collect();
+            let mut srcs: Vec<CpuId> = dom
+                .span
+                .iter()
+                .copied()
+                .filter(|&c| c != cpu && self.nr_movable(c) > 0)
+                .collect();
             srcs.sort_by_key(|&c| (std::cmp::Reverse(self.nr_movable(c)), c));
             for src in srcs {
                 if let Some(t) = self.pick_movable(src, cpu).filter(|&t| !self.tasks[t].idle_policy) {

@@ -105,7 +105,10 @@ impl Default for CfsBandwidth {
 pub fn check_bandwidth(field: &str, quota: Option<Ns>, period: Ns, burst: Ns) -> Result<()> {
     let err = |why: String| Err(SpecError::new(field, why));
     if !(MIN_CFS_QUOTA_PERIOD..=MAX_CFS_QUOTA_PERIOD).contains(&period) {
-        return err(format!("cpu.cfs_period_us must be in 1000..=1000000 (got {})", period / 1000));
+        return err(format!(
+            "cpu.cfs_period_us must be in 1000..=1000000 (got {})",
+            period / 1000
+        ));
     }
     if let Some(q) = quota {
         if q < MIN_CFS_QUOTA_PERIOD {
@@ -213,7 +216,12 @@ impl Node {
         loop {
             let (enabled, remaining, throttled, gse) = {
                 let r = &self.rqs[rq];
-                (r.runtime_enabled, r.runtime_remaining, r.throttled.has(Throttle::BANDWIDTH), r.gse)
+                (
+                    r.runtime_enabled,
+                    r.runtime_remaining,
+                    r.throttled.has(Throttle::BANDWIDTH),
+                    r.gse,
+                )
             };
             if enabled && remaining <= 0 && !throttled && !self.assign_cfs_rq_runtime(rq) {
                 self.throttle_bandwidth(rq);
@@ -433,7 +441,11 @@ impl Node {
         // Effective limit of each cgroup as a ratio of CPUs (None = unlimited), parents first.
         let mut eff: Vec<Option<f64>> = vec![None; self.cgroups.len()];
         for g in 1..self.cgroups.len() {
-            let (q, p) = if g == cg { (quota, period) } else { (self.cgroups[g].bw.quota, self.cgroups[g].bw.period) };
+            let (q, p) = if g == cg {
+                (quota, period)
+            } else {
+                (self.cgroups[g].bw.quota, self.cgroups[g].bw.period)
+            };
             let parent = eff[self.cgroups[g].parent.unwrap()];
             let own = q.map(|q| q as f64 / p as f64);
             eff[g] = match (own, parent) {
@@ -457,8 +469,15 @@ impl Node {
     /// Write cpu.cfs_quota_us / cpu.cfs_period_us / cpu.cfs_burst_us (µs) at run time.
     pub(crate) fn write_bandwidth_knob(&mut self, cg: CgId, knob: &str, value: i64) -> Result<()> {
         let bw = &self.cgroups[cg].bw;
-        let mut us = [bw.quota.map(|q| (q / 1000) as i64).unwrap_or(-1), (bw.period / 1000) as i64, (bw.burst / 1000) as i64];
-        let idx = ["cpu.cfs_quota_us", "cpu.cfs_period_us", "cpu.cfs_burst_us"].iter().position(|k| *k == knob).unwrap();
+        let mut us = [
+            bw.quota.map(|q| (q / 1000) as i64).unwrap_or(-1),
+            (bw.period / 1000) as i64,
+            (bw.burst / 1000) as i64,
+        ];
+        let idx = ["cpu.cfs_quota_us", "cpu.cfs_period_us", "cpu.cfs_burst_us"]
+            .iter()
+            .position(|k| *k == knob)
+            .unwrap();
         us[idx] = value;
         let (quota, period, burst) = crate::spec::bandwidth_ns(knob, us[0], us[1], us[2])?;
         self.check_quota_hierarchy(cg, quota, period)?;

@@ -151,7 +151,11 @@ impl Node {
         let tg_shares = g.effective_shares();
         let load = scale_load_down(r.load);
         let tg_weight = g.total_load - g.load_contrib[r.cpu] + load;
-        let shares = if tg_weight > 0 { (tg_shares as u128 * load as u128 / tg_weight as u128) as u64 } else { tg_shares };
+        let shares = if tg_weight > 0 {
+            (tg_shares as u128 * load as u128 / tg_weight as u128) as u64
+        } else {
+            tg_shares
+        };
         shares.clamp(MIN_SHARES, tg_shares)
     }
 
@@ -222,7 +226,11 @@ impl Node {
             let slice = self.sched_slice(se);
             v += calc_delta_fair(slice, self.ses[se].weight);
         } else {
-            let thresh = if self.se_is_idle(se) { self.tun.min_granularity } else { self.tun.sched_latency };
+            let thresh = if self.se_is_idle(se) {
+                self.tun.min_granularity
+            } else {
+                self.tun.sched_latency
+            };
             v -= (thresh / 2) as i64;
         }
         let s = &mut self.ses[se];
@@ -386,7 +394,11 @@ impl Node {
         if !r.throttled.any() {
             let gse = r.gse.expect("the root queue is never throttled");
             let nr = r.h_nr_running;
-            let idle = if self.cgroups[r.cg].idle { nr } else { r.idle_h_nr_running };
+            let idle = if self.cgroups[r.cg].idle {
+                nr
+            } else {
+                r.idle_h_nr_running
+            };
             if self.ses[gse].on_rq {
                 self.dequeue_chain(gse, nr, idle, false);
             }
@@ -407,7 +419,11 @@ impl Node {
         }
         let gse = r.gse.unwrap();
         let nr = r.h_nr_running;
-        let idle = if self.cgroups[r.cg].idle { nr } else { r.idle_h_nr_running };
+        let idle = if self.cgroups[r.cg].idle {
+            nr
+        } else {
+            r.idle_h_nr_running
+        };
         self.enqueue_chain(gse, nr, idle, Enqueue::Wakeup);
     }
 
@@ -469,7 +485,11 @@ impl Node {
             let mut rq = self.root_rq(cpu);
             let mut n = 0;
             loop {
-                let se = if self.eevdf() { self.pick_eevdf(rq)? } else { self.rqs[rq].leftmost()?.1 };
+                let se = if self.eevdf() {
+                    self.pick_eevdf(rq)?
+                } else {
+                    self.rqs[rq].leftmost()?.1
+                };
                 path[n] = se;
                 n += 1;
                 match self.ses[se].kind {
@@ -487,7 +507,10 @@ impl Node {
                     SeKind::Group(grq) => {
                         let cg = self.rqs[grq].cg;
                         let top_offline = self.cgroups[cg].qos_level < 0
-                            && !self.cgroups[cg].parent.map(|p| self.cgroups[p].offline).unwrap_or(false);
+                            && !self.cgroups[cg]
+                                .parent
+                                .map(|p| self.cgroups[p].offline)
+                                .unwrap_or(false);
                         if top_offline && self.has_online_runnable(cpu) {
                             self.throttle_qos(grq);
                             continue 'restart;
@@ -535,7 +558,11 @@ impl Node {
                 // First touch: memory lands on this node if cpuset.mems allows, else on the
                 // first node it allows.
                 let mems = &self.cgroups[task.cg].mems;
-                task.home_node = Some(if mems[node_here] { node_here } else { mems.iter().position(|&m| m).unwrap_or(0) });
+                task.home_node = Some(if mems[node_here] {
+                    node_here
+                } else {
+                    mems.iter().position(|&m| m).unwrap_or(0)
+                });
             }
         }
         if let Some(p) = prev {
@@ -579,10 +606,12 @@ impl Node {
 
     /// Some SMT sibling of `cpu` is running online (not qos_level = -1) work.
     fn sibling_runs_online(&self, cpu: CpuId) -> bool {
-        self.topo
-            .siblings(cpu)
-            .iter()
-            .any(|&s| s != cpu && self.cpus[s].curr.is_some_and(|t| !self.cgroups[self.tasks[t].cg].offline))
+        self.topo.siblings(cpu).iter().any(|&s| {
+            s != cpu
+                && self.cpus[s]
+                    .curr
+                    .is_some_and(|t| !self.cgroups[self.tasks[t].cg].offline)
+        })
     }
 
     /// SMT expeller: `cpu` started online work; siblings running offline tasks reschedule
@@ -590,7 +619,11 @@ impl Node {
     fn expel_siblings(&mut self, cpu: CpuId) {
         for i in 0..self.topo.siblings(cpu).len() {
             let s = self.topo.siblings(cpu)[i];
-            if s != cpu && self.cpus[s].curr.is_some_and(|t| self.cgroups[self.tasks[t].cg].offline) {
+            if s != cpu
+                && self.cpus[s]
+                    .curr
+                    .is_some_and(|t| self.cgroups[self.tasks[t].cg].offline)
+            {
                 self.schedule(s);
             }
         }
@@ -666,7 +699,12 @@ impl Node {
     /// `numa_remote_speed` when the task's memory is on another NUMA node.
     fn speed_of(&self, cpu: CpuId) -> u64 {
         let mut speed = 1.0f64;
-        if self.topo.siblings(cpu).iter().any(|&s| s != cpu && self.cpus[s].curr.is_some()) {
+        if self
+            .topo
+            .siblings(cpu)
+            .iter()
+            .any(|&s| s != cpu && self.cpus[s].curr.is_some())
+        {
             speed *= self.topo.smt_speed;
         }
         if let Some(t) = self.cpus[cpu].curr {
@@ -701,7 +739,11 @@ impl Node {
         }
         let r0 = &self.rqs[rq0];
         let sched_idle_rq = r0.h_nr_running > 0 && r0.idle_h_nr_running == r0.h_nr_running;
-        let min_gran = if self.se_is_idle(init) && !sched_idle_rq { self.tun.idle_min_granularity } else { self.tun.min_granularity };
+        let min_gran = if self.se_is_idle(init) && !sched_idle_rq {
+            self.tun.idle_min_granularity
+        } else {
+            self.tun.min_granularity
+        };
         slice.max(min_gran)
     }
 
@@ -770,7 +812,11 @@ impl Node {
             if let Some(lv) = left {
                 let lead = s.vruntime - lv;
                 let need_v = ideal as i64 + 1 - lead;
-                let t_v = if need_v <= 0 { 0 } else { (need_v as u128 * s.weight as u128).div_ceil(NICE_0_LOAD as u128) as u64 };
+                let t_v = if need_v <= 0 {
+                    0
+                } else {
+                    (need_v as u128 * s.weight as u128).div_ceil(NICE_0_LOAD as u128) as u64
+                };
                 t = t.min(t_v.max(min_gran.saturating_sub(delta_exec)));
             }
             wait = wait.min(t);
@@ -917,7 +963,11 @@ mod tests {
     #[test]
     fn slice_two_tasks_one_cpu_is_half_the_latency() {
         // 1 CPU → factor 1: sched_latency 6 ms; 2 nice-0 tasks → 3 ms each.
-        let n = forked(1, json!([{"name": "a"}]), json!([{"kind": "hog", "name": "h", "cgroup": "a", "threads": 2}]));
+        let n = forked(
+            1,
+            json!([{"name": "a"}]),
+            json!([{"kind": "hog", "name": "h", "cgroup": "a", "threads": 2}]),
+        );
         let t = task_of(&n, 0);
         assert_eq!(n.sched_slice(n.tasks[t].se), 3_000_000);
     }
@@ -925,7 +975,11 @@ mod tests {
     #[test]
     fn slice_beyond_nr_latency_stretches_the_period() {
         // 10 tasks > sched_nr_latency 8: period = 10 × 0.75 ms, slice = 0.75 ms each.
-        let n = forked(1, json!([{"name": "a"}]), json!([{"kind": "hog", "name": "h", "cgroup": "a", "threads": 10}]));
+        let n = forked(
+            1,
+            json!([{"name": "a"}]),
+            json!([{"kind": "hog", "name": "h", "cgroup": "a", "threads": 10}]),
+        );
         assert_eq!(n.sched_slice(n.tasks[0].se), 750_000);
     }
 
@@ -980,7 +1034,11 @@ mod tests {
     #[test]
     fn waking_sleeper_gets_half_a_latency_of_credit() {
         // place_entity(initial = 0): max(own vruntime, min_vruntime − sched_latency/2).
-        let mut n = forked(1, json!([{"name": "a"}]), json!([{"kind": "hog", "name": "h", "cgroup": "a", "threads": 1}]));
+        let mut n = forked(
+            1,
+            json!([{"name": "a"}]),
+            json!([{"kind": "hog", "name": "h", "cgroup": "a", "threads": 1}]),
+        );
         n.run_until(100_000_000).unwrap();
         n.update_curr(0);
         let rq = n.root_rq(0);

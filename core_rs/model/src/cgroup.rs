@@ -70,7 +70,15 @@ pub struct Cgroup {
 }
 
 impl Cgroup {
-    pub fn new(name: String, parent: Option<CgId>, shares: u64, idle: bool, qos_level: i64, ncpus: usize, nnodes: usize) -> Cgroup {
+    pub fn new(
+        name: String,
+        parent: Option<CgId>,
+        shares: u64,
+        idle: bool,
+        qos_level: i64,
+        ncpus: usize,
+        nnodes: usize,
+    ) -> Cgroup {
         Cgroup {
             name,
             parent,

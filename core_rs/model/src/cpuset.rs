@@ -22,16 +22,27 @@ pub fn parse_list(field: &str, text: &str, n: usize, what: &str) -> Result<Vec<b
     }
     for part in text.split(',') {
         let part = part.trim();
-        let bad = || SpecError::new(field, format!("{part:?} is not a {what} or a range like 0-3 (in {text:?})"));
+        let bad = || {
+            SpecError::new(
+                field,
+                format!("{part:?} is not a {what} or a range like 0-3 (in {text:?})"),
+            )
+        };
         let (lo, hi) = match part.split_once('-') {
-            Some((a, b)) => (a.trim().parse::<usize>().map_err(|_| bad())?, b.trim().parse::<usize>().map_err(|_| bad())?),
+            Some((a, b)) => (
+                a.trim().parse::<usize>().map_err(|_| bad())?,
+                b.trim().parse::<usize>().map_err(|_| bad())?,
+            ),
             None => {
                 let v = part.parse::<usize>().map_err(|_| bad())?;
                 (v, v)
             }
         };
         if lo > hi || hi >= n {
-            return Err(SpecError::new(field, format!("{part:?}: {what}s are 0..{} here (in {text:?})", n - 1)));
+            return Err(SpecError::new(
+                field,
+                format!("{part:?}: {what}s are 0..{} here (in {text:?})", n - 1),
+            ));
         }
         for m in &mut mask[lo..=hi] {
             *m = true;
@@ -50,7 +61,11 @@ pub fn format_list(mask: &[bool]) -> String {
             while i + 1 < mask.len() && mask[i + 1] {
                 i += 1;
             }
-            out.push(if start == i { format!("{i}") } else { format!("{start}-{i}") });
+            out.push(if start == i {
+                format!("{i}")
+            } else {
+                format!("{start}-{i}")
+            });
         }
         i += 1;
     }
@@ -72,10 +87,15 @@ impl Node {
     pub(crate) fn init_cpuset(&mut self, cg: CgId, cpus: Option<&str>, mems: Option<&str>) -> Result<()> {
         let p = self.cgroups[cg].parent.expect("not the root");
         let name = self.cgroups[cg].name.clone();
-        for (knob, text, n, what) in
-            [("cpuset.cpus", cpus, self.ncpus(), "CPU"), ("cpuset.mems", mems, self.topo.nnodes, "NUMA node")]
-        {
-            let parent = if knob == "cpuset.cpus" { &self.cgroups[p].cpus } else { &self.cgroups[p].mems };
+        for (knob, text, n, what) in [
+            ("cpuset.cpus", cpus, self.ncpus(), "CPU"),
+            ("cpuset.mems", mems, self.topo.nnodes, "NUMA node"),
+        ] {
+            let parent = if knob == "cpuset.cpus" {
+                &self.cgroups[p].cpus
+            } else {
+                &self.cgroups[p].mems
+            };
             let mask = match text {
                 None => parent.clone(),
                 Some(t) => parse_list(&format!("cgroups.{name}.{knob}"), t, n, what)?,
@@ -83,7 +103,11 @@ impl Node {
             if !subset(&mask, parent) {
                 return Err(SpecError::new(
                     format!("cgroups.{name}.{knob}"),
-                    format!("{} is not within the parent's {}", format_list(&mask), format_list(parent)),
+                    format!(
+                        "{} is not within the parent's {}",
+                        format_list(&mask),
+                        format_list(parent)
+                    ),
                 ));
             }
             if knob == "cpuset.cpus" {
@@ -134,7 +158,9 @@ impl Node {
         let stranded: Vec<TaskId> = (0..self.tasks.len())
             .filter(|&t| {
                 let task = &self.tasks[t];
-                task.cg == cg && matches!(task.state, TaskState::Runnable | TaskState::Running) && !self.allowed(t, task.cpu)
+                task.cg == cg
+                    && matches!(task.state, TaskState::Runnable | TaskState::Running)
+                    && !self.allowed(t, task.cpu)
             })
             .collect();
         // Stop the stranded running tasks first, so that no CPU picks a stranded waiter in
@@ -192,7 +218,6 @@ impl Node {
         }
         Ok(())
     }
-
 }
 
 #[cfg(test)]
@@ -205,7 +230,10 @@ mod tests {
         assert_eq!(format_list(&m), "0-3,6,8-9");
         assert_eq!(format_list(&parse_list("f", "", 4, "CPU").unwrap()), "");
         assert!(parse_list("f", "2-1", 4, "CPU").is_err());
-        assert!(parse_list("f", "0-4", 4, "CPU").unwrap_err().to_string().contains("0..3"));
+        assert!(parse_list("f", "0-4", 4, "CPU")
+            .unwrap_err()
+            .to_string()
+            .contains("0..3"));
         assert!(parse_list("f", "x", 4, "CPU").is_err());
     }
 }

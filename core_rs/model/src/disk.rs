@@ -81,7 +81,10 @@ impl LinearModel {
     pub fn check(&self, field: &str) -> Result<()> {
         for (k, v) in self.fields() {
             if v == 0 {
-                return Err(SpecError::new(format!("{field}.{k}"), "must be > 0 (the linear model divides by it)"));
+                return Err(SpecError::new(
+                    format!("{field}.{k}"),
+                    "must be > 0 (the linear model divides by it)",
+                ));
             }
         }
         Ok(())
@@ -120,7 +123,9 @@ impl LinearModel {
             if tok.contains(':') && !tok.contains('=') {
                 continue;
             }
-            let (k, v) = tok.split_once('=').ok_or_else(|| SpecError::new(knob, format!("expected KEY=VALUE, got {tok:?}")))?;
+            let (k, v) = tok
+                .split_once('=')
+                .ok_or_else(|| SpecError::new(knob, format!("expected KEY=VALUE, got {tok:?}")))?;
             match (k, v) {
                 ("ctrl", "auto") => auto = true,
                 ("ctrl", "user") | ("model", "linear") => {}
@@ -130,21 +135,33 @@ impl LinearModel {
                         .iter()
                         .position(|n| *n == k)
                         .ok_or_else(|| SpecError::new(knob, format!("unknown key {k:?} (rbps, rseqiops, rrandiops, wbps, wseqiops, wrandiops, ctrl, model)")))?;
-                    m[i] = v.parse().map_err(|_| SpecError::new(knob, format!("{k} must be a positive integer (got {v:?})")))?;
+                    m[i] = v
+                        .parse()
+                        .map_err(|_| SpecError::new(knob, format!("{k} must be a positive integer (got {v:?})")))?;
                 }
             }
         }
         if auto {
             return Ok(None);
         }
-        let model = LinearModel { rbps: m[0], rseqiops: m[1], rrandiops: m[2], wbps: m[3], wseqiops: m[4], wrandiops: m[5] };
+        let model = LinearModel {
+            rbps: m[0],
+            rseqiops: m[1],
+            rrandiops: m[2],
+            wbps: m[3],
+            wseqiops: m[4],
+            wrandiops: m[5],
+        };
         model.check(knob)?;
         Ok(Some(model))
     }
 
     pub fn text(&self) -> String {
         let f = self.fields();
-        format!("ctrl=user model=linear {}", f.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "))
+        format!(
+            "ctrl=user model=linear {}",
+            f.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+        )
     }
 }
 
@@ -195,7 +212,14 @@ fn d_wrandiops() -> u64 {
 
 impl DiskSpec {
     pub fn device(&self) -> LinearModel {
-        LinearModel { rbps: self.rbps, rseqiops: self.rseqiops, rrandiops: self.rrandiops, wbps: self.wbps, wseqiops: self.wseqiops, wrandiops: self.wrandiops }
+        LinearModel {
+            rbps: self.rbps,
+            rseqiops: self.rseqiops,
+            rrandiops: self.rrandiops,
+            wbps: self.wbps,
+            wseqiops: self.wseqiops,
+            wrandiops: self.wrandiops,
+        }
     }
 }
 fn default_latency() -> u64 {
@@ -335,17 +359,34 @@ pub struct Disk {
 }
 
 impl Disk {
-    pub fn new(spec: DiskSpec, parents: Vec<Option<CgId>>, dirtyable: u64, dirty_ratio: u64, background_ratio: u64, cgroup_writeback: bool) -> Disk {
+    pub fn new(
+        spec: DiskSpec,
+        parents: Vec<Option<CgId>>,
+        dirtyable: u64,
+        dirty_ratio: u64,
+        background_ratio: u64,
+        cgroup_writeback: bool,
+    ) -> Disk {
         let n = parents.len();
         let cgs = parents
             .iter()
-            .map(|_| IoCgroup { weight: DEFAULT_WEIGHT, cost_weight: DEFAULT_WEIGHT, throttle: Throttle::default(), stat: IoStat::default(), base: IoStat::default() })
+            .map(|_| IoCgroup {
+                weight: DEFAULT_WEIGHT,
+                cost_weight: DEFAULT_WEIGHT,
+                throttle: Throttle::default(),
+                stat: IoStat::default(),
+                base: IoStat::default(),
+            })
             .collect();
         Disk {
             parents,
             spec,
             cgs,
-            iocost: IoCost { model: None, enabled: false, vrate: (100.0, 100.0) },
+            iocost: IoCost {
+                model: None,
+                enabled: false,
+                vrate: (100.0, 100.0),
+            },
             cgroup_writeback,
             flows: vec![],
             clock: 0,
@@ -397,9 +438,21 @@ impl Disk {
             return;
         }
         // the queue's next request ends the device's wait for it
-        self.flows.retain(|f| !(f.cg == op.cg && matches!(f.kind, FlowKind::Idle(_))));
+        self.flows
+            .retain(|f| !(f.cg == op.cg && matches!(f.kind, FlowKind::Idle(_))));
         let cost = self.spec.device().cost(op.dir, op.bytes, 1, op.random);
-        self.flows.push(Flow { cg: op.cg, dir: op.dir, bytes: op.bytes, ios: 1, random: op.random, cost, done: 0.0, rate: 0.0, submitted: now, kind: FlowKind::Sync(op.waker) });
+        self.flows.push(Flow {
+            cg: op.cg,
+            dir: op.dir,
+            bytes: op.bytes,
+            ios: 1,
+            random: op.random,
+            cost,
+            done: 0.0,
+            rate: 0.0,
+            submitted: now,
+            kind: FlowKind::Sync(op.waker),
+        });
     }
 
     /// balance_dirty_pages: buffered writes go into the cache while dirty memory stays under
@@ -415,7 +468,10 @@ impl Disk {
             for (op, _) in &self.waiting {
                 seen[op.cg] = true;
             }
-            (0..self.cgs.len()).filter(|&g| seen[g] || self.dirty[g] > 0).count().max(1) as u64
+            (0..self.cgs.len())
+                .filter(|&g| seen[g] || self.dirty[g] > 0)
+                .count()
+                .max(1) as u64
         } else {
             1
         };
@@ -423,7 +479,11 @@ impl Disk {
         while i < self.waiting.len() {
             let (op, since) = self.waiting[i];
             let owner = if per_owner { op.cg } else { ROOT };
-            let (held, limit) = if per_owner { (self.dirty[owner], self.dirty_thresh / owners) } else { (self.dirty_total, self.dirty_thresh) };
+            let (held, limit) = if per_owner {
+                (self.dirty[owner], self.dirty_thresh / owners)
+            } else {
+                (self.dirty_total, self.dirty_thresh)
+            };
             if held > 0 && held + op.bytes > limit {
                 if !per_owner {
                     break; // one global domain: first come, first served
@@ -456,7 +516,18 @@ impl Disk {
             let ios = bytes.div_ceil(WB_IO);
             let cost = self.spec.device().cost(Dir::Write, bytes, ios, false);
             self.inflight[owner] = bytes;
-            self.flows.push(Flow { cg: owner, dir: Dir::Write, bytes, ios, random: false, cost, done: 0.0, rate: 0.0, submitted: now, kind: FlowKind::Writeback });
+            self.flows.push(Flow {
+                cg: owner,
+                dir: Dir::Write,
+                bytes,
+                ios,
+                random: false,
+                cost,
+                done: 0.0,
+                rate: 0.0,
+                submitted: now,
+                kind: FlowKind::Writeback,
+            });
         }
     }
 
@@ -505,7 +576,14 @@ impl Disk {
                     self.completions.push((at, w));
                     if idling {
                         let until = at + SLICE_IDLE;
-                        self.flows.push(Flow { kind: FlowKind::Idle(until), bytes: 0, ios: 0, done: 0.0, rate: 0.0, ..f });
+                        self.flows.push(Flow {
+                            kind: FlowKind::Idle(until),
+                            bytes: 0,
+                            ios: 0,
+                            done: 0.0,
+                            rate: 0.0,
+                            ..f
+                        });
                     }
                 }
                 FlowKind::Idle(_) => {}
@@ -533,13 +611,22 @@ impl Disk {
         let iocost = self.iocost.enabled;
         let weights = self.flow_weights();
         let mut weights = weights;
-        let mut limits = vec![Limit { capacity: 1.0, members: (0..n).map(|f| (f, 1.0)).collect() }];
+        let mut limits = vec![Limit {
+            capacity: 1.0,
+            members: (0..n).map(|f| (f, 1.0)).collect(),
+        }];
         if iocost {
             let model = self.iocost.model.unwrap_or_else(|| self.spec.device());
             let ratio: Vec<f64> = self
                 .flows
                 .iter()
-                .map(|f| if f.ios == 0 { 1.0 } else { model.cost(f.dir, f.bytes, f.ios, f.random) / f.cost })
+                .map(|f| {
+                    if f.ios == 0 {
+                        1.0
+                    } else {
+                        model.cost(f.dir, f.bytes, f.ios, f.random) / f.cost
+                    }
+                })
                 .collect();
             // shares are hweight in the model's units: weight per device ns = hw / ratio
             for (w, r) in weights.iter_mut().zip(&ratio) {
@@ -547,7 +634,10 @@ impl Disk {
             }
             let (lo, hi) = self.iocost.vrate;
             if lo == hi {
-                limits.push(Limit { capacity: hi / 100.0, members: ratio.iter().enumerate().map(|(f, &r)| (f, r)).collect() });
+                limits.push(Limit {
+                    capacity: hi / 100.0,
+                    members: ratio.iter().enumerate().map(|(f, &r)| (f, r)).collect(),
+                });
             }
         }
         for (g, c) in self.cgs.iter().enumerate() {
@@ -569,7 +659,10 @@ impl Disk {
                     .map(|(i, f)| (i, if per_byte { f.bytes as f64 } else { f.ios as f64 } / f.cost))
                     .collect();
                 if !members.is_empty() {
-                    limits.push(Limit { capacity: cap as f64 / 1e9, members });
+                    limits.push(Limit {
+                        capacity: cap as f64 / 1e9,
+                        members,
+                    });
                 }
             }
         }
@@ -629,7 +722,10 @@ impl Disk {
                 hw[g] = hw[p] * w(g) / total[p];
             }
         }
-        self.flows.iter().map(|f| hw[f.cg] * DEFAULT_WEIGHT as f64 / total[f.cg] / own[f.cg] as f64).collect()
+        self.flows
+            .iter()
+            .map(|f| hw[f.cg] * DEFAULT_WEIGHT as f64 / total[f.cg] / own[f.cg] as f64)
+            .collect()
     }
 
     pub fn stat(&self, cg: CgId) -> IoStat {

@@ -7,14 +7,24 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "dist", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Dist {
-    Constant { value_ns: u64 },
-    Exponential { mean_ns: f64 },
+    Constant {
+        value_ns: u64,
+    },
+    Exponential {
+        mean_ns: f64,
+    },
     /// Log-normal with the given mean; `sigma` is the standard deviation of the underlying
     /// normal, so mu = ln(mean) − sigma²/2.
-    Lognormal { mean_ns: f64, sigma: f64 },
+    Lognormal {
+        mean_ns: f64,
+        sigma: f64,
+    },
     /// A histogram: bin i spans [edges_ns[i], edges_ns[i+1]) and is chosen with probability
     /// weights[i] / Σ weights; the value is uniform inside the bin.
-    Empirical { edges_ns: Vec<u64>, weights: Vec<f64> },
+    Empirical {
+        edges_ns: Vec<u64>,
+        weights: Vec<f64>,
+    },
 }
 
 impl Dist {
@@ -41,7 +51,11 @@ impl Dist {
                 if weights.is_empty() || edges_ns.len() != weights.len() + 1 {
                     return err(
                         "edges_ns",
-                        format!("need len(weights) + 1 edges (got {} edges, {} weights)", edges_ns.len(), weights.len()),
+                        format!(
+                            "need len(weights) + 1 edges (got {} edges, {} weights)",
+                            edges_ns.len(),
+                            weights.len()
+                        ),
                     );
                 }
                 if edges_ns.windows(2).any(|w| w[1] <= w[0]) {
@@ -112,8 +126,14 @@ mod tests {
     fn sample_means_match_declared_means() {
         for d in [
             Dist::Exponential { mean_ns: 1e6 },
-            Dist::Lognormal { mean_ns: 48e6, sigma: 0.4 },
-            Dist::Empirical { edges_ns: vec![0, 100, 1000], weights: vec![3.0, 1.0] },
+            Dist::Lognormal {
+                mean_ns: 48e6,
+                sigma: 0.4,
+            },
+            Dist::Empirical {
+                edges_ns: vec![0, 100, 1000],
+                weights: vec![3.0, 1.0],
+            },
         ] {
             let m = mean_of(&d);
             assert!((m / d.mean_ns() - 1.0).abs() < 0.01, "{d:?}: {m} vs {}", d.mean_ns());
@@ -122,7 +142,10 @@ mod tests {
 
     #[test]
     fn empirical_rejects_bad_edges() {
-        let d = Dist::Empirical { edges_ns: vec![0, 10], weights: vec![1.0, 1.0] };
+        let d = Dist::Empirical {
+            edges_ns: vec![0, 10],
+            weights: vec![1.0, 1.0],
+        };
         assert!(d.validate("s").unwrap_err().field.starts_with("s.edges_ns"));
     }
 }

@@ -25,7 +25,10 @@ impl Node {
     /// Queued entities of a queue, the running one included when it is still queued.
     fn queued(&self, rq: RqId) -> impl Iterator<Item = SeId> + '_ {
         let r = &self.rqs[rq];
-        r.timeline.iter().map(|&(_, s)| s).chain(r.curr.filter(|&c| self.ses[c].on_rq))
+        r.timeline
+            .iter()
+            .map(|&(_, s)| s)
+            .chain(r.curr.filter(|&c| self.ses[c].on_rq))
     }
 
     /// (Σ w_i (v_i − v0), Σ w_i) over the queue, v0 = min_vruntime, w unscaled
@@ -97,7 +100,10 @@ impl Node {
         let vrun = self.avg_vruntime(rq);
         let mut lag = 0i64;
         if self.rqs[rq].nr_running > 0 {
-            let load: i128 = self.queued(rq).map(|s| scale_load_down(self.ses[s].weight) as i128).sum();
+            let load: i128 = self
+                .queued(rq)
+                .map(|s| scale_load_down(self.ses[s].weight) as i128)
+                .sum();
             let w = scale_load_down(self.ses[se].weight) as i128;
             lag = (self.ses[se].vlag as i128 * (load + w) / load.max(1)) as i64;
         }
@@ -208,7 +214,11 @@ impl Node {
             if self.rqs[rq].nr_running > 1 {
                 let s = &self.ses[se];
                 let ahead = s.deadline - s.vruntime;
-                let w = if ahead <= 0 { 0 } else { (ahead as u128 * s.weight as u128).div_ceil(crate::tunables::NICE_0_LOAD as u128) as u64 };
+                let w = if ahead <= 0 {
+                    0
+                } else {
+                    (ahead as u128 * s.weight as u128).div_ceil(crate::tunables::NICE_0_LOAD as u128) as u64
+                };
                 wait = wait.min(w);
             }
             match self.parent_se(se) {

@@ -12,7 +12,10 @@ pub struct SpecError {
 
 impl SpecError {
     pub fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
-        SpecError { field: field.into(), reason: reason.into() }
+        SpecError {
+            field: field.into(),
+            reason: reason.into(),
+        }
     }
 }
 

@@ -28,7 +28,12 @@ pub fn fill(weights: &[f64], limits: &[Limit]) -> Vec<f64> {
             if !open[i] {
                 continue;
             }
-            let slope: f64 = l.members.iter().filter(|&&(f, _)| !frozen[f]).map(|&(f, c)| c * weights[f]).sum();
+            let slope: f64 = l
+                .members
+                .iter()
+                .filter(|&&(f, _)| !frozen[f])
+                .map(|&(f, c)| c * weights[f])
+                .sum();
             if slope <= 0.0 {
                 open[i] = false;
                 continue;
@@ -43,7 +48,12 @@ pub fn fill(weights: &[f64], limits: &[Limit]) -> Vec<f64> {
         level = at;
         for (i, l) in limits.iter().enumerate() {
             if open[i] {
-                used[i] += dl * l.members.iter().filter(|&&(f, _)| !frozen[f]).map(|&(f, c)| c * weights[f]).sum::<f64>();
+                used[i] += dl
+                    * l.members
+                        .iter()
+                        .filter(|&&(f, _)| !frozen[f])
+                        .map(|&(f, c)| c * weights[f])
+                        .sum::<f64>();
             }
         }
         for f in 0..n {
@@ -64,7 +74,10 @@ mod tests {
     use super::*;
 
     fn all(n: usize, cap: f64) -> Limit {
-        Limit { capacity: cap, members: (0..n).map(|f| (f, 1.0)).collect() }
+        Limit {
+            capacity: cap,
+            members: (0..n).map(|f| (f, 1.0)).collect(),
+        }
     }
 
     #[test]
@@ -76,7 +89,10 @@ mod tests {
     #[test]
     fn a_capped_flow_leaves_the_rest_to_the_others() {
         // flow 0 (weight 10) capped at 20: flow 1 takes the other 90 (work conserving)
-        let cap = Limit { capacity: 20.0, members: vec![(0, 1.0)] };
+        let cap = Limit {
+            capacity: 20.0,
+            members: vec![(0, 1.0)],
+        };
         let r = fill(&[10.0, 1.0], &[all(2, 110.0), cap]);
         assert!((r[0] - 20.0).abs() < 1e-9 && (r[1] - 90.0).abs() < 1e-9, "{r:?}");
     }
@@ -84,7 +100,10 @@ mod tests {
     #[test]
     fn coefficients_convert_units() {
         // a byte cap of 50 on a flow moving 2 bytes per unit: 25 units
-        let cap = Limit { capacity: 50.0, members: vec![(0, 2.0)] };
+        let cap = Limit {
+            capacity: 50.0,
+            members: vec![(0, 2.0)],
+        };
         let r = fill(&[1.0], &[all(1, 100.0), cap]);
         assert!((r[0] - 25.0).abs() < 1e-9, "{r:?}");
     }

@@ -129,7 +129,11 @@ impl Watermarks {
         let min_kb = isqrt(kb.saturating_mul(16)).clamp(128, 262_144);
         let min = min_kb * 1024;
         let gap = (min / 4).max(((total as u128) * scale_factor as u128 / 10_000) as u64);
-        Watermarks { min, low: min + gap, high: min + 2 * gap }
+        Watermarks {
+            min,
+            low: min + gap,
+            high: min + 2 * gap,
+        }
     }
 }
 
@@ -213,7 +217,8 @@ impl Memory {
     }
 
     fn swap_free(&self) -> u64 {
-        self.swap_total.saturating_sub(self.cgs.iter().map(|c| c.swap).sum::<u64>())
+        self.swap_total
+            .saturating_sub(self.cgs.iter().map(|c| c.swap).sum::<u64>())
     }
 
     fn ancestors(&self, cg: usize) -> Vec<usize> {
@@ -271,7 +276,10 @@ impl Memory {
         // memory.max: the deepest counter over its limit fails the charge first
         // (page_counter_try_charge walks up from the leaf).
         loop {
-            let over = self.ancestors(cg).into_iter().find(|&a| self.cgs[a].usage + bytes > self.cgs[a].max);
+            let over = self
+                .ancestors(cg)
+                .into_iter()
+                .find(|&a| self.cgs[a].usage + bytes > self.cgs[a].max);
             let Some(a) = over else { break };
             self.event(a, |e| e.max += 1);
             let need = self.cgs[a].usage + bytes - self.cgs[a].max;
@@ -336,13 +344,17 @@ impl Memory {
                 let base = c.max.min(c.high);
                 if base != UNLIMITED {
                     let high = (base as u128 * c.wmark_ratio as u128 / 100) as u64;
-                    let low = high.saturating_sub((c.max.min(base) as u128 * c.wmark_scale_factor as u128 / 10_000) as u64);
+                    let low =
+                        high.saturating_sub((c.max.min(base) as u128 * c.wmark_scale_factor as u128 / 10_000) as u64);
                     if c.usage > high {
                         target = Some(low);
                     }
                 }
             }
-            if c.high_async_ratio < 100 && c.high != UNLIMITED && c.usage > (c.high as u128 * c.high_async_ratio as u128 / 100) as u64 {
+            if c.high_async_ratio < 100
+                && c.high != UNLIMITED
+                && c.usage > (c.high as u128 * c.high_async_ratio as u128 / 100) as u64
+            {
                 let low = (c.high as u128 * c.high_async_ratio.saturating_sub(10) as u128 / 100) as u64;
                 target = Some(target.map_or(low, |t: u64| t.min(low)));
             }
@@ -392,7 +404,12 @@ impl Memory {
 
     /// A process exits (or is killed): its anonymous memory and swap go; its cache stays.
     pub fn release(&mut self, owner: Owner) {
-        let mine: Vec<(usize, u64)> = self.rss.iter().filter(|((_, o), _)| *o == owner).map(|(&(cg, _), &b)| (cg, b)).collect();
+        let mine: Vec<(usize, u64)> = self
+            .rss
+            .iter()
+            .filter(|((_, o), _)| *o == owner)
+            .map(|(&(cg, _), &b)| (cg, b))
+            .collect();
         for (cg, b) in mine {
             let resident = b.min(self.cgs[cg].anon);
             self.sub(cg, Kind::Anon, resident);
@@ -414,7 +431,10 @@ impl Memory {
             if kids.is_empty() {
                 continue;
             }
-            let claims: Vec<u64> = kids.iter().map(|&k| self.cgs[k].usage.min(setting(&self.cgs[k]))).collect();
+            let claims: Vec<u64> = kids
+                .iter()
+                .map(|&k| self.cgs[k].usage.min(setting(&self.cgs[k])))
+                .collect();
             let sum: u64 = claims.iter().sum();
             for (&k, &claim) in kids.iter().zip(&claims) {
                 let e = if cg == root {
@@ -479,7 +499,12 @@ impl Memory {
                 // proportional shares, rounded to pages, the remainder to the first ones
                 let mut plan: Vec<(usize, u64)> = avail
                     .iter()
-                    .map(|&(cg, g)| (cg, (((want as u128) * g as u128 / total as u128) as u64 / PAGE * PAGE).min(g)))
+                    .map(|&(cg, g)| {
+                        (
+                            cg,
+                            (((want as u128) * g as u128 / total as u128) as u64 / PAGE * PAGE).min(g),
+                        )
+                    })
                     .collect();
                 let mut left = want.saturating_sub(plan.iter().map(|&(_, p)| p).sum());
                 for (i, &(_, g)) in avail.iter().enumerate() {
@@ -498,12 +523,19 @@ impl Memory {
                     if kind == Kind::Anon {
                         self.cgs[cg].swap += take;
                         // swapped-out pages leave the owners' RSS in proportion
-                        let owners: Vec<(Owner, u64)> =
-                            self.rss.range((cg, 0)..=(cg, usize::MAX)).map(|(&(_, o), &b)| (o, b)).collect();
+                        let owners: Vec<(Owner, u64)> = self
+                            .rss
+                            .range((cg, 0)..=(cg, usize::MAX))
+                            .map(|(&(_, o), &b)| (o, b))
+                            .collect();
                         let sum: u64 = owners.iter().map(|&(_, b)| b).sum();
                         let mut rest = take;
                         for (i, (o, b)) in owners.iter().enumerate() {
-                            let part = if i + 1 == owners.len() { rest } else { ((take as u128) * *b as u128 / sum.max(1) as u128) as u64 };
+                            let part = if i + 1 == owners.len() {
+                                rest
+                            } else {
+                                ((take as u128) * *b as u128 / sum.max(1) as u128) as u64
+                            };
                             let part = part.min(*b).min(rest);
                             *self.rss.get_mut(&(cg, *o)).unwrap() -= part;
                             rest -= part;
@@ -578,7 +610,9 @@ impl Memory {
                 let v: std::collections::BTreeSet<Owner> = self
                     .rss
                     .keys()
-                    .filter(|(c, o)| sub.contains(c) && self.oom_score_adj.get(o).copied().unwrap_or(0) > OOM_SCORE_ADJ_MIN)
+                    .filter(|(c, o)| {
+                        sub.contains(c) && self.oom_score_adj.get(o).copied().unwrap_or(0) > OOM_SCORE_ADJ_MIN
+                    })
                     .map(|&(_, o)| o)
                     .collect();
                 v.into_iter().collect()

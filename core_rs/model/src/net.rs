@@ -74,7 +74,15 @@ impl Net {
         Net {
             parents: parents.clone(),
             egress: egress_bytes_per_s as f64 / 1e9,
-            cgs: parents.iter().map(|_| NetCgroup { classid: 0, egress_bps: 0, tx: 0.0, base: 0.0 }).collect(),
+            cgs: parents
+                .iter()
+                .map(|_| NetCgroup {
+                    classid: 0,
+                    egress_bps: 0,
+                    tx: 0.0,
+                    base: 0.0,
+                })
+                .collect(),
             flows: vec![],
             clock: 0,
             bwm: Bwm {
@@ -93,8 +101,17 @@ impl Net {
 
     /// A flow of cgroup `cg`, off until switched on; returns its id.
     pub fn add_flow(&mut self, cg: CgId, target_bytes_per_s: u64) -> usize {
-        let target = if target_bytes_per_s == 0 { f64::INFINITY } else { target_bytes_per_s as f64 / 1e9 };
-        self.flows.push(Flow { cg, target, on: false, rate: 0.0 });
+        let target = if target_bytes_per_s == 0 {
+            f64::INFINITY
+        } else {
+            target_bytes_per_s as f64 / 1e9
+        };
+        self.flows.push(Flow {
+            cg,
+            target,
+            on: false,
+            rate: 0.0,
+        });
         self.flows.len() - 1
     }
 
@@ -147,7 +164,11 @@ impl Net {
         let elapsed = now.saturating_sub(b.last_check);
         if elapsed > 0 {
             let online_rate = b.online_bytes * 1e9 / elapsed as f64;
-            let rate = if online_rate >= b.waterline as f64 { b.low } else { b.high };
+            let rate = if online_rate >= b.waterline as f64 {
+                b.low
+            } else {
+                b.high
+            };
             if rate != b.offline_rate {
                 b.switches += 1;
             }
@@ -172,10 +193,16 @@ impl Net {
         if on.is_empty() {
             return;
         }
-        let mut limits = vec![Limit { capacity: self.egress, members: (0..on.len()).map(|k| (k, 1.0)).collect() }];
+        let mut limits = vec![Limit {
+            capacity: self.egress,
+            members: (0..on.len()).map(|k| (k, 1.0)).collect(),
+        }];
         for (k, &i) in on.iter().enumerate() {
             if self.flows[i].target.is_finite() {
-                limits.push(Limit { capacity: self.flows[i].target, members: vec![(k, 1.0)] });
+                limits.push(Limit {
+                    capacity: self.flows[i].target,
+                    members: vec![(k, 1.0)],
+                });
             }
         }
         for g in 0..self.cgs.len() {
@@ -183,15 +210,31 @@ impl Net {
             if cap == 0 {
                 continue;
             }
-            let members: Vec<(usize, f64)> = on.iter().enumerate().filter(|&(_, &i)| self.is_descendant(self.flows[i].cg, g)).map(|(k, _)| (k, 1.0)).collect();
+            let members: Vec<(usize, f64)> = on
+                .iter()
+                .enumerate()
+                .filter(|&(_, &i)| self.is_descendant(self.flows[i].cg, g))
+                .map(|(k, _)| (k, 1.0))
+                .collect();
             if !members.is_empty() {
-                limits.push(Limit { capacity: cap as f64 / 1e9, members });
+                limits.push(Limit {
+                    capacity: cap as f64 / 1e9,
+                    members,
+                });
             }
         }
         if self.bwm.enabled {
-            let members: Vec<(usize, f64)> = on.iter().enumerate().filter(|&(_, &i)| self.offline(self.flows[i].cg)).map(|(k, _)| (k, 1.0)).collect();
+            let members: Vec<(usize, f64)> = on
+                .iter()
+                .enumerate()
+                .filter(|&(_, &i)| self.offline(self.flows[i].cg))
+                .map(|(k, _)| (k, 1.0))
+                .collect();
             if !members.is_empty() {
-                limits.push(Limit { capacity: self.bwm.offline_rate as f64 / 1e9, members });
+                limits.push(Limit {
+                    capacity: self.bwm.offline_rate as f64 / 1e9,
+                    members,
+                });
             }
         }
         let rates = fill(&vec![1.0; on.len()], &limits);

@@ -2,8 +2,8 @@
 //! them together. The fair-class logic lives in `cfs.rs`, placement and balancing in
 //! `balance.rs`; this file owns the state and the loop.
 
-use crate::cgroup::{CgId, Cgroup, ROOT};
 use crate::cfs_rq::{CfsRq, RqId, Se, SeId, SeKind};
+use crate::cgroup::{CgId, Cgroup, ROOT};
 use crate::dist::Dist;
 use crate::error::{Result, SpecError};
 use crate::events::{Event, EventQueue, Ns};
@@ -12,7 +12,7 @@ use crate::spec::{check_knob, NodeSpec, WorkloadSpec};
 use crate::stats::{Series, ServiceStats};
 use crate::topology::{CpuId, Topology};
 use crate::tunables::{Tunables, NICE_0_LOAD, WEIGHT_IDLEPRIO};
-use crate::workload::{Bursty, ClosedLoop, Client, Effects, Hog, Next, OpenLoop, TaskId, Workload, START};
+use crate::workload::{Bursty, Client, ClosedLoop, Effects, Hog, Next, OpenLoop, TaskId, Workload, START};
 
 /// A think time that is there at all (a constant 0 is none).
 fn thinking(think: &Option<Dist>) -> Option<Dist> {
@@ -149,7 +149,15 @@ impl Node {
             cgroups[parent].children.push(id);
             // An idle group's shares read WEIGHT_IDLEPRIO (sched_group_set_idle).
             let shares = if c.idle == 1 { 3 } else { c.shares };
-            let mut g = Cgroup::new(c.name.clone(), Some(parent), shares, c.idle == 1, c.qos_level, ncpus, nnodes);
+            let mut g = Cgroup::new(
+                c.name.clone(),
+                Some(parent),
+                shares,
+                c.idle == 1,
+                c.qos_level,
+                ncpus,
+                nnodes,
+            );
             g.depth = cgroups[parent].depth + 1;
             cgroups.push(g);
         }
@@ -222,7 +230,8 @@ impl Node {
         node.refresh_cgroup_flags();
         for (i, c) in spec.cgroups.iter().enumerate() {
             let field = format!("cgroups[{i}].cpu.cfs_quota_us");
-            let (quota, period, burst) = crate::spec::bandwidth_ns(&field, c.cfs_quota_us, c.cfs_period_us, c.cfs_burst_us)?;
+            let (quota, period, burst) =
+                crate::spec::bandwidth_ns(&field, c.cfs_quota_us, c.cfs_period_us, c.cfs_burst_us)?;
             if quota.is_some() || period != crate::bandwidth::DEFAULT_PERIOD || burst > 0 {
                 node.check_quota_hierarchy(i + 1, quota, period)?;
                 node.set_bandwidth(i + 1, quota, period, burst);
@@ -257,13 +266,19 @@ impl Node {
     pub fn cgroup_id(&self, name: &str) -> Result<CgId> {
         self.cgroups.iter().position(|g| g.name == name).ok_or_else(|| {
             let known: Vec<&str> = self.cgroups[1..].iter().map(|g| g.name.as_str()).collect();
-            SpecError::new("cgroup", format!("no cgroup named {name:?} (known: {})", known.join(", ")))
+            SpecError::new(
+                "cgroup",
+                format!("no cgroup named {name:?} (known: {})", known.join(", ")),
+            )
         })
     }
 
     pub fn service_id(&self, name: &str) -> Result<usize> {
         self.service_names.iter().position(|n| n == name).ok_or_else(|| {
-            SpecError::new("service", format!("no service named {name:?} (known: {})", self.service_names.join(", ")))
+            SpecError::new(
+                "service",
+                format!("no service named {name:?} (known: {})", self.service_names.join(", ")),
+            )
         })
     }
 
@@ -305,9 +320,19 @@ impl Node {
                 let threads = (0..*threads).map(|k| self.new_task(cg, idx, k, 0)).collect();
                 (Workload::Hog(Hog { threads }), *start_ns)
             }
-            WorkloadSpec::ClosedLoop { clients, fanout, service, think, workers, start_ns, .. } => {
+            WorkloadSpec::ClosedLoop {
+                clients,
+                fanout,
+                service,
+                think,
+                workers,
+                start_ns,
+                ..
+            } => {
                 let n = workers.unwrap_or(clients * fanout);
-                let threads = (0..n).map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus)).collect();
+                let threads = (0..n)
+                    .map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus))
+                    .collect();
                 self.service_names.push(w.name().to_string());
                 self.services.push(ServiceStats::default());
                 let think = thinking(think);
@@ -315,7 +340,12 @@ impl Node {
                     svc: self.services.len() - 1,
                     fanout: *fanout,
                     threads,
-                    clients: (0..*clients).map(|_| Client { outstanding: 0, issued_at: 0 }).collect(),
+                    clients: (0..*clients)
+                        .map(|_| Client {
+                            outstanding: 0,
+                            issued_at: 0,
+                        })
+                        .collect(),
                     service: service.clone(),
                     think,
                     rng,
@@ -327,9 +357,18 @@ impl Node {
                 };
                 (Workload::ClosedLoop(cl), *start_ns)
             }
-            WorkloadSpec::Bursty { steady_threads, burst_threads, every_ns, length_ns, start_ns, .. } => {
+            WorkloadSpec::Bursty {
+                steady_threads,
+                burst_threads,
+                every_ns,
+                length_ns,
+                start_ns,
+                ..
+            } => {
                 let n = steady_threads + burst_threads;
-                let ts: Vec<TaskId> = (0..n).map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus)).collect();
+                let ts: Vec<TaskId> = (0..n)
+                    .map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus))
+                    .collect();
                 self.service_names.push(w.name().to_string());
                 self.services.push(ServiceStats::default());
                 let (steady, burst) = ts.split_at(*steady_threads as usize);
@@ -345,7 +384,17 @@ impl Node {
                 };
                 (Workload::Bursty(b), *start_ns)
             }
-            WorkloadSpec::MemoryHog { threads, bytes, chunk_bytes, touch_ns_per_page, mode, hang_ns, oom_score_adj, start_ns, .. } => {
+            WorkloadSpec::MemoryHog {
+                threads,
+                bytes,
+                chunk_bytes,
+                touch_ns_per_page,
+                mode,
+                hang_ns,
+                oom_score_adj,
+                start_ns,
+                ..
+            } => {
                 let ts: Vec<TaskId> = (0..*threads).map(|k| self.new_task(cg, idx, k, 0)).collect();
                 if let Some(m) = self.memory.as_mut() {
                     for &t in &ts {
@@ -363,17 +412,35 @@ impl Node {
                 };
                 (Workload::MemoryHog(m), *start_ns)
             }
-            WorkloadSpec::FileServer { clients, service, think, working_set_bytes, file_bytes, disk_latency_ns, disk_bytes_per_s, start_ns, .. } => {
-                let ts: Vec<TaskId> = (0..*clients).map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus)).collect();
+            WorkloadSpec::FileServer {
+                clients,
+                service,
+                think,
+                working_set_bytes,
+                file_bytes,
+                disk_latency_ns,
+                disk_bytes_per_s,
+                start_ns,
+                ..
+            } => {
+                let ts: Vec<TaskId> = (0..*clients)
+                    .map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus))
+                    .collect();
                 self.service_names.push(w.name().to_string());
                 self.services.push(ServiceStats::default());
                 let think = thinking(think);
-                let disk_ns = disk_latency_ns + ((*file_bytes as u128) * 1_000_000_000 / (*disk_bytes_per_s).max(1) as u128) as u64;
+                let disk_ns = disk_latency_ns
+                    + ((*file_bytes as u128) * 1_000_000_000 / (*disk_bytes_per_s).max(1) as u128) as u64;
                 let f = crate::workload::FileServer {
                     svc: self.services.len() - 1,
                     cg,
                     threads: ts,
-                    clients: (0..*clients).map(|_| Client { outstanding: 0, issued_at: 0 }).collect(),
+                    clients: (0..*clients)
+                        .map(|_| Client {
+                            outstanding: 0,
+                            issued_at: 0,
+                        })
+                        .collect(),
                     service: service.clone(),
                     think,
                     rng,
@@ -387,12 +454,37 @@ impl Node {
                 };
                 (Workload::FileServer(f), *start_ns)
             }
-            WorkloadSpec::Duty { max_threads, cores, period_ns, start_ns, .. } => {
-                let ts: Vec<TaskId> = (0..*max_threads).map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus)).collect();
+            WorkloadSpec::Duty {
+                max_threads,
+                cores,
+                period_ns,
+                start_ns,
+                ..
+            } => {
+                let ts: Vec<TaskId> = (0..*max_threads)
+                    .map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus))
+                    .collect();
                 let n = ts.len();
-                (Workload::Duty(crate::workload::Duty { threads: ts, cores: *cores, period: *period_ns, busy: vec![false; n], pending: vec![0; n], memory: 0 }), *start_ns)
+                (
+                    Workload::Duty(crate::workload::Duty {
+                        threads: ts,
+                        cores: *cores,
+                        period: *period_ns,
+                        busy: vec![false; n],
+                        pending: vec![0; n],
+                        memory: 0,
+                    }),
+                    *start_ns,
+                )
             }
-            WorkloadSpec::Analytics { threads, working_set_bytes, work_ns, fault_penalty, start_ns, .. } => {
+            WorkloadSpec::Analytics {
+                threads,
+                working_set_bytes,
+                work_ns,
+                fault_penalty,
+                start_ns,
+                ..
+            } => {
                 let ts: Vec<TaskId> = (0..*threads).map(|k| self.new_task(cg, idx, k, 0)).collect();
                 self.service_names.push(w.name().to_string());
                 self.services.push(ServiceStats::default());
@@ -411,12 +503,37 @@ impl Node {
                 };
                 (Workload::Analytics(a), *start_ns)
             }
-            WorkloadSpec::CacheWriter { threads, chunk_bytes, write_ns_per_page, start_ns, .. } => {
+            WorkloadSpec::CacheWriter {
+                threads,
+                chunk_bytes,
+                write_ns_per_page,
+                start_ns,
+                ..
+            } => {
                 let ts: Vec<TaskId> = (0..*threads).map(|k| self.new_task(cg, idx, k, 0)).collect();
-                (Workload::CacheWriter(crate::workload::CacheWriter { threads: ts, chunk: *chunk_bytes, write_ns_per_page: *write_ns_per_page }), *start_ns)
+                (
+                    Workload::CacheWriter(crate::workload::CacheWriter {
+                        threads: ts,
+                        chunk: *chunk_bytes,
+                        write_ns_per_page: *write_ns_per_page,
+                    }),
+                    *start_ns,
+                )
             }
-            WorkloadSpec::Dd { op, direct, block_bytes, bytes, threads, random, cpu_ns_per_block, start_ns, .. } => {
-                let ts: Vec<TaskId> = (0..*threads).map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus)).collect();
+            WorkloadSpec::Dd {
+                op,
+                direct,
+                block_bytes,
+                bytes,
+                threads,
+                random,
+                cpu_ns_per_block,
+                start_ns,
+                ..
+            } => {
+                let ts: Vec<TaskId> = (0..*threads)
+                    .map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus))
+                    .collect();
                 self.service_names.push(w.name().to_string());
                 self.services.push(ServiceStats::default());
                 let dir = match op {
@@ -429,7 +546,9 @@ impl Node {
                 // (≈ 0.4 µs a page: replay measured ≈ 120 µs per 1 MiB direct block on the
                 // development host); buffered, the copy into the page cache too (1 µs a page).
                 let pages = block_bytes.div_ceil(crate::memcg::PAGE);
-                let cpu_ns = cpu_ns_per_block.unwrap_or(if direct { 10_000 + pages * 400 } else { pages * 1_000 }).max(1);
+                let cpu_ns = cpu_ns_per_block
+                    .unwrap_or(if direct { 10_000 + pages * 400 } else { pages * 1_000 })
+                    .max(1);
                 let n = ts.len();
                 let d = crate::workload::Dd {
                     svc: self.services.len() - 1,
@@ -444,15 +563,30 @@ impl Node {
                 };
                 (Workload::Dd(d), *start_ns)
             }
-            WorkloadSpec::Database { clients, reads, read_bytes, service, think, start_ns, .. } => {
-                let ts: Vec<TaskId> = (0..*clients).map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus)).collect();
+            WorkloadSpec::Database {
+                clients,
+                reads,
+                read_bytes,
+                service,
+                think,
+                start_ns,
+                ..
+            } => {
+                let ts: Vec<TaskId> = (0..*clients)
+                    .map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus))
+                    .collect();
                 self.service_names.push(w.name().to_string());
                 self.services.push(ServiceStats::default());
                 let think = thinking(think);
                 let db = crate::workload::Database {
                     svc: self.services.len() - 1,
                     threads: ts,
-                    clients: (0..*clients).map(|_| Client { outstanding: 0, issued_at: 0 }).collect(),
+                    clients: (0..*clients)
+                        .map(|_| Client {
+                            outstanding: 0,
+                            issued_at: 0,
+                        })
+                        .collect(),
                     reads: *reads,
                     read_bytes: *read_bytes,
                     left: vec![0; *clients as usize],
@@ -462,14 +596,32 @@ impl Node {
                 };
                 (Workload::Database(db), *start_ns)
             }
-            WorkloadSpec::Iperf { streams, rate_bytes_per_s, windows_ns, start_ns, .. } => {
+            WorkloadSpec::Iperf {
+                streams,
+                rate_bytes_per_s,
+                windows_ns,
+                start_ns,
+                ..
+            } => {
                 let net = self.net.as_mut().expect("validated: iperf needs a link");
                 let flows = (0..*streams).map(|_| net.add_flow(cg, *rate_bytes_per_s)).collect();
-                let windows = if windows_ns.is_empty() { vec![(*start_ns, Ns::MAX)] } else { windows_ns.iter().map(|&[a, b]| (a, b)).collect() };
+                let windows = if windows_ns.is_empty() {
+                    vec![(*start_ns, Ns::MAX)]
+                } else {
+                    windows_ns.iter().map(|&[a, b]| (a, b)).collect()
+                };
                 (Workload::Iperf(crate::workload::Iperf { flows, windows }), 0)
             }
-            WorkloadSpec::OpenLoop { rate_per_s, workers, service, start_ns, .. } => {
-                let ws: Vec<TaskId> = (0..*workers).map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus)).collect();
+            WorkloadSpec::OpenLoop {
+                rate_per_s,
+                workers,
+                service,
+                start_ns,
+                ..
+            } => {
+                let ws: Vec<TaskId> = (0..*workers)
+                    .map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus))
+                    .collect();
                 self.service_names.push(w.name().to_string());
                 self.services.push(ServiceStats::default());
                 let ol = OpenLoop {
@@ -511,12 +663,18 @@ impl Node {
     /// an open loop's `rate_per_s` (from its next arrival on).
     pub fn set_workload(&mut self, name: &str, key: &str, value: f64) -> Result<()> {
         let wl = self.workload_names.iter().position(|n| n == name).ok_or_else(|| {
-            SpecError::new("workload", format!("no workload named {name:?} (known: {})", self.workload_names.join(", ")))
+            SpecError::new(
+                "workload",
+                format!("no workload named {name:?} (known: {})", self.workload_names.join(", ")),
+            )
         })?;
         match (&mut self.workloads[wl], key) {
             (Workload::Duty(d), "cores") => {
                 if !(value.is_finite() && value >= 0.0 && value <= d.threads.len() as f64) {
-                    return Err(SpecError::new(key, format!("must be in [0, {}] (got {value})", d.threads.len())));
+                    return Err(SpecError::new(
+                        key,
+                        format!("must be in [0, {}] (got {value})", d.threads.len()),
+                    ));
                 }
                 d.cores = value;
             }
@@ -534,7 +692,14 @@ impl Node {
                 }
                 o.mean_interarrival_ns = 1e9 / value;
             }
-            _ => return Err(SpecError::new(key, format!("workload {name:?} has no run-time {key:?} (duty: cores, memory_bytes; open_loop: rate_per_s)"))),
+            _ => {
+                return Err(SpecError::new(
+                    key,
+                    format!(
+                        "workload {name:?} has no run-time {key:?} (duty: cores, memory_bytes; open_loop: rate_per_s)"
+                    ),
+                ))
+            }
         }
         Ok(())
     }
@@ -544,7 +709,10 @@ impl Node {
     /// Advance to exactly `t`, processing every event at or before it.
     pub fn run_until(&mut self, t: Ns) -> Result<()> {
         if t < self.now {
-            return Err(SpecError::new("run_until", format!("time {t} is before now ({})", self.now)));
+            return Err(SpecError::new(
+                "run_until",
+                format!("time {t} is before now ({})", self.now),
+            ));
         }
         while let Some(at) = self.queue.peek_time() {
             if at > t {
@@ -630,7 +798,9 @@ impl Node {
             }
             self.apply_effects(&mut eff);
             self.eff = eff;
-        } else if (self.now >= self.cpus[cpu].resched_at && self.tick_wants_resched(cpu)) || self.bandwidth_exhausted(cpu) {
+        } else if (self.now >= self.cpus[cpu].resched_at && self.tick_wants_resched(cpu))
+            || self.bandwidth_exhausted(cpu)
+        {
             // Slices are checked only at the tick planned for them: an event that is only a
             // silo refill must not re-decide (or re-weigh) anything the tick would not.
             self.schedule(cpu);
@@ -686,8 +856,11 @@ impl Node {
             None => Ns::MAX,
             Some(t) => {
                 let speed = self.cpus[cpu].speed;
-                let need = ((self.tasks[t].remaining as u128) << SPEED_SHIFT).saturating_sub(self.cpus[cpu].progress_rem as u128);
-                let done = self.now.saturating_add(need.div_ceil(speed as u128).min(u64::MAX as u128 / 2) as u64);
+                let need = ((self.tasks[t].remaining as u128) << SPEED_SHIFT)
+                    .saturating_sub(self.cpus[cpu].progress_rem as u128);
+                let done = self
+                    .now
+                    .saturating_add(need.div_ceil(speed as u128).min(u64::MAX as u128 / 2) as u64);
                 let resched = self.next_resched_tick(cpu);
                 self.cpus[cpu].resched_at = resched;
                 done.min(resched).min(self.next_bandwidth_tick(cpu))
@@ -773,7 +946,10 @@ impl Node {
         }
         for s in &mut self.services {
             let total = s.total_completed;
-            *s = ServiceStats { total_completed: total, ..Default::default() };
+            *s = ServiceStats {
+                total_completed: total,
+                ..Default::default()
+            };
         }
         for b in &mut self.cpu_busy {
             *b = 0;
@@ -796,7 +972,13 @@ impl Node {
             return self.write_root_knob(knob, text);
         }
         if cg == ROOT {
-            return Err(SpecError::new(knob, format!("the root cgroup's knobs are not writable (node-wide files: {})", crate::spec::ROOT_KNOBS.join(", "))));
+            return Err(SpecError::new(
+                knob,
+                format!(
+                    "the root cgroup's knobs are not writable (node-wide files: {})",
+                    crate::spec::ROOT_KNOBS.join(", ")
+                ),
+            ));
         }
         // the *_device files take "MAJ:MIN VALUE"; the node has one disk
         let text = match (knob.ends_with("_device"), text.trim().split_once(' ')) {
@@ -848,7 +1030,10 @@ impl Node {
             "cpu.shares" => {
                 if self.cgroups[cg].idle {
                     // sched_group_set_shares returns -EINVAL for an idle group.
-                    return Err(SpecError::new(knob, "cannot be written while cpu.idle is 1 (the kernel returns EINVAL)"));
+                    return Err(SpecError::new(
+                        knob,
+                        "cannot be written while cpu.idle is 1 (the kernel returns EINVAL)",
+                    ));
                 }
                 self.cgroups[cg].shares = value as u64;
                 self.requeue_subtree(cg, |_| {});
@@ -884,7 +1069,10 @@ impl Node {
             k if k.starts_with("memory.") => self.read_memory_knob(cg, k),
             k if k.starts_with("blkio.") || k.starts_with("net") => self.read_io_knob(cg, k),
             _ => self.read_bandwidth_knob(cg, knob).ok_or_else(|| {
-                SpecError::new(knob, format!("unknown knob {knob:?} (known: {})", crate::spec::KNOBS.join(", ")))
+                SpecError::new(
+                    knob,
+                    format!("unknown knob {knob:?} (known: {})", crate::spec::KNOBS.join(", ")),
+                )
             }),
         }
     }
@@ -997,7 +1185,10 @@ impl Node {
 
     fn refresh_cgroup_flags(&mut self) {
         for cg in 0..self.cgroups.len() {
-            let parent_offline = self.cgroups[cg].parent.map(|p| self.cgroups[p].offline).unwrap_or(false);
+            let parent_offline = self.cgroups[cg]
+                .parent
+                .map(|p| self.cgroups[p].offline)
+                .unwrap_or(false);
             self.cgroups[cg].offline = parent_offline || self.cgroups[cg].qos_level < 0;
         }
     }
@@ -1022,7 +1213,10 @@ impl Node {
         for (i, r) in self.rqs.iter().enumerate() {
             let queued = r.timeline.len() as u32 + r.curr.filter(|&s| self.ses[s].on_rq).is_some() as u32;
             if queued != r.nr_running {
-                return Err(format!("rq {i}: nr_running {} but {queued} entities queued", r.nr_running));
+                return Err(format!(
+                    "rq {i}: nr_running {} but {queued} entities queued",
+                    r.nr_running
+                ));
             }
         }
         for (cpu, c) in self.cpus.iter().enumerate() {
@@ -1033,7 +1227,10 @@ impl Node {
             }
             if let Some(t) = c.curr {
                 if self.tasks[t].state != TaskState::Running || self.tasks[t].cpu != cpu {
-                    return Err(format!("CPU {cpu} runs task {t} in state {:?} on CPU {}", self.tasks[t].state, self.tasks[t].cpu));
+                    return Err(format!(
+                        "CPU {cpu} runs task {t} in state {:?} on CPU {}",
+                        self.tasks[t].state, self.tasks[t].cpu
+                    ));
                 }
             }
         }

@@ -18,9 +18,20 @@ impl Node {
     pub(crate) fn init_io(&mut self, spec: &NodeSpec) -> Result<()> {
         let parents: Vec<Option<CgId>> = self.cgroups.iter().map(|g| g.parent).collect();
         if let Some(d) = &spec.disk {
-            let dirtyable = spec.memory.as_ref().map(|m| m.total_bytes).unwrap_or(UNMODELLED_DIRTYABLE);
+            let dirtyable = spec
+                .memory
+                .as_ref()
+                .map(|m| m.total_bytes)
+                .unwrap_or(UNMODELLED_DIRTYABLE);
             let (ratio, background) = spec.kernel.dirty_ratios();
-            self.disk = Some(Disk::new(d.clone(), parents.clone(), dirtyable, ratio, background, spec.kernel.cgroup_writeback));
+            self.disk = Some(Disk::new(
+                d.clone(),
+                parents.clone(),
+                dirtyable,
+                ratio,
+                background,
+                spec.kernel.cgroup_writeback,
+            ));
         }
         if let Some(n) = &spec.network {
             self.net = Some(Net::new(n.egress_bytes_per_s, parents));
@@ -28,7 +39,8 @@ impl Node {
         for (i, c) in spec.cgroups.iter().enumerate() {
             for (k, v) in c.io_knobs() {
                 if v != crate::spec::CgroupSpec::io_default(k) {
-                    self.set_io_knob(i + 1, k, v).map_err(|e| SpecError::new(format!("cgroups[{i}].{k}"), e.reason))?;
+                    self.set_io_knob(i + 1, k, v)
+                        .map_err(|e| SpecError::new(format!("cgroups[{i}].{k}"), e.reason))?;
                 }
             }
         }
@@ -46,7 +58,17 @@ impl Node {
                 if task.dead {
                     continue;
                 }
-                let op = IoOp { cg: task.cg, dir: r.dir, bytes: r.bytes, random: r.random, direct: r.direct, waker: Waker { wl: task.wl, tag: r.tag } };
+                let op = IoOp {
+                    cg: task.cg,
+                    dir: r.dir,
+                    bytes: r.bytes,
+                    random: r.random,
+                    direct: r.direct,
+                    waker: Waker {
+                        wl: task.wl,
+                        tag: r.tag,
+                    },
+                };
                 disk.submit(op, now);
             }
             self.disk_changed();
@@ -157,7 +179,12 @@ impl Node {
     /// Bytes a cgroup's subtree sent since the last reset (None: no link).
     pub fn net_tx(&self, cg: CgId) -> Option<f64> {
         let n = self.net.as_ref()?;
-        Some((0..self.cgroups.len()).filter(|&g| self.is_descendant(g, cg)).map(|g| n.tx(g)).sum())
+        Some(
+            (0..self.cgroups.len())
+                .filter(|&g| self.is_descendant(g, cg))
+                .map(|g| n.tx(g))
+                .sum(),
+        )
     }
 
     /// Cumulative (since time 0) read, write and sent bytes of each cgroup's subtree, for
@@ -181,7 +208,10 @@ impl Node {
             io[p] += io[g];
             tx[p] += tx[g];
         }
-        (io.iter().map(|v| v.round() as u64).collect(), tx.iter().map(|v| v.round() as u64).collect())
+        (
+            io.iter().map(|v| v.round() as u64).collect(),
+            tx.iter().map(|v| v.round() as u64).collect(),
+        )
     }
 
     fn no_disk(knob: &str) -> SpecError {
@@ -285,22 +315,33 @@ impl Node {
                 let v = parse_rate(text.trim(), knob)?;
                 // bwmcli: the water mark is 20 MiB/s .. 9999 GiB/s
                 if !(20 * MIB..=9999 << 30).contains(&v) {
-                    return Err(SpecError::new(knob, format!("must be in 20mb..=9999gb (got {v} bytes/s)")));
+                    return Err(SpecError::new(
+                        knob,
+                        format!("must be in 20mb..=9999gb (got {v} bytes/s)"),
+                    ));
                 }
                 let n = self.net.as_mut().ok_or_else(|| Node::no_net(knob))?;
                 n.bwm.waterline = v;
             }
             "net_qos_bandwidth" => {
-                let (lo, hi) = text.split_once(',').ok_or_else(|| SpecError::new(knob, format!("takes \"LOW,HIGH\" (e.g. \"20mb,1gb\") (got {text:?})")))?;
+                let (lo, hi) = text.split_once(',').ok_or_else(|| {
+                    SpecError::new(knob, format!("takes \"LOW,HIGH\" (e.g. \"20mb,1gb\") (got {text:?})"))
+                })?;
                 let (lo, hi) = (parse_rate(lo.trim(), knob)?, parse_rate(hi.trim(), knob)?);
                 // bwmcli: each 1 MiB/s .. 9999 GiB/s, low <= high
                 for v in [lo, hi] {
                     if !(MIB..=9999 << 30).contains(&v) {
-                        return Err(SpecError::new(knob, format!("each rate must be in 1mb..=9999gb (got {v} bytes/s)")));
+                        return Err(SpecError::new(
+                            knob,
+                            format!("each rate must be in 1mb..=9999gb (got {v} bytes/s)"),
+                        ));
                     }
                 }
                 if lo > hi {
-                    return Err(SpecError::new(knob, format!("low ({lo}) must not be above high ({hi})")));
+                    return Err(SpecError::new(
+                        knob,
+                        format!("low ({lo}) must not be above high ({hi})"),
+                    ));
                 }
                 let n = self.net.as_mut().ok_or_else(|| Node::no_net(knob))?;
                 n.settle(now);
@@ -310,7 +351,12 @@ impl Node {
                 n.bwm.offline_rate = if n.bwm.offline_rate == n.bwm.high { hi } else { lo };
                 n.reshare();
             }
-            _ => return Err(SpecError::new(knob, format!("not a node-wide file (known: {})", crate::spec::ROOT_KNOBS.join(", ")))),
+            _ => {
+                return Err(SpecError::new(
+                    knob,
+                    format!("not a node-wide file (known: {})", crate::spec::ROOT_KNOBS.join(", ")),
+                ))
+            }
         }
         Ok(())
     }
@@ -319,20 +365,37 @@ impl Node {
         match knob {
             "blkio.cost.model" => {
                 let d = self.disk.as_ref().ok_or_else(|| Node::no_disk(knob))?;
-                Ok(d.iocost.model.map(|m| m.text()).unwrap_or_else(|| format!("ctrl=auto {}", d.spec.device().text().replacen("ctrl=user ", "", 1))))
+                Ok(d.iocost
+                    .model
+                    .map(|m| m.text())
+                    .unwrap_or_else(|| format!("ctrl=auto {}", d.spec.device().text().replacen("ctrl=user ", "", 1))))
             }
             "blkio.cost.qos" => {
                 let d = self.disk.as_ref().ok_or_else(|| Node::no_disk(knob))?;
                 let c = d.iocost;
-                Ok(format!("enable={} ctrl=user min={:.2} max={:.2}", c.enabled as u8, c.vrate.0, c.vrate.1))
+                Ok(format!(
+                    "enable={} ctrl=user min={:.2} max={:.2}",
+                    c.enabled as u8, c.vrate.0, c.vrate.1
+                ))
             }
-            "net_qos_enable" => Ok((self.net.as_ref().ok_or_else(|| Node::no_net(knob))?.bwm.enabled as u8).to_string()),
-            "net_qos_waterline" => Ok(self.net.as_ref().ok_or_else(|| Node::no_net(knob))?.bwm.waterline.to_string()),
+            "net_qos_enable" => {
+                Ok((self.net.as_ref().ok_or_else(|| Node::no_net(knob))?.bwm.enabled as u8).to_string())
+            }
+            "net_qos_waterline" => Ok(self
+                .net
+                .as_ref()
+                .ok_or_else(|| Node::no_net(knob))?
+                .bwm
+                .waterline
+                .to_string()),
             "net_qos_bandwidth" => {
                 let b = self.net.as_ref().ok_or_else(|| Node::no_net(knob))?.bwm;
                 Ok(format!("{},{}", b.low, b.high))
             }
-            _ => Err(SpecError::new(knob, format!("not a node-wide file (known: {})", crate::spec::ROOT_KNOBS.join(", ")))),
+            _ => Err(SpecError::new(
+                knob,
+                format!("not a node-wide file (known: {})", crate::spec::ROOT_KNOBS.join(", ")),
+            )),
         }
     }
 }
@@ -347,8 +410,13 @@ fn parse_cost_qos(text: &str, knob: &str) -> Result<(bool, (f64, f64))> {
         if tok.contains(':') && !tok.contains('=') {
             continue;
         }
-        let (k, v) = tok.split_once('=').ok_or_else(|| SpecError::new(knob, format!("expected KEY=VALUE, got {tok:?}")))?;
-        let num = |v: &str| v.parse::<f64>().map_err(|_| SpecError::new(knob, format!("{k} must be a number (got {v:?})")));
+        let (k, v) = tok
+            .split_once('=')
+            .ok_or_else(|| SpecError::new(knob, format!("expected KEY=VALUE, got {tok:?}")))?;
+        let num = |v: &str| {
+            v.parse::<f64>()
+                .map_err(|_| SpecError::new(knob, format!("{k} must be a number (got {v:?})")))
+        };
         match k {
             "enable" => {
                 enabled = match v {
@@ -363,11 +431,19 @@ fn parse_cost_qos(text: &str, knob: &str) -> Result<(bool, (f64, f64))> {
             }
             "min" => lo = num(v)?,
             "max" => hi = num(v)?,
-            _ => return Err(SpecError::new(knob, format!("unknown key {k:?} (enable, ctrl, rpct, rlat, wpct, wlat, min, max)"))),
+            _ => {
+                return Err(SpecError::new(
+                    knob,
+                    format!("unknown key {k:?} (enable, ctrl, rpct, rlat, wpct, wlat, min, max)"),
+                ))
+            }
         }
     }
     if !(1.0..=10000.0).contains(&lo) || !(1.0..=10000.0).contains(&hi) || lo > hi {
-        return Err(SpecError::new(knob, format!("min and max must be in 1..=10000 with min <= max (got {lo}, {hi})")));
+        return Err(SpecError::new(
+            knob,
+            format!("min and max must be in 1..=10000 with min <= max (got {lo}, {hi})"),
+        ));
     }
     Ok((enabled, (lo, hi)))
 }
@@ -384,6 +460,10 @@ fn parse_rate(text: &str, knob: &str) -> Result<u64> {
     } else {
         (t.as_str(), 1)
     };
-    let v: u64 = num.trim().parse().map_err(|_| SpecError::new(knob, format!("expected a rate like 20mb or 1gb (got {text:?})")))?;
-    v.checked_mul(mult).ok_or_else(|| SpecError::new(knob, format!("rate too large ({text:?})")))
+    let v: u64 = num
+        .trim()
+        .parse()
+        .map_err(|_| SpecError::new(knob, format!("expected a rate like 20mb or 1gb (got {text:?})")))?;
+    v.checked_mul(mult)
+        .ok_or_else(|| SpecError::new(knob, format!("rate too large ({text:?})")))
 }

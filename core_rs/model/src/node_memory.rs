@@ -116,7 +116,9 @@ impl Node {
     /// The work after a charge is set: add what the charge cost. True when the task now
     /// sleeps (memory.high) instead of going on; it resumes by itself.
     pub(crate) fn after_charge(&mut self, t: TaskId, costs: &mut Costs) -> bool {
-        let Some(i) = costs.iter().position(|c| c.0 == t) else { return false };
+        let Some(i) = costs.iter().position(|c| c.0 == t) else {
+            return false;
+        };
         let (_, extra, delay) = costs.swap_remove(i);
         self.tasks[t].remaining += extra;
         if extra > 0 {
@@ -192,7 +194,11 @@ impl Node {
                 // of what each worker has loaded, the share no longer resident (swapped out)
                 for (k, &t) in a.threads.iter().enumerate() {
                     let rss = m.rss.get(&(a.cg, t)).copied().unwrap_or(0);
-                    a.swapped[k] = if a.loaded[k] == 0 { 0.0 } else { 1.0 - (rss.min(a.loaded[k]) as f64 / a.loaded[k] as f64) };
+                    a.swapped[k] = if a.loaded[k] == 0 {
+                        0.0
+                    } else {
+                        1.0 - (rss.min(a.loaded[k]) as f64 / a.loaded[k] as f64)
+                    };
                 }
             }
             _ => {}
@@ -302,18 +308,31 @@ impl Node {
             "memory.low" => m.cgs[cg].low = value as u64,
             "memory.min" => m.cgs[cg].min = value as u64,
             "memory.oom.group" => m.cgs[cg].oom_group = value == 1,
-            "memory.wmark_ratio" | "memory.wmark_scale_factor" | "memory.priority" | "memory.use_priority_oom" if !alinux => {
-                return Err(SpecError::new(knob, "this kernel has no such file (an Alibaba Cloud Linux memcg extension: kernel.alinux_memcg)"));
+            "memory.wmark_ratio" | "memory.wmark_scale_factor" | "memory.priority" | "memory.use_priority_oom"
+                if !alinux =>
+            {
+                return Err(SpecError::new(
+                    knob,
+                    "this kernel has no such file (an Alibaba Cloud Linux memcg extension: kernel.alinux_memcg)",
+                ));
             }
             "memory.high_async_ratio" if !openeuler => {
-                return Err(SpecError::new(knob, "this kernel has no such file (an openEuler memcg extension: kernel.openeuler_memcg)"));
+                return Err(SpecError::new(
+                    knob,
+                    "this kernel has no such file (an openEuler memcg extension: kernel.openeuler_memcg)",
+                ));
             }
             "memory.wmark_ratio" => m.cgs[cg].wmark_ratio = value as u64,
             "memory.wmark_scale_factor" => m.cgs[cg].wmark_scale_factor = value as u64,
             "memory.priority" => m.cgs[cg].priority = value as u64,
             "memory.use_priority_oom" => m.cgs[cg].use_priority_oom = value == 1,
             "memory.high_async_ratio" => m.cgs[cg].high_async_ratio = value as u64,
-            _ => return Err(SpecError::new(knob, format!("unknown knob {knob:?} (known: {})", crate::spec::KNOBS.join(", ")))),
+            _ => {
+                return Err(SpecError::new(
+                    knob,
+                    format!("unknown knob {knob:?} (known: {})", crate::spec::KNOBS.join(", ")),
+                ))
+            }
         }
         if !ch.killed.is_empty() {
             for v in ch.killed {
@@ -346,7 +365,12 @@ impl Node {
             "memory.priority" => g.priority as i64,
             "memory.use_priority_oom" => g.use_priority_oom as i64,
             "memory.high_async_ratio" => g.high_async_ratio as i64,
-            _ => return Err(SpecError::new(knob, format!("unknown knob {knob:?} (known: {})", crate::spec::KNOBS.join(", ")))),
+            _ => {
+                return Err(SpecError::new(
+                    knob,
+                    format!("unknown knob {knob:?} (known: {})", crate::spec::KNOBS.join(", ")),
+                ))
+            }
         })
     }
 }

@@ -212,6 +212,10 @@ mod tests {
             a = calc_load(a, EXP[1], 100 * FIXED_1);
         }
         let want = 100.0 * (1.0 - (1981.0f64 / 2048.0).powi(30));
-        assert!(((a as f64 / FIXED_1 as f64) - want).abs() < 0.5, "{} vs {want}", a as f64 / FIXED_1 as f64);
+        assert!(
+            ((a as f64 / FIXED_1 as f64) - want).abs() < 0.5,
+            "{} vs {want}",
+            a as f64 / FIXED_1 as f64
+        );
     }
 }

@@ -203,7 +203,10 @@ pub struct KernelSpec {
 impl KernelSpec {
     /// (vm.dirty_ratio, vm.dirty_background_ratio), the kernel's defaults when not given.
     pub fn dirty_ratios(&self) -> (u64, u64) {
-        (self.dirty_ratio.unwrap_or(20), self.dirty_background_ratio.unwrap_or(10))
+        (
+            self.dirty_ratio.unwrap_or(20),
+            self.dirty_background_ratio.unwrap_or(10),
+        )
     }
 }
 
@@ -309,15 +312,28 @@ fn default_period_us() -> i64 {
 /// Bandwidth knob values (µs, as in the files) to (quota, period, burst) in ns.
 pub fn bandwidth_ns(field: &str, quota_us: i64, period_us: i64, burst_us: i64) -> Result<(Option<u64>, u64, u64)> {
     if quota_us < -1 || quota_us == 0 {
-        return Err(SpecError::new(field, format!("cpu.cfs_quota_us must be -1 (no limit) or >= 1000 (got {quota_us})")));
+        return Err(SpecError::new(
+            field,
+            format!("cpu.cfs_quota_us must be -1 (no limit) or >= 1000 (got {quota_us})"),
+        ));
     }
     if period_us <= 0 {
-        return Err(SpecError::new(field, format!("cpu.cfs_period_us must be in 1000..=1000000 (got {period_us})")));
+        return Err(SpecError::new(
+            field,
+            format!("cpu.cfs_period_us must be in 1000..=1000000 (got {period_us})"),
+        ));
     }
     if burst_us < 0 {
-        return Err(SpecError::new(field, format!("cpu.cfs_burst_us must be >= 0 (got {burst_us})")));
+        return Err(SpecError::new(
+            field,
+            format!("cpu.cfs_burst_us must be >= 0 (got {burst_us})"),
+        ));
     }
-    let quota = if quota_us == -1 { None } else { Some(quota_us as u64 * 1000) };
+    let quota = if quota_us == -1 {
+        None
+    } else {
+        Some(quota_us as u64 * 1000)
+    };
     let (period, burst) = (period_us as u64 * 1000, burst_us as u64 * 1000);
     crate::bandwidth::check_bandwidth(field, quota, period, burst)?;
     Ok((quota, period, burst))
@@ -547,7 +563,10 @@ impl WorkloadSpec {
     pub fn needs_memory(&self) -> bool {
         matches!(
             self,
-            WorkloadSpec::MemoryHog { .. } | WorkloadSpec::FileServer { .. } | WorkloadSpec::CacheWriter { .. } | WorkloadSpec::Analytics { .. }
+            WorkloadSpec::MemoryHog { .. }
+                | WorkloadSpec::FileServer { .. }
+                | WorkloadSpec::CacheWriter { .. }
+                | WorkloadSpec::Analytics { .. }
         )
     }
 
@@ -607,14 +626,22 @@ pub const KNOBS: [&str; 27] = [
 
 /// Node-wide files, written on the root cgroup: iocost's (v2 io.cost.*, the v1 port's
 /// blkio.cost.*) and oncn-bwm's /proc/qos/net_qos_* (rubik.md §4.4–4.5).
-pub const ROOT_KNOBS: [&str; 5] = ["blkio.cost.model", "blkio.cost.qos", "net_qos_enable", "net_qos_waterline", "net_qos_bandwidth"];
+pub const ROOT_KNOBS: [&str; 5] = [
+    "blkio.cost.model",
+    "blkio.cost.qos",
+    "net_qos_enable",
+    "net_qos_waterline",
+    "net_qos_bandwidth",
+];
 
 pub fn check_knob(field: &str, knob: &str, value: i64) -> Result<()> {
     let bad = |why: String| Err(SpecError::new(field, why));
     match knob {
         "cpu.shares" => {
             if value < MIN_SHARES as i64 || value > MAX_SHARES as i64 {
-                return bad(format!("cpu.shares must be in {MIN_SHARES}..={MAX_SHARES} (got {value})"));
+                return bad(format!(
+                    "cpu.shares must be in {MIN_SHARES}..={MAX_SHARES} (got {value})"
+                ));
             }
         }
         "cpu.idle" => {
@@ -629,7 +656,9 @@ pub fn check_knob(field: &str, knob: &str, value: i64) -> Result<()> {
         }
         "cpu.qos_level" => {
             if value != 0 && value != -1 {
-                return bad(format!("cpu.qos_level must be -1 (offline) or 0 (online) (got {value})"));
+                return bad(format!(
+                    "cpu.qos_level must be -1 (offline) or 0 (online) (got {value})"
+                ));
             }
         }
         // Ranges of these are checked together (they constrain each other) by bandwidth_ns.
@@ -637,7 +666,9 @@ pub fn check_knob(field: &str, knob: &str, value: i64) -> Result<()> {
         "cpuset.cpus" | "cpuset.mems" => return bad(format!("{knob} takes a list like \"0-3,6\", not a number")),
         "memory.limit_in_bytes" | "memory.high" => {
             if value < -1 {
-                return bad(format!("{knob} must be a size in bytes, or -1 for no limit (got {value})"));
+                return bad(format!(
+                    "{knob} must be a size in bytes, or -1 for no limit (got {value})"
+                ));
             }
         }
         "memory.low" | "memory.min" => {
@@ -682,14 +713,20 @@ pub fn check_knob(field: &str, knob: &str, value: i64) -> Result<()> {
                 return bad(format!("blkio.cost.weight must be in 1..=10000 (got {value})"));
             }
         }
-        "blkio.throttle.read_bps_device" | "blkio.throttle.write_bps_device" | "blkio.throttle.read_iops_device" | "blkio.throttle.write_iops_device" | "net.egress_bps" => {
+        "blkio.throttle.read_bps_device"
+        | "blkio.throttle.write_bps_device"
+        | "blkio.throttle.read_iops_device"
+        | "blkio.throttle.write_iops_device"
+        | "net.egress_bps" => {
             if value < 0 {
                 return bad(format!("{knob} must be >= 0 (0: no limit) (got {value})"));
             }
         }
         "net_cls.classid" => {
             if !(0..=u32::MAX as i64).contains(&value) {
-                return bad(format!("net_cls.classid must be a 32-bit class id, 0..=4294967295 (got {value})"));
+                return bad(format!(
+                    "net_cls.classid must be a 32-bit class id, 0..=4294967295 (got {value})"
+                ));
             }
         }
         _ => return bad(format!("unknown knob {knob:?} (known: {})", KNOBS.join(", "))),
@@ -699,8 +736,7 @@ pub fn check_knob(field: &str, knob: &str, value: i64) -> Result<()> {
 
 impl NodeSpec {
     pub fn from_json(text: &str) -> Result<NodeSpec> {
-        let spec: NodeSpec = serde_json::from_str(text)
-            .map_err(|e| SpecError::new("", format!("core spec: {e}")))?;
+        let spec: NodeSpec = serde_json::from_str(text).map_err(|e| SpecError::new("", format!("core spec: {e}")))?;
         spec.validate()?;
         Ok(spec)
     }
@@ -716,14 +752,23 @@ impl NodeSpec {
         }
         let (dirty, background) = self.kernel.dirty_ratios();
         if !(1..=100).contains(&dirty) {
-            return Err(SpecError::new("kernel.dirty_ratio", format!("must be in 1..=100 (got {dirty})")));
+            return Err(SpecError::new(
+                "kernel.dirty_ratio",
+                format!("must be in 1..=100 (got {dirty})"),
+            ));
         }
         if background >= dirty {
-            return Err(SpecError::new("kernel.dirty_background_ratio", format!("must be below dirty_ratio ({dirty}) (got {background})")));
+            return Err(SpecError::new(
+                "kernel.dirty_background_ratio",
+                format!("must be below dirty_ratio ({dirty}) (got {background})"),
+            ));
         }
         if let Some(m) = &self.memory {
             if m.total_bytes < 16 * crate::memcg::PAGE {
-                return Err(SpecError::new("memory.total_bytes", format!("must be at least 16 pages (got {})", m.total_bytes)));
+                return Err(SpecError::new(
+                    "memory.total_bytes",
+                    format!("must be at least 16 pages (got {})", m.total_bytes),
+                ));
             }
         }
         let t = &self.topology;
@@ -739,7 +784,10 @@ impl NodeSpec {
         }
         let ncpus = t.sockets as u64 * t.cores_per_socket as u64 * t.threads_per_core as u64;
         if ncpus > 4096 {
-            return Err(SpecError::new("topology", format!("{ncpus} logical CPUs; at most 4096")));
+            return Err(SpecError::new(
+                "topology",
+                format!("{ncpus} logical CPUs; at most 4096"),
+            ));
         }
         if t.cores_per_socket % t.numa_nodes_per_socket != 0 {
             return Err(SpecError::new(
@@ -748,7 +796,10 @@ impl NodeSpec {
             ));
         }
         if !(t.smt_speed > 0.0 && t.smt_speed <= 1.0) {
-            return Err(SpecError::new("topology.smt_speed", format!("must be in (0, 1] (got {})", t.smt_speed)));
+            return Err(SpecError::new(
+                "topology.smt_speed",
+                format!("must be in (0, 1] (got {})", t.smt_speed),
+            ));
         }
         if !(t.numa_remote_speed > 0.0 && t.numa_remote_speed <= 1.0) {
             return Err(SpecError::new(
@@ -768,7 +819,10 @@ impl NodeSpec {
                 return Err(SpecError::new(f("name"), "must not be empty (the root is implicit)"));
             }
             if names.contains(&cg.name.as_str()) {
-                return Err(SpecError::new(f("name"), format!("cgroup {:?} declared twice", cg.name)));
+                return Err(SpecError::new(
+                    f("name"),
+                    format!("cgroup {:?} declared twice", cg.name),
+                ));
             }
             if !names.contains(&cg.parent.as_str()) {
                 return Err(SpecError::new(
@@ -782,12 +836,20 @@ impl NodeSpec {
             .take_while(|p| !p.is_empty())
             .count();
             if depth >= crate::cfs::MAX_DEPTH {
-                return Err(SpecError::new(f("parent"), format!("nesting deeper than {} levels", crate::cfs::MAX_DEPTH - 1)));
+                return Err(SpecError::new(
+                    f("parent"),
+                    format!("nesting deeper than {} levels", crate::cfs::MAX_DEPTH - 1),
+                ));
             }
             check_knob(&f("cpu.shares"), "cpu.shares", cg.shares as i64)?;
             check_knob(&f("cpu.idle"), "cpu.idle", cg.idle)?;
             check_knob(&f("cpu.qos_level"), "cpu.qos_level", cg.qos_level)?;
-            bandwidth_ns(&f("cpu.cfs_quota_us"), cg.cfs_quota_us, cg.cfs_period_us, cg.cfs_burst_us)?;
+            bandwidth_ns(
+                &f("cpu.cfs_quota_us"),
+                cg.cfs_quota_us,
+                cg.cfs_period_us,
+                cg.cfs_burst_us,
+            )?;
             for (k, v) in [
                 ("memory.limit_in_bytes", cg.memory_max),
                 ("memory.high", cg.memory_high),
@@ -801,7 +863,13 @@ impl NodeSpec {
                 check_knob(&f(k), k, v)?;
             }
             if cg.memory_max >= 0 && cg.memory_high > cg.memory_max {
-                return Err(SpecError::new(f("memory.high"), format!("must not be above memory.limit_in_bytes ({}) (got {})", cg.memory_max, cg.memory_high)));
+                return Err(SpecError::new(
+                    f("memory.high"),
+                    format!(
+                        "must not be above memory.limit_in_bytes ({}) (got {})",
+                        cg.memory_max, cg.memory_high
+                    ),
+                ));
             }
             names.push(&cg.name);
         }
@@ -809,7 +877,10 @@ impl NodeSpec {
         for (i, w) in self.workloads.iter().enumerate() {
             let f = |k: &str| format!("workloads[{i}].{k}");
             if wl_names.contains(&w.name()) {
-                return Err(SpecError::new(f("name"), format!("workload {:?} declared twice", w.name())));
+                return Err(SpecError::new(
+                    f("name"),
+                    format!("workload {:?} declared twice", w.name()),
+                ));
             }
             wl_names.push(w.name());
             if !names.contains(&w.cgroup()) {
@@ -819,50 +890,88 @@ impl NodeSpec {
                 ));
             }
             if w.needs_memory() && self.memory.is_none() {
-                return Err(SpecError::new(f("kind"), "a memory workload needs the node's memory (memory.total_bytes)"));
+                return Err(SpecError::new(
+                    f("kind"),
+                    "a memory workload needs the node's memory (memory.total_bytes)",
+                ));
             }
             if matches!(w, WorkloadSpec::Dd { .. } | WorkloadSpec::Database { .. }) && self.disk.is_none() {
-                return Err(SpecError::new(f("kind"), "an IO workload needs the node's disk ([disk])"));
+                return Err(SpecError::new(
+                    f("kind"),
+                    "an IO workload needs the node's disk ([disk])",
+                ));
             }
             if matches!(w, WorkloadSpec::Iperf { .. }) && self.network.is_none() {
-                return Err(SpecError::new(f("kind"), "a network workload needs the node's link ([network] egress_bytes_per_s)"));
+                return Err(SpecError::new(
+                    f("kind"),
+                    "a network workload needs the node's link ([network] egress_bytes_per_s)",
+                ));
             }
             match w {
                 WorkloadSpec::Hog { .. } => {}
-                WorkloadSpec::Dd { block_bytes, bytes, threads, .. } => {
+                WorkloadSpec::Dd {
+                    block_bytes,
+                    bytes,
+                    threads,
+                    ..
+                } => {
                     if *threads == 0 {
                         return Err(SpecError::new(f("threads"), "must be >= 1"));
                     }
                     if *block_bytes < 512 {
-                        return Err(SpecError::new(f("block_bytes"), format!("must be at least a sector (512 bytes) (got {block_bytes})")));
+                        return Err(SpecError::new(
+                            f("block_bytes"),
+                            format!("must be at least a sector (512 bytes) (got {block_bytes})"),
+                        ));
                     }
                     if *bytes == Some(0) {
                         return Err(SpecError::new(f("bytes"), "must be > 0 (omit it to run forever)"));
                     }
                 }
-                WorkloadSpec::Database { clients, read_bytes, service, think, .. } => {
+                WorkloadSpec::Database {
+                    clients,
+                    read_bytes,
+                    service,
+                    think,
+                    ..
+                } => {
                     if *clients == 0 {
                         return Err(SpecError::new(f("clients"), "must be >= 1"));
                     }
                     if *read_bytes < 512 {
-                        return Err(SpecError::new(f("read_bytes"), format!("must be at least a sector (512 bytes) (got {read_bytes})")));
+                        return Err(SpecError::new(
+                            f("read_bytes"),
+                            format!("must be at least a sector (512 bytes) (got {read_bytes})"),
+                        ));
                     }
                     service.validate(&f("service"))?;
                     if let Some(t) = think {
                         t.validate(&f("think"))?;
                     }
                 }
-                WorkloadSpec::Iperf { streams, windows_ns, .. } => {
+                WorkloadSpec::Iperf {
+                    streams, windows_ns, ..
+                } => {
                     if *streams == 0 {
                         return Err(SpecError::new(f("streams"), "must be >= 1"));
                     }
                     for (k, [a, b]) in windows_ns.iter().enumerate() {
                         if a >= b {
-                            return Err(SpecError::new(f(&format!("windows_ns[{k}]")), format!("start {a} must be before stop {b}")));
+                            return Err(SpecError::new(
+                                f(&format!("windows_ns[{k}]")),
+                                format!("start {a} must be before stop {b}"),
+                            ));
                         }
                     }
                 }
-                WorkloadSpec::ClosedLoop { clients, fanout, service, think, workers, .. } => {
+                WorkloadSpec::ClosedLoop {
+                    clients,
+                    fanout,
+                    service,
+                    think,
+                    workers,
+                    ..
+                } => {
                     if *clients == 0 {
                         return Err(SpecError::new(f("clients"), "must be >= 1"));
                     }
@@ -873,14 +982,22 @@ impl NodeSpec {
                         return Err(SpecError::new(f("workers"), "must be >= 1"));
                     }
                     if workers.is_some() && *fanout != 1 {
-                        return Err(SpecError::new(f("workers"), "a worker pool serves requests of fanout 1"));
+                        return Err(SpecError::new(
+                            f("workers"),
+                            "a worker pool serves requests of fanout 1",
+                        ));
                     }
                     service.validate(&f("service"))?;
                     if let Some(t) = think {
                         t.validate(&f("think"))?;
                     }
                 }
-                WorkloadSpec::Bursty { burst_threads, every_ns, length_ns, .. } => {
+                WorkloadSpec::Bursty {
+                    burst_threads,
+                    every_ns,
+                    length_ns,
+                    ..
+                } => {
                     if *burst_threads == 0 {
                         return Err(SpecError::new(f("burst_threads"), "must be >= 1"));
                     }
@@ -891,7 +1008,15 @@ impl NodeSpec {
                         return Err(SpecError::new(f("length_ns"), "must be > 0"));
                     }
                 }
-                WorkloadSpec::MemoryHog { threads, bytes, chunk_bytes, oom_score_adj, mode, hang_ns, .. } => {
+                WorkloadSpec::MemoryHog {
+                    threads,
+                    bytes,
+                    chunk_bytes,
+                    oom_score_adj,
+                    mode,
+                    hang_ns,
+                    ..
+                } => {
                     if *threads == 0 {
                         return Err(SpecError::new(f("threads"), "must be >= 1"));
                     }
@@ -899,21 +1024,40 @@ impl NodeSpec {
                         return Err(SpecError::new(f("bytes"), "must be > 0"));
                     }
                     if *chunk_bytes < crate::memcg::PAGE {
-                        return Err(SpecError::new(f("chunk_bytes"), format!("must be at least a page ({} bytes)", crate::memcg::PAGE)));
+                        return Err(SpecError::new(
+                            f("chunk_bytes"),
+                            format!("must be at least a page ({} bytes)", crate::memcg::PAGE),
+                        ));
                     }
                     if !(-1000..=1000).contains(oom_score_adj) {
-                        return Err(SpecError::new(f("oom_score_adj"), format!("must be in -1000..=1000 (got {oom_score_adj})")));
+                        return Err(SpecError::new(
+                            f("oom_score_adj"),
+                            format!("must be in -1000..=1000 (got {oom_score_adj})"),
+                        ));
                     }
                     if *mode == HogMode::Hang && *hang_ns == 0 {
                         return Err(SpecError::new(f("hang_ns"), "mode hang needs hang_ns > 0"));
                     }
                 }
-                WorkloadSpec::FileServer { clients, service, think, working_set_bytes, file_bytes, disk_bytes_per_s, .. } => {
+                WorkloadSpec::FileServer {
+                    clients,
+                    service,
+                    think,
+                    working_set_bytes,
+                    file_bytes,
+                    disk_bytes_per_s,
+                    ..
+                } => {
                     if *clients == 0 {
                         return Err(SpecError::new(f("clients"), "must be >= 1"));
                     }
                     if *file_bytes == 0 || *working_set_bytes < *file_bytes {
-                        return Err(SpecError::new(f("working_set_bytes"), format!("must hold at least one file of file_bytes ({file_bytes}) (got {working_set_bytes})")));
+                        return Err(SpecError::new(
+                            f("working_set_bytes"),
+                            format!(
+                                "must hold at least one file of file_bytes ({file_bytes}) (got {working_set_bytes})"
+                            ),
+                        ));
                     }
                     if *disk_bytes_per_s == 0 {
                         return Err(SpecError::new(f("disk_bytes_per_s"), "must be > 0"));
@@ -923,42 +1067,75 @@ impl NodeSpec {
                         t.validate(&f("think"))?;
                     }
                 }
-                WorkloadSpec::Analytics { threads, working_set_bytes, work_ns, fault_penalty, .. } => {
+                WorkloadSpec::Analytics {
+                    threads,
+                    working_set_bytes,
+                    work_ns,
+                    fault_penalty,
+                    ..
+                } => {
                     if *threads == 0 {
                         return Err(SpecError::new(f("threads"), "must be >= 1"));
                     }
                     if *working_set_bytes < *threads as u64 * crate::memcg::PAGE {
-                        return Err(SpecError::new(f("working_set_bytes"), "must be at least a page per thread"));
+                        return Err(SpecError::new(
+                            f("working_set_bytes"),
+                            "must be at least a page per thread",
+                        ));
                     }
                     if *work_ns == 0 {
                         return Err(SpecError::new(f("work_ns"), "must be > 0"));
                     }
                     if !(fault_penalty.is_finite() && *fault_penalty >= 0.0) {
-                        return Err(SpecError::new(f("fault_penalty"), format!("must be >= 0 (got {fault_penalty})")));
+                        return Err(SpecError::new(
+                            f("fault_penalty"),
+                            format!("must be >= 0 (got {fault_penalty})"),
+                        ));
                     }
                 }
-                WorkloadSpec::Duty { max_threads, cores, period_ns, .. } => {
+                WorkloadSpec::Duty {
+                    max_threads,
+                    cores,
+                    period_ns,
+                    ..
+                } => {
                     if *max_threads == 0 {
                         return Err(SpecError::new(f("max_threads"), "must be >= 1"));
                     }
                     if !(cores.is_finite() && *cores >= 0.0 && *cores <= *max_threads as f64) {
-                        return Err(SpecError::new(f("cores"), format!("must be in [0, max_threads = {max_threads}] (got {cores})")));
+                        return Err(SpecError::new(
+                            f("cores"),
+                            format!("must be in [0, max_threads = {max_threads}] (got {cores})"),
+                        ));
                     }
                     if *period_ns < 1000 {
                         return Err(SpecError::new(f("period_ns"), "must be at least 1 µs"));
                     }
                 }
-                WorkloadSpec::CacheWriter { threads, chunk_bytes, .. } => {
+                WorkloadSpec::CacheWriter {
+                    threads, chunk_bytes, ..
+                } => {
                     if *threads == 0 {
                         return Err(SpecError::new(f("threads"), "must be >= 1"));
                     }
                     if *chunk_bytes < crate::memcg::PAGE {
-                        return Err(SpecError::new(f("chunk_bytes"), format!("must be at least a page ({} bytes)", crate::memcg::PAGE)));
+                        return Err(SpecError::new(
+                            f("chunk_bytes"),
+                            format!("must be at least a page ({} bytes)", crate::memcg::PAGE),
+                        ));
                     }
                 }
-                WorkloadSpec::OpenLoop { rate_per_s, workers, service, .. } => {
+                WorkloadSpec::OpenLoop {
+                    rate_per_s,
+                    workers,
+                    service,
+                    ..
+                } => {
                     if !(rate_per_s.is_finite() && *rate_per_s > 0.0) {
-                        return Err(SpecError::new(f("rate_per_s"), format!("must be > 0 (got {rate_per_s})")));
+                        return Err(SpecError::new(
+                            f("rate_per_s"),
+                            format!("must be > 0 (got {rate_per_s})"),
+                        ));
                     }
                     if *workers == 0 {
                         return Err(SpecError::new(f("workers"), "must be >= 1"));

@@ -62,7 +62,9 @@ impl Topology {
         let tpc = t.threads_per_core as usize;
         let ncpus = ncores * tpc;
         let mut core_cpus: Vec<Vec<CpuId>> = match &t.siblings {
-            None => (0..ncores).map(|c| (0..tpc).map(|k| c + k * ncores).collect()).collect(),
+            None => (0..ncores)
+                .map(|c| (0..tpc).map(|k| c + k * ncores).collect())
+                .collect(),
             Some(groups) => {
                 if groups.len() != ncores {
                     return Err(SpecError::new(
@@ -131,7 +133,11 @@ impl Topology {
         let llc = &self.socket_cpus[self.socket_of[cpu]];
         let all: Vec<CpuId> = (0..self.ncpus).collect();
         let mut lower: Vec<CpuId> = vec![cpu];
-        for (level, span) in [(DomainLevel::Smt, core.clone()), (DomainLevel::Llc, llc.clone()), (DomainLevel::Numa, all)] {
+        for (level, span) in [
+            (DomainLevel::Smt, core.clone()),
+            (DomainLevel::Llc, llc.clone()),
+            (DomainLevel::Numa, all),
+        ] {
             if span.len() <= lower.len() {
                 continue;
             }
@@ -150,7 +156,12 @@ impl Topology {
             }
             let local_group = groups.iter().position(|g| g.contains(&cpu)).unwrap_or(0);
             lower = span.clone();
-            out.push(Domain { level, span, groups, local_group });
+            out.push(Domain {
+                level,
+                span,
+                groups,
+                local_group,
+            });
         }
         out
     }

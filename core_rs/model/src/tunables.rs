@@ -98,7 +98,10 @@ mod tests {
     #[test]
     fn server_defaults_are_24_3_4_ms() {
         let t = Tunables::new(&KernelSpec::default(), 96);
-        assert_eq!((t.sched_latency, t.min_granularity, t.wakeup_granularity), (24_000_000, 3_000_000, 4_000_000));
+        assert_eq!(
+            (t.sched_latency, t.min_granularity, t.wakeup_granularity),
+            (24_000_000, 3_000_000, 4_000_000)
+        );
         assert_eq!(t.tick_ns, 4_000_000);
         assert_eq!(t.period(8), 24_000_000);
         assert_eq!(t.period(10), 30_000_000);

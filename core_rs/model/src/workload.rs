@@ -157,7 +157,8 @@ impl MemoryHog {
 
     fn free_all(&mut self, k: usize, eff: &mut Effects) {
         if self.held[k] > 0 {
-            eff.charges.push((self.threads[k], crate::memcg::Kind::Anon, -(self.held[k] as i64)));
+            eff.charges
+                .push((self.threads[k], crate::memcg::Kind::Anon, -(self.held[k] as i64)));
             self.held[k] = 0;
         }
     }
@@ -220,7 +221,8 @@ pub struct CacheWriter {
 
 impl CacheWriter {
     fn next_chunk(&self, k: usize, eff: &mut Effects) -> u64 {
-        eff.charges.push((self.threads[k], crate::memcg::Kind::File, self.chunk as i64));
+        eff.charges
+            .push((self.threads[k], crate::memcg::Kind::File, self.chunk as i64));
         (self.chunk.div_ceil(crate::memcg::PAGE) * self.write_ns_per_page).max(1)
     }
 }
@@ -249,7 +251,9 @@ const TOUCH_NS_PER_PAGE: u64 = 800;
 
 impl Analytics {
     fn task_work(&self, k: usize) -> u64 {
-        ((self.work as f64) * (1.0 + self.fault_penalty * self.swapped[k])).round().max(1.0) as u64
+        ((self.work as f64) * (1.0 + self.fault_penalty * self.swapped[k]))
+            .round()
+            .max(1.0) as u64
     }
 
     /// Worker k's next piece of work: the next chunk of its data while loading (charged),
@@ -309,9 +313,19 @@ impl Dd {
     fn io(&self, k: usize, eff: &mut Effects) {
         // buffered IO goes through (and stays in) the page cache of the cgroup
         if !self.direct {
-            eff.charges.push((self.threads[k], crate::memcg::Kind::File, self.block as i64));
+            eff.charges
+                .push((self.threads[k], crate::memcg::Kind::File, self.block as i64));
         }
-        eff.io.push((self.threads[k], IoReq { dir: self.dir, bytes: self.block, random: self.random, direct: self.direct, tag: DISK_DONE + k as u32 }));
+        eff.io.push((
+            self.threads[k],
+            IoReq {
+                dir: self.dir,
+                bytes: self.block,
+                random: self.random,
+                direct: self.direct,
+                tag: DISK_DONE + k as u32,
+            },
+        ));
     }
 }
 
@@ -332,7 +346,13 @@ pub struct Database {
 
 impl Database {
     fn read(&self, c: usize, eff: &mut Effects) {
-        let req = IoReq { dir: crate::disk::Dir::Read, bytes: self.read_bytes, random: true, direct: true, tag: DISK_DONE + c as u32 };
+        let req = IoReq {
+            dir: crate::disk::Dir::Read,
+            bytes: self.read_bytes,
+            random: true,
+            direct: true,
+            tag: DISK_DONE + c as u32,
+        };
         eff.io.push((self.threads[c], req));
     }
 
@@ -639,7 +659,15 @@ impl Workload {
                     }
                 }
             }
-            Workload::ClosedLoop(ClosedLoop { pool: Some(pool), svc, clients, think, service, rng, .. }) => {
+            Workload::ClosedLoop(ClosedLoop {
+                pool: Some(pool),
+                svc,
+                clients,
+                think,
+                service,
+                rng,
+                ..
+            }) => {
                 // A worker finished a request: its client thinks or asks again (joining the
                 // queue), and the worker takes the oldest waiting request, if any.
                 let c = pool.serving[slot as usize];

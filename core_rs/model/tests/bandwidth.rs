@@ -35,7 +35,10 @@ fn quota_equal_to_period_gives_one_cpu() {
     assert_eq!(st.nr_throttled, 40, "a saturating group is throttled every period");
     // 4 CPUs, 1 CPU of runtime: each period about 3 CPU-periods are spent throttled.
     let throttled = st.throttled_time as f64 / (10 * S) as f64;
-    assert!((throttled - 3.0).abs() < 0.1, "throttled {throttled} CPU-seconds per second");
+    assert!(
+        (throttled - 3.0).abs() < 0.1,
+        "throttled {throttled} CPU-seconds per second"
+    );
 }
 
 #[test]
@@ -91,8 +94,15 @@ fn v1_rejects_a_child_quota_above_its_parent() {
     assert!(e.to_string().contains("cgroups.c.cpu.cfs_quota_us"), "{e}");
     let mut n = node(json!({"topology": topo(4, 1), "cgroups": [{"name": "p"}, {"name": "c", "parent": "p"}]}));
     n.write_knob("c", "cpu.cfs_quota_us", 300_000).unwrap();
-    assert!(n.write_knob("p", "cpu.cfs_quota_us", 200_000).is_err(), "parent below an existing child");
-    assert!(n.write_knob("c", "cpu.cfs_burst_us", 400_000).unwrap_err().to_string().contains("must not exceed"));
+    assert!(
+        n.write_knob("p", "cpu.cfs_quota_us", 200_000).is_err(),
+        "parent below an existing child"
+    );
+    assert!(n
+        .write_knob("c", "cpu.cfs_burst_us", 400_000)
+        .unwrap_err()
+        .to_string()
+        .contains("must not exceed"));
 }
 
 /// One burst thread that gets `length_ms` of work every second, in a group with the given

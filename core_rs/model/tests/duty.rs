@@ -24,7 +24,10 @@ fn duty_follows_its_cores_second_by_second() {
         let got = (used - before) as f64 / S as f64;
         before = used;
         // a new value takes effect at the next 10 ms period: within 2% of the series' level
-        assert!((got - cores).abs() <= 0.02 * cores.max(prev).max(0.05), "second {i}: asked {cores}, got {got:.4} cores");
+        assert!(
+            (got - cores).abs() <= 0.02 * cores.max(prev).max(0.05),
+            "second {i}: asked {cores}, got {got:.4} cores"
+        );
         prev = cores;
     }
     // the open loop's rate changes too, from its next arrival on

@@ -112,7 +112,10 @@ fn eevdf_gives_the_fluid_share_where_cfs_credits_sleepers() {
     let eevdf = demanding_sleeper_share("eevdf");
     let cfs = demanding_sleeper_share("cfs");
     let fluid = 1.0 / 2.43;
-    assert!((eevdf / fluid - 1.0).abs() < 0.02, "eevdf share {eevdf} vs fluid {fluid}");
+    assert!(
+        (eevdf / fluid - 1.0).abs() < 0.02,
+        "eevdf share {eevdf} vs fluid {fluid}"
+    );
     assert!(cfs > fluid * 1.05, "cfs share {cfs} vs fluid {fluid}");
 }
 
@@ -143,7 +146,11 @@ fn eevdf_group_weight_swings_keep_vruntime_bounded() {
     for s in &n.ses {
         if s.on_rq {
             let min_v = n.rqs[s.parent_rq].min_vruntime;
-            assert!((s.vruntime - min_v).abs() < 1 << 50, "vruntime {} far from min_vruntime {min_v}", s.vruntime);
+            assert!(
+                (s.vruntime - min_v).abs() < 1 << 50,
+                "vruntime {} far from min_vruntime {min_v}",
+                s.vruntime
+            );
         }
     }
 }

@@ -53,7 +53,10 @@ fn idle_group_starves_beside_normal_but_takes_all_cpu_alone() {
     let idle_share = usage(&mut n, "offline") as f64 / (2 * 10 * S) as f64;
     assert!(idle_share < 0.01, "cpu.idle group got {idle_share}");
     // Weight 3 (clamped to MIN_SHARES=2 per CPU) against 512: about 0.4%, not zero.
-    assert!(idle_share > 0.001, "cpu.idle group got {idle_share}: SCHED_IDLE is not strict priority");
+    assert!(
+        idle_share > 0.001,
+        "cpu.idle group got {idle_share}: SCHED_IDLE is not strict priority"
+    );
 
     let mut n = node(spec(false));
     n.run_until(10 * S).unwrap();
@@ -104,7 +107,10 @@ fn runtime_knob_writes_take_effect() {
     }));
     n.run_until(2 * S).unwrap();
     let before = usage(&mut n, "offline");
-    assert!((before as f64 / (2 * S) as f64 - 1.0).abs() < 0.05, "equal shares first: {before}");
+    assert!(
+        (before as f64 / (2 * S) as f64 - 1.0).abs() < 0.05,
+        "equal shares first: {before}"
+    );
     n.write_knob("offline", "cpu.qos_level", -1).unwrap();
     n.reset_stats();
     n.run_until(4 * S).unwrap();
@@ -116,5 +122,9 @@ fn runtime_knob_writes_take_effect() {
     let idle = usage(&mut n, "offline") as f64 / (4 * S) as f64;
     assert!(idle > 0.0 && idle < 0.01, "{idle}");
     assert_eq!(n.read_knob("offline", "cpu.idle").unwrap(), 1);
-    assert!(n.write_knob("offline", "cpu.shares", 1).unwrap_err().to_string().contains("cpu.shares"));
+    assert!(n
+        .write_knob("offline", "cpu.shares", 1)
+        .unwrap_err()
+        .to_string()
+        .contains("cpu.shares"));
 }

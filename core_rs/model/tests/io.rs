@@ -38,10 +38,12 @@ fn two_writers(scheduler: &str, direct: bool, kernel: Value) -> Node {
     for x in &mut w {
         x["cpu_ns_per_block"] = json!(1_000);
     }
-    let mut n = node(json!({"topology": topo(4, 1), "kernel": kernel, "disk": {"scheduler": scheduler, "latency_ns": 20_000},
+    let mut n = node(
+        json!({"topology": topo(4, 1), "kernel": kernel, "disk": {"scheduler": scheduler, "latency_ns": 20_000},
         "cgroups": [{"name": "a", "blkio.weight": 1000, "blkio.cost.weight": 1000},
                     {"name": "b", "blkio.weight": 100, "blkio.cost.weight": 100}],
-        "workloads": w}));
+        "workloads": w}),
+    );
     n.run_until(10 * S).unwrap();
     n.reset_stats();
     n.run_until(20 * S).unwrap();
@@ -53,10 +55,16 @@ fn bfq_splits_direct_writes_by_blkio_weight() {
     let mut n = two_writers("bfq", true, json!({}));
     let (a, b) = (write_bytes(&mut n, "a"), write_bytes(&mut n, "b"));
     let ratio = a / b;
-    assert!((ratio / 10.0 - 1.0).abs() < 0.05, "a/b = {ratio:.3} (a {a:.0}, b {b:.0})");
+    assert!(
+        (ratio / 10.0 - 1.0).abs() < 0.05,
+        "a/b = {ratio:.3} (a {a:.0}, b {b:.0})"
+    );
     // the device stays busy: 500 MB/s of 1 MiB writes, less bfq's idling in a's gaps
     let total = (a + b) / 10.0;
-    assert!(total > 0.9 * 500.0 * MB as f64 && total <= 500.0 * MB as f64 * 1.0001, "{total:.0} B/s");
+    assert!(
+        total > 0.9 * 500.0 * MB as f64 && total <= 500.0 * MB as f64 * 1.0001,
+        "{total:.0} B/s"
+    );
 }
 
 #[test]
@@ -76,16 +84,22 @@ fn buffered_writes_escape_blkio_weight_on_cgroup_v1() {
     assert_eq!(write_bytes(&mut n, "b"), 0.0);
     // past vm.dirty_ratio the writers run at the disk's writeback rate together
     let total = (a + b) / 10.0;
-    assert!(total > 0.9 * 500.0 * MB as f64 && total < 1.1 * 500.0 * MB as f64, "{total:.0} B/s");
+    assert!(
+        total > 0.9 * 500.0 * MB as f64 && total < 1.1 * 500.0 * MB as f64,
+        "{total:.0} B/s"
+    );
 }
 
 #[test]
 fn iocost_with_cgroup_writeback_weighs_buffered_writes_too() {
     // rubik's ioCost: iocost on, writeback charged to the writer (cgroup1_writeback)
-    let mut n = node(json!({"topology": topo(4, 1), "kernel": {"cgroup_writeback": true}, "disk": disk("mq-deadline"),
+    let mut n = node(
+        json!({"topology": topo(4, 1), "kernel": {"cgroup_writeback": true}, "disk": disk("mq-deadline"),
         "cgroups": [{"name": "a", "blkio.cost.weight": 1000}, {"name": "b", "blkio.cost.weight": 100}],
-        "workloads": [dd("dd-a", "a", false), dd("dd-b", "b", false)]}));
-    n.write("", "blkio.cost.qos", "254:0 enable=1 ctrl=user min=100.00 max=100.00").unwrap();
+        "workloads": [dd("dd-a", "a", false), dd("dd-b", "b", false)]}),
+    );
+    n.write("", "blkio.cost.qos", "254:0 enable=1 ctrl=user min=100.00 max=100.00")
+        .unwrap();
     n.run_until(10 * S).unwrap();
     n.reset_stats();
     n.run_until(20 * S).unwrap();
@@ -106,7 +120,8 @@ fn iocost_shares_by_cost_weight_and_a_pinned_vrate_caps_the_device() {
         spec["workloads"][w]["cpu_ns_per_block"] = json!(1);
     }
     let mut n = node(spec);
-    n.write("", "blkio.cost.qos", "enable=1 ctrl=user min=50.00 max=50.00").unwrap();
+    n.write("", "blkio.cost.qos", "enable=1 ctrl=user min=50.00 max=50.00")
+        .unwrap();
     n.run_until(2 * S).unwrap();
     n.reset_stats();
     n.run_until(12 * S).unwrap();
@@ -126,9 +141,11 @@ fn max_window(series: &[u64], ncg: usize, cg: usize, window: usize) -> u64 {
 #[test]
 fn a_throttle_is_never_exceeded_over_any_100ms_window() {
     let cap = 50 * MB;
-    let mut n = node(json!({"topology": topo(4, 1), "disk": disk("mq-deadline"), "sample_interval_ns": MS,
+    let mut n = node(
+        json!({"topology": topo(4, 1), "disk": disk("mq-deadline"), "sample_interval_ns": MS,
         "cgroups": [{"name": "a", "blkio.throttle.write_bps_device": cap}, {"name": "b"}],
-        "workloads": [dd("dd-a", "a", true), dd("dd-b", "b", true)]}));
+        "workloads": [dd("dd-a", "a", true), dd("dd-b", "b", true)]}),
+    );
     n.run_until(5 * S).unwrap();
     let ncg = n.cgroups.len();
     let worst = max_window(&n.series.io_bytes, ncg, 1, 100);
@@ -141,10 +158,12 @@ fn a_throttle_is_never_exceeded_over_any_100ms_window() {
 
 #[test]
 fn an_iops_limit_caps_a_databases_reads() {
-    let mut n = node(json!({"topology": topo(4, 1), "disk": disk("mq-deadline"), "sample_interval_ns": 10 * MS,
+    let mut n = node(
+        json!({"topology": topo(4, 1), "disk": disk("mq-deadline"), "sample_interval_ns": 10 * MS,
         "cgroups": [{"name": "db", "blkio.throttle.read_iops_device": 1000}],
         "workloads": [{"kind": "database", "name": "db", "cgroup": "db", "clients": 8, "reads": 4,
-                        "service": {"dist": "constant", "value_ns": 50_000}}]}));
+                        "service": {"dist": "constant", "value_ns": 50_000}}]}),
+    );
     n.run_until(S).unwrap();
     n.reset_stats();
     n.run_until(11 * S).unwrap();
@@ -165,7 +184,11 @@ fn buffered_writes_wait_for_writeback_past_dirty_ratio() {
     n.run_until(S / 10).unwrap();
     let d = n.disk.as_ref().unwrap();
     // the writer first fills the cache at memory speed, up to the limit
-    assert!(d.dirty_total <= d.dirty_thresh && d.dirty_total + MIB > d.dirty_thresh, "dirty {}", d.dirty_total);
+    assert!(
+        d.dirty_total <= d.dirty_thresh && d.dirty_total + MIB > d.dirty_thresh,
+        "dirty {}",
+        d.dirty_total
+    );
     n.reset_stats();
     n.run_until(10 * S + S / 10).unwrap();
     let rate = dd_bytes(&n, 0) / 10.0;
@@ -174,12 +197,14 @@ fn buffered_writes_wait_for_writeback_past_dirty_ratio() {
 
 fn link(bwm: bool) -> Node {
     // 1 Gbit/s link; online sends 0–10 s and 15–25 s, offline 5–20 s (seed 001, case 4)
-    let mut n = node(json!({"topology": topo(2, 1), "network": {"egress_bytes_per_s": 125 * MB},
+    let mut n = node(
+        json!({"topology": topo(2, 1), "network": {"egress_bytes_per_s": 125 * MB},
         "sample_interval_ns": MS,
         "cgroups": [{"name": "online"}, {"name": "offline", "net_cls.classid": 4294967295u64}],
         "workloads": [
             {"kind": "iperf", "name": "on", "cgroup": "online", "windows_ns": [[0, 10 * S], [15 * S, 25 * S]]},
-            {"kind": "iperf", "name": "off", "cgroup": "offline", "windows_ns": [[5 * S, 20 * S]]}]}));
+            {"kind": "iperf", "name": "off", "cgroup": "offline", "windows_ns": [[5 * S, 20 * S]]}]}),
+    );
     if bwm {
         n.write("", "net_qos_waterline", "20mb").unwrap();
         n.write("", "net_qos_bandwidth", "20mb,1gb").unwrap();
@@ -218,7 +243,9 @@ fn the_bandwidth_manager_gives_online_its_link_back_within_its_interval() {
     assert!((rate(&n, "offline", 10_020, 14_000) / line - 1.0).abs() < 1e-3);
     // online is back at 15 s: the first check after it (≤ 10 ms) pushes offline to `low`,
     // and from then on online has line − low again
-    let back = (15_000..15_040).find(|&t| rate(&n, "online", t, t + 1) > 0.99 * (line - low)).expect("online never recovered");
+    let back = (15_000..15_040)
+        .find(|&t| rate(&n, "online", t, t + 1) > 0.99 * (line - low))
+        .expect("online never recovered");
     assert!(back < 15_000 + 10 + 1, "online recovered only at {back} ms");
     assert!((rate(&n, "online", 15_020, 19_000) / (line - low) - 1.0).abs() < 1e-3);
     // low → high when online stopped at 10 s, high → low when it came back at 15 s
@@ -228,9 +255,11 @@ fn the_bandwidth_manager_gives_online_its_link_back_within_its_interval() {
 #[test]
 fn a_per_cgroup_rate_is_never_exceeded() {
     let cap = 30 * MB;
-    let mut n = node(json!({"topology": topo(2, 1), "network": {"egress_bytes_per_s": 125 * MB}, "sample_interval_ns": MS,
+    let mut n = node(
+        json!({"topology": topo(2, 1), "network": {"egress_bytes_per_s": 125 * MB}, "sample_interval_ns": MS,
         "cgroups": [{"name": "a", "net.egress_bps": cap}, {"name": "b"}],
-        "workloads": [{"kind": "iperf", "name": "a", "cgroup": "a", "streams": 4}, {"kind": "iperf", "name": "b", "cgroup": "b"}]}));
+        "workloads": [{"kind": "iperf", "name": "a", "cgroup": "a", "streams": 4}, {"kind": "iperf", "name": "b", "cgroup": "b"}]}),
+    );
     n.run_until(3 * S).unwrap();
     let ncg = n.cgroups.len();
     assert!(max_window(&n.series.net_bytes, ncg, 1, 100) <= cap / 10 + 1);
@@ -246,12 +275,17 @@ fn rejected(spec: Value) -> String {
 
 #[test]
 fn bad_io_and_network_settings_are_refused_by_name() {
-    let base = |cg: Value, wl: Value| json!({"topology": topo(2, 1), "disk": {}, "network": {"egress_bytes_per_s": 1000},
-        "cgroups": [cg], "workloads": [wl]});
+    let base = |cg: Value, wl: Value| {
+        json!({"topology": topo(2, 1), "disk": {}, "network": {"egress_bytes_per_s": 1000},
+        "cgroups": [cg], "workloads": [wl]})
+    };
     let idle = json!({"kind": "hog", "name": "h", "cgroup": "a", "threads": 1});
     let e = rejected(base(json!({"name": "a", "blkio.weight": 0}), idle.clone()));
     assert!(e.contains("cgroups[0].blkio.weight") && e.contains("1..=1000"), "{e}");
-    let e = rejected(base(json!({"name": "a", "blkio.throttle.read_bps_device": -5}), idle.clone()));
+    let e = rejected(base(
+        json!({"name": "a", "blkio.throttle.read_bps_device": -5}),
+        idle.clone(),
+    ));
     assert!(e.contains("cgroups[0].blkio.throttle.read_bps_device"), "{e}");
     let e = rejected(base(json!({"name": "a", "net_cls.classid": 1u64 << 33}), idle.clone()));
     assert!(e.contains("net_cls.classid"), "{e}");
@@ -259,14 +293,21 @@ fn bad_io_and_network_settings_are_refused_by_name() {
     assert!(e.contains("workloads[0].kind") && e.contains("disk"), "{e}");
     let e = rejected(json!({"topology": topo(2, 1), "disk": {"wbps": 0}}));
     assert!(e.contains("disk.wbps"), "{e}");
-    let e = rejected(base(json!({"name": "a"}), json!({"kind": "iperf", "name": "i", "cgroup": "a", "windows_ns": [[5, 5]]})));
+    let e = rejected(base(
+        json!({"name": "a"}),
+        json!({"kind": "iperf", "name": "i", "cgroup": "a", "windows_ns": [[5, 5]]}),
+    ));
     assert!(e.contains("workloads[0].windows_ns[0]"), "{e}");
     let mut n = node(base(json!({"name": "a"}), idle));
     for (knob, text, want) in [
         ("net_qos_bandwidth", "1gb,20mb", "low"),
         ("net_qos_bandwidth", "20mb", "LOW,HIGH"),
         ("net_qos_waterline", "1mb", "20mb"),
-        ("blkio.cost.model", "rbps=0 rseqiops=1 rrandiops=1 wbps=1 wseqiops=1 wrandiops=1", "rbps"),
+        (
+            "blkio.cost.model",
+            "rbps=0 rseqiops=1 rrandiops=1 wbps=1 wseqiops=1 wrandiops=1",
+            "rbps",
+        ),
         ("blkio.cost.qos", "enable=1 min=200 max=100", "min"),
     ] {
         let e = n.write("", knob, text).unwrap_err().to_string();
@@ -275,7 +316,8 @@ fn bad_io_and_network_settings_are_refused_by_name() {
     let e = n.write("a", "blkio.weight", "5000").unwrap_err().to_string();
     assert!(e.contains("1..=1000"), "{e}");
     // the v1 files' "MAJ:MIN VALUE" form is taken
-    n.write("a", "blkio.throttle.write_bps_device", "254:0 1048576").unwrap();
+    n.write("a", "blkio.throttle.write_bps_device", "254:0 1048576")
+        .unwrap();
     assert_eq!(n.read_knob("a", "blkio.throttle.write_bps_device").unwrap(), 1048576);
 }
 
@@ -291,7 +333,12 @@ fn the_same_spec_and_seed_give_identical_io() {
     let run = || {
         let mut n = node(spec.clone());
         n.run_until(3 * S).unwrap();
-        (n.series.io_bytes.clone(), n.series.net_bytes.clone(), n.services[0].latencies.clone(), n.events)
+        (
+            n.series.io_bytes.clone(),
+            n.series.net_bytes.clone(),
+            n.services[0].latencies.clone(),
+            n.events,
+        )
     };
     let a = run();
     assert!(!a.2.is_empty() && a.0.iter().any(|&b| b > 0));

@@ -23,7 +23,11 @@ fn killed_group_stops_and_the_rest_takes_every_cpu() {
     n.run_until(2 * S).unwrap();
     n.write("be", "cgroup.kill", "1").unwrap();
     n.check_invariants().unwrap();
-    assert_eq!(n.nr_tasks_in(n.cgroup_id("be").unwrap()), 3, "tasks stay listed but never run");
+    assert_eq!(
+        n.nr_tasks_in(n.cgroup_id("be").unwrap()),
+        3,
+        "tasks stay listed but never run"
+    );
     assert_eq!(n.nr_running_in(n.cgroup_id("be").unwrap()), 0);
     n.reset_stats();
     n.run_until(12 * S).unwrap();

@@ -20,7 +20,10 @@ fn charges_add_up_the_hierarchy_and_peak_follows() {
     assert_eq!(m.cgs[1].usage, 16 * MI);
     assert_eq!(m.cgs[0].usage, 17 * MI);
     m.uncharge(2, 1, Kind::Anon, 4 * MI);
-    assert_eq!((m.cgs[2].usage, m.cgs[1].usage, m.cgs[1].peak), (6 * MI, 12 * MI, 16 * MI));
+    assert_eq!(
+        (m.cgs[2].usage, m.cgs[1].usage, m.cgs[1].peak),
+        (6 * MI, 12 * MI, 16 * MI)
+    );
     m.release(1);
     assert_eq!((m.cgs[2].usage, m.cgs[2].anon), (0, 0));
     assert_eq!(m.free(), 64 * GI - 7 * MI);
@@ -36,7 +39,10 @@ fn memory_max_reclaims_cache_first_and_charges_the_task_per_page() {
     assert_eq!(c.reclaimed, 30 * MI);
     assert_eq!(c.reclaim_ns, 30 * MI / PAGE * 1_000);
     assert!(c.killed.is_empty() && !c.failed);
-    assert_eq!((m.cgs[2].file, m.cgs[2].anon, m.cgs[1].usage), (50 * MI, 50 * MI, 100 * MI));
+    assert_eq!(
+        (m.cgs[2].file, m.cgs[2].anon, m.cgs[1].usage),
+        (50 * MI, 50 * MI, 100 * MI)
+    );
     assert_eq!(m.cgs[1].events.max, 1);
 }
 
@@ -84,7 +90,15 @@ fn memcg_oom_kills_the_largest_process_inside_the_group_only() {
     assert_eq!(c.killed, vec![1]); // 60 MiB beats 30 MiB; the 500 MiB outside is not eligible
     assert_eq!(m.cgs[1].usage, 50 * MI);
     assert_eq!(m.cgs[4].usage, 500 * MI);
-    assert_eq!((m.cgs[1].events.oom, m.cgs[2].events.oom_kill, m.cgs[1].events.oom_kill, m.cgs[0].events.oom_kill), (1, 1, 1, 1));
+    assert_eq!(
+        (
+            m.cgs[1].events.oom,
+            m.cgs[2].events.oom_kill,
+            m.cgs[1].events.oom_kill,
+            m.cgs[0].events.oom_kill
+        ),
+        (1, 1, 1, 1)
+    );
 }
 
 #[test]
@@ -131,7 +145,10 @@ fn memory_high_penalty_matches_the_kernel_table() {
     assert!((1840..=1860).contains(&raw(17)));
     assert_eq!(high_delay_ns(overage(high + high / 100, high), 64), 0); // ≤ 10 ms: no sleep
     assert_eq!(high_delay_ns(overage(high + high * 5 / 100, high), 64), 159_000_000);
-    assert_eq!(high_delay_ns(overage(high + high * 18 / 100, high), 64), MAX_HIGH_DELAY_NS);
+    assert_eq!(
+        high_delay_ns(overage(high + high * 18 / 100, high), 64),
+        MAX_HIGH_DELAY_NS
+    );
     assert_eq!(high_delay_ns(overage(high * 3, high), 64), MAX_HIGH_DELAY_NS);
     // scaled by the pages charged: half a batch, half the sleep
     assert_eq!(raw_high_delay_jiffies(overage(high + high / 10, high), 32), raw(10) / 2);
@@ -147,7 +164,10 @@ fn memory_high_throttles_instead_of_killing() {
     let c = m.charge(2, 1, Kind::Anon, 10 * MI);
     assert!(c.killed.is_empty() && !c.failed);
     assert_eq!(m.cgs[2].usage, 110 * MI);
-    assert_eq!(c.throttle_ns, high_delay_ns(overage(110 * MI, 100 * MI), 10 * MI / PAGE));
+    assert_eq!(
+        c.throttle_ns,
+        high_delay_ns(overage(110 * MI, 100 * MI), 10 * MI / PAGE)
+    );
     assert!(c.throttle_ns == MAX_HIGH_DELAY_NS); // 2560 pages: 40 batches of a 640 ms sleep, capped
     assert_eq!((m.cgs[2].events.high, m.cgs[2].events.oom), (1, 0));
     // with cache to reclaim, the overage is reclaimed instead and nobody sleeps
@@ -185,7 +205,10 @@ fn memory_low_is_spared_on_the_first_pass_only() {
     m.charge(3, 2, Kind::File, 60 * MI);
     // 160 + 60 = 20 over: all of it from a2, a1's cache is under its low
     let c = m.charge(3, 2, Kind::Anon, 60 * MI);
-    assert_eq!((m.cgs[2].file, m.cgs[3].file, c.reclaimed), (100 * MI, 40 * MI, 20 * MI));
+    assert_eq!(
+        (m.cgs[2].file, m.cgs[3].file, c.reclaimed),
+        (100 * MI, 40 * MI, 20 * MI)
+    );
     assert_eq!(m.cgs[2].events.low, 0);
     // 50 more: a2's last 40 on the first pass, then the second pass takes 10 of a1's, and says so
     let c = m.charge(3, 2, Kind::Anon, 50 * MI);

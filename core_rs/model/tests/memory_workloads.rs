@@ -42,10 +42,13 @@ fn a_worker_allocates_at_its_touch_cost_then_holds() {
 
 #[test]
 fn churn_frees_and_starts_over_and_hang_sleeps_holding_it() {
-    let mut n = mem_node(json!([cg("a", 1024, 0, 0), cg("b", 1024, 0, 0)]), json!([
-        vm("churn", "a", 10 * MI, "churn"),
-        {"kind": "memory_hog", "name": "hang", "cgroup": "b", "bytes": 10 * MI, "mode": "hang", "hang_ns": 100 * MS},
-    ]));
+    let mut n = mem_node(
+        json!([cg("a", 1024, 0, 0), cg("b", 1024, 0, 0)]),
+        json!([
+            vm("churn", "a", 10 * MI, "churn"),
+            {"kind": "memory_hog", "name": "hang", "cgroup": "b", "bytes": 10 * MI, "mode": "hang", "hang_ns": 100 * MS},
+        ]),
+    );
     n.run_until(1 * S).unwrap();
     let a = mem(&n, "a");
     assert!(a.usage <= 10 * MI && a.peak == 10 * MI);
@@ -122,16 +125,31 @@ fn same_seed_same_memory_run() {
 
 #[test]
 fn bad_memory_settings_are_named() {
-    let bad = |spec: Value| colosim_core::Node::from_json(&spec.to_string()).err().map(|e| e.to_string()).unwrap_or_default();
+    let bad = |spec: Value| {
+        colosim_core::Node::from_json(&spec.to_string())
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    };
     let e = bad(json!({"topology": topo(1, 1), "memory": {"total_bytes": 1 << 30},
         "cgroups": [{"name": "a", "memory.limit_in_bytes": 100, "memory.high": 200}]}));
-    assert!(e.contains("cgroups[0].memory.high") && e.contains("must not be above memory.limit_in_bytes"), "{e}");
-    let e = bad(json!({"topology": topo(1, 1), "memory": {"total_bytes": 1 << 30}, "cgroups": [{"name": "a", "memory.min": -5}]}));
+    assert!(
+        e.contains("cgroups[0].memory.high") && e.contains("must not be above memory.limit_in_bytes"),
+        "{e}"
+    );
+    let e = bad(
+        json!({"topology": topo(1, 1), "memory": {"total_bytes": 1 << 30}, "cgroups": [{"name": "a", "memory.min": -5}]}),
+    );
     assert!(e.contains("cgroups[0].memory.min") && e.contains(">= 0"), "{e}");
     let e = bad(json!({"topology": topo(1, 1), "cgroups": [{"name": "a"}], "workloads": [vm("vm", "a", MI, "keep")]}));
-    assert!(e.contains("workloads[0].kind") && e.contains("needs the node's memory"), "{e}");
-    let e = bad(json!({"topology": topo(1, 1), "memory": {"total_bytes": 1 << 30}, "cgroups": [{"name": "a"}],
-        "workloads": [{"kind": "memory_hog", "name": "vm", "cgroup": "a", "bytes": MI, "oom_score_adj": 2000}]}));
+    assert!(
+        e.contains("workloads[0].kind") && e.contains("needs the node's memory"),
+        "{e}"
+    );
+    let e = bad(
+        json!({"topology": topo(1, 1), "memory": {"total_bytes": 1 << 30}, "cgroups": [{"name": "a"}],
+        "workloads": [{"kind": "memory_hog", "name": "vm", "cgroup": "a", "bytes": MI, "oom_score_adj": 2000}]}),
+    );
     assert!(e.contains("workloads[0].oom_score_adj"), "{e}");
 }
 
@@ -140,14 +158,27 @@ fn vendor_memcg_knobs_exist_only_on_their_kernels() {
     let mut n = mem_node(json!([cg("a", 1024, 0, 0)]), json!([]));
     let e = n.write_knob("a", "memory.wmark_ratio", 80).unwrap_err().to_string();
     assert!(e.contains("Alibaba Cloud Linux memcg extension"), "{e}");
-    let e = n.write_knob("a", "memory.high_async_ratio", 80).unwrap_err().to_string();
+    let e = n
+        .write_knob("a", "memory.high_async_ratio", 80)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("openEuler memcg extension"), "{e}");
     let mut n = node(json!({"topology": topo(1, 1), "memory": {"total_bytes": 1u64 << 30},
         "kernel": {"alinux_memcg": true, "openeuler_memcg": true}, "cgroups": [cg("a", 1024, 0, 0)]}));
     n.write_knob("a", "memory.priority", 12).unwrap();
     n.write_knob("a", "memory.high_async_ratio", 80).unwrap();
-    assert_eq!((n.read_knob("a", "memory.priority").unwrap(), n.read_knob("a", "memory.high_async_ratio").unwrap()), (12, 80));
-    assert!(n.write_knob("a", "memory.priority", 13).unwrap_err().to_string().contains("0..=12"));
+    assert_eq!(
+        (
+            n.read_knob("a", "memory.priority").unwrap(),
+            n.read_knob("a", "memory.high_async_ratio").unwrap()
+        ),
+        (12, 80)
+    );
+    assert!(n
+        .write_knob("a", "memory.priority", 13)
+        .unwrap_err()
+        .to_string()
+        .contains("0..=12"));
 }
 
 #[test]
@@ -161,22 +192,60 @@ fn memory_high_sleeps_are_memory_pressure() {
     );
     n.run_until(12 * S).unwrap();
     let text = n.read("a", "memory.pressure").unwrap();
-    let total_us: u64 = text.lines().next().unwrap().rsplit("total=").next().unwrap().parse().unwrap();
+    let total_us: u64 = text
+        .lines()
+        .next()
+        .unwrap()
+        .rsplit("total=")
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     // one task, asleep on memory.high nearly all the time once above it (≈ 12 ms in)
     assert!(total_us > 11_500_000 && total_us <= 12_000_000, "{text}");
-    let avg10: f64 = text.split("avg10=").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    let avg10: f64 = text
+        .split("avg10=")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     // avg10 after six 2 s periods fully stalled: 100 × (1 − (1677/2048)^6) ≈ 70%, less the
     // first period's start (the averages tick at 2 s + 1 tick)
     assert!((55.0..=71.0).contains(&avg10), "{text}");
-    assert!(n.read("b", "memory.pressure").unwrap().starts_with("some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"));
+    assert!(n
+        .read("b", "memory.pressure")
+        .unwrap()
+        .starts_with("some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"));
     // the parent sees its child's stall; the root too
-    assert!(n.read("", "memory.pressure").unwrap().contains(&format!("total={total_us}")));
+    assert!(n
+        .read("", "memory.pressure")
+        .unwrap()
+        .contains(&format!("total={total_us}")));
     // FULL: nothing else of a is runnable while it sleeps, so FULL is (almost) SOME — less
     // the moments the task itself runs between its sleeps
-    let full_us: u64 = text.lines().nth(1).unwrap().rsplit("total=").next().unwrap().parse().unwrap();
+    let full_us: u64 = text
+        .lines()
+        .nth(1)
+        .unwrap()
+        .rsplit("total=")
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(full_us <= total_us && full_us > total_us - 100_000, "{text}");
     // ... but not at the root, where b's worker keeps running
     let root = n.read("", "memory.pressure").unwrap();
-    let root_full: u64 = root.lines().nth(1).unwrap().rsplit("total=").next().unwrap().parse().unwrap();
+    let root_full: u64 = root
+        .lines()
+        .nth(1)
+        .unwrap()
+        .rsplit("total=")
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert_eq!(root_full, 0, "{root}");
 }

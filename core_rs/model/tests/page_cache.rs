@@ -17,7 +17,16 @@ fn server(ws: u64) -> Value {
 }
 
 fn hits(n: &colosim_core::Node) -> (u64, u64) {
-    n.workloads.iter().find_map(|w| if let Workload::FileServer(f) = w { Some((f.hits, f.misses)) } else { None }).unwrap()
+    n.workloads
+        .iter()
+        .find_map(|w| {
+            if let Workload::FileServer(f) = w {
+                Some((f.hits, f.misses))
+            } else {
+                None
+            }
+        })
+        .unwrap()
 }
 
 fn file_of(n: &colosim_core::Node, cg: &str) -> u64 {
@@ -36,7 +45,10 @@ fn the_cache_warms_to_the_working_set_and_misses_stop() {
     n.reset_stats();
     n.run_until(11 * S).unwrap();
     let svc = &n.services[0];
-    assert!(svc.latencies.iter().all(|&l| l == 200_000), "a request missed after the warm-up");
+    assert!(
+        svc.latencies.iter().all(|&l| l == 200_000),
+        "a request missed after the warm-up"
+    );
 }
 
 #[test]
@@ -81,10 +93,12 @@ fn analytics(limit: Option<u64>) -> (f64, u64) {
     if let Some(l) = limit {
         c["memory.limit_in_bytes"] = json!(l);
     }
-    let mut n = node(json!({"topology": topo(2, 1), "memory": {"total_bytes": 4u64 << 30, "swap_bytes": 2u64 << 30},
+    let mut n = node(
+        json!({"topology": topo(2, 1), "memory": {"total_bytes": 4u64 << 30, "swap_bytes": 2u64 << 30},
         "cgroups": [c],
         "workloads": [{"kind": "analytics", "name": "als", "cgroup": "spark", "working_set_bytes": 400 * MI,
-                       "work_ns": 10 * MS, "fault_penalty": 20.0}]}));
+                       "work_ns": 10 * MS, "fault_penalty": 20.0}]}),
+    );
     n.run_until(1 * S).unwrap();
     n.reset_stats();
     n.run_until(4 * S).unwrap();

@@ -58,13 +58,35 @@ fn tasks_stay_inside_their_cpuset_also_after_a_change() {
 
 #[test]
 fn cpuset_rules_of_cgroup_v1() {
-    let mut n = node(json!({"topology": topo(4, 1), "cgroups": [{"name": "p", "cpuset.cpus": "0-1"}, {"name": "c", "parent": "p"}],
-                            "workloads": [hog("h", "c", 1)]}));
-    assert_eq!(n.read("c", "cpuset.cpus").unwrap(), "0-1", "a child starts with its parent's set");
-    assert!(n.write("c", "cpuset.cpus", "2").unwrap_err().to_string().contains("not within the parent"));
-    assert!(n.write("p", "cpuset.cpus", "0").unwrap_err().to_string().contains("shrink the child first"));
-    assert!(n.write("c", "cpuset.cpus", "").unwrap_err().to_string().contains("must not be empty"));
-    assert!(n.write("c", "cpuset.cpus", "0-9").unwrap_err().to_string().contains("0..3"));
+    let mut n = node(
+        json!({"topology": topo(4, 1), "cgroups": [{"name": "p", "cpuset.cpus": "0-1"}, {"name": "c", "parent": "p"}],
+                            "workloads": [hog("h", "c", 1)]}),
+    );
+    assert_eq!(
+        n.read("c", "cpuset.cpus").unwrap(),
+        "0-1",
+        "a child starts with its parent's set"
+    );
+    assert!(n
+        .write("c", "cpuset.cpus", "2")
+        .unwrap_err()
+        .to_string()
+        .contains("not within the parent"));
+    assert!(n
+        .write("p", "cpuset.cpus", "0")
+        .unwrap_err()
+        .to_string()
+        .contains("shrink the child first"));
+    assert!(n
+        .write("c", "cpuset.cpus", "")
+        .unwrap_err()
+        .to_string()
+        .contains("must not be empty"));
+    assert!(n
+        .write("c", "cpuset.cpus", "0-9")
+        .unwrap_err()
+        .to_string()
+        .contains("0..3"));
     n.write("c", "cpuset.cpus", "1").unwrap();
     n.write("p", "cpuset.cpus", "1").unwrap();
 }
@@ -150,7 +172,10 @@ fn smt_expeller_keeps_offline_off_the_sibling_of_online_work() {
     assert!(n.services[0].completed > 1000);
     n.check_invariants().unwrap();
     let (n, online, offline) = expeller_run(false);
-    assert!(overlap(&n, &online, &offline) > 100_000_000, "without the expeller they do share a core");
+    assert!(
+        overlap(&n, &online, &offline) > 100_000_000,
+        "without the expeller they do share a core"
+    );
 }
 
 #[test]
@@ -192,7 +217,15 @@ fn idle_groups_shares_follow_the_kernel() {
     let mut n = node(json!({"topology": topo(1, 1), "cgroups": [{"name": "g", "cpu.shares": 512}]}));
     n.write("g", "cpu.idle", "1").unwrap();
     assert_eq!(n.read("g", "cpu.shares").unwrap(), "3");
-    assert!(n.write("g", "cpu.shares", "100").unwrap_err().to_string().contains("EINVAL"));
+    assert!(n
+        .write("g", "cpu.shares", "100")
+        .unwrap_err()
+        .to_string()
+        .contains("EINVAL"));
     n.write("g", "cpu.idle", "0").unwrap();
-    assert_eq!(n.read("g", "cpu.shares").unwrap(), "1024", "cleared idle resets to NICE_0_LOAD, not the old 512");
+    assert_eq!(
+        n.read("g", "cpu.shares").unwrap(),
+        "1024",
+        "cleared idle resets to NICE_0_LOAD, not the old 512"
+    );
 }

@@ -36,7 +36,10 @@ fn a_pool_needs_fanout_1_and_a_worker() {
             "workloads": [{"kind": "closed_loop", "name": "web", "cgroup": "web", "clients": 4, "fanout": fanout,
                            "workers": workers, "service": {"dist": "constant", "value_ns": 1_000}}],
         });
-        let err = colosim_core::node::Node::from_json(&spec.to_string()).err().expect("rejected").to_string();
+        let err = colosim_core::node::Node::from_json(&spec.to_string())
+            .err()
+            .expect("rejected")
+            .to_string();
         assert!(err.contains(needle), "{err}");
     }
 }

@@ -21,7 +21,10 @@ fn one_runnable_task_per_cpu_is_no_pressure() {
     let mut n = hogs_per_cpu(1);
     n.settle();
     assert_eq!(n.cgroups[1].psi.total[0] - n.cgroups[1].psi_base[0], 0);
-    assert!(n.read("g", "cpu.pressure").unwrap().starts_with("some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"));
+    assert!(n
+        .read("g", "cpu.pressure")
+        .unwrap()
+        .starts_with("some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"));
 }
 
 #[test]
@@ -38,11 +41,17 @@ fn two_runnable_tasks_per_cpu_is_full_some_pressure() {
     assert!(a10 > 99.5, "avg10 {a10}");
     let periods = 30.0; // 60 s of PSI_FREQ (2 s + a tick) updates, one short of 30
     let want60 = |k: f64| 100.0 * (1.0 - (1981.0f64 / 2048.0).powf(k));
-    assert!(a60 > want60(periods - 2.0) && a60 < want60(periods + 1.0), "avg60 {a60}");
+    assert!(
+        a60 > want60(periods - 2.0) && a60 < want60(periods + 1.0),
+        "avg60 {a60}"
+    );
     assert!(a300 > 5.0 && a300 < a60, "avg300 {a300}");
     // The node has the same SOME pressure; its FULL line is always zero for CPU.
     let node_text = n.read("", "cpu.pressure").unwrap();
-    assert!(node_text.contains("full avg10=0.00 avg60=0.00 avg300=0.00 total=0"), "{node_text}");
+    assert!(
+        node_text.contains("full avg10=0.00 avg60=0.00 avg300=0.00 total=0"),
+        "{node_text}"
+    );
 }
 
 #[test]
@@ -60,5 +69,8 @@ fn throttled_tasks_count_as_stalled() {
     let g = &n.cgroups[1];
     let some = (g.psi.total[0] - g.psi_base[0]) as f64 / (20 * S) as f64;
     let full = (g.psi.total[1] - g.psi_base[1]) as f64 / (20 * S) as f64;
-    assert!((some - 0.5).abs() < 0.02 && (full - 0.5).abs() < 0.02, "some {some} full {full}");
+    assert!(
+        (some - 0.5).abs() < 0.02 && (full - 0.5).abs() < 0.02,
+        "some {some} full {full}"
+    );
 }

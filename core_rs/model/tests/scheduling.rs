@@ -58,7 +58,11 @@ fn same_seed_same_result_other_seed_differs() {
         let mut n = node(spec(seed));
         n.run_until(5 * S).unwrap();
         n.settle();
-        (n.services[0].latencies.clone(), n.hierarchical(|g| g.stats.usage_ns), n.events)
+        (
+            n.services[0].latencies.clone(),
+            n.hierarchical(|g| g.stats.usage_ns),
+            n.events,
+        )
     };
     let (a, b, c) = (run(1), run(1), run(2));
     assert_eq!(a, b);
@@ -113,7 +117,10 @@ fn work_conservation_within_one_tick() {
             _ => {}
         }
     }
-    assert!(worst <= bound, "a CPU stayed idle {worst} ns while a task waited (bound {bound})");
+    assert!(
+        worst <= bound,
+        "a CPU stayed idle {worst} ns while a task waited (bound {bound})"
+    );
     assert!(n.services[0].completed > 30_000);
 }
 
@@ -165,7 +172,10 @@ fn normal_hog_delays_wakeups_by_wakeup_granularity() {
     }));
     n.run_until(50 * S).unwrap();
     let mean = mean_latency(&n);
-    assert!(mean > 1.3e6, "mean {mean}: a normal hog must cost the service something");
+    assert!(
+        mean > 1.3e6,
+        "mean {mean}: a normal hog must cost the service something"
+    );
 }
 
 #[test]
@@ -191,10 +201,19 @@ fn sampling_more_often_changes_nothing() {
                 }
             }
             n.settle();
-            (n.services[0].latencies.clone(), n.hierarchical(|g| g.stats.usage_ns), n.cgroups[2].cpu_stat())
+            (
+                n.services[0].latencies.clone(),
+                n.hierarchical(|g| g.stats.usage_ns),
+                n.cgroups[2].cpu_stat(),
+            )
         };
         let (a, b) = (run(0), run(MS));
-        assert!(a.0 == b.0, "{sched}: latencies differ ({} vs {} requests)", a.0.len(), b.0.len());
+        assert!(
+            a.0 == b.0,
+            "{sched}: latencies differ ({} vs {} requests)",
+            a.0.len(),
+            b.0.len()
+        );
         assert_eq!(a.1, b.1, "{sched}: usage");
         assert_eq!(a.2, b.2, "{sched}: cpu.stat");
     }

@@ -39,7 +39,10 @@ pub fn full_check(n: &Node, strict: bool) -> Result<(), String> {
             }
         }
         if task.state == TaskState::Running && n.cpus[task.cpu].curr != Some(t) {
-            return Err(format!("task {t} Running but cpu {} curr {:?}", task.cpu, n.cpus[task.cpu].curr));
+            return Err(format!(
+                "task {t} Running but cpu {} curr {:?}",
+                task.cpu, n.cpus[task.cpu].curr
+            ));
         }
     }
     // rq accounting
@@ -58,18 +61,30 @@ pub fn full_check(n: &Node, strict: bool) -> Result<(), String> {
     }
     for (i, s) in n.ses.iter().enumerate() {
         if s.on_rq && (s.vruntime - n.rqs[s.parent_rq].min_vruntime).abs() > 10_000_000_000_000_000 {
-            return Err(format!("se {i} vruntime {} far from min_vruntime {} (w {})", s.vruntime, n.rqs[s.parent_rq].min_vruntime, s.weight));
+            return Err(format!(
+                "se {i} vruntime {} far from min_vruntime {} (w {})",
+                s.vruntime, n.rqs[s.parent_rq].min_vruntime, s.weight
+            ));
         }
     }
     for (i, r) in n.rqs.iter().enumerate() {
         if r.nr_running != nr[i] {
-            return Err(format!("rq {i} (cg {} cpu {}): nr_running {} vs {} on_rq ses", r.cg, r.cpu, r.nr_running, nr[i]));
+            return Err(format!(
+                "rq {i} (cg {} cpu {}): nr_running {} vs {} on_rq ses",
+                r.cg, r.cpu, r.nr_running, nr[i]
+            ));
         }
         if r.load != load[i] {
-            return Err(format!("rq {i} (cg {} cpu {}): load {} vs Σw {}", r.cg, r.cpu, r.load, load[i]));
+            return Err(format!(
+                "rq {i} (cg {} cpu {}): load {} vs Σw {}",
+                r.cg, r.cpu, r.load, load[i]
+            ));
         }
         if r.timeline != members[i] {
-            return Err(format!("rq {i} (cg {} cpu {}): timeline {:?} vs {:?}", r.cg, r.cpu, r.timeline, members[i]));
+            return Err(format!(
+                "rq {i} (cg {} cpu {}): timeline {:?} vs {:?}",
+                r.cg, r.cpu, r.timeline, members[i]
+            ));
         }
         if let Some(c) = r.curr {
             if n.ses[c].parent_rq != i {
@@ -87,7 +102,11 @@ pub fn full_check(n: &Node, strict: bool) -> Result<(), String> {
         }
         let g = &n.cgroups[r.cg];
         if r.cg != 0 && g.load_contrib[r.cpu] != scale_load_down(r.load) {
-            return Err(format!("rq {i}: load_contrib {} vs load {}", g.load_contrib[r.cpu], scale_load_down(r.load)));
+            return Err(format!(
+                "rq {i}: load_contrib {} vs load {}",
+                g.load_contrib[r.cpu],
+                scale_load_down(r.load)
+            ));
         }
     }
     for (cg, g) in n.cgroups.iter().enumerate() {
@@ -147,7 +166,10 @@ pub fn full_check(n: &Node, strict: bool) -> Result<(), String> {
         for cg in 0..n.cgroups.len() {
             let rq = cg * ncpus + cpu;
             if n.rqs[rq].curr != expect_curr[cg] {
-                return Err(format!("cpu {cpu} cg {cg}: rq.curr {:?} vs expected {:?}", n.rqs[rq].curr, expect_curr[cg]));
+                return Err(format!(
+                    "cpu {cpu} cg {cg}: rq.curr {:?} vs expected {:?}",
+                    n.rqs[rq].curr, expect_curr[cg]
+                ));
             }
         }
         if let Some(t) = n.cpus[cpu].curr {
@@ -155,7 +177,10 @@ pub fn full_check(n: &Node, strict: bool) -> Result<(), String> {
             let mut rq = n.ses[n.tasks[t].se].parent_rq;
             loop {
                 if n.rqs[rq].throttled.any() {
-                    return Err(format!("cpu {cpu} runs task {t} under throttled rq {rq} ({:?})", n.rqs[rq].throttled));
+                    return Err(format!(
+                        "cpu {cpu} runs task {t} under throttled rq {rq} ({:?})",
+                        n.rqs[rq].throttled
+                    ));
                 }
                 match n.rqs[rq].gse {
                     Some(g) => rq = n.ses[g].parent_rq,
@@ -167,14 +192,18 @@ pub fn full_check(n: &Node, strict: bool) -> Result<(), String> {
             }
         }
         // throttle lists
-        let qos: BTreeSet<usize> =
-            (0..n.cgroups.len()).map(|cg| cg * ncpus + cpu).filter(|&r| n.rqs[r].throttled.has(Throttle::QOS)).collect();
+        let qos: BTreeSet<usize> = (0..n.cgroups.len())
+            .map(|cg| cg * ncpus + cpu)
+            .filter(|&r| n.rqs[r].throttled.has(Throttle::QOS))
+            .collect();
         let ql: Vec<usize> = n.cpus[cpu].qos_throttled.clone();
         if ql.len() != qos.len() || ql.iter().copied().collect::<BTreeSet<_>>() != qos {
             return Err(format!("cpu {cpu}: qos_throttled list {:?} vs bits {:?}", ql, qos));
         }
-        let ex: BTreeSet<usize> =
-            (0..n.cgroups.len()).map(|cg| cg * ncpus + cpu).filter(|&r| n.rqs[r].throttled.has(Throttle::EXPELLED)).collect();
+        let ex: BTreeSet<usize> = (0..n.cgroups.len())
+            .map(|cg| cg * ncpus + cpu)
+            .filter(|&r| n.rqs[r].throttled.has(Throttle::EXPELLED))
+            .collect();
         let el = n.cpus[cpu].expelled.clone();
         if el.len() != ex.len() || el.iter().copied().collect::<BTreeSet<_>>() != ex {
             return Err(format!("cpu {cpu}: expelled list {:?} vs bits {:?}", el, ex));
@@ -184,12 +213,17 @@ pub fn full_check(n: &Node, strict: bool) -> Result<(), String> {
             let cnt = n
                 .tasks
                 .iter()
-                .filter(|t| t.cpu == cpu && matches!(t.state, TaskState::Runnable | TaskState::Running) && desc(n, t.cg, cg))
+                .filter(|t| {
+                    t.cpu == cpu && matches!(t.state, TaskState::Runnable | TaskState::Running) && desc(n, t.cg, cg)
+                })
                 .count() as u32;
             let on = n.cpus[cpu].curr.is_some_and(|t| desc(n, n.tasks[t].cg, cg));
             let p = &n.psi_cpu[cg * ncpus + cpu];
             if p.nr != cnt || p.oncpu != on {
-                return Err(format!("psi cg {cg} cpu {cpu}: nr {} oncpu {} vs {cnt} {on}", p.nr, p.oncpu));
+                return Err(format!(
+                    "psi cg {cg} cpu {cpu}: nr {} oncpu {} vs {cnt} {on}",
+                    p.nr, p.oncpu
+                ));
             }
         }
         if strict {
@@ -201,9 +235,11 @@ pub fn full_check(n: &Node, strict: bool) -> Result<(), String> {
                 return Err(format!("cpu {cpu}: offline qos-throttled but no online runnable"));
             }
             if !n.cpus[cpu].expelled.is_empty() {
-                let sib_online = n.topo.siblings(cpu).iter().any(|&s| {
-                    s != cpu && n.cpus[s].curr.is_some_and(|t| !n.cgroups[n.tasks[t].cg].offline)
-                });
+                let sib_online = n
+                    .topo
+                    .siblings(cpu)
+                    .iter()
+                    .any(|&s| s != cpu && n.cpus[s].curr.is_some_and(|t| !n.cgroups[n.tasks[t].cg].offline));
                 if !sib_online {
                     return Err(format!("cpu {cpu}: expelled but no sibling runs online"));
                 }
@@ -211,14 +247,18 @@ pub fn full_check(n: &Node, strict: bool) -> Result<(), String> {
         }
     }
     for (cg, g) in n.cgroups.iter().enumerate() {
-        let bits: BTreeSet<usize> =
-            (0..ncpus).map(|c| cg * ncpus + c).filter(|&r| n.rqs[r].throttled.has(Throttle::BANDWIDTH)).collect();
+        let bits: BTreeSet<usize> = (0..ncpus)
+            .map(|c| cg * ncpus + c)
+            .filter(|&r| n.rqs[r].throttled.has(Throttle::BANDWIDTH))
+            .collect();
         let l = &g.bw.throttled_rqs;
         if l.len() != bits.len() || l.iter().copied().collect::<BTreeSet<_>>() != bits {
             return Err(format!("cg {cg}: bw throttled list {:?} vs bits {:?}", l, bits));
         }
         if !bits.is_empty() && (!g.bw.period_active || g.bw.quota.is_none()) {
-            return Err(format!("cg {cg}: bandwidth-throttled but period timer inactive / no quota"));
+            return Err(format!(
+                "cg {cg}: bandwidth-throttled but period timer inactive / no quota"
+            ));
         }
     }
     Ok(())
@@ -259,9 +299,17 @@ pub fn scenario(seed: u64) -> (Value, Vec<(String, Vec<usize>)>) {
     let mut cgs = vec![];
     let mut names: Vec<(String, Vec<usize>)> = vec![];
     for i in 0..ncg {
-        let parent = if i > 0 && g.p(0.5) { Some(g.u(i as u64) as usize) } else { None };
+        let parent = if i > 0 && g.p(0.5) {
+            Some(g.u(i as u64) as usize)
+        } else {
+            None
+        };
         let pcpus: Vec<usize> = parent.map(|p| names[p].1.clone()).unwrap_or((0..ncpus).collect());
-        let cpus = if g.p(0.4) { subset_list(&mut g, &pcpus) } else { pcpus.clone() };
+        let cpus = if g.p(0.4) {
+            subset_list(&mut g, &pcpus)
+        } else {
+            pcpus.clone()
+        };
         let mut c = json!({"name": format!("g{i}"), "parent": parent.map(|p| format!("g{p}")).unwrap_or_default(),
             "cpu.shares": ([2u64, 100, 1024, 4096][g.u(4) as usize]),
             "cpu.idle": if g.p(0.25) {1} else {0},
@@ -294,10 +342,14 @@ pub fn scenario(seed: u64) -> (Value, Vec<(String, Vec<usize>)>) {
             1 => json!({"kind":"closed_loop","name":format!("w{i}"),"cgroup":cg,"clients":1+g.u(4),"fanout":1+g.u(3),
                  "service":{"dist":"exponential","mean_ns": 200_000.0 + g.r.uniform()*3e6},
                  "think": if g.p(0.5) {json!({"dist":"exponential","mean_ns": 1e6})} else {Value::Null}, "start_ns":start}),
-            2 => json!({"kind":"open_loop","name":format!("w{i}"),"cgroup":cg,"rate_per_s": 100.0 + g.r.uniform()*3000.0,
-                 "workers":1+g.u(6),"service":{"dist":"exponential","mean_ns": 100_000.0 + g.r.uniform()*2e6},"start_ns":start}),
-            _ => json!({"kind":"bursty","name":format!("w{i}"),"cgroup":cg,"steady_threads":g.u(2),"burst_threads":1+g.u(3),
-                 "every_ns": 5*MS + g.u(50)*MS, "length_ns": MS + g.u(10)*MS, "start_ns":start}),
+            2 => {
+                json!({"kind":"open_loop","name":format!("w{i}"),"cgroup":cg,"rate_per_s": 100.0 + g.r.uniform()*3000.0,
+                 "workers":1+g.u(6),"service":{"dist":"exponential","mean_ns": 100_000.0 + g.r.uniform()*2e6},"start_ns":start})
+            }
+            _ => {
+                json!({"kind":"bursty","name":format!("w{i}"),"cgroup":cg,"steady_threads":g.u(2),"burst_threads":1+g.u(3),
+                 "every_ns": 5*MS + g.u(50)*MS, "length_ns": MS + g.u(10)*MS, "start_ns":start})
+            }
         };
         let mut w = w;
         if w.get("think").is_some_and(|t| t.is_null()) {
@@ -322,7 +374,9 @@ pub fn run(seed: u64, steps: usize, strict: bool) -> Result<(), String> {
         Err(e) => return Err(format!("SPECERR {e}")),
     };
     let ncpus = n.ncpus();
-    let mut g = Gen { r: Rng::new(seed ^ 0xdead_beef) };
+    let mut g = Gen {
+        r: Rng::new(seed ^ 0xdead_beef),
+    };
     let mut t = 0u64;
     let mut log: Vec<String> = vec![];
     for step in 0..steps {
@@ -334,7 +388,9 @@ pub fn run(seed: u64, steps: usize, strict: bool) -> Result<(), String> {
         };
         n.run_until(t).map_err(|e| e.to_string())?;
         if let Err(e) = full_check(&n, strict) {
-            return Err(format!("seed {seed} step {step} t={t}: {e}\nknob log: {log:?}\nspec: {spec}"));
+            return Err(format!(
+                "seed {seed} step {step} t={t}: {e}\nknob log: {log:?}\nspec: {spec}"
+            ));
         }
         if g.p(0.15) {
             let cg = &names[g.u(names.len() as u64) as usize].0;
@@ -342,7 +398,14 @@ pub fn run(seed: u64, steps: usize, strict: bool) -> Result<(), String> {
                 0 => ("cpu.shares", ["2", "100", "1024", "8000"][g.u(4) as usize].to_string()),
                 1 => ("cpu.idle", g.u(2).to_string()),
                 2 => ("cpu.qos_level", if g.p(0.5) { "-1".into() } else { "0".into() }),
-                3 => ("cpu.cfs_quota_us", if g.p(0.3) { "-1".into() } else { (1000 + g.u(200_000)).to_string() }),
+                3 => (
+                    "cpu.cfs_quota_us",
+                    if g.p(0.3) {
+                        "-1".into()
+                    } else {
+                        (1000 + g.u(200_000)).to_string()
+                    },
+                ),
                 4 => ("cpu.cfs_period_us", (1000 + g.u(200_000)).to_string()),
                 5 => ("cpu.cfs_burst_us", g.u(50_000).to_string()),
                 6 => {
@@ -352,9 +415,14 @@ pub fn run(seed: u64, steps: usize, strict: bool) -> Result<(), String> {
                 _ => ("cpuset.mems", "0".to_string()),
             };
             let r = n.write(cg, knob, &val);
-            log.push(format!("t={t} {cg} {knob}={val} -> {}", if r.is_ok() { "ok" } else { "err" }));
+            log.push(format!(
+                "t={t} {cg} {knob}={val} -> {}",
+                if r.is_ok() { "ok" } else { "err" }
+            ));
             if let Err(e) = full_check(&n, strict) {
-                return Err(format!("seed {seed} step {step} t={t} after write: {e}\nknob log: {log:?}\nspec: {spec}"));
+                return Err(format!(
+                    "seed {seed} step {step} t={t} after write: {e}\nknob log: {log:?}\nspec: {spec}"
+                ));
             }
         }
     }
@@ -368,8 +436,14 @@ pub fn run(seed: u64, steps: usize, strict: bool) -> Result<(), String> {
 /// with runnable work, no stale qos or expeller throttle. STRESS_N / STRESS_STEPS enlarge it.
 #[test]
 fn stress() {
-    let n: u64 = std::env::var("STRESS_N").ok().and_then(|s| s.parse().ok()).unwrap_or(200);
-    let steps: usize = std::env::var("STRESS_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(200);
+    let n: u64 = std::env::var("STRESS_N")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200);
+    let steps: usize = std::env::var("STRESS_STEPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200);
     let mut failures: Vec<String> = vec![];
     for seed in 0..n {
         match std::panic::catch_unwind(|| run(seed, steps, true)) {
@@ -378,10 +452,18 @@ fn stress() {
             Ok(Err(e)) => failures.push(e),
             Err(p) => failures.push(format!(
                 "seed {seed}: panic {} with spec {}",
-                p.downcast_ref::<String>().cloned().or(p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default(),
+                p.downcast_ref::<String>()
+                    .cloned()
+                    .or(p.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default(),
                 scenario(seed).0
             )),
         }
     }
-    assert!(failures.is_empty(), "{} of {n} scenarios broke an invariant; first:\n{}", failures.len(), failures[0]);
+    assert!(
+        failures.is_empty(),
+        "{} of {n} scenarios broke an invariant; first:\n{}",
+        failures.len(),
+        failures[0]
+    );
 }

@@ -26,7 +26,9 @@ fn guarded<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
                 .cloned()
                 .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_else(|| "unknown panic".into());
-            Err(PyRuntimeError::new_err(format!("internal error in colosim core (please report): {msg}")))
+            Err(PyRuntimeError::new_err(format!(
+                "internal error in colosim core (please report): {msg}"
+            )))
         }
     }
 }
@@ -49,7 +51,9 @@ struct Node {
 impl Node {
     fn check(&self) -> PyResult<()> {
         if self.poisoned {
-            return Err(PyRuntimeError::new_err("this Node hit an internal error earlier; build a new one"));
+            return Err(PyRuntimeError::new_err(
+                "this Node hit an internal error earlier; build a new one",
+            ));
         }
         Ok(())
     }
@@ -59,7 +63,12 @@ impl Node {
 impl Node {
     #[new]
     fn new(spec_json: &str) -> PyResult<Self> {
-        guarded(|| Ok(Node { inner: CoreNode::from_json(spec_json).map_err(value_err)?, poisoned: false }))
+        guarded(|| {
+            Ok(Node {
+                inner: CoreNode::from_json(spec_json).map_err(value_err)?,
+                poisoned: false,
+            })
+        })
     }
 
     fn run_until(&mut self, py: Python<'_>, t_ns: u64) -> PyResult<()> {
@@ -86,7 +95,9 @@ impl Node {
     /// Per logical CPU: (core id, socket, NUMA node), as /sys/devices/system/cpu shows them.
     fn cpu_topology(&self) -> Vec<(usize, usize, usize)> {
         let t = &self.inner.topo;
-        (0..t.ncpus).map(|c| (t.core_of[c], t.socket_of[c], t.numa_of[c])).collect()
+        (0..t.ncpus)
+            .map(|c| (t.core_of[c], t.socket_of[c], t.numa_of[c]))
+            .collect()
     }
 
     fn cgroup_names(&self) -> Vec<String> {
@@ -108,7 +119,10 @@ impl Node {
             }
             i.to_string()
         } else {
-            return Err(PyValueError::new_err(format!("{knob}: expects an int or a str (got {})", value.get_type().name()?)));
+            return Err(PyValueError::new_err(format!(
+                "{knob}: expects an int or a str (got {})",
+                value.get_type().name()?
+            )));
         };
         guarded(|| {
             self.inner.cgroup_id(cgroup).map_err(key_err)?;
@@ -120,10 +134,15 @@ impl Node {
     fn read(&mut self, py: Python<'_>, cgroup: &str, knob: &str) -> PyResult<PyObject> {
         self.inner.cgroup_id(cgroup).map_err(key_err)?;
         let text = self.inner.read(cgroup, knob).map_err(value_err)?;
-        Ok(match (knob.starts_with("cpuset.") || knob.ends_with(".pressure"), text.parse::<i64>()) {
-            (false, Ok(v)) => v.into_pyobject(py)?.into_any().unbind(),
-            _ => text.into_pyobject(py)?.into_any().unbind(),
-        })
+        Ok(
+            match (
+                knob.starts_with("cpuset.") || knob.ends_with(".pressure"),
+                text.parse::<i64>(),
+            ) {
+                (false, Ok(v)) => v.into_pyobject(py)?.into_any().unbind(),
+                _ => text.into_pyobject(py)?.into_any().unbind(),
+            },
+        )
     }
 
     /// Change a workload's demand while it runs: ("duty", "cores") or ("open_loop", "rate_per_s").
