@@ -483,6 +483,28 @@ class HostBackend:
             controllers = "+cpu +cpuset +io" if self.layout.io else "+cpu +cpuset"
             self._write_file(self.dir("", cgroup) / "cgroup.subtree_control", controllers)
 
+    def activate_io_accounting(self) -> str:
+        """Make the per-cgroup IO counters count on the scratch disk, and say which counters.
+
+        cgroup v1: blkio.throttle.io_service_bytes/io_serviced are kept by blk-throttle, which
+        since Linux 6.10 ("blk-throttle: delay initialization until configuration") attaches to
+        a disk's queue only when a throttle rule is first written for that disk; until then
+        blk_should_throtl() returns before counting, and a fresh host reads Total 0 for every
+        cgroup. Writing "MAJ:MIN 0" (v1: 0 = no limit, tg_set_conf stores U64_MAX) into the run
+        folder's blkio.throttle.read_bps_device attaches it without limiting anything; the
+        rule goes with the run folder. (The queue keeps blk-throttle attached, which only
+        counts; it stays so on any host where a limit was ever set.)
+        cgroup v2: io.stat is kept by the blk-cgroup core for every bio, nothing to do."""
+        if self.device is None:
+            raise ValueError("no scratch disk: IO accounting needs the disk replay's IO goes to")
+        if self.layout.version == 2:
+            return f"io.stat on {self.device.devno} (cgroup v2: counted for every bio)"
+        self._write_file(self.path("", "blkio.throttle.read_bps_device"), f"{self.device.devno} 0")
+        return (
+            f"blkio.throttle.io_service_bytes_recursive on {self.device.devno} (blk-throttle attached to the disk by a "
+            "non-binding rule, read_bps 0, in the run folder: without a rule, Linux 6.10+ counts nothing)"
+        )
+
     def created(self) -> list[str]:
         return list(self._created)
 

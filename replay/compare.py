@@ -262,6 +262,7 @@ def host_disk(session: Session, ops: list[str], scenario: Scenario, say: Callabl
         base[key] = disk[key]
     disk["_measured"] = measured
     disk["_device"] = f"{dev.name} ({dev.devno})"
+    disk["_counters"] = session.io_counters
     return disk
 
 
@@ -273,6 +274,8 @@ def disk_note(disk: dict[str, Any]) -> str:
             f"  calibrated {key} = {disk[key] / 1e6:.0f} MB/s: a solo direct dd {op} (1 MiB blocks, one IO in flight) "
             f"measured {rate / 1e6:.0f} MB/s on the host over {DISK_CALIBRATION_S:g} s, and the simulator's solo dd matches it"
         )
+    if disk.get("_counters"):
+        lines.append(f"  IO per cgroup measured from {disk['_counters']}")
     if not disk.get("_measured"):
         lines.append("  rates not calibrated (no dd workload, or no --compare): the scenario's [node.disk] rates stand")
     return "\n".join(lines)
@@ -412,7 +415,12 @@ def write_outputs(out, scenario, host, predicted, comparisons, runs, factors, di
         "calibration": factors,
         "disk": None
         if disk is None
-        else {**_disk_table(disk), "measured_solo_Bps": disk.get("_measured", {}), "device": disk.get("_device")},
+        else {
+            **_disk_table(disk),
+            "measured_solo_Bps": disk.get("_measured", {}),
+            "device": disk.get("_device"),
+            "io_counters": disk.get("_counters"),
+        },
         "variants": {
             c.name: {
                 "measured": c.measured,

@@ -64,6 +64,7 @@ class Session:
         # the disk whose MAJ:MIN the blk-throttle rules name
         self.io = io
         self._scratch: Path | None = None
+        self.io_counters = ""  # which kernel counters measure IO per cgroup (said when IO is used)
 
     # -- entering: lock, checks, run folder ---------------------------------------------
 
@@ -78,6 +79,8 @@ class Session:
             self.backend.create([])
             if self.io:
                 self.backend.device = self.scratch_device()
+                self.io_counters = self.backend.activate_io_accounting()
+                self.say(f"IO per cgroup from {self.io_counters}")
         except BaseException:
             self.__exit__(None, None, None)
             raise

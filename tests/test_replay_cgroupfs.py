@@ -73,9 +73,11 @@ class FakeKernel(Fs):
         path.rmdir()
 
 
-def v1_backend(tmp_path: Path, drop: tuple[str, ...] = ()) -> tuple[HostBackend, FakeKernel]:
+def v1_backend(
+    tmp_path: Path, drop: tuple[str, ...] = (), controllers: dict[str, dict[str, str]] | None = None
+) -> tuple[HostBackend, FakeKernel]:
     """A hierarchy per controller under tmp_path/<controller>; our own cgroup is /me."""
-    files = {c: {k: v for k, v in f.items() if k not in drop} for c, f in V1_FILES.items()}
+    files = {c: {k: v for k, v in f.items() if k not in drop} for c, f in (controllers or V1_FILES).items()}
     for c, f in files.items():
         own = tmp_path / c / "me"
         own.mkdir(parents=True)
@@ -350,3 +352,31 @@ def test_missing_knobs_probe_uses_the_run_folder(tmp_path):
 
     # v2: no qos_level; cpu.shares is cpu.weight; memory is not replay's (yet)
     assert missing_knobs(S()) == {Knob.CPU_QOS_LEVEL} | MEMORY_KNOBS
+
+
+def test_v1_io_accounting_is_switched_on_by_a_non_binding_rule_inside_the_run_folder(tmp_path):
+    """Linux 6.10+ attaches blk-throttle (which keeps v1's io_service_bytes) to a disk only
+    when a throttle rule is first written for it; replay writes "MAJ:MIN 0" (v1: no limit)
+    in its own run folder, and nothing anywhere else."""
+    from replay.cgroupfs import BlockDevice
+
+    blkio = {"cgroup.procs": "", "blkio.throttle.read_bps_device": "", "blkio.throttle.io_service_bytes": "Total 0\n"}
+    b, fake = v1_backend(tmp_path, controllers={"blkio": blkio, "cpuset": V1_FILES["cpuset"]})
+    own = tmp_path / "blkio" / "me"
+    b.device = BlockDevice("254:0", "vda", "mq-deadline")
+    b.create(["dd"])
+    n = len(fake.writes)
+    said = b.activate_io_accounting()
+    assert fake.writes[n:] == [(own / "colosim-t1/blkio.throttle.read_bps_device", "254:0 0")]
+    assert "io_service_bytes" in said and "254:0" in said
+    assert (own / "blkio.throttle.read_bps_device").read_text() == ""  # our own cgroup untouched
+
+
+def test_v2_io_accounting_needs_no_write(tmp_path):
+    from replay.cgroupfs import BlockDevice
+
+    b, fake = v2_backend(tmp_path)
+    b.device = BlockDevice("254:0", "vda", "mq-deadline")
+    n = len(fake.writes)
+    assert "io.stat" in b.activate_io_accounting()
+    assert len(fake.writes) == n
