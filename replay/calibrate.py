@@ -3,7 +3,7 @@
 Each micro-scenario isolates one mechanism the core models, runs it on the host (colosim-load
 workloads in real cgroups) and in the simulator with this host's topology and scheduler, and
 compares one or two numbers that mechanism decides. This is how the core's fidelity is tracked:
-the README records the figures.
+docs/replay.md records the figures.
 """
 
 from __future__ import annotations

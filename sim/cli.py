@@ -87,7 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     tr = commands.add_parser(
         "trace",
         help="make a trace file: from Alibaba cluster-trace-v2018, or synthetic",
-        description="Write a trace in colosim's format (see README, Traces).",
+        description="Write a trace in colosim's format (see docs/traces.md).",
     )
     tr.add_argument("source", choices=("alibaba2018", "google2019", "synthetic"))
     tr.add_argument("directory", nargs="?", type=Path, help="alibaba2018/google2019: where the dataset's CSVs are")
