@@ -1,4 +1,5 @@
-# Two entry points for a fresh machine (see README): `make demo` and `make test`.
+# Two entry points for a fresh machine (see README): `make demo` and `make test`; `make lint`
+# runs the gates CI runs before the tests.
 # Everything they need is installed here: a virtualenv with the Python packages, the Rust
 # extension built by maturin (release), colosim-load (the host side of replay), and — for
 # replay's tests on a real host — the Debian packages of the seed experiments' programs.
@@ -10,7 +11,7 @@ STAMP   := $(VENV)/.installed
 LOAD    := core_rs/target/release/colosim-load
 DEBS    := stress stress-ng wrk nginx clickhouse-server clickhouse-client clickhouse-tools postgresql
 
-.PHONY: setup host-packages demo test bench clean
+.PHONY: setup host-packages demo lint test bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -19,7 +20,7 @@ $(BIN)/python:
 # Rebuild when the Rust or the package metadata changes.
 $(STAMP): $(BIN)/python pyproject.toml $(shell find core_rs -name '*.rs' -o -name 'Cargo.toml' | grep -v target)
 	command -v cargo >/dev/null || { echo "cargo not found: install Rust (https://rustup.rs)"; exit 1; }
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,lint]'
 	touch $(STAMP)
 
 $(LOAD): $(STAMP)
@@ -37,6 +38,16 @@ host-packages:
 
 demo: setup
 	$(BIN)/colosim run experiments/clickhouse_stress.toml --out out/clickhouse_stress
+
+# Gates: ruff (lint + format), mypy (config in pyproject: strict on the seam and the tuner),
+# clippy and rustfmt, and the extension's stub checked against the built module.
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m mypy sim policies replay traces
+	cd core_rs && cargo clippy -q --all-targets -- -D warnings
+	cd core_rs && cargo fmt --check
+	$(BIN)/python -m mypy.stubtest sim._core
 
 test: setup host-packages
 	cd core_rs && cargo test -q   # debug: overflow checks on, quick to build

@@ -10,8 +10,12 @@ the simulator's here, the host's (v1 or v2) in `replay/`.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from sim.environment import NodeEnvironment
 
 
 class Knob(enum.Enum):
@@ -128,7 +132,7 @@ def parse_cpus(text: str) -> list[int]:
     return out
 
 
-def format_cpus(cpus) -> str:
+def format_cpus(cpus: Iterable[int]) -> str:
     """CPU ids → the kernel's list format: {0, 1, 2, 3, 6} → "0-3,6"."""
     ids = sorted(set(cpus))
     runs: list[str] = []
@@ -216,7 +220,7 @@ class Backend(Protocol):
 class SimBackend:
     """The simulator backend: the cgroup files of a `sim._core.Node`, at SimPy's clock."""
 
-    def __init__(self, env) -> None:  # env: sim.NodeEnvironment
+    def __init__(self, env: NodeEnvironment) -> None:
         self.env = env
         # The run's warm-up zeroes the core's counters (reset_stats); the kernel's never go
         # back, so each counter is kept monotonic here: (last raw reading, offset added).
@@ -300,11 +304,11 @@ class Substituting:
     to its stand-in (SUBSTITUTES). Replay wraps the host backend in it, and the simulator
     backend too, so the prediction simulates the knob the host really got."""
 
-    def __init__(self, inner: Backend, missing: set[Knob]) -> None:
+    def __init__(self, inner: Backend, missing: Iterable[Knob]) -> None:
         self.inner = inner
         self.missing = set(missing)
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
     def read(self, cgroup: str, knob: Knob) -> int | str:

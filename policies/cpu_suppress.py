@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 
 from policies.cgroup import Cpu
 
@@ -116,7 +117,11 @@ def cfs_quota(milli: int, current: int, capacity_cpus: int) -> int:
 
 
 def be_cpuset(
-    cpus: Sequence[Cpu], size: int, lsr: set[int] = frozenset(), lse: set[int] = frozenset(), reserved: set[int] = frozenset()
+    cpus: Sequence[Cpu],
+    size: int,
+    lsr: AbstractSet[int] = frozenset(),
+    lse: AbstractSet[int] = frozenset(),
+    reserved: AbstractSet[int] = frozenset(),
 ) -> list[int]:
     """`adjustByCPUSet` steps 1 and 3: candidates are all CPUs but the reserved ones; those
     bound to LSR pods form the LSR pool, the rest (minus LSE pods' CPUs) the LS pool; BE gets

@@ -201,7 +201,14 @@ class Koordinator(Policy):
             }
             if any(flat.values()):
                 base = classes.get(c, mq.ClassConfig())
-                classes[c] = replace(base, enable=True, **{k: v for k, v in flat.items() if v})
+                # a class's flat value, where set (not 0), overrides its memory_qos entry
+                classes[c] = replace(
+                    base,
+                    enable=True,
+                    min_limit_percent=flat["min_limit_percent"] or base.min_limit_percent,
+                    low_limit_percent=flat["low_limit_percent"] or base.low_limit_percent,
+                    throttling_percent=flat["throttling_percent"] or base.throttling_percent,
+                )
         if not classes or not self.pods:
             return []
         knob = {k.v1: k for k in Knob if k.v1.startswith("memory.")}
@@ -230,6 +237,7 @@ class Koordinator(Policy):
         return out
 
     def tick(self, obs: Observation) -> list[Decision]:
+        assert self.prev is not None, "tick before attach"
         node0, cg0 = self.prev
         self.prev = (obs.node, dict(obs.cgroups))
         dt = (obs.node.total_ns - node0.total_ns) / obs.node.ncpus
@@ -433,14 +441,14 @@ class Koordinator(Policy):
             )
         ]
 
-    def _by_cpuset(self, obs: Observation, milli: int, why: str, inputs: dict) -> list[Decision]:
+    def _by_cpuset(self, obs: Observation, milli: int, why: str, inputs: dict[str, float]) -> list[Decision]:
         old = parse_cpus(str(obs.knob(self.besteffort, Knob.CPUSET_CPUS)))
         nprocs = len(obs.cpus)
         size = cs.cpuset_size(milli, len(old), nprocs)
         reserved = set(range(int(round(self.reserved))))  # reserved CPUs: the lowest ids
         new = cs.be_cpuset(obs.cpus, size, self.lsr_cpus, self.lse_cpus, reserved)
         writes: list[KnobWrite] = []
-        if obs.knob(self.besteffort, Knob.CPU_CFS_QUOTA_US) != -1:
+        if int(obs.knob(self.besteffort, Knob.CPU_CFS_QUOTA_US)) != -1:
             # applying one policy recovers the other
             writes.append(KnobWrite(self.besteffort, Knob.CPU_CFS_QUOTA_US, -1))
         if not new or set(new) == set(old):
@@ -454,7 +462,7 @@ class Koordinator(Policy):
         writes += [KnobWrite(cg, Knob.CPUSET_CPUS, target) for cg in [*reversed(self.be), self.besteffort]]
         return [Decision(obs.now, self.name, f"CPU suppress: BE cpuset {len(old)}→{len(new)} CPUs ({why})", tuple(writes), inputs)]
 
-    def _by_cfs_quota(self, obs: Observation, milli: int, why: str, inputs: dict) -> list[Decision]:
+    def _by_cfs_quota(self, obs: Observation, milli: int, why: str, inputs: dict[str, float]) -> list[Decision]:
         current = int(obs.knob(self.besteffort, Knob.CPU_CFS_QUOTA_US))
         new = cs.cfs_quota(milli, current, obs.node.ncpus)
         writes: list[KnobWrite] = []

@@ -23,7 +23,8 @@ from policies import io_cost as ic
 from policies import net_qos as nq
 from policies import psi_evict as pe
 from policies import quota_turbo as qt
-from policies.cgroup import Knob, KnobWrite, utilisation
+from policies.cgroup import Knob, KnobWrite, NodeStats, utilisation
+from policies.pods import Pod
 from policies.policy import Decision, Observation, Param, Policy, PolicyError, cgroup_names
 
 
@@ -80,9 +81,9 @@ class Rubik(Policy):
             raise PolicyError(f"{where}.net_low_mb: must be below net_high_mb (rubik: bandwidthLow < bandwidthHigh)")
         self.containers: list[qt.Container] = []
         self.util_history: list[tuple[float, float]] = []
-        self.prev_node = None
+        self.prev_node: NodeStats | None = None
 
-    def use_pods(self, pods) -> None:
+    def use_pods(self, pods: tuple[Pod, ...]) -> None:
         super().use_pods(pods)
         # with pods and no `offline` list: the BE pods are rubik's offline pods
         self.offline = self.offline or [p.cgroup for p in pods if p.is_be]
@@ -119,7 +120,7 @@ class Rubik(Policy):
         ]
         ncpus = obs.node.ncpus
         for cg, burst in self.burst.items():
-            quota, period = obs.knob(cg, Knob.CPU_CFS_QUOTA_US), obs.knob(cg, Knob.CPU_CFS_PERIOD_US)
+            quota, period = int(obs.knob(cg, Knob.CPU_CFS_QUOTA_US)), int(obs.knob(cg, Knob.CPU_CFS_PERIOD_US))
             # quotaburst.go: only below the node's capacity and not above the quota.
             if 0 <= quota < period * ncpus and quota >= burst:
                 out.append(
@@ -134,7 +135,7 @@ class Rubik(Policy):
             else:
                 out.append(Decision(obs.now, self.name, f"{cg}: quota burst {burst} µs refused (quota {quota} µs)"))
         for cg in self.turbo:
-            quota, period = obs.knob(cg, Knob.CPU_CFS_QUOTA_US), obs.knob(cg, Knob.CPU_CFS_PERIOD_US)
+            quota, period = int(obs.knob(cg, Knob.CPU_CFS_QUOTA_US)), int(obs.knob(cg, Knob.CPU_CFS_PERIOD_US))
             limit = quota / period if quota > 0 else 0.0
             if not 0 < limit < ncpus:  # a container qualifies only if 0 < cpuLimit < NumCPU
                 out.append(Decision(obs.now, self.name, f"{cg}: not under quotaTurbo (limit {limit:g} CPUs)"))
@@ -204,7 +205,7 @@ class Rubik(Policy):
             self._fssr_write(obs.now, self.fssr.high, f"dynMemory fssr: offline memory.high = 80% of {total / 2**30:.1f} GiB", {}),
         ]
 
-    def _fssr_write(self, now: float, high: int, what: str, inputs: dict) -> Decision:
+    def _fssr_write(self, now: float, high: int, what: str, inputs: dict[str, float]) -> Decision:
         return Decision(now, self.name, what, tuple(KnobWrite(cg, Knob.MEMORY_HIGH, high) for cg in self.offline), inputs)
 
     def _fssr_tick(self, obs: Observation) -> list[Decision]:
@@ -240,7 +241,7 @@ class Rubik(Policy):
         threshold = self.values["psi_avg10_threshold"]
         for r in self.psi:
             knob = Knob.CPU_PRESSURE if r == "cpu" else Knob.MEMORY_PRESSURE
-            hot = next(((cg, a) for cg in self.online if (a := pe.some_avg10(obs.knob(cg, knob))) > threshold), None)
+            hot = next(((cg, a) for cg in self.online if (a := pe.some_avg10(str(obs.knob(cg, knob)))) > threshold), None)
             if hot is None:
                 continue
             usage = (
@@ -266,6 +267,7 @@ class Rubik(Policy):
         fssr = self._fssr_tick(obs) + self._psi_tick(obs)
         if not self.containers:
             return fssr
+        assert self.prev_node is not None  # attach sets it, and fills self.containers
         util = utilisation(self.prev_node, obs.node)
         self.prev_node = obs.node
         self.util_history = [(t, u) for t, u in self.util_history if obs.now - t < qt.UTIL_HISTORY_S]

@@ -571,11 +571,17 @@ class HostBackend:
             return self.fs.exists(own) or knob in ROOTLESS
         return self.fs.exists(path)
 
+    @staticmethod
+    def _v2_file(knob: Knob) -> str:
+        if knob.v2 is None:
+            raise HostError(f"{knob.v1}: cgroup v2 has no such file")
+        return knob.v2
+
     def _blkio_files(self, knob: Knob) -> tuple[str, ...]:
         """The files a blkio knob may live in, preferred first: bfq's weight, then cfq's."""
         if knob is Knob.BLKIO_WEIGHT:
             return ("blkio.bfq.weight", "blkio.weight") if self.layout.version == 1 else ("io.bfq.weight",)
-        return (knob.v1,) if self.layout.version == 1 else (knob.v2,)
+        return (knob.v1,) if self.layout.version == 1 else (self._v2_file(knob),)
 
     def _blkio_file(self, cgroup: str, knob: Knob) -> Path:
         names = self._blkio_files(knob)
@@ -613,8 +619,8 @@ class HostBackend:
             quota, period = parse_cpu_max(self._read_file(d / "cpu.max"))
             return quota if knob is Knob.CPU_CFS_QUOTA_US else period
         if knob in (Knob.CPUSET_CPUS, Knob.CPUSET_MEMS):
-            return self._read_file(d / knob.v2).strip()
-        return int(self._read_file(d / knob.v2).strip())
+            return self._read_file(d / self._v2_file(knob)).strip()
+        return int(self._read_file(d / self._v2_file(knob)).strip())
 
     def write(self, w: KnobWrite) -> None:
         self.apply([w])
@@ -668,7 +674,7 @@ class HostBackend:
             return d / "cpu.max", cpu_max(int(v), int(self.read(w.cgroup, Knob.CPU_CFS_PERIOD_US)))
         if k is Knob.CPU_CFS_PERIOD_US:
             return d / "cpu.max", cpu_max(int(self.read(w.cgroup, Knob.CPU_CFS_QUOTA_US)), int(v))
-        return d / k.v2, str(v)
+        return d / self._v2_file(k), str(v)
 
     def _write_file(self, path: Path, text: str) -> None:
         try:

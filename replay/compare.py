@@ -28,11 +28,24 @@ from pathlib import Path
 from typing import Any
 
 from policies.cgroup import BLKIO_KNOBS, Knob
-from replay.cgroupfs import HostError, host_cpus, network_refusal
+from replay.cgroupfs import BlockDevice, HostError, host_cpus, network_refusal
 from replay.host_run import CGROUP_KNOBS, HostRun, check_knobs, host_equivalent, host_topology, missing_knobs, run_on_host
 from replay.session import Session
 from sim.results import ExperimentResult, RunResult, _finite, _markdown, sig3
-from sim.scenario import IO_KINDS, Scenario, Variant, load_scenario, read_document
+from sim.scenario import (
+    IO_KINDS,
+    ClosedLoop,
+    Constant,
+    Database,
+    Exponential,
+    FileServer,
+    Lognormal,
+    OpenLoop,
+    Scenario,
+    Variant,
+    load_scenario,
+    read_document,
+)
 
 CALIBRATION_ROUNDS = 4
 # the solo dd that calibrates the disk: how long it is measured, after how long, its block
@@ -89,12 +102,15 @@ def scale_service(scenario: Scenario, name: str, k: float, sigma: float | None =
     """The scenario with workload `name`'s service times multiplied by k (and a lognormal's
     sigma set, if given)."""
     out = scenario.model_copy(deep=True)
-    svc = out.workloads[name].service
-    if sigma is not None and svc.dist == "lognormal":
+    w = out.workloads[name]
+    if not isinstance(w, ClosedLoop | OpenLoop | FileServer | Database):
+        raise ValueError(f"workloads.{name}: a {w.kind} workload has no service time")
+    svc = w.service
+    if sigma is not None and isinstance(svc, Lognormal):
         svc.sigma = sigma
-    if svc.dist == "constant":
+    if isinstance(svc, Constant):
         svc.value = max(1, round(svc.value * k))
-    elif svc.dist in ("exponential", "lognormal"):
+    elif isinstance(svc, Exponential | Lognormal):
         svc.mean = max(1, round(svc.mean * k))
     else:
         svc.edges = [max(1, round(e * k)) for e in svc.edges]
@@ -240,11 +256,18 @@ def precheck(variants: list[Variant]) -> None:
                 HostWorkload(name, w, {}, f"workloads.{name}").check()
 
 
+def scratch_disk(session: Session) -> BlockDevice:
+    """The disk replay's IO runs on (known once the session was opened with io=True)."""
+    if session.backend.device is None:
+        raise HostError("the scratch disk is not known: the replay session was opened without IO")
+    return session.backend.device
+
+
 def host_disk(session: Session, ops: list[str], scenario: Scenario, say: Callable[[str], Any]) -> dict[str, Any]:
     """[node.disk] for this host: the scratch disk's scheduler, and for each direction in
     `ops` the rate (wbps / rbps) fitted to a solo direct dd measured now. Also records, under
     "_measured", what was measured (B/s), for the report."""
-    dev = session.backend.device
+    dev = scratch_disk(session)
     disk: dict[str, Any] = {"scheduler": dev.scheduler}
     measured: dict[str, float] = {}
     if session.dry_run:
@@ -314,12 +337,11 @@ def solo_dd_rate(session: Session, op: str) -> float:
         time.sleep(DISK_CALIBRATION_S)
         b, tb = backend.io_stats(cg), time.monotonic()
         if proc.poll() is not None:
-            raise HostError(
-                f"disk calibration: dd failed (status {proc.returncode}): {proc.stderr.read().decode(errors='replace').strip()[-300:]}"
-            )
+            stderr = proc.stderr.read() if proc.stderr is not None else b""
+            raise HostError(f"disk calibration: dd failed (status {proc.returncode}): {stderr.decode(errors='replace').strip()[-300:]}")
         rate = (b[f"{op}_bytes"] - a[f"{op}_bytes"]) / (tb - ta)
         if rate <= 0:
-            raise HostError(f"disk calibration: the solo dd moved nothing the blkio counters saw on {backend.device.devno}")
+            raise HostError(f"disk calibration: the solo dd moved nothing the blkio counters saw on {scratch_disk(session).devno}")
         return rate
     finally:
         session.kill_all()
@@ -351,7 +373,9 @@ def fit_disk_rate(base: dict[str, Any], op: str, target: float, rounds: int = 3)
             "workloads": {"d": {"kind": "dd", "cgroup": "c", "op": op, "direct": True, "block": DISK_CALIBRATION_BLOCK}},
         }
         sc = Scenario.from_document(doc)
-        got = run_variant(Variant("disk calibration", True, sc), 1).cgroups["c"].io[f"{op}_bytes"] / 2.5
+        io = run_variant(Variant("disk calibration", True, sc), 1).cgroups["c"].io
+        assert io is not None, "the calibration node has a disk"
+        got = io[f"{op}_bytes"] / 2.5
         if got <= 0:
             break
 

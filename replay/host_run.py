@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from policies.cgroup import BLKIO_KNOBS, NET_KNOBS, PRESSURE_KNOBS, ROOT_KNOBS, SUBSTITUTES, Knob, KnobWrite, Substituting
+from policies.cgroup import BLKIO_KNOBS, NET_KNOBS, PRESSURE_KNOBS, ROOT_KNOBS, SUBSTITUTES, CgroupStats, Knob, KnobWrite, Substituting
 from replay.cgroupfs import HostError, WriteRecord, read_disk_stat
 from replay.session import Session
 from replay.workloads import HostWorkload
@@ -120,7 +120,10 @@ def host_topology(cpus) -> dict[str, Any]:
 def host_scheduler(release: str | None = None) -> str:
     """EEVDF replaced CFS's pick in Linux 6.6 (kernel-and-anchors.md, EEVDF)."""
     release = release or os.uname().release
-    major, minor = (int(x) for x in re.match(r"(\d+)\.(\d+)", release).groups())
+    m = re.match(r"(\d+)\.(\d+)", release)
+    if m is None:
+        raise HostError(f"kernel release {release!r}: not MAJOR.MINOR...")
+    major, minor = int(m[1]), int(m[2])
     return "eevdf" if (major, minor) >= (6, 6) else "cfs"
 
 
@@ -148,13 +151,14 @@ def run_on_host(
     workloads = [HostWorkload(name, w, w.core_spec(name, ncpus), f"workloads.{name}") for name, w in sc.workloads.items() if w.enabled]
     for w in workloads:
         w.check()
-    io = backend.layout.io and backend.device is not None
+    # the scratch disk, when the run does IO
+    disk = backend.device if backend.layout.io else None
 
     first_write = len(backend.log)
     backend.create(order)
     knobs = Substituting(backend, substituted)
-    for w in cgroup_writes(sc):
-        knobs.write(w)
+    for cw in cgroup_writes(sc):
+        knobs.write(cw)
 
     runner = None
     if sc.policy is not None:
@@ -172,9 +176,9 @@ def run_on_host(
             "stat": {c: backend.stats(c) for c in order},
             "percpu": {c: backend.percpu_usage(c) for c in order},
         }
-        if io:
+        if disk is not None:
             snap["io"] = {c: backend.io_stats(c) for c in order}
-            snap["disk"] = read_disk_stat(backend.device)
+            snap["disk"] = read_disk_stat(disk)
         return snap
 
     try:
@@ -215,7 +219,7 @@ def run_on_host(
                 at_warmup = snapshot()
                 for w in workloads:
                     w.start_generator(session)
-            if next_tick is not None and now >= next_tick:
+            if runner is not None and next_tick is not None and now >= next_tick:
                 runner.apply(runner.policy.tick(runner.observe()))
                 next_tick += runner.policy.interval
             if now >= next_sample:
@@ -251,28 +255,29 @@ def run_on_host(
     return HostRun(result, backend.log[first_write:])
 
 
+_ZERO = CgroupStats(usage_ns=0, nr_periods=0, nr_throttled=0, throttled_ns=0, nr_bursts=0, burst_ns=0, psi_some_ns=0, nr_running=0)
+
+
 def _run_result(name, ncpus, duration, warmup, order, a, b, samples, services, dry) -> RunResult:
     measured = duration - warmup
     capacity = ncpus * measured
     cgroups = {}
     for c in order:
-        if dry:
-            cpu_s, st0, st1 = 0.0, None, None
-        else:
-            st0, st1 = a["stat"][c], b["stat"][c]
-            cpu_s = (st1.usage_ns - st0.usage_ns) / 1e9
+        # a dry run reads nothing: every counter stays 0
+        st0, st1 = (_ZERO, _ZERO) if dry else (a["stat"][c], b["stat"][c])
+        cpu_s = (st1.usage_ns - st0.usage_ns) / 1e9
         cgroups[c] = CgroupResult(
             name=c,
             cpu_s=cpu_s,
             cpu_share=cpu_s / capacity if capacity > 0 else math.nan,
             wait_s=math.nan,
             nr_switches=0,
-            nr_periods=st1.nr_periods - st0.nr_periods if st1 else 0,
-            nr_throttled=st1.nr_throttled - st0.nr_throttled if st1 else 0,
-            throttled_s=(st1.throttled_ns - st0.throttled_ns) / 1e9 if st1 else 0.0,
-            nr_bursts=st1.nr_bursts - st0.nr_bursts if st1 else 0,
-            burst_s=(st1.burst_ns - st0.burst_ns) / 1e9 if st1 else 0.0,
-            psi_some_s=(st1.psi_some_ns - st0.psi_some_ns) / 1e9 if st1 else 0.0,
+            nr_periods=st1.nr_periods - st0.nr_periods,
+            nr_throttled=st1.nr_throttled - st0.nr_throttled,
+            throttled_s=(st1.throttled_ns - st0.throttled_ns) / 1e9,
+            nr_bursts=st1.nr_bursts - st0.nr_bursts,
+            burst_s=(st1.burst_ns - st0.burst_ns) / 1e9,
+            psi_some_s=(st1.psi_some_ns - st0.psi_some_ns) / 1e9,
             io=_io_delta(a, b, c) if not dry else None,
         )
     names = ["", *order]

@@ -38,7 +38,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -118,9 +118,9 @@ class HostWorkload:
         self.program = model.host.program
         self.where = where
         self.is_service = model.kind in ("closed_loop", "open_loop", "bursty", "file_server")
-        self._tmp: tempfile.TemporaryDirectory | None = None
-        self._procs: list = []
-        self._t0 = 0
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._procs: list[subprocess.Popen[bytes]] = []
+        self._t0 = 0.0  # time.monotonic() at the start
         self._files: list[Path] = []
 
     # -- before anything starts ----------------------------------------------------------
@@ -341,15 +341,16 @@ class HostWorkload:
         if gen is None:
             return
         argv, stdin_text = gen
+        assert self._tmp is not None, "start_generator before start"
         tmp = Path(self._tmp.name)
         self._gen_out = open(tmp / "generator.out", "w")  # noqa: SIM115
-        stdin = subprocess.DEVNULL
+        stdin: int | IO[str] = subprocess.DEVNULL
         if stdin_text is not None:
             # clickhouse-benchmark reads its queries from stdin
             (tmp / "queries.txt").write_text(stdin_text + "\n")
             stdin = open(tmp / "queries.txt")  # noqa: SIM115
         self._gen_proc = session.spawn(argv, self.model.cgroup, stdout=self._gen_out, stderr=subprocess.STDOUT, stdin=stdin)
-        if stdin is not subprocess.DEVNULL:
+        if not isinstance(stdin, int):
             stdin.close()
 
     def wait(self, timeout: float) -> None:

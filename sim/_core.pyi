@@ -90,10 +90,14 @@ Core spec (JSON object passed to `Node`):
                                                     # then uniform inside it
 """
 
-from typing import Any
+from typing import Self, final
 
+__all__ = ["Node", "__version__"]
+__version__: str
+
+@final
 class Node:
-    def __init__(self, spec_json: str) -> None: ...
+    def __new__(cls, spec_json: str) -> Self: ...
     def run_until(self, t_ns: int) -> None:
         """Advance simulated time to exactly t_ns (must be >= now)."""
     def now(self) -> int: ...
@@ -111,6 +115,9 @@ class Node:
         "cpu.cfs_period_us", "cpu.cfs_burst_us" (ints); "cpuset.cpus", "cpuset.mems" (lists
         like "0-3,6"); "cgroup.kill" (1: every task of the subtree dies and its workloads
         stop). Shrinking cpuset.cpus moves the tasks off the CPUs it lost."""
+    def set_workload(self, name: str, key: str, value: float) -> None:
+        """Change a running workload's demand: a duty workload's "cores" or "memory_bytes", an
+        open loop's "rate_per_s" (what a trace player sets as the run goes)."""
     def read(self, cgroup: str, knob: str) -> int | str:
         """A knob as its file shows it: int for cpu.*, text for cpuset.* and for
         "cpu.pressure" ("some avg10=… avg60=… avg300=… total=<µs>\nfull …"; the root ""
@@ -125,7 +132,9 @@ class Node:
         "psi_full_ns"} — all since the last reset; with the node's memory modelled also
         "memory_current", "memory_anon", "memory_file", "memory_swap", "memory_peak" (bytes)
         and "memory_events_low/high/max/oom/oom_kill" (cumulative, hierarchical), and
-        "memory_psi_some_ns", "memory_psi_full_ns" (memory.pressure since the last reset)."""
+        "memory_psi_some_ns", "memory_psi_full_ns" (memory.pressure since the last reset); with
+        a disk "io_read_bytes", "io_write_bytes", "io_read_ios", "io_write_ios", "io_wait_ns"
+        (submission to completion), with a link "net_tx_bytes" (since the last reset)."""
     def memory_stats(self) -> dict[str, int] | None:
         """{"total", "free", "available" (MemAvailable), "swap_total" (bytes), "global_ooms"};
         None without node memory."""
@@ -139,11 +148,13 @@ class Node:
         """u64 completion time of every completed request since the last reset."""
     def cpu_busy(self) -> bytes:
         """u64 matrix ncpus x ncgroups (row-major): ns each CPU ran tasks of each (leaf) cgroup."""
-    def timeseries(self) -> dict[str, Any]:
+    def timeseries(self) -> dict[str, bytes]:
         """{"t_ns": bytes u64 [n], "usage_ns": bytes u64 [n x ncgroups] cumulative hierarchical
         usage, "completed": bytes u64 [n x nservices] cumulative completions, "nr_throttled"
         and "throttled_ns": bytes u64 [n x ncgroups] cumulative cpu.stat counters,
-        "memory_bytes": bytes u64 [n x ncgroups] memory.current (empty without memory)}; samples
+        "memory_bytes": bytes u64 [n x ncgroups] memory.current (empty without memory),
+        "io_bytes" and "net_bytes": bytes u64 [n x ncgroups] cumulative bytes read + written on
+        the disk and sent on the link by each subtree (empty without a disk / a link)}; samples
         every sample_interval_ns since time 0 (not reset by reset_stats)."""
     def events(self) -> int:
         """Events processed so far (for benchmarks)."""

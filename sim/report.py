@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.colors import qualitative
+from plotly.colors import qualitative  # type: ignore[attr-defined]  # plotly-stubs 0.1.4 lacks plotly.colors.qualitative
 from plotly.subplots import make_subplots
 
 from sim.results import PERCENTILES, ExperimentResult
@@ -87,7 +87,8 @@ def latency_figure(result: ExperimentResult) -> go.Figure | None:
             values = [service.percentile(p) for p in PERCENTILES]
             fig.add_bar(
                 x=labels,
-                y=[v if math.isfinite(v) else None for v in values],
+                # None: a gap (no bar); plotly-stubs 0.1.4 types y as numbers only
+                y=[v if math.isfinite(v) else None for v in values],  # type: ignore[arg-type]
                 name=name,
                 legendgroup=name,
                 showlegend=row == 1,
@@ -319,7 +320,8 @@ def decisions_figure(result: ExperimentResult) -> go.Figure | None:
     for name, run in runs:
         fig.add_scatter(
             x=[d["t_s"] for d in run.decisions],
-            y=[name] * len(run.decisions),
+            # a categorical axis (one row per run); plotly-stubs 0.1.4 types y as numbers only
+            y=[name] * len(run.decisions),  # type: ignore[arg-type]
             mode="markers",
             marker={"color": colors[name], "size": 10, "symbol": "diamond"},
             name=name,

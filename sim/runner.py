@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
@@ -11,6 +12,9 @@ from sim.environment import NS_PER_S, NodeEnvironment, warm_up
 from sim.errors import ScenarioError
 from sim.results import ExperimentResult, RunResult
 from sim.scenario import Scenario, Variant
+
+if TYPE_CHECKING:
+    from policies.cgroup import Knob
 
 # Chunks per run: the progress bar moves this often; each is one `run(until=...)`.
 CHUNKS = 100
@@ -64,7 +68,7 @@ def run_variant(
     seed: int,
     on_progress: Callable[[int], object] = lambda ns: None,
     attach: Attach | None = None,
-    substitute: frozenset = frozenset(),
+    substitute: frozenset[Knob] = frozenset(),
 ) -> RunResult:
     """One run: build the node, schedule the warm-up, run to the end in chunks."""
     meta = variant.scenario.scenario
@@ -98,7 +102,8 @@ def run_variant(
 
                 mem = trace_memory_series(w, ref)
                 if mem is not None:  # its memory follows the trace too
-                    env.process(play(env, name, "memory_bytes", *mem, ref.speed, ref.scale))
+                    mem_t, mem_v = mem
+                    env.process(play(env, name, "memory_bytes", mem_t, mem_v, ref.speed, ref.scale))
             # what the trace asks, on the simulated clock, for the report
             demand[name] = (key, w.cgroup, (t - (t[0] if len(t) else 0)) / ref.speed, v * ref.scale)
     if attach is not None:

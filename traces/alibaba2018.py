@@ -124,11 +124,11 @@ def _containers(d: Path, machine: str, start: float, end: float, step: float, no
     for n, c in _rows(meta_path, 8):
         if c[1] != machine:
             continue
-        t = _num(meta_path, n, "time_stamp", c[2]) or 0.0
-        if t >= end or t < latest.get(c[0], -1.0):
+        t_meta = _num(meta_path, n, "time_stamp", c[2]) or 0.0
+        if t_meta >= end or t_meta < latest.get(c[0], -1.0):
             continue
         req, lim, size = (_num(meta_path, n, col, c[i]) for col, i in (("cpu_request", 5), ("cpu_limit", 6), ("mem_size", 7)))
-        latest[c[0]] = t
+        latest[c[0]] = t_meta
         meta[c[0]] = (req or 0.0, lim or 0.0, size or 0.0)
     cpu: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
     mem: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))

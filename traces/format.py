@@ -23,12 +23,17 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sim.errors import ScenarioError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 ROLES = ("online", "offline", "node", "system")
 REQUIRED = ("entity", "role", "time_s", "cpu_cores")
@@ -90,11 +95,11 @@ class Trace:
         return out
 
     @classmethod
-    def from_rows(cls, rows, where: str, source: str = "") -> Trace:
+    def from_rows(cls, rows: Iterable[Mapping[str, Any]], where: Callable[[int, str], str], source: str = "") -> Trace:
         """Validate rows (dicts of column → value or None; numbers already numbers) and
         group them by entity; `where(i, column)` names a row for messages."""
-        grouped: dict[str, dict[str, list]] = {}
-        meta: dict[str, dict[str, object]] = {}
+        grouped: dict[str, dict[str, list[float]]] = {}
+        meta: dict[str, dict[str, Any]] = {}
         for i, row in enumerate(rows):
             name = row.get("entity")
             if not isinstance(name, str) or not name:
@@ -166,7 +171,7 @@ class Trace:
         return path
 
 
-def _schema():
+def _schema() -> pa.Schema:
     import pyarrow as pa
 
     return pa.schema([("entity", pa.string()), ("role", pa.string())] + [(c, pa.float64()) for c in COLUMNS[2:]])

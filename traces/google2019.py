@@ -101,14 +101,14 @@ def load(directory: str | Path, machine: str, start_s: float, end_s: float, node
     trace = Trace(source=f"Google cluster-data ClusterData2019 (CC-BY-4.0) {d}, machine {machine}, [{start_s:g}, {end_s:g}) s")
     for key in sorted(samples):
         rows = sorted(samples[key])
-        t = np.array([r[0] for r in rows])
-        keep = np.concatenate([[True], np.diff(t) > 0])  # a repeated window start: keep the first
+        t_s = np.array([r[0] for r in rows])
+        keep = np.concatenate([[True], np.diff(t_s) > 0])  # a repeated window start: keep the first
         m = meta.get(key, {"online": False, "cpu_request": None, "memory_request": None})
         trace.add(
             Entity(
                 key,
                 "online" if m["online"] else "offline",
-                t[keep],
+                t_s[keep],
                 np.array([r[1] for r in rows])[keep],
                 np.array([r[2] for r in rows])[keep],
                 cpu_request=m["cpu_request"],

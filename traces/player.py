@@ -7,11 +7,14 @@ from __future__ import annotations
 from collections.abc import Generator
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from traces.format import Trace, TraceError, read
+
+if TYPE_CHECKING:
+    from sim.environment import NodeEnvironment
 
 MIN_RATE = 1e-3  # an open loop's rate must stay > 0: a silent moment is a very slow one
 
@@ -43,7 +46,9 @@ def series(trace: Trace, entity: str, column: str, per_request_s: float | None, 
     return e.t_s, e.cpu_cores
 
 
-def play(env, workload: str, key: str, times_s: np.ndarray, values: np.ndarray, speed: float, scale: float) -> Generator[Any, Any, None]:
+def play(
+    env: NodeEnvironment, workload: str, key: str, times_s: np.ndarray, values: np.ndarray, speed: float, scale: float
+) -> Generator[Any, Any, None]:
     """Set `key` of `workload` to each value at its (compressed) time."""
     t0 = float(times_s[0]) if len(times_s) else 0.0
     for t, v in zip(times_s, values, strict=True):

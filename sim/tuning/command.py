@@ -10,7 +10,7 @@ from sim.errors import ScenarioError
 from sim.overrides import combine
 
 
-def add_parser(commands) -> None:
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     tune = commands.add_parser(
         "tune",
         help="search a policy's thresholds with Optuna",

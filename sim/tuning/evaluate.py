@@ -65,8 +65,10 @@ def measure(
     from sim.runner import run_variant
     from sim.scenario import trace_overrides
 
+    # no trace set: each run once, with the scenario's own workloads
+    cases: list[str | None] = list(traces) if traces else [None]
     variants = {}
-    for trace in traces or [None]:
+    for trace in cases:
         more = trace_overrides(document, trace) if trace else {}
         scenario = Scenario.from_document(document, {**overrides, **more})
         for v in scenario.variants():
@@ -74,7 +76,7 @@ def measure(
     out: Measurement = []
     for seed in seeds:
         per_case = {}
-        for trace in traces or [None]:
+        for trace in cases:
             for run in runs:
                 case = case_name(run, trace)
                 v = variants[case]

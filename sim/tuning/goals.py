@@ -101,7 +101,10 @@ class Slo:
     factor: float | None = None  # relative to solo
 
     def limit(self, solo: float) -> float:
-        return self.bound if self.factor is None else self.factor * solo
+        if self.factor is not None:
+            return self.factor * solo
+        assert self.bound is not None, "an SLO has a bound or a factor"  # parse_slo sets one
+        return self.bound
 
     def violation(self, value: float, solo: float = math.nan) -> float:
         """How far one measurement is past the SLO (≤ 0: it holds), in the metric's unit; a

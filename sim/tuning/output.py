@@ -6,30 +6,35 @@ sampler), so every worker and every later reader agree on it."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sim.results import _markdown, sig3
-from sim.tuning.goals import Sense
-from sim.tuning.space import policy_table
+from sim.tuning.goals import Sense, Slo
+from sim.tuning.space import Dimension, policy_table
 from sim.tuning.spec import TuneSpec
 
+if TYPE_CHECKING:
+    from optuna import Study
+    from optuna.trial import FrozenTrial
 
-def complete(study) -> list:
+
+def complete(study: Study) -> list[FrozenTrial]:
     import optuna
 
     return study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
 
 
-def feasible(trial) -> bool:
+def feasible(trial: FrozenTrial) -> bool:
     return all(v <= 0 for v in (trial.constraints or {}).values())
 
 
-def defaults_trial(study):
+def defaults_trial(study: Study) -> FrozenTrial | None:
     return next((t for t in study.get_trials(deepcopy=False) if t.user_attrs.get("defaults")), None)
 
 
-def best_trial(spec: TuneSpec, study):
+def best_trial(spec: TuneSpec, study: Study) -> FrozenTrial | None:
     """The feasible trial with the best (first) objective; the earliest of equals."""
     ok = [t for t in complete(study) if feasible(t)]
     if not ok:
@@ -38,22 +43,22 @@ def best_trial(spec: TuneSpec, study):
     return max(ok, key=lambda t: (sign * t.values[0], -t.number))
 
 
-def pareto_trials(spec: TuneSpec, study) -> list:
+def pareto_trials(spec: TuneSpec, study: Study) -> list[FrozenTrial]:
     """Feasible trials no other feasible trial dominates, by trial number."""
     ok = [t for t in complete(study) if feasible(t)]
     signs = [1 if o.sense is Sense.MAXIMIZE else -1 for o in spec.objectives]
 
-    def key(t):
+    def key(t: FrozenTrial) -> list[float]:
         return [s * v for s, v in zip(signs, t.values, strict=True)]
 
-    def dominates(a, b):
+    def dominates(a: Sequence[float], b: Sequence[float]) -> bool:
         return all(x >= y for x, y in zip(a, b, strict=True)) and any(x > y for x, y in zip(a, b, strict=True))
 
     keys = {t.number: key(t) for t in ok}
     return [t for t in ok if not any(dominates(keys[u.number], keys[t.number]) for u in ok if u is not t)]
 
 
-def best_line(spec: TuneSpec, study) -> str:
+def best_line(spec: TuneSpec, study: Study) -> str:
     """The progress bar's postfix: the best so far."""
     if spec.multi:
         return f"Pareto set {len(pareto_trials(spec, study))}"
@@ -64,7 +69,7 @@ def best_line(spec: TuneSpec, study) -> str:
     return f"best {o.text} {sig3(t.values[0])} {o.unit()} (#{t.number})"
 
 
-def _value(trial, metric: str, which: str) -> float:
+def _value(trial: FrozenTrial | None, metric: str, which: str) -> float:
     if trial is None:
         return math.nan
     v = (trial.user_attrs.get("summary") or {}).get(metric, {}).get(which)
@@ -77,7 +82,7 @@ def _change(new: float, old: float) -> str:
     return f"{(new / old - 1) * 100:+.1f}%"
 
 
-def _num(v: float, d) -> float | int:
+def _num(v: float, d: Dimension) -> float | int:
     return int(v) if d.param.integer else v
 
 
@@ -85,7 +90,7 @@ def _param(v: Any) -> str:
     return "-" if v is None else (str(v) if isinstance(v, int) else sig3(float(v)))
 
 
-def summary_text(spec: TuneSpec, study, name: str) -> str:
+def summary_text(spec: TuneSpec, study: Study, name: str) -> str:
     import optuna
 
     S = optuna.trial.TrialState
@@ -133,7 +138,7 @@ def summary_text(spec: TuneSpec, study, name: str) -> str:
     return "\n\n".join(parts)
 
 
-def params_table(spec: TuneSpec, default, best) -> str:
+def params_table(spec: TuneSpec, default: FrozenTrial | None, best: FrozenTrial) -> str:
     rows = [
         [d.name, f"[{_param(_num(d.low, d))}, {_param(_num(d.high, d))}]", _param(_num(d.default, d)), _param(best.params.get(d.name))]
         for d in spec.dims
@@ -155,13 +160,13 @@ def _rows(spec: TuneSpec) -> list[tuple[str, str]]:
     return list(dict.fromkeys(rows))
 
 
-def closest_trial(study):
+def closest_trial(study: Study) -> FrozenTrial | None:
     """With no feasible trial: the complete one whose worst SLO violation is least."""
     done = [t for t in complete(study) if t.constraints]
     return min(done, key=lambda t: (max(t.constraints.values()), t.number)) if done else None
 
 
-def metrics_table(spec: TuneSpec, default, best, label: str = "best") -> str:
+def metrics_table(spec: TuneSpec, default: FrozenTrial | None, best: FrozenTrial | None, label: str = "best") -> str:
     units = {m.text: m.unit() for m in spec.metrics}
     rows = []
     for metric, which in _rows(spec):
@@ -169,7 +174,7 @@ def metrics_table(spec: TuneSpec, default, best, label: str = "best") -> str:
         rows.append([f"{metric} ({which}, {units.get(metric, '')})", sig3(d), sig3(b), _change(b, d)])
     for slo in spec.slos:
 
-        def verdict(t, slo=slo):
+        def verdict(t: FrozenTrial | None, slo: Slo = slo) -> str:
             if t is None or slo.text not in (t.constraints or {}):
                 return "-"
             v = t.constraints[slo.text]
@@ -179,7 +184,7 @@ def metrics_table(spec: TuneSpec, default, best, label: str = "best") -> str:
     return f"default vs {label}\n" + _markdown(["metric", "default", label, "change"], rows)
 
 
-def pareto_table(spec: TuneSpec, study, default) -> str:
+def pareto_table(spec: TuneSpec, study: Study, default: FrozenTrial | None) -> str:
     front = sorted(pareto_trials(spec, study), key=lambda t: t.values[0])
     header = ["trial", *(d.name for d in spec.dims), *(f"{o.text} (mean)" for o in spec.objectives)]
     rows = []
@@ -207,7 +212,7 @@ def toml_value(v: Any) -> str:
     raise TypeError(f"cannot write {v!r} as TOML")
 
 
-def write_policy(spec: TuneSpec, trial, path: Path, note: str) -> Path:
+def write_policy(spec: TuneSpec, trial: FrozenTrial, path: Path, note: str) -> Path:
     table = policy_table(spec.fixed, trial.params, spec.dims)
     lines = [f"# {line}" for line in note.splitlines()]
     lines += ["# Use: colosim run SCENARIO.toml --policy THIS_FILE (or colosim replay ... --policy THIS_FILE)", "", "[policy]"]
@@ -217,7 +222,7 @@ def write_policy(spec: TuneSpec, trial, path: Path, note: str) -> Path:
     return path
 
 
-def write_outputs(spec: TuneSpec, study, name: str, out: Path) -> list[Path]:
+def write_outputs(spec: TuneSpec, study: Study, name: str, out: Path) -> list[Path]:
     """The policy file(s) and the HTML report."""
     written = []
     if spec.multi:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -14,8 +15,11 @@ from plotly.subplots import make_subplots
 from sim.tuning.output import best_trial, complete, defaults_trial, feasible, pareto_trials, summary_text
 from sim.tuning.spec import TuneSpec
 
+if TYPE_CHECKING:
+    from optuna import Study
 
-def history_figure(spec: TuneSpec, study) -> go.Figure | None:
+
+def history_figure(spec: TuneSpec, study: Study) -> go.Figure | None:
     trials = complete(study)
     if not trials:
         return None
@@ -38,7 +42,7 @@ def history_figure(spec: TuneSpec, study) -> go.Figure | None:
     return fig
 
 
-def tradeoff_figure(spec: TuneSpec, study) -> go.Figure | None:
+def tradeoff_figure(spec: TuneSpec, study: Study) -> go.Figure | None:
     """Multi-objective: the first two objectives, the Pareto front highlighted.  Constrained:
     the objective against the first SLO's metric (worst case), with the SLO's limit."""
     trials = complete(study)
@@ -98,7 +102,7 @@ def tradeoff_figure(spec: TuneSpec, study) -> go.Figure | None:
     return fig
 
 
-def importance_figure(spec: TuneSpec, study) -> go.Figure | None:
+def importance_figure(spec: TuneSpec, study: Study) -> go.Figure | None:
     import optuna
 
     if len(spec.dims) < 2 or len(complete(study)) < 4:
@@ -118,7 +122,7 @@ def importance_figure(spec: TuneSpec, study) -> go.Figure | None:
         return None
 
 
-def comparison_figure(spec: TuneSpec, study) -> go.Figure | None:
+def comparison_figure(spec: TuneSpec, study: Study) -> go.Figure | None:
     default = defaults_trial(study)
     chosen = best_trial(spec, study) if not spec.multi else None
     if default is None or chosen is None or not default.values:
@@ -147,7 +151,7 @@ def comparison_figure(spec: TuneSpec, study) -> go.Figure | None:
     return fig
 
 
-def write_report(spec: TuneSpec, study, name: str, path: Path) -> Path:
+def write_report(spec: TuneSpec, study: Study, name: str, path: Path) -> Path:
     figures = [
         f
         for f in (history_figure(spec, study), tradeoff_figure(spec, study), importance_figure(spec, study), comparison_figure(spec, study))

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policies import POLICIES
 from policies.policy import Param, Policy
 from sim.errors import ScenarioError
+
+if TYPE_CHECKING:
+    from optuna.distributions import FloatDistribution, IntDistribution
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,7 @@ class Dimension:
     def default(self) -> float:
         return self.param.default
 
-    def distribution(self):
+    def distribution(self) -> IntDistribution | FloatDistribution:
         import optuna
 
         if self.param.integer:

@@ -62,8 +62,8 @@ class TuneSpec:
         return out
 
     @property
-    def directions(self) -> list[str]:
-        return [o.sense.value for o in self.objectives]
+    def directions(self) -> list[Literal["maximize", "minimize"]]:
+        return ["maximize" if o.sense is Sense.MAXIMIZE else "minimize" for o in self.objectives]
 
     @property
     def multi(self) -> bool:

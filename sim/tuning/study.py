@@ -19,8 +19,10 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from sim.errors import ScenarioError
 from sim.results import _finite
@@ -28,6 +30,11 @@ from sim.tuning.evaluate import Measurement, measure
 from sim.tuning.outcome import Outcome, summarize
 from sim.tuning.space import policy_table
 from sim.tuning.spec import TuneSpec
+
+if TYPE_CHECKING:
+    from optuna import Study, Trial
+    from optuna.distributions import BaseDistribution
+    from optuna.samplers import BaseSampler
 
 WORKER = f"{socket.gethostname()}:{os.getpid()}"
 CREATE_ATTEMPTS = 5
@@ -45,12 +52,12 @@ class Job:
     traces: list[str]
 
 
-def run_job(job: Job) -> tuple[int, Measurement]:
+def run_job(job: Job) -> Ran:
     """The trial's simulations; returns the pid that ran them with what they measured."""
     return os.getpid(), measure(job.document, job.overrides, job.seeds, job.cases, job.batch, job.traces)
 
 
-def storage_url(spec: TuneSpec, storage: str | None, out) -> str:
+def storage_url(spec: TuneSpec, storage: str | None, out: Path) -> str:
     """The storage URL; the default is an SQLite file beside the results, so running the same
     command again resumes the study."""
     if storage:
@@ -59,7 +66,7 @@ def storage_url(spec: TuneSpec, storage: str | None, out) -> str:
     return f"sqlite:///{(out / 'tune.db').resolve()}"
 
 
-def make_sampler(spec: TuneSpec):
+def make_sampler(spec: TuneSpec) -> BaseSampler:
     import optuna
 
     seed = spec.scenario.seed % 2**32
@@ -72,7 +79,7 @@ def make_sampler(spec: TuneSpec):
     return optuna.samplers.TPESampler(seed=seed, multivariate=True, n_startup_trials=max(4, min(10, spec.trials // 5)))
 
 
-def open_study(spec: TuneSpec, url: str, name: str):
+def open_study(spec: TuneSpec, url: str, name: str) -> Study:
     """Create the study, or load it if it exists — then it must be the same study."""
     import optuna
 
@@ -110,7 +117,7 @@ def open_study(spec: TuneSpec, url: str, name: str):
     return study
 
 
-def fail_stale(study) -> int:
+def fail_stale(study: Study) -> int:
     """Trials left RUNNING by a process of this machine that is gone (a killed study) are
     marked FAILED, so that resuming does not wait for them."""
     import optuna
@@ -143,11 +150,17 @@ def solo_measurement(spec: TuneSpec) -> Measurement:
     return measure(spec.document, {**spec.overrides, **off}, spec.seeds, spec.cases, spec.batch, spec.traces)
 
 
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+# what a trial's process hands back: its pid and the measurement
+Ran = tuple[int, Measurement]
+
+
 class _Inline(cf.Executor):
     """--jobs 1: the trial runs here (same code path, no process)."""
 
-    def submit(self, fn, /, *args, **kwargs):
-        f: cf.Future = cf.Future()
+    def submit(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> cf.Future[_T]:
+        f: cf.Future[_T] = cf.Future()
         try:
             f.set_result(fn(*args, **kwargs))
         except BaseException as err:  # noqa: BLE001 - handed back like a pool would
@@ -176,7 +189,7 @@ class _Workers:
         self.jobs = jobs
         self.pool = _pool(jobs)
 
-    def submit(self, fn, job: Job) -> cf.Future:
+    def submit(self, fn: Callable[[Job], Ran], job: Job) -> cf.Future[Ran]:
         from concurrent.futures.process import BrokenProcessPool
 
         try:
@@ -189,11 +202,11 @@ class _Workers:
     def __enter__(self) -> _Workers:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
-def tell(study, trial, spec: TuneSpec, solo: Measurement, future: cf.Future) -> Outcome | None:
+def tell(study: Study, trial: Trial, spec: TuneSpec, solo: Measurement, future: cf.Future[Ran]) -> Outcome | None:
     import optuna
 
     try:
@@ -229,7 +242,7 @@ def _reason(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}"
 
 
-def optimize(spec: TuneSpec, study, jobs: int, progress: bool = True) -> None:
+def optimize(spec: TuneSpec, study: Study, jobs: int, progress: bool = True) -> None:
     """Ask and tell until the study holds `spec.trials` trials (those of every worker on
     every machine count)."""
     import optuna
@@ -245,9 +258,9 @@ def optimize(spec: TuneSpec, study, jobs: int, progress: bool = True) -> None:
     solo = solo_measurement(spec)
     if "solo" not in study.user_attrs:
         study.set_user_attr("solo", _finite({str(s): m for s, m in zip(spec.seeds, solo, strict=True)}))
-    dists = {d.name: d.distribution() for d in spec.dims}
+    dists: dict[str, BaseDistribution] = {d.name: d.distribution() for d in spec.dims}
     done = len(study.get_trials(deepcopy=False, states=done_states))
-    pending: dict[cf.Future, Any] = {}
+    pending: dict[cf.Future[Ran], Trial] = {}
     with (
         _Workers(jobs) as pool,
         tqdm(
@@ -284,7 +297,7 @@ def optimize(spec: TuneSpec, study, jobs: int, progress: bool = True) -> None:
                     bar.set_postfix_str(best_line(spec, study), refresh=False)
 
 
-def _duplicate_defaults(study, trial) -> bool:
+def _duplicate_defaults(study: Study, trial: Trial) -> bool:
     """Workers that found the study empty at once each enqueued the defaults; the one with the
     lowest number stays the defaults trial, the others are ordinary trials."""
     if not trial.user_attrs.get("defaults"):

@@ -8,19 +8,22 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from replay.compare import error
 from sim.results import _markdown, sig3
 from sim.tuning.space import policy_table
 from sim.tuning.spec import TuneSpec
 
+if TYPE_CHECKING:
+    from optuna.trial import FrozenTrial
 
-def validate(spec: TuneSpec, default, best, out: Path) -> int:
+
+def validate(spec: TuneSpec, default: FrozenTrial | None, best: FrozenTrial | None, out: Path) -> int:
     from replay.compare import replay
     from sim.overrides import combine
 
-    configs = [("default", default), ("best", best)]
-    configs = [(label, t) for label, t in configs if t is not None]
+    configs = [(label, t) for label, t in (("default", default), ("best", best)) if t is not None]
     if not configs:
         print("validate: nothing to replay (no default or best trial)")
         return 0
@@ -34,7 +37,7 @@ def validate(spec: TuneSpec, default, best, out: Path) -> int:
     return 0
 
 
-def table_text(docs: dict[str, dict]) -> str:
+def table_text(docs: dict[str, dict[str, Any]]) -> str:
     """Per configuration, run and metric: predicted, measured, error."""
     rows = []
     for label, doc in docs.items():

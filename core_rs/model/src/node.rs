@@ -164,12 +164,12 @@ impl Node {
         let ncg = cgroups.len();
         let mut rqs = Vec::with_capacity(ncg * ncpus);
         let mut ses = Vec::new();
-        for cg in 0..ncg {
+        for (cg, g) in cgroups.iter().enumerate() {
             for cpu in 0..ncpus {
                 let gse = if cg == ROOT {
                     None
                 } else {
-                    let parent_rq = cgroups[cg].parent.unwrap() * ncpus + cpu;
+                    let parent_rq = g.parent.unwrap() * ncpus + cpu;
                     ses.push(Se::new(SeKind::Group(cg * ncpus + cpu), parent_rq, NICE_0_LOAD));
                     Some(ses.len() - 1)
                 };

@@ -125,16 +125,16 @@ impl Node {
             let d: [u64; 3] = std::array::from_fn(|s| p.times[s] - p.folded[s]);
             p.folded = p.times;
             nonidle_total += d[2] as u128;
-            for s in 0..2 {
-                deltas[s] += d[s] as u128 * d[2] as u128;
+            for (delta, &ds) in deltas.iter_mut().zip(&d[..2]) {
+                *delta += ds as u128 * d[2] as u128;
             }
         }
         let psi = &mut self.cgroups[cg].psi;
-        for s in 0..2 {
+        for (s, delta) in deltas.iter().enumerate() {
             if cg == ROOT && s == 1 {
                 continue; // no system-wide FULL for CPU
             }
-            psi.total[s] += (deltas[s] / nonidle_total.max(1)) as u64;
+            psi.total[s] += (delta / nonidle_total.max(1)) as u64;
         }
     }
 

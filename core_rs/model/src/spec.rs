@@ -789,7 +789,7 @@ impl NodeSpec {
                 format!("{ncpus} logical CPUs; at most 4096"),
             ));
         }
-        if t.cores_per_socket % t.numa_nodes_per_socket != 0 {
+        if !t.cores_per_socket.is_multiple_of(t.numa_nodes_per_socket) {
             return Err(SpecError::new(
                 "topology.numa_nodes_per_socket",
                 format!("must divide cores_per_socket ({})", t.cores_per_socket),

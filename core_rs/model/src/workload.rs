@@ -481,7 +481,7 @@ impl Workload {
                     }
                     return;
                 }
-                let on = slot % 2 == 0;
+                let on = slot.is_multiple_of(2);
                 eff.net.extend(p.flows.iter().map(|&f| (f, on)));
             }
             Workload::ClosedLoop(cl) => {

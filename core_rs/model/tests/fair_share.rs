@@ -10,7 +10,7 @@ fn shares_1024_vs_512_split_two_to_one() {
         "cgroups": [cg("a", 1024, 0, 0), cg("b", 512, 0, 0)],
         "workloads": [hog("ha", "a", 4), hog("hb", "b", 4)],
     }));
-    n.run_until(1 * S).unwrap();
+    n.run_until(S).unwrap();
     n.reset_stats();
     n.run_until(11 * S).unwrap();
     let (a, b) = (usage(&mut n, "a") as f64, usage(&mut n, "b") as f64);

@@ -16,7 +16,7 @@ fn charges_add_up_the_hierarchy_and_peak_follows() {
     let mut m = tree(64 * GI);
     m.charge(2, 1, Kind::Anon, 10 * MI);
     m.charge(3, 2, Kind::File, 6 * MI);
-    m.charge(4, 3, Kind::Anon, 1 * MI);
+    m.charge(4, 3, Kind::Anon, MI);
     assert_eq!(m.cgs[1].usage, 16 * MI);
     assert_eq!(m.cgs[0].usage, 17 * MI);
     m.uncharge(2, 1, Kind::Anon, 4 * MI);
@@ -60,7 +60,7 @@ fn limits_are_never_exceeded_in_the_accounting() {
         let owner = (x >> 40) as usize % 4;
         let kind = if (x >> 20) & 1 == 0 { Kind::Anon } else { Kind::File };
         let bytes = ((x >> 8) % 64 + 1) * PAGE * 16;
-        if (x >> 50) % 4 == 0 {
+        if (x >> 50).is_multiple_of(4) {
             m.uncharge(cg, owner, kind, bytes);
         } else {
             m.charge(cg, owner, kind, bytes);
@@ -245,7 +245,7 @@ fn node_watermarks_follow_min_free_kbytes() {
 
 #[test]
 fn the_node_reclaims_in_the_background_then_kills() {
-    let mut m = tree(1 * GI);
+    let mut m = tree(GI);
     let w = m.watermarks;
     m.charge(4, 9, Kind::File, 500 * MI);
     m.charge(2, 1, Kind::Anon, 300 * MI);

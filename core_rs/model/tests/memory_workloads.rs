@@ -35,7 +35,7 @@ fn a_worker_allocates_at_its_touch_cost_then_holds() {
     assert_eq!(mem(&n, "a").usage, 100 * MI);
     assert_eq!(mem(&n, "").usage, 100 * MI);
     // keep: it re-dirties what it holds, a CPU hog with its memory
-    n.run_until(1 * S).unwrap();
+    n.run_until(S).unwrap();
     assert_eq!(mem(&n, "a").usage, 100 * MI);
     assert!(usage(&mut n, "a") > 990 * MS);
 }
@@ -49,7 +49,7 @@ fn churn_frees_and_starts_over_and_hang_sleeps_holding_it() {
             {"kind": "memory_hog", "name": "hang", "cgroup": "b", "bytes": 10 * MI, "mode": "hang", "hang_ns": 100 * MS},
         ]),
     );
-    n.run_until(1 * S).unwrap();
+    n.run_until(S).unwrap();
     let a = mem(&n, "a");
     assert!(a.usage <= 10 * MI && a.peak == 10 * MI);
     // the hanging worker: 2.05 ms to allocate, 100 ms asleep holding it, free, again
@@ -70,7 +70,7 @@ fn memory_max_without_swap_kills_the_biggest_worker_inside_the_group() {
             vm("outside", "b", 500 * MI, "keep"),
         ]),
     );
-    n.run_until(1 * S).unwrap();
+    n.run_until(S).unwrap();
     // small's last chunk does not fit: the OOM killer takes big (100 MiB beats 59), in a only
     assert_eq!(n.oom_kills, vec![1, 0, 0]);
     let a = mem(&n, "a");

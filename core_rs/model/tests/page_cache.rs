@@ -99,7 +99,7 @@ fn analytics(limit: Option<u64>) -> (f64, u64) {
         "workloads": [{"kind": "analytics", "name": "als", "cgroup": "spark", "working_set_bytes": 400 * MI,
                        "work_ns": 10 * MS, "fault_penalty": 20.0}]}),
     );
-    n.run_until(1 * S).unwrap();
+    n.run_until(S).unwrap();
     n.reset_stats();
     n.run_until(4 * S).unwrap();
     let s = &n.services[0];

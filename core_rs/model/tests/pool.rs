@@ -15,7 +15,7 @@ fn pooled_closed_loop_obeys_littles_law() {
         "workloads": [{"kind": "closed_loop", "name": "web", "cgroup": "web", "clients": 50,
                        "workers": 4, "service": {"dist": "constant", "value_ns": 10_000_000}}],
     }));
-    n.run_until(1 * S).unwrap();
+    n.run_until(S).unwrap();
     n.reset_stats();
     n.run_until(11 * S).unwrap();
     n.check_invariants().unwrap();

@@ -97,7 +97,7 @@ fn work_conservation_within_one_tick() {
     let tr = n.trace.take().unwrap();
     let bound = n.tun.tick_ns;
     // Replay the trace: whenever some CPU has nr=0 and another nr>=2, time it.
-    let mut nr = vec![0u32; 4];
+    let mut nr = [0u32; 4];
     let mut since: Option<u64> = None;
     let mut worst = 0;
     let mut i = 0;
@@ -107,7 +107,7 @@ fn work_conservation_within_one_tick() {
             nr[tr[i].1] = tr[i].2;
             i += 1;
         }
-        let violating = nr.iter().any(|&x| x == 0) && nr.iter().any(|&x| x >= 2);
+        let violating = nr.contains(&0) && nr.iter().any(|&x| x >= 2);
         match (violating, since) {
             (true, None) => since = Some(t),
             (false, Some(s)) => {

@@ -163,12 +163,12 @@ pub fn full_check(n: &Node, strict: bool) -> Result<(), String> {
                 }
             }
         }
-        for cg in 0..n.cgroups.len() {
+        for (cg, &want) in expect_curr.iter().enumerate() {
             let rq = cg * ncpus + cpu;
-            if n.rqs[rq].curr != expect_curr[cg] {
+            if n.rqs[rq].curr != want {
                 return Err(format!(
                     "cpu {cpu} cg {cg}: rq.curr {:?} vs expected {:?}",
-                    n.rqs[rq].curr, expect_curr[cg]
+                    n.rqs[rq].curr, want
                 ));
             }
         }
@@ -292,7 +292,7 @@ pub fn scenario(seed: u64) -> (Value, Vec<(String, Vec<usize>)>) {
     let sockets = 1 + g.u(2) as u32;
     let cores = 1 + g.u(3) as u32;
     let threads = 1 + g.u(2) as u32;
-    let numa = if cores % 2 == 0 && g.p(0.3) { 2 } else { 1 };
+    let numa = if cores.is_multiple_of(2) && g.p(0.3) { 2 } else { 1 };
     let ncpus = (sockets * cores * threads) as usize;
     let sched = if g.p(0.5) { "cfs" } else { "eevdf" };
     let ncg = 1 + g.u(6) as usize;

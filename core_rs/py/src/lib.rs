@@ -145,7 +145,7 @@ impl Node {
         )
     }
 
-    /// Change a workload's demand while it runs: ("duty", "cores") or ("open_loop", "rate_per_s").
+    /// Change a workload's demand while it runs: ("duty", "cores" or "memory_bytes") or ("open_loop", "rate_per_s").
     fn set_workload(&mut self, name: &str, key: &str, value: f64) -> PyResult<()> {
         self.check()?;
         guarded(|| self.inner.set_workload(name, key, value).map_err(value_err))
