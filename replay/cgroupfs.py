@@ -38,7 +38,7 @@ from policies.cgroup import (
     shares_to_weight,
     weight_to_shares,
 )
-from sim.errors import HostError
+from sim.errors import HostError, ScenarioError, WriteRefused
 
 # The controllers replay needs in v1, each possibly co-mounted ("cpu,cpuacct"); blkio too
 # when a scenario does IO.
@@ -189,14 +189,14 @@ def check_value(w: KnobWrite) -> None:
         raise HostError(not_replayable(k))
     if k in (Knob.CPUSET_CPUS, Knob.CPUSET_MEMS):
         if not isinstance(v, str):
-            raise ValueError(f'{w.cgroup}/{k.v1}: must be a CPU list like "0-3,6" (got {v!r})')
+            raise WriteRefused(f'{w.cgroup}/{k.v1}: must be a CPU list like "0-3,6" (got {v!r})')
         try:
             parse_cpus(v)
         except ValueError:
-            raise ValueError(f"{w.cgroup}/{k.v1}: not a CPU list: {v!r}") from None
+            raise WriteRefused(f"{w.cgroup}/{k.v1}: not a CPU list: {v!r}") from None
         return
     if isinstance(v, bool) or not isinstance(v, int):
-        raise ValueError(f"{w.cgroup}/{k.v1}: must be an integer (got {v!r})")
+        raise WriteRefused(f"{w.cgroup}/{k.v1}: must be an integer (got {v!r})")
     ok = {
         Knob.CPU_SHARES: 2 <= v <= 262_144,
         Knob.CPU_IDLE: v in (0, 1),
@@ -215,7 +215,7 @@ def check_value(w: KnobWrite) -> None:
     if ok is None:
         raise HostError(f"{w.cgroup}/{k.v1}: replay does not write this knob")
     if not ok:
-        raise ValueError(f"{w.cgroup}/{k.v1}: value {v} out of the kernel's range")
+        raise WriteRefused(f"{w.cgroup}/{k.v1}: value {v} out of the kernel's range")
 
 
 def not_replayable(knob: Knob) -> str:
@@ -414,7 +414,7 @@ class HostBackend:
         path = base / cgroup if cgroup else base
         # Every path we write must stay inside the run folder.
         if os.path.commonpath([os.path.normpath(path), os.path.normpath(base)]) != os.path.normpath(base):
-            raise ValueError(f"cgroup {cgroup!r} lies outside the run folder")
+            raise ScenarioError(f"cgroup {cgroup!r} lies outside the run folder")
         return path
 
     def keys_for(self, knob_file: str) -> str:
@@ -661,7 +661,7 @@ class HostBackend:
             self.fs.write(path, text)
         except OSError as err:
             reason = os.strerror(err.errno) if err.errno else str(err)
-            raise ValueError(f"{path}: the kernel refused {text!r}: {reason}") from None
+            raise WriteRefused(f"{path}: the kernel refused {text!r}: {reason}") from None
 
     def stats(self, cgroup: str) -> CgroupStats:
         if self.layout.version == 1:
