@@ -109,9 +109,9 @@ def batch_share(run: RunResult, scenario: Scenario) -> float:
 
 def metrics(run: RunResult, scenario: Scenario) -> dict[str, float]:
     out: dict[str, float] = {}
-    # dd's blocks are requests to the simulator, not services on the host: they are measured
-    # as their cgroup's disk throughput below
-    services = {n: s for n, s in run.services.items() if not (n in scenario.workloads and scenario.workloads[n].kind == "dd")}
+    # only services (their kind's role): a batch kind's requests (dd's blocks) are the
+    # simulator's, not services on the host; dd is measured as its cgroup's disk throughput below
+    services = {n: s for n, s in run.services.items() if n not in scenario.workloads or scenario.workloads[n].role == "service"}
     for name, svc in services.items():
         prefix = f"{name} " if len(services) > 1 else ""
         out[f"{prefix}QPS"] = svc.qps

@@ -32,11 +32,14 @@ from sim.scenario.document import (
 from sim.scenario.node import Disk, Kernel, Network, Topology
 from sim.scenario.pods import Kubelet, PodTable, Scheduler
 from sim.scenario.workloads import (
+    BATCH_KINDS,
     HOST_PROGRAMS,
     IO_KINDS,
+    KINDS,
     MEMORY_KINDS,
     NET_KINDS,
     SEED_QUERY,
+    SERVICE_KINDS,
     Analytics,
     Bursty,
     CacheWriter,
@@ -50,6 +53,7 @@ from sim.scenario.workloads import (
     Iperf,
     MemoryHog,
     OpenLoop,
+    Role,
     TraceRef,
     Workload,
     trace_memory_series,
@@ -57,11 +61,14 @@ from sim.scenario.workloads import (
 )
 
 __all__ = [
+    "BATCH_KINDS",
     "HOST_PROGRAMS",
     "IO_KINDS",
+    "KINDS",
     "MEMORY_KINDS",
     "NET_KINDS",
     "SEED_QUERY",
+    "SERVICE_KINDS",
     "Analytics",
     "Bursty",
     "CacheWriter",
@@ -90,6 +97,7 @@ __all__ = [
     "PodTable",
     "PositiveDuration",
     "Rate",
+    "Role",
     "Run",
     "Scenario",
     "ScenarioError",

@@ -22,7 +22,7 @@ from sim.scenario.cgroups import Cgroup
 from sim.scenario.messages import toml_message, validate
 from sim.scenario.node import Kernel, Topology
 from sim.scenario.pods import Kubelet, PodTable, Scheduler
-from sim.scenario.workloads import IO_KINDS, MEMORY_KINDS, NET_KINDS, Workload, check_trace
+from sim.scenario.workloads import Workload, check_trace
 
 
 def _policy_targets(policy: Any) -> set[str]:
@@ -143,13 +143,13 @@ class Scenario(Table):
             ref = getattr(workload, "trace", None)
             if ref is not None and workload.enabled:
                 errors += check_trace(name, workload, ref)
-            if workload.kind in MEMORY_KINDS and workload.enabled and self.node.memory is None:
+            if workload.needs == "memory" and workload.enabled and self.node.memory is None:
                 errors.append((("workloads", name, "kind"), 'a memory workload needs the node\'s memory: give [node] memory = "64Gi"'))
-            if workload.kind in IO_KINDS and workload.enabled and self.node.disk is None:
+            if workload.needs == "disk" and workload.enabled and self.node.disk is None:
                 errors.append(
                     (("workloads", name, "kind"), "an IO workload needs the node's disk: give [node.disk] (its defaults are a SATA SSD)")
                 )
-            if workload.kind in NET_KINDS and workload.enabled and self.node.network is None:
+            if workload.needs == "network" and workload.enabled and self.node.network is None:
                 errors.append(
                     (("workloads", name, "kind"), 'a network workload needs the node\'s link: give [node.network] egress = "10Gbit"')
                 )

@@ -15,20 +15,7 @@ from sim.scenario.cgroups import Cgroup
 from sim.scenario.distributions import Constant, Empirical, Exponential, Lognormal
 from sim.scenario.node import Kernel, Topology
 from sim.scenario.pods import Kubelet, PodTable, Scheduler
-from sim.scenario.workloads import (
-    Analytics,
-    Bursty,
-    CacheWriter,
-    ClosedLoop,
-    Database,
-    Dd,
-    Duty,
-    FileServer,
-    Hog,
-    Iperf,
-    MemoryHog,
-    OpenLoop,
-)
+from sim.scenario.workloads import KINDS
 
 if TYPE_CHECKING:
     from sim.scenario.document import Scenario
@@ -59,7 +46,7 @@ def toml_message(source: str, err: tomllib.TOMLDecodeError) -> str:
 
 # The tagged tables: each model's tag is the one value of its discriminator's Literal.
 _TAGGED: dict[str, tuple[type[Table], ...]] = {
-    "kind": (Hog, ClosedLoop, OpenLoop, Bursty, MemoryHog, FileServer, CacheWriter, Analytics, Duty, Dd, Database, Iperf),
+    "kind": tuple(KINDS.values()),
     "dist": (Constant, Exponential, Lognormal, Empirical),
 }
 _BY_TAG: dict[str, type[Table]] = {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import BeforeValidator, Field, PlainValidator, model_validator
 
@@ -20,21 +20,6 @@ def _fanout(value: Any) -> int | str:
 
 # clickhouse-benchmark's query in the seed experiment (../shared/seeds/002, test_demo.sh)
 SEED_QUERY = "SELECT * FROM system.numbers LIMIT 10000000 OFFSET 10000000"
-
-HOST_PROGRAMS = {
-    "hog": ("builtin", "stress", "stress-ng", "command"),
-    "closed_loop": ("builtin", "clickhouse", "nginx"),
-    "open_loop": ("builtin",),
-    "bursty": ("builtin",),
-    "memory_hog": ("builtin", "stress"),
-    "file_server": ("builtin", "nginx"),
-    "cache_writer": ("builtin", "command"),
-    "analytics": ("builtin",),
-    "duty": ("builtin",),
-    "dd": ("builtin",),
-    "database": ("builtin",),
-    "iperf": ("builtin",),
-}
 
 
 def _host_shorthand(value: Any) -> Any:
@@ -60,7 +45,28 @@ class HostProgram(Table):
         return self
 
 
+Role = Literal["service", "batch"]
+Need = Literal["memory", "disk", "network"]
+
+
 class _Workload(Table):
+    """What every kind shares. A kind also declares, once, on its class, what it is:
+
+    * `role`: "service", an online service whose latency has SLOs (the tuner's services and
+      replay's measured services), or "batch", work whose throughput counts;
+    * `requests`: its results have requests (latency percentiles and QPS): the core keeps
+      service statistics for it (a batch kind may too: dd's blocks, analytics' tasks);
+    * `host_programs`: what `colosim replay` may run for it ([workloads.x.host] program);
+    * `replays`: whether replay runs it on the host at all (the others are simulated only);
+    * `needs`: the [node] table it needs (memory, disk or network), if any.
+    """
+
+    role: ClassVar[Role]
+    requests: ClassVar[bool]
+    host_programs: ClassVar[tuple[str, ...]] = ("builtin",)
+    replays: ClassVar[bool] = False
+    needs: ClassVar[Need | None] = None
+
     # where its tasks run: a cgroup, or a pod (whose cgroup the kubelet layout gives it)
     cgroup: str = ""
     pod: str | None = None
@@ -74,7 +80,7 @@ class _Workload(Table):
     def _check_host(self) -> _Workload:
         if bool(self.cgroup) == (self.pod is not None):
             raise FieldErrors([(("cgroup",), "give exactly one of cgroup or pod")])
-        allowed = HOST_PROGRAMS[self.kind]
+        allowed = self.host_programs
         if self.host.program not in allowed:
             raise FieldErrors(
                 [
@@ -91,6 +97,10 @@ class Hog(_Workload):
     """CPU hog threads that never sleep (`stress --cpu N`)."""
 
     kind: Literal["hog"]
+    role = "batch"
+    requests = False
+    host_programs = ("builtin", "stress", "stress-ng", "command")
+    replays = True
     threads: int = Field(ge=1)
 
     def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
@@ -109,6 +119,10 @@ class ClosedLoop(_Workload):
     when all of them have run their service time."""
 
     kind: Literal["closed_loop"]
+    role = "service"
+    requests = True
+    host_programs = ("builtin", "clickhouse", "nginx")
+    replays = True
     clients: int = Field(ge=1)
     fanout: Annotated[int | str, PlainValidator(_fanout)] = 1
     think: Distribution = Constant(dist="constant", value=0)
@@ -156,6 +170,9 @@ class OpenLoop(_Workload):
     follows `trace` when one is given)."""
 
     kind: Literal["open_loop"]
+    role = "service"
+    requests = True
+    replays = True
     rate: float = Field(gt=0, allow_inf_nan=False)
     workers: int = Field(ge=1)
     service: Distribution
@@ -179,6 +196,9 @@ class Bursty(_Workload):
     as a request: its latency is how long the burst took, so throttling stretches it."""
 
     kind: Literal["bursty"]
+    role = "service"
+    requests = True
+    replays = True
     steady_threads: int = Field(default=1, ge=0)
     burst_threads: int = Field(default=2, ge=1)
     every: PositiveDuration
@@ -204,6 +224,10 @@ class MemoryHog(_Workload):
     it at once and start over (`churn`, stress's default).  Needs [node] memory."""
 
     kind: Literal["memory_hog"]
+    role = "batch"
+    requests = False
+    host_programs = ("builtin", "stress")
+    needs = "memory"
     threads: int = Field(default=1, ge=1)
     bytes: Annotated[int, BeforeValidator(memory_bytes), Field(gt=0)]
     chunk: Annotated[int, BeforeValidator(memory_bytes), Field(ge=4096)] = 1 << 20
@@ -243,6 +267,10 @@ class FileServer(_Workload):
     Needs [node] memory."""
 
     kind: Literal["file_server"]
+    role = "service"
+    requests = True
+    host_programs = ("builtin", "nginx")
+    needs = "memory"
     clients: int = Field(ge=1)
     service: Distribution
     think: Distribution = Constant(dist="constant", value=0)
@@ -281,6 +309,10 @@ class CacheWriter(_Workload):
     reclaim takes it.  Needs [node] memory."""
 
     kind: Literal["cache_writer"]
+    role = "batch"
+    requests = False
+    host_programs = ("builtin", "command")
+    needs = "memory"
     threads: int = Field(default=1, ge=1)
     chunk: Annotated[int, BeforeValidator(memory_bytes), Field(ge=4096)] = 1 << 20
     write_per_page: PositiveDuration = 1_000
@@ -305,6 +337,9 @@ class Analytics(_Workload):
     and the tasks per second are the job's speed. Needs [node] memory."""
 
     kind: Literal["analytics"]
+    role = "batch"
+    requests = True
+    needs = "memory"
     threads: int = Field(default=1, ge=1)
     working_set: Annotated[int, BeforeValidator(memory_bytes), Field(gt=0)]
     work: PositiveDuration
@@ -328,6 +363,8 @@ class Duty(_Workload):
     threads, each running its share of every `period` and sleeping the rest."""
 
     kind: Literal["duty"]
+    role = "batch"
+    requests = False
     max_threads: int = Field(ge=1)
     cores: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     period: PositiveDuration = 10_000_000
@@ -359,6 +396,10 @@ class Dd(_Workload):
     the service's QPS × block is dd's throughput. Needs [node.disk]."""
 
     kind: Literal["dd"]
+    role = "batch"
+    requests = True
+    replays = True
+    needs = "disk"
     op: Literal["read", "write"] = "write"
     direct: bool = True
     block: Annotated[int, BeforeValidator(memory_bytes), Field(ge=512)] = 1 << 20
@@ -391,6 +432,9 @@ class Database(_Workload):
     InnoDB's flush method), then `service` of CPU. Needs [node.disk]."""
 
     kind: Literal["database"]
+    role = "service"
+    requests = True
+    needs = "disk"
     clients: int = Field(ge=1)
     reads: int = Field(default=1, ge=0)
     read_size: Annotated[int, BeforeValidator(memory_bytes), Field(ge=512)] = 4096
@@ -418,6 +462,9 @@ class Iperf(_Workload):
     [node.network]."""
 
     kind: Literal["iperf"]
+    role = "batch"
+    requests = False
+    needs = "network"
     streams: int = Field(default=1, ge=1)
     rate: Rate | None = None
     windows: list[Annotated[list[Duration], Field(min_length=2, max_length=2)]] = []
@@ -445,14 +492,19 @@ class Iperf(_Workload):
         }
 
 
-MEMORY_KINDS = ("memory_hog", "file_server", "cache_writer", "analytics")
-IO_KINDS = ("dd", "database")
-NET_KINDS = ("iperf",)
-
 Workload = Annotated[
     Hog | ClosedLoop | OpenLoop | Bursty | MemoryHog | FileServer | CacheWriter | Analytics | Duty | Dd | Database | Iperf,
     Field(discriminator="kind"),
 ]
+
+# Every kind by its tag, and the views of what the kinds declare.
+KINDS: dict[str, type[_Workload]] = {get_args(m.model_fields["kind"].annotation)[0]: m for m in get_args(get_args(Workload)[0])}
+HOST_PROGRAMS = {kind: m.host_programs for kind, m in KINDS.items()}
+SERVICE_KINDS = tuple(kind for kind, m in KINDS.items() if m.role == "service")
+BATCH_KINDS = tuple(kind for kind, m in KINDS.items() if m.role == "batch")
+MEMORY_KINDS = tuple(kind for kind, m in KINDS.items() if m.needs == "memory")
+IO_KINDS = tuple(kind for kind, m in KINDS.items() if m.needs == "disk")
+NET_KINDS = tuple(kind for kind, m in KINDS.items() if m.needs == "network")
 
 
 def trace_series(workload: Any, ref: TraceRef, where: str):
