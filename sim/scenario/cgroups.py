@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
+from policies.cgroup import Knob
 from policies.pods import memory_bytes
 from sim.scenario.base import FieldError, FieldErrors, Rate, Table, alternatives
 
@@ -17,8 +18,10 @@ def _memory_limit(value: Any) -> int:
     return memory_bytes(value)
 
 
-def _one_of(*allowed: int) -> AfterValidator:
+def _one_of(knob: str) -> AfterValidator:
     # Not Literal[0, 1]: a Literal would take `true` for 1, and a knob file holds a number.
+    allowed = Knob.named(knob).values.only or ()
+
     def check(value: int) -> int:
         if value not in allowed:
             raise ValueError(f"must be {alternatives(allowed)} (got {value})")
@@ -27,47 +30,54 @@ def _one_of(*allowed: int) -> AfterValidator:
     return AfterValidator(check)
 
 
+def _knob(name: str, default: Any, bounded: bool = True) -> Any:
+    """The field of the knob file `name`: its alias, and its range from the knob table
+    (policies.cgroup.Knob); a size (memory) is checked by its parser instead."""
+    bounds = Knob.named(name).values.bounds() if bounded else {}
+    return Field(default=default, alias=name, ge=bounds.get("ge"), le=bounds.get("le"))
+
+
 class Cgroup(Table):
     """[cgroups."path"]: knobs under their kernel file names (cgroup v1 cpu controller)."""
 
-    cpu_shares: int = Field(default=1024, alias="cpu.shares", ge=2, le=262_144)
-    cpu_idle: Annotated[int, _one_of(0, 1)] = Field(default=0, alias="cpu.idle")
+    cpu_shares: int = _knob("cpu.shares", 1024)
+    cpu_idle: Annotated[int, _one_of("cpu.idle")] = _knob("cpu.idle", 0)
     # openEuler: -1 marks the group offline (runs only while no online task is runnable)
-    cpu_qos_level: Annotated[int, _one_of(-1, 0)] = Field(default=0, alias="cpu.qos_level")
+    cpu_qos_level: Annotated[int, _one_of("cpu.qos_level")] = _knob("cpu.qos_level", 0)
     # CFS bandwidth control, in the files' units (µs); quota -1 is "no limit"
-    cpu_cfs_quota_us: int = Field(default=-1, alias="cpu.cfs_quota_us", ge=-1)
-    cpu_cfs_period_us: int = Field(default=100_000, alias="cpu.cfs_period_us", ge=1_000, le=1_000_000)
-    cpu_cfs_burst_us: int = Field(default=0, alias="cpu.cfs_burst_us", ge=0)
+    cpu_cfs_quota_us: int = _knob("cpu.cfs_quota_us", -1)
+    cpu_cfs_period_us: int = _knob("cpu.cfs_period_us", 100_000)
+    cpu_cfs_burst_us: int = _knob("cpu.cfs_burst_us", 0)
     # cpusets in the kernel's list format ("0-3,6"); unset = the parent's (checked by the core)
-    cpuset_cpus: str | None = Field(default=None, alias="cpuset.cpus")
-    cpuset_mems: str | None = Field(default=None, alias="cpuset.mems")
+    cpuset_cpus: str | None = _knob("cpuset.cpus", None)
+    cpuset_mems: str | None = _knob("cpuset.mems", None)
     # memcg (bytes, or "512Mi"; "max" or -1: no limit): v1 memory.limit_in_bytes is v2
     # memory.max; memory.high/low/min as v2 (and Alibaba Cloud Linux's v1) have them
-    memory_limit: Annotated[int, BeforeValidator(_memory_limit)] = Field(default=-1, alias="memory.limit_in_bytes")
-    memory_high: Annotated[int, BeforeValidator(_memory_limit)] = Field(default=-1, alias="memory.high")
-    memory_low: Annotated[int, BeforeValidator(memory_bytes)] = Field(default=0, alias="memory.low")
-    memory_min: Annotated[int, BeforeValidator(memory_bytes)] = Field(default=0, alias="memory.min")
-    memory_oom_group: Annotated[int, _one_of(0, 1)] = Field(default=0, alias="memory.oom.group")
+    memory_limit: Annotated[int, BeforeValidator(_memory_limit)] = _knob("memory.limit_in_bytes", -1, bounded=False)
+    memory_high: Annotated[int, BeforeValidator(_memory_limit)] = _knob("memory.high", -1, bounded=False)
+    memory_low: Annotated[int, BeforeValidator(memory_bytes)] = _knob("memory.low", 0, bounded=False)
+    memory_min: Annotated[int, BeforeValidator(memory_bytes)] = _knob("memory.min", 0, bounded=False)
+    memory_oom_group: Annotated[int, _one_of("memory.oom.group")] = _knob("memory.oom.group", 0)
     # blkio: the proportional schedulers' weight (cfq blkio.weight, bfq blkio.bfq.weight, v2
     # io.bfq.weight), iocost's (v2 io.weight), blk-throttle limits (bytes/s, IO/s; 0: none)
-    blkio_weight: int = Field(default=100, alias="blkio.weight", ge=1, le=1000)
-    blkio_cost_weight: int = Field(default=100, alias="blkio.cost.weight", ge=1, le=10_000)
-    blkio_read_bps: Rate = Field(default=0, alias="blkio.throttle.read_bps_device", ge=0)
-    blkio_write_bps: Rate = Field(default=0, alias="blkio.throttle.write_bps_device", ge=0)
-    blkio_read_iops: int = Field(default=0, alias="blkio.throttle.read_iops_device", ge=0)
-    blkio_write_iops: int = Field(default=0, alias="blkio.throttle.write_iops_device", ge=0)
+    blkio_weight: int = _knob("blkio.weight", 100)
+    blkio_cost_weight: int = _knob("blkio.cost.weight", 100)
+    blkio_read_bps: Rate = _knob("blkio.throttle.read_bps_device", 0)
+    blkio_write_bps: Rate = _knob("blkio.throttle.write_bps_device", 0)
+    blkio_read_iops: int = _knob("blkio.throttle.read_iops_device", 0)
+    blkio_write_iops: int = _knob("blkio.throttle.write_iops_device", 0)
     # net_cls.classid (4294967295 marks offline traffic for rubik's bandwidth manager) and a
     # plain egress rate limit (tc on the pod's traffic; not a cgroup file)
-    net_cls_classid: int = Field(default=0, alias="net_cls.classid", ge=0, le=4_294_967_295)
-    net_egress_bps: Rate = Field(default=0, alias="net.egress_bps", ge=0)
+    net_cls_classid: int = _knob("net_cls.classid", 0)
+    net_egress_bps: Rate = _knob("net.egress_bps", 0)
 
     @model_validator(mode="after")
     def _check(self) -> Cgroup:
         # tg_set_cfs_bandwidth's rules; the parent/child rule is checked by the core.
         errors: list[FieldError] = []
-        quota = self.cpu_cfs_quota_us
-        if quota != -1 and quota < 1_000:
-            errors.append((("cpu.cfs_quota_us",), f"must be -1 (no limit) or >= 1000 (got {quota})"))
+        quota, q = self.cpu_cfs_quota_us, Knob.CPU_CFS_QUOTA_US.values
+        if not q.accepts(quota):
+            errors.append((("cpu.cfs_quota_us",), f"must be {q.none} (no limit) or >= {q.lo} (got {quota})"))
         elif quota != -1 and self.cpu_cfs_burst_us > quota:
             errors.append(
                 (
