@@ -18,63 +18,117 @@ if TYPE_CHECKING:
     from sim.environment import NodeEnvironment
 
 
-class Knob(enum.Enum):
-    """A cgroup file, by its v1 name, with its v2 counterpart (None where v2 has none)."""
+@dataclass(frozen=True)
+class Values:
+    """What a knob file takes. An integer in lo..hi (None: unbounded), or only the values of
+    `only`; `none` is the value beside the range that means "no limit" (-1). Or text (a CPU
+    list, a node-wide setting, a pressure reading)."""
 
-    CPU_SHARES = ("cpu.shares", "cpu.weight")
-    CPU_IDLE = ("cpu.idle", "cpu.idle")
-    CPU_QOS_LEVEL = ("cpu.qos_level", "cpu.qos_level")  # openEuler only (v1)
-    CPU_CFS_QUOTA_US = ("cpu.cfs_quota_us", "cpu.max")
-    CPU_CFS_PERIOD_US = ("cpu.cfs_period_us", "cpu.max")
-    CPU_CFS_BURST_US = ("cpu.cfs_burst_us", "cpu.max.burst")
-    CPUSET_CPUS = ("cpuset.cpus", "cpuset.cpus")
-    CPUSET_MEMS = ("cpuset.mems", "cpuset.mems")
+    lo: int | None = None
+    hi: int | None = None
+    only: tuple[int, ...] | None = None
+    none: int | None = None
+    text: bool = False
+
+    def accepts(self, v: object) -> bool:
+        if self.text:
+            return isinstance(v, str)
+        if isinstance(v, bool) or not isinstance(v, int):
+            return False
+        if self.only is not None:
+            return v in self.only
+        if self.none is not None and v == self.none:
+            return True
+        return (self.lo is None or v >= self.lo) and (self.hi is None or v <= self.hi)
+
+    def bounds(self) -> dict[str, int]:
+        """The range as pydantic's Field takes it (ge/le), "no limit" included."""
+        lo = self.lo if self.none is None or self.lo is None else min(self.lo, self.none)
+        return {k: v for k, v in (("ge", lo), ("le", self.hi)) if v is not None}
+
+
+TEXT = Values(text=True)
+FLAG = Values(only=(0, 1))
+COUNT = Values(lo=0)  # bytes, bytes/s, IO/s: >= 0 (0 is "none" for a throttle)
+LIMIT = Values(lo=0, none=-1)  # a size in bytes, -1: no limit
+
+
+class Knob(enum.Enum):
+    """Every cgroup file colosim knows, declared once: its v1 name, its v2 counterpart (None
+    where v2 has none), its controller, what it takes (`Values`), its unit, and whether it
+    exists only at the root (a node-wide setting) or is read-only. The seam, the scenario's
+    [cgroups] bounds and the host backends' checks derive from this table."""
+
+    CPU_SHARES = ("cpu.shares", "cpu.weight", "cpu", Values(lo=2, hi=262_144))  # MIN_SHARES..MAX_SHARES (2^18)
+    CPU_IDLE = ("cpu.idle", "cpu.idle", "cpu", FLAG)
+    CPU_QOS_LEVEL = ("cpu.qos_level", "cpu.qos_level", "cpu", Values(only=(-1, 0)))  # openEuler only (v1)
+    # CFS bandwidth (tg_set_cfs_bandwidth's limits; burst <= quota is checked across knobs)
+    CPU_CFS_QUOTA_US = ("cpu.cfs_quota_us", "cpu.max", "cpu", Values(lo=1_000, none=-1), "µs")
+    CPU_CFS_PERIOD_US = ("cpu.cfs_period_us", "cpu.max", "cpu", Values(lo=1_000, hi=1_000_000), "µs")
+    CPU_CFS_BURST_US = ("cpu.cfs_burst_us", "cpu.max.burst", "cpu", COUNT, "µs")
+    CPUSET_CPUS = ("cpuset.cpus", "cpuset.cpus", "cpuset", TEXT)
+    CPUSET_MEMS = ("cpuset.mems", "cpuset.mems", "cpuset", TEXT)
     # write-only, 1 kills every task of the subtree (v2, Linux >= 5.14; replay emulates it on
     # v1 by signalling cgroup.procs): an agent's eviction
-    CGROUP_KILL = ("cgroup.kill", "cgroup.kill")
+    CGROUP_KILL = ("cgroup.kill", "cgroup.kill", "cgroup", Values(only=(1,)))
     # memcg, in bytes (-1: no limit); memory.high/low/min exist on v1 only in vendor kernels
     # (Alibaba Cloud Linux, openEuler)
-    MEMORY_LIMIT = ("memory.limit_in_bytes", "memory.max")
-    MEMORY_HIGH = ("memory.high", "memory.high")
-    MEMORY_LOW = ("memory.low", "memory.low")
-    MEMORY_MIN = ("memory.min", "memory.min")
-    MEMORY_OOM_GROUP = ("memory.oom.group", "memory.oom.group")
+    MEMORY_LIMIT = ("memory.limit_in_bytes", "memory.max", "memory", LIMIT, "bytes")
+    MEMORY_HIGH = ("memory.high", "memory.high", "memory", LIMIT, "bytes")
+    MEMORY_LOW = ("memory.low", "memory.low", "memory", COUNT, "bytes")
+    MEMORY_MIN = ("memory.min", "memory.min", "memory", COUNT, "bytes")
+    MEMORY_OOM_GROUP = ("memory.oom.group", "memory.oom.group", "memory", FLAG)
     # vendor memcg files: Alibaba Cloud Linux (async reclaim watermarks, OOM priority) and
     # openEuler (memory.high_async_ratio)
-    MEMORY_WMARK_RATIO = ("memory.wmark_ratio", "memory.wmark_ratio")
-    MEMORY_WMARK_SCALE_FACTOR = ("memory.wmark_scale_factor", "memory.wmark_scale_factor")
-    MEMORY_PRIORITY = ("memory.priority", "memory.priority")
-    MEMORY_USE_PRIORITY_OOM = ("memory.use_priority_oom", "memory.use_priority_oom")
-    MEMORY_HIGH_ASYNC_RATIO = ("memory.high_async_ratio", "memory.high_async_ratio")
+    MEMORY_WMARK_RATIO = ("memory.wmark_ratio", "memory.wmark_ratio", "memory", Values(lo=0, hi=100), "%")
+    MEMORY_WMARK_SCALE_FACTOR = ("memory.wmark_scale_factor", "memory.wmark_scale_factor", "memory", Values(lo=1, hi=1000), "1/10000")
+    MEMORY_PRIORITY = ("memory.priority", "memory.priority", "memory", Values(lo=0, hi=12))
+    MEMORY_USE_PRIORITY_OOM = ("memory.use_priority_oom", "memory.use_priority_oom", "memory", FLAG)
+    MEMORY_HIGH_ASYNC_RATIO = ("memory.high_async_ratio", "memory.high_async_ratio", "memory", Values(lo=11, hi=100), "%")
     # blkio, in the v1 files' units: the proportional schedulers' weight (cfq blkio.weight;
-    # bfq's blkio.bfq.weight / v2 io.bfq.weight), iocost's weight (Alibaba Cloud Linux and
-    # openEuler v1 blkio.cost.weight, v2 io.weight), blk-throttle limits (bytes/s, IO/s; 0 =
-    # none; the files take "MAJ:MIN VALUE", v2 puts all four in io.max)
-    BLKIO_WEIGHT = ("blkio.weight", "io.bfq.weight")
-    BLKIO_COST_WEIGHT = ("blkio.cost.weight", "io.weight")
-    BLKIO_READ_BPS = ("blkio.throttle.read_bps_device", "io.max")
-    BLKIO_WRITE_BPS = ("blkio.throttle.write_bps_device", "io.max")
-    BLKIO_READ_IOPS = ("blkio.throttle.read_iops_device", "io.max")
-    BLKIO_WRITE_IOPS = ("blkio.throttle.write_iops_device", "io.max")
+    # bfq's blkio.bfq.weight / v2 io.bfq.weight: BFQ_MIN_WEIGHT..BFQ_MAX_WEIGHT), iocost's
+    # weight (Alibaba Cloud Linux and openEuler v1 blkio.cost.weight, v2 io.weight:
+    # CGROUP_WEIGHT_MIN..MAX), blk-throttle limits (bytes/s, IO/s; 0 = none; the files take
+    # "MAJ:MIN VALUE", v2 puts all four in io.max)
+    BLKIO_WEIGHT = ("blkio.weight", "io.bfq.weight", "blkio", Values(lo=1, hi=1000))
+    BLKIO_COST_WEIGHT = ("blkio.cost.weight", "io.weight", "blkio", Values(lo=1, hi=10_000))
+    BLKIO_READ_BPS = ("blkio.throttle.read_bps_device", "io.max", "blkio", COUNT, "bytes/s")
+    BLKIO_WRITE_BPS = ("blkio.throttle.write_bps_device", "io.max", "blkio", COUNT, "bytes/s")
+    BLKIO_READ_IOPS = ("blkio.throttle.read_iops_device", "io.max", "blkio", COUNT, "IO/s")
+    BLKIO_WRITE_IOPS = ("blkio.throttle.write_iops_device", "io.max", "blkio", COUNT, "IO/s")
     # node-wide iocost files, written on the root ("" cgroup): the linear model and the QoS
     # ("enable=1 ctrl=user min=100.00 max=100.00"), as text
-    BLKIO_COST_MODEL = ("blkio.cost.model", "io.cost.model")
-    BLKIO_COST_QOS = ("blkio.cost.qos", "io.cost.qos")
+    BLKIO_COST_MODEL = ("blkio.cost.model", "io.cost.model", "blkio", TEXT, "", True)
+    BLKIO_COST_QOS = ("blkio.cost.qos", "io.cost.qos", "blkio", TEXT, "", True)
     # network: net_cls.classid (4294967295 = offline for oncn-bwm; v2 uses a cgroup BPF
     # program instead), a plain egress rate (bytes/s; tc on the pod's traffic, no cgroup
     # file), and oncn-bwm's node-wide /proc/qos files (on the root "" cgroup, as text)
-    NET_CLS_CLASSID = ("net_cls.classid", None)
-    NET_EGRESS_BPS = ("net.egress_bps", None)
-    NET_QOS_ENABLE = ("net_qos_enable", None)
-    NET_QOS_WATERLINE = ("net_qos_waterline", None)
-    NET_QOS_BANDWIDTH = ("net_qos_bandwidth", None)
+    NET_CLS_CLASSID = ("net_cls.classid", None, "net_cls", Values(lo=0, hi=4_294_967_295))
+    NET_EGRESS_BPS = ("net.egress_bps", None, "net", COUNT, "bytes/s")
+    NET_QOS_ENABLE = ("net_qos_enable", None, "net", TEXT, "", True)
+    NET_QOS_WATERLINE = ("net_qos_waterline", None, "net", TEXT, "", True)
+    NET_QOS_BANDWIDTH = ("net_qos_bandwidth", None, "net", TEXT, "", True)
     # pressure (PSI) files, read-only text: "some avg10=… avg60=… avg300=… total=…\nfull …"
-    CPU_PRESSURE = ("cpu.pressure", "cpu.pressure")
-    MEMORY_PRESSURE = ("memory.pressure", "memory.pressure")
+    CPU_PRESSURE = ("cpu.pressure", "cpu.pressure", "cpu", TEXT, "", False, True)
+    MEMORY_PRESSURE = ("memory.pressure", "memory.pressure", "memory", TEXT, "", False, True)
 
-    def __init__(self, v1: str, v2: str | None) -> None:
+    def __init__(
+        self,
+        v1: str,
+        v2: str | None,
+        controller: str,
+        values: Values,
+        unit: str = "",
+        root_only: bool = False,
+        read_only: bool = False,
+    ) -> None:
         self.v1 = v1
         self.v2 = v2
+        self.controller = controller
+        self.values = values
+        self.unit = unit
+        self.root_only = root_only
+        self.read_only = read_only
 
     @classmethod
     def named(cls, name: str) -> Knob:
@@ -88,12 +142,12 @@ class Knob(enum.Enum):
 # The memcg knobs: the simulator models them; replay does not manage the memory controller
 # yet, so on the host they read as missing.
 # The pressure files are read, never written: replay does not probe them.
-PRESSURE_KNOBS = frozenset({Knob.CPU_PRESSURE, Knob.MEMORY_PRESSURE})
-MEMORY_KNOBS = frozenset(k for k in Knob if k.v1.startswith("memory.") and k not in PRESSURE_KNOBS)
-BLKIO_KNOBS = frozenset(k for k in Knob if k.v1.startswith("blkio."))
-NET_KNOBS = frozenset(k for k in Knob if k.v1.startswith("net"))
+PRESSURE_KNOBS = frozenset(k for k in Knob if k.read_only)
+MEMORY_KNOBS = frozenset(k for k in Knob if k.controller == "memory" and not k.read_only)
+BLKIO_KNOBS = frozenset(k for k in Knob if k.controller == "blkio")
+NET_KNOBS = frozenset(k for k in Knob if k.controller in ("net", "net_cls"))
 # files that exist only at the root: node-wide settings
-ROOT_KNOBS = frozenset({Knob.BLKIO_COST_MODEL, Knob.BLKIO_COST_QOS, Knob.NET_QOS_ENABLE, Knob.NET_QOS_WATERLINE, Knob.NET_QOS_BANDWIDTH})
+ROOT_KNOBS = frozenset(k for k in Knob if k.root_only)
 
 
 # --- unit conversions between the v1 and v2 files ---------------------------------------

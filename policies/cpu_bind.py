@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from typing import Final
 
 from policies.cgroup import Cpu
 
 BIND_POLICIES = ("Default", "FullPCPUs", "SpreadByPCPUs")
 NUMA_STRATEGIES = ("MostAllocated", "LeastAllocated", "DistributeEvenly")
-DEFAULT_CPU_BIND_POLICY = "FullPCPUs"  # defaultCPUBindPolicy
-DEFAULT_NUMA_STRATEGY = "LeastAllocated"  # NUMAScoringStrategy default
+DEFAULT_CPU_BIND_POLICY: Final = "FullPCPUs"  # defaultCPUBindPolicy
+DEFAULT_NUMA_STRATEGY: Final = "LeastAllocated"  # NUMAScoringStrategy default
 
 
 class BindError(ValueError):

@@ -20,11 +20,13 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from policies.cgroup import format_cpus
+from policies.cgroup import Knob, format_cpus
 
 CFS_PERIOD_US = 100_000
-MIN_SHARES = 2
-MAX_SHARES = 262_144
+# cpu.shares' range, from the knob table
+_SHARES = Knob.CPU_SHARES.values
+assert _SHARES.lo is not None and _SHARES.hi is not None
+MIN_SHARES, MAX_SHARES = _SHARES.lo, _SHARES.hi
 KUBEPODS = "kubepods"
 BURSTABLE = "kubepods/burstable"
 BESTEFFORT = "kubepods/besteffort"
@@ -84,7 +86,7 @@ def kube_qos(cpu_request: int, cpu_limit: int | None, memory_request: int, memor
 
 
 def milli_cpu_to_shares(milli: int) -> int:
-    """`MilliCPUToShares`: m × 1024 / 1000, clamped to [2, 262144]; a non-positive request → 2."""
+    """`MilliCPUToShares`: m × 1024 / 1000, clamped to cpu.shares' range; a non-positive request → 2."""
     if milli <= 0:
         return MIN_SHARES
     return max(MIN_SHARES, min(MAX_SHARES, milli * 1024 // 1000))

@@ -21,7 +21,7 @@ from replay.compare import error
 from replay.host_run import check_knobs, host_equivalent, host_topology, missing_knobs, run_on_host
 from replay.session import Session
 from sim.overrides import apply_override, parse_path
-from sim.results import RunResult, _markdown, sig3
+from sim.results import RunResult, markdown, sig3
 from sim.scenario import Scenario, Variant
 
 
@@ -116,11 +116,11 @@ def calibrate(duration: float, out: Path | None, say: Callable[[str], Any] = lam
                 doc[m.name][metric] = {"host": h, "sim": s, "error": e}
                 rows.append([m.name, metric, sig3(h), sig3(s), f"{e * 100:+.1f}%" if math.isfinite(e) else "-"])
     print(f"colosim calibrate: {len(cpus)} CPUs, {topo['kernel.scheduler']}, {duration:g} s per mechanism; error = sim / host - 1")
-    print(_markdown(["mechanism", "metric", "host", "sim", "error"], rows))
+    print(markdown(["mechanism", "metric", "host", "sim", "error"], rows))
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        from sim.results import _finite
+        from sim.results import finite
 
-        (out / "calibration.json").write_text(json.dumps(_finite(doc), indent=2) + "\n")
+        (out / "calibration.json").write_text(json.dumps(finite(doc), indent=2) + "\n")
         print(f"\nwrote {out / 'calibration.json'}")
     return 0

@@ -38,7 +38,7 @@ from policies.cgroup import (
     shares_to_weight,
     weight_to_shares,
 )
-from sim.errors import HostError
+from sim.errors import HostError, ScenarioError, WriteRefused
 
 # The controllers replay needs in v1, each possibly co-mounted ("cpu,cpuacct"); blkio too
 # when a scenario does IO.
@@ -180,42 +180,31 @@ def detect_layout(mountinfo: str | None = None, self_cgroup: str | None = None, 
 
 # --- knob ranges: what the kernel would accept (checked before writing) -----------------
 
+# the controllers whose per-cgroup files replay writes (memcg is the simulator's only, yet)
+REPLAY_CONTROLLERS = ("cpu", "cpuset", "cgroup", "blkio")
+
 
 def check_value(w: KnobWrite) -> None:
-    """The knob's documented range (kernel-and-anchors.md §A; cgroup-v1 cpu/cpuset docs),
-    so that a bad value is refused with its name before it reaches a file."""
+    """The knob's range as the knob table declares it (policies.cgroup.Knob: the kernel's,
+    kernel-and-anchors.md §A; cgroup-v1 cpu/cpuset docs), so that a bad value is refused
+    with its name before it reaches a file."""
     v, k = w.value, w.knob
     if k in ROOT_KNOBS or k in NET_KNOBS:
         raise HostError(not_replayable(k))
     if k in (Knob.CPUSET_CPUS, Knob.CPUSET_MEMS):
         if not isinstance(v, str):
-            raise ValueError(f'{w.cgroup}/{k.v1}: must be a CPU list like "0-3,6" (got {v!r})')
+            raise WriteRefused(f'{w.cgroup}/{k.v1}: must be a CPU list like "0-3,6" (got {v!r})')
         try:
             parse_cpus(v)
         except ValueError:
-            raise ValueError(f"{w.cgroup}/{k.v1}: not a CPU list: {v!r}") from None
+            raise WriteRefused(f"{w.cgroup}/{k.v1}: not a CPU list: {v!r}") from None
         return
     if isinstance(v, bool) or not isinstance(v, int):
-        raise ValueError(f"{w.cgroup}/{k.v1}: must be an integer (got {v!r})")
-    ok = {
-        Knob.CPU_SHARES: 2 <= v <= 262_144,
-        Knob.CPU_IDLE: v in (0, 1),
-        Knob.CPU_QOS_LEVEL: v in (-1, 0),
-        Knob.CPU_CFS_QUOTA_US: v == -1 or v >= 1_000,
-        Knob.CPU_CFS_PERIOD_US: 1_000 <= v <= 1_000_000,
-        Knob.CPU_CFS_BURST_US: v >= 0,
-        Knob.CGROUP_KILL: v == 1,
-        Knob.BLKIO_WEIGHT: 1 <= v <= 1000,
-        Knob.BLKIO_COST_WEIGHT: 1 <= v <= 10_000,
-        Knob.BLKIO_READ_BPS: v >= 0,
-        Knob.BLKIO_WRITE_BPS: v >= 0,
-        Knob.BLKIO_READ_IOPS: v >= 0,
-        Knob.BLKIO_WRITE_IOPS: v >= 0,
-    }.get(k)
-    if ok is None:
+        raise WriteRefused(f"{w.cgroup}/{k.v1}: must be an integer (got {v!r})")
+    if k.controller not in REPLAY_CONTROLLERS or k.read_only or k.values.text:
         raise HostError(f"{w.cgroup}/{k.v1}: replay does not write this knob")
-    if not ok:
-        raise ValueError(f"{w.cgroup}/{k.v1}: value {v} out of the kernel's range")
+    if not k.values.accepts(v):
+        raise WriteRefused(f"{w.cgroup}/{k.v1}: value {v} out of the kernel's range")
 
 
 def not_replayable(knob: Knob) -> str:
@@ -414,7 +403,7 @@ class HostBackend:
         path = base / cgroup if cgroup else base
         # Every path we write must stay inside the run folder.
         if os.path.commonpath([os.path.normpath(path), os.path.normpath(base)]) != os.path.normpath(base):
-            raise ValueError(f"cgroup {cgroup!r} lies outside the run folder")
+            raise ScenarioError(f"cgroup {cgroup!r} lies outside the run folder")
         return path
 
     def keys_for(self, knob_file: str) -> str:
@@ -689,7 +678,7 @@ class HostBackend:
             self.fs.write(path, text)
         except OSError as err:
             reason = os.strerror(err.errno) if err.errno else str(err)
-            raise ValueError(f"{path}: the kernel refused {text!r}: {reason}") from None
+            raise WriteRefused(f"{path}: the kernel refused {text!r}: {reason}") from None
 
     def stats(self, cgroup: str) -> CgroupStats:
         if self.layout.version == 1:

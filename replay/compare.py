@@ -31,7 +31,7 @@ from policies.cgroup import BLKIO_KNOBS, Knob
 from replay.cgroupfs import BlockDevice, HostError, host_cpus, network_refusal
 from replay.host_run import CGROUP_KNOBS, HostRun, check_knobs, host_equivalent, host_topology, missing_knobs, run_on_host
 from replay.session import Session
-from sim.results import ExperimentResult, RunResult, _finite, _markdown, sig3
+from sim.results import ExperimentResult, RunResult, finite, markdown, sig3
 from sim.scenario import (
     IO_KINDS,
     ClosedLoop,
@@ -125,9 +125,9 @@ def batch_share(run: RunResult, scenario: Scenario) -> float:
 
 def metrics(run: RunResult, scenario: Scenario) -> dict[str, float]:
     out: dict[str, float] = {}
-    # dd's blocks are requests to the simulator, not services on the host: they are measured
-    # as their cgroup's disk throughput below
-    services = {n: s for n, s in run.services.items() if not (n in scenario.workloads and scenario.workloads[n].kind == "dd")}
+    # only services (their kind's role): a batch kind's requests (dd's blocks) are the
+    # simulator's, not services on the host; dd is measured as its cgroup's disk throughput below
+    services = {n: s for n, s in run.services.items() if n not in scenario.workloads or scenario.workloads[n].role == "service"}
     for name, svc in services.items():
         prefix = f"{name} " if len(services) > 1 else ""
         out[f"{prefix}QPS"] = svc.qps
@@ -169,7 +169,7 @@ class VariantComparison:
             p = self.predicted.get(m, math.nan)
             e = error(value, p)
             rows.append([m, sig3(value), sig3(p), f"{e * 100:+.1f}%" if math.isfinite(e) else "-"])
-        return f"{self.name}\n" + _markdown(["metric", "measured", "predicted", "error"], rows)
+        return f"{self.name}\n" + markdown(["metric", "measured", "predicted", "error"], rows)
 
 
 def _say(msg: str) -> None:
@@ -456,7 +456,7 @@ def write_outputs(out, scenario, host, predicted, comparisons, runs, factors, di
             for c in comparisons
         },
     }
-    (out / "comparison.json").write_text(json.dumps(_finite(doc), indent=2) + "\n")
+    (out / "comparison.json").write_text(json.dumps(finite(doc), indent=2) + "\n")
     both = ExperimentResult(scenario.name, host.seed, host.duration_s, host.warmup_s, f"{scenario.baseline} · host")
     for name, run in host.runs.items():
         both.runs[f"{name} · host"] = run

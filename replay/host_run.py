@@ -22,27 +22,30 @@ from replay.cgroupfs import HostError, WriteRecord, read_disk_stat
 from replay.session import Session
 from replay.workloads import HostWorkload
 from sim.results import CgroupResult, RunResult, ServiceResult, TimeSeries
-from sim.scenario import Scenario, Variant
+from sim.scenario import Cgroup, Scenario, Variant
 
-# Knobs of a scenario's [cgroups] table, in the order they are written (period before quota
-# before burst: the kernel checks burst <= quota at each write).
-CGROUP_KNOBS = (
-    ("cpu_shares", Knob.CPU_SHARES, 1024),
-    ("cpu_idle", Knob.CPU_IDLE, 0),
-    ("cpu_qos_level", Knob.CPU_QOS_LEVEL, 0),
-    ("cpu_cfs_period_us", Knob.CPU_CFS_PERIOD_US, 100_000),
-    ("cpu_cfs_quota_us", Knob.CPU_CFS_QUOTA_US, -1),
-    ("cpu_cfs_burst_us", Knob.CPU_CFS_BURST_US, 0),
-    ("cpuset_cpus", Knob.CPUSET_CPUS, None),
-    ("cpuset_mems", Knob.CPUSET_MEMS, None),
+# Knobs of a scenario's [cgroups] table that replay writes, in the order they are written
+# (period before quota before burst: the kernel checks burst <= quota at each write), as
+# (field, knob, default): the field and its default are the scenario's (sim.scenario.Cgroup).
+_REPLAYED = (
+    Knob.CPU_SHARES,
+    Knob.CPU_IDLE,
+    Knob.CPU_QOS_LEVEL,
+    Knob.CPU_CFS_PERIOD_US,
+    Knob.CPU_CFS_QUOTA_US,
+    Knob.CPU_CFS_BURST_US,
+    Knob.CPUSET_CPUS,
+    Knob.CPUSET_MEMS,
     # blkio (the blkio hierarchy / v2 io controller; throttle rules name the scratch disk)
-    ("blkio_weight", Knob.BLKIO_WEIGHT, 100),
-    ("blkio_cost_weight", Knob.BLKIO_COST_WEIGHT, 100),
-    ("blkio_read_bps", Knob.BLKIO_READ_BPS, 0),
-    ("blkio_write_bps", Knob.BLKIO_WRITE_BPS, 0),
-    ("blkio_read_iops", Knob.BLKIO_READ_IOPS, 0),
-    ("blkio_write_iops", Knob.BLKIO_WRITE_IOPS, 0),
+    Knob.BLKIO_WEIGHT,
+    Knob.BLKIO_COST_WEIGHT,
+    Knob.BLKIO_READ_BPS,
+    Knob.BLKIO_WRITE_BPS,
+    Knob.BLKIO_READ_IOPS,
+    Knob.BLKIO_WRITE_IOPS,
 )
+_FIELD = {f.alias: name for name, f in Cgroup.model_fields.items()}
+CGROUP_KNOBS = tuple((_FIELD[k.v1], k, Cgroup.model_fields[_FIELD[k.v1]].default) for k in _REPLAYED)
 
 
 def cgroup_writes(scenario: Scenario) -> list[KnobWrite]:

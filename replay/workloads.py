@@ -117,7 +117,7 @@ class HostWorkload:
         self.spec = core_spec  # the same document the core gets (fanout resolved)
         self.program = model.host.program
         self.where = where
-        self.is_service = model.kind in ("closed_loop", "open_loop", "bursty", "file_server")
+        self.is_service = model.role == "service"  # measured as a service (latency, QPS)
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._procs: list[subprocess.Popen[bytes]] = []
         self._t0 = 0.0  # time.monotonic() at the start
@@ -130,8 +130,9 @@ class HostWorkload:
         p, where = self.program, f"{self.where}.host.program"
         if self.model.kind == "iperf":
             raise HostError(network_refusal(f"{self.where}: an iperf workload"))
-        if self.model.kind == "database":
-            raise HostError(f"{self.where}: a database workload does not replay on the host yet (the simulator models it)")
+        if not self.model.replays or getattr(self.model, "trace", None):
+            what = "a trace-driven workload" if getattr(self.model, "trace", None) else f"a {self.model.kind} workload"
+            raise HostError(f"{self.where}: {what} does not replay on the host yet (the simulator models it)")
         if self.model.kind == "dd":
             if self.model.random:
                 raise HostError(
@@ -142,9 +143,6 @@ class HostWorkload:
             _need("dd", where, "coreutils")
             _need("sh", where, "dash")
             return
-        if self.model.kind in ("memory_hog", "file_server", "cache_writer", "analytics", "duty") or getattr(self.model, "trace", None):
-            what = "a trace-driven workload" if getattr(self.model, "trace", None) else f"a {self.model.kind}"
-            raise HostError(f"{self.where}: {what} does not replay on the host yet (the simulator models it)")
         if p == "builtin":
             load_binary()
         elif p in ("stress", "stress-ng"):

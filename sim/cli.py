@@ -1,8 +1,10 @@
 """`colosim run SCENARIO.toml`: run a scenario, print the table, write results and a report.
 
-A user error (a bad scenario, a bad --set, a missing file, a value the core refuses) is one
-line on stderr, `colosim: error: <message>`, and exit status 2; never a traceback.  Set
-COLOSIM_DEBUG=1 to get the traceback anyway.
+A user error (a ColosimError: a bad scenario, a bad --set, a missing file, a value the core
+refuses, a host replay cannot use; or an OSError on the user's files) is one line on stderr,
+`colosim: error: <message>`, and exit status 2; never a traceback.  Set COLOSIM_DEBUG=1 to get
+the traceback anyway.  Any other exception is a bug in colosim: it is said so, with where to
+report it and the traceback, and exit status 1.
 """
 
 from __future__ import annotations
@@ -10,13 +12,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
 from sim.environment import CoreNotBuilt
-from sim.errors import HostError, ScenarioError
+from sim.errors import ColosimError, ScenarioError
 
 USAGE_ERROR = 2
+BUG = 1
+REPORT_TO = "the colosim repository's issue tracker"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -118,11 +123,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CoreNotBuilt as err:  # an installation problem, not the user's input
         print(f"colosim: error: {err}", file=sys.stderr)
         return 1
-    except (ScenarioError, HostError, OSError, ValueError, KeyError) as err:
+    except (ColosimError, OSError) as err:
         if os.environ.get("COLOSIM_DEBUG"):
             raise
         print(f"colosim: error: {_one_line(err)}", file=sys.stderr)
         return USAGE_ERROR
+    except Exception as err:  # noqa: BLE001 - anything else is ours, and said to be
+        print(
+            f"colosim: internal error (a bug in colosim, not in your input; please report it at {REPORT_TO} "
+            f"with the command and the traceback below): {type(err).__name__}: {_one_line(err)}",
+            file=sys.stderr,
+        )
+        traceback.print_exc()
+        return BUG
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
+from sim.errors import ColosimError, SpecRefused
+
 if TYPE_CHECKING:
     from sim._core import Node
 
@@ -38,7 +40,7 @@ def to_ns(seconds: float) -> int:
     return round(seconds * NS_PER_S)
 
 
-class CoreNotBuilt(ImportError):
+class CoreNotBuilt(ColosimError, ImportError):
     """The Rust extension sim._core is missing: the package was not built with maturin."""
 
 
@@ -66,7 +68,10 @@ class NodeEnvironment(simpy.Environment):
         if node is None:
             if spec is None:
                 raise TypeError("NodeEnvironment needs a core spec or a node")
-            node = _core_node(spec if isinstance(spec, str) else json.dumps(spec))
+            try:
+                node = _core_node(spec if isinstance(spec, str) else json.dumps(spec))
+            except (ValueError, KeyError) as err:  # the core refuses its input so (sim/_core.pyi)
+                raise SpecRefused(str(err.args[0]) if err.args else str(err)) from None
         self.node = node
         # SimPy time at which the stats were last reset: what results measure from.
         self.stats_since = 0.0

@@ -372,7 +372,7 @@ class ExperimentResult:
                 f"{who}QPS and latency percentiles (s); in brackets the QoS change against the "
                 "baseline (QPS run/base - 1, latency base/run - 1: negative = worse)\n"
             )
-        return title + _markdown(header, rows)
+        return title + markdown(header, rows)
 
     def cpu_table(self) -> str:
         """Per run: each cgroup's share of node capacity, and how busy the node was."""
@@ -382,7 +382,7 @@ class ExperimentResult:
             [name] + [_percent(run.cgroups[c].cpu_share) if c in run.cgroups else "-" for c in cgroups] + [_percent(run.busy_share)]
             for name, run in self.runs.items()
         ]
-        return "CPU share of node capacity\n" + _markdown(header, rows)
+        return "CPU share of node capacity\n" + markdown(header, rows)
 
     def memory_table(self) -> str | None:
         """Per run and cgroup of a workload: memory.current, its peak, and the memcg events
@@ -410,7 +410,7 @@ class ExperimentResult:
         if not rows:
             return None
         header = ["Run", "cgroup", "current (MiB)", "peak (MiB)", "cache (MiB)", "high events", "max events", "oom_kill"]
-        return "Memory (at the end; events since the start)\n" + _markdown(header, rows)
+        return "Memory (at the end; events since the start)\n" + markdown(header, rows)
 
     def io_table(self) -> str | None:
         """Per run and leaf cgroup that used the disk or the link over the measured window:
@@ -456,7 +456,7 @@ class ExperimentResult:
         if not rows:
             return None
         header = ["Run", "cgroup", "read (MB/s)", "write (MB/s)", "IO/s", "wait per IO (ms)", "sent (MB/s)"]
-        return "Disk and network (after warm-up; writeback counts to the dirty pages' owner)\n" + _markdown(header, rows)
+        return "Disk and network (after warm-up; writeback counts to the dirty pages' owner)\n" + markdown(header, rows)
 
     def bandwidth_table(self) -> str | None:
         """Per run and cgroup with bandwidth control: the cpu.stat counters, or None."""
@@ -470,7 +470,7 @@ class ExperimentResult:
             for c in limited
             if (cg := run.cgroups.get(c)) is not None
         ]
-        return "CFS bandwidth (cpu.stat, after warm-up)\n" + _markdown(header, rows)
+        return "CFS bandwidth (cpu.stat, after warm-up)\n" + markdown(header, rows)
 
     def grid_tables(self) -> str | None:
         """The runs in the seed's shape: a row per policy, a column per load; for each
@@ -490,8 +490,8 @@ class ExperimentResult:
                     + ["-" if s is None else "/".join(f"{getattr(s, a) * 1000:.0f}" for a in ("p50_s", "p90_s", "p99_s")) for s in cells]
                 )
                 qps.append([r] + ["-" if s is None else sig3(s.qps) for s in cells])
-            out.append(f"{svc}: P50/P90/P99 latency (ms)\n" + _markdown(["", *cols], lat))
-            out.append(f"{svc}: requests/s\n" + _markdown(["", *cols], qps))
+            out.append(f"{svc}: P50/P90/P99 latency (ms)\n" + markdown(["", *cols], lat))
+            out.append(f"{svc}: requests/s\n" + markdown(["", *cols], qps))
         return "\n\n".join(out) or None
 
     def __str__(self) -> str:
@@ -500,7 +500,7 @@ class ExperimentResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The results.json document; NaN (a service with no completions) becomes null."""
-        return _finite(
+        return finite(
             {
                 "scenario": self.scenario,
                 "seed": self.seed,
@@ -546,7 +546,7 @@ def _percent(share: float) -> str:
     return f"{share * 100:.1f}%" if math.isfinite(share) else "-"
 
 
-def _markdown(header: list[str], rows: list[list[str]]) -> str:
+def markdown(header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
 
     def line(cells: list[str]) -> str:
@@ -557,11 +557,11 @@ def _markdown(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(header), rule, *(line(r) for r in rows)])
 
 
-def _finite(value: Any) -> Any:
+def finite(value: Any) -> Any:
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
+        return {k: finite(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_finite(v) for v in value]
+        return [finite(v) for v in value]
     return value

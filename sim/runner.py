@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from tqdm import tqdm
 
 from sim.environment import NS_PER_S, NodeEnvironment, warm_up
-from sim.errors import ScenarioError
+from sim.errors import SpecRefused
 from sim.results import ExperimentResult, RunResult
 from sim.scenario import Scenario, Variant
 
@@ -74,9 +74,9 @@ def run_variant(
     meta = variant.scenario.scenario
     try:
         env = NodeEnvironment(variant.scenario.core_spec(seed))
-    except (ValueError, KeyError) as err:
+    except SpecRefused as err:
         # The core names the bad field; say which run it was.
-        raise ScenarioError(f'run "{variant.name}": {_message(err)}') from None
+        raise SpecRefused(f'run "{variant.name}": {err}') from None
     if meta.warmup > 0:
         env.process(warm_up(env, at=meta.warmup / NS_PER_S))
     runner = None
@@ -122,8 +122,3 @@ def run_variant(
     if runner is not None:
         result.decisions = [d.to_dict() for d in runner.decisions]
     return result
-
-
-def _message(err: Exception) -> str:
-    # str(KeyError("x")) is "'x'"; its argument is the message.
-    return str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)

@@ -102,3 +102,46 @@ def test_bad_set_path(tmp_path):
     )
     assert_user_error(colosim("run", str(path), "--set", "a..b=1"), "not a dotted key")
     assert_user_error(colosim("run", str(path), "--set", "workloads.web.rate=-1"), "workloads.web.rate")
+
+
+@pytest.mark.parametrize("error", [KeyError("internal"), ValueError("internal"), TypeError("internal")])
+def test_a_bug_is_reported_as_a_bug(tmp_path, monkeypatch, capsys, error):
+    # An exception colosim did not mean for the user (here from inside the runner) is never
+    # shown as `colosim: error:`: it says it is a bug, where to report it, and the traceback.
+    import sim.runner
+    from sim.cli import BUG, REPORT_TO, main
+
+    def broken(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(sim.runner, "run_variant", broken)
+    monkeypatch.delenv("COLOSIM_DEBUG", raising=False)
+    path = tmp_path / "ok.toml"
+    path.write_text(GOOD)
+    assert main(["run", str(path), "--no-progress", "--out", str(tmp_path / "o")]) == BUG
+    err = capsys.readouterr().err
+    assert not err.startswith("colosim: error:")
+    first, _, rest = err.partition("\n")
+    assert first.startswith("colosim: internal error (a bug in colosim") and REPORT_TO in first
+    assert first.endswith(f"): {type(error).__name__}: internal")
+    assert rest.startswith("Traceback (most recent call last)")
+
+
+def test_user_errors_derive_from_one_base():
+    from sim.environment import CoreNotBuilt
+    from sim.errors import ColosimError, HostError, ScenarioError, SpecRefused, WriteRefused
+    from traces.format import TraceError
+
+    for cls in (ScenarioError, SpecRefused, HostError, WriteRefused, TraceError, CoreNotBuilt):
+        assert issubclass(cls, ColosimError), cls
+
+
+def test_a_bad_scenario_in_process_stays_a_user_error(tmp_path, monkeypatch, capsys):
+    from sim.cli import USAGE_ERROR, main
+
+    monkeypatch.delenv("COLOSIM_DEBUG", raising=False)
+    path = tmp_path / "bad.toml"
+    path.write_text(GOOD.replace("rate = 100", "rate = -5"))
+    assert main(["run", str(path), "--no-progress"]) == USAGE_ERROR
+    err = capsys.readouterr().err
+    assert err.startswith("colosim: error: workloads.web.rate: must be > 0") and err.count("\n") == 1

@@ -15,19 +15,18 @@ from typing import Any
 from sim.results import RunResult
 from sim.scenario import Scenario
 
-SERVICE_KINDS = ("closed_loop", "open_loop", "bursty", "file_server", "database")
-BATCH_KINDS = ("hog", "memory_hog", "cache_writer", "analytics", "duty", "dd", "iperf")
-
 # seed index -> case name -> metric text -> value
 Measurement = list[dict[str, dict[str, float]]]
 
 
 def services_of(scenario: Scenario) -> list[str]:
-    return [n for n, w in scenario.workloads.items() if w.kind in SERVICE_KINDS]
+    """The online services (their kind's role): what SLOs and latency objectives name."""
+    return [n for n, w in scenario.workloads.items() if w.role == "service"]
 
 
 def default_batch(scenario: Scenario) -> list[str]:
-    return [n for n, w in scenario.workloads.items() if w.kind in BATCH_KINDS]
+    """The batch workloads (their kind's role), whose cgroups' CPU is `batch_cpu`."""
+    return [n for n, w in scenario.workloads.items() if w.role == "batch"]
 
 
 def run_metrics(run: RunResult, scenario: Scenario, batch: list[str]) -> dict[str, float]:

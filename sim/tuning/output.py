@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sim.results import _markdown, sig3
+from sim.results import markdown, sig3
 from sim.tuning.goals import Sense, Slo
 from sim.tuning.space import Dimension, policy_table
 from sim.tuning.spec import TuneSpec
@@ -143,7 +143,7 @@ def params_table(spec: TuneSpec, default: FrozenTrial | None, best: FrozenTrial)
         [d.name, f"[{_param(_num(d.low, d))}, {_param(_num(d.high, d))}]", _param(_num(d.default, d)), _param(best.params.get(d.name))]
         for d in spec.dims
     ]
-    return f"best: trial #{best.number}\n" + _markdown(["parameter", "range", "default", "best"], rows)
+    return f"best: trial #{best.number}\n" + markdown(["parameter", "range", "default", "best"], rows)
 
 
 def _rows(spec: TuneSpec) -> list[tuple[str, str]]:
@@ -181,7 +181,7 @@ def metrics_table(spec: TuneSpec, default: FrozenTrial | None, best: FrozenTrial
             return "holds" if v <= 0 else f"violated by {sig3(v)}"
 
         rows.append([f"SLO {slo.text}", verdict(default), verdict(best), ""])
-    return f"default vs {label}\n" + _markdown(["metric", "default", label, "change"], rows)
+    return f"default vs {label}\n" + markdown(["metric", "default", label, "change"], rows)
 
 
 def pareto_table(spec: TuneSpec, study: Study, default: FrozenTrial | None) -> str:
@@ -190,7 +190,7 @@ def pareto_table(spec: TuneSpec, study: Study, default: FrozenTrial | None) -> s
     rows = []
     for label, t in ([("defaults", default)] if default is not None and default.values else []) + [(f"#{t.number}", t) for t in front]:
         rows.append([label, *(_param(t.params.get(d.name)) for d in spec.dims), *(sig3(v) for v in t.values)])
-    return f"Pareto set ({len(front)} trials meeting every SLO, none better in every objective)\n" + _markdown(header, rows)
+    return f"Pareto set ({len(front)} trials meeting every SLO, none better in every objective)\n" + markdown(header, rows)
 
 
 # --- the policy file ---------------------------------------------------------------------

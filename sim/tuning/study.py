@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from sim.errors import ScenarioError
-from sim.results import _finite
+from sim.results import finite
 from sim.tuning.evaluate import Measurement, measure
 from sim.tuning.outcome import Outcome, summarize
 from sim.tuning.space import policy_table
@@ -218,7 +218,7 @@ def tell(study: Study, trial: Trial, spec: TuneSpec, solo: Measurement, future: 
         return None
     outcome = summarize(measured, solo, spec.objectives, spec.slos, spec.metrics)
     trial.set_user_attr("ran_in", pid)
-    trial.set_user_attr("summary", _finite(outcome.summary))
+    trial.set_user_attr("summary", finite(outcome.summary))
     for text, v in outcome.constraints.items():
         trial.set_constraint(text, v)
     if any(math.isnan(v) for v in outcome.values):
@@ -257,7 +257,7 @@ def optimize(spec: TuneSpec, study: Study, jobs: int, progress: bool = True) -> 
     fail_stale(study)
     solo = solo_measurement(spec)
     if "solo" not in study.user_attrs:
-        study.set_user_attr("solo", _finite({str(s): m for s, m in zip(spec.seeds, solo, strict=True)}))
+        study.set_user_attr("solo", finite({str(s): m for s, m in zip(spec.seeds, solo, strict=True)}))
     dists: dict[str, BaseDistribution] = {d.name: d.distribution() for d in spec.dims}
     done = len(study.get_trials(deepcopy=False, states=done_states))
     pending: dict[cf.Future[Ran], Trial] = {}

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from replay.compare import error
-from sim.results import _markdown, sig3
+from sim.results import markdown, sig3
 from sim.tuning.space import policy_table
 from sim.tuning.spec import TuneSpec
 
@@ -50,6 +50,6 @@ def table_text(docs: dict[str, dict[str, Any]]) -> str:
                 p = math.nan if predicted is None else predicted
                 e = error(m, p)
                 rows.append([label, run, metric, sig3(p), sig3(m), f"{e * 100:+.1f}%" if math.isfinite(e) else "-"])
-    return "predicted (simulator, calibrated on this host) vs measured (this host)\n" + _markdown(
+    return "predicted (simulator, calibrated on this host) vs measured (this host)\n" + markdown(
         ["config", "run", "metric", "predicted", "measured", "error"], rows
     )

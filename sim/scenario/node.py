@@ -1,0 +1,158 @@
+"""[node] and [kernel]: the machine (topology, memory, disk, link) and the scheduler's knobs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, model_validator
+
+from policies.cgroup import Cpu
+from policies.pods import memory_bytes
+from sim.scenario.base import Duration, FieldError, FieldErrors, PositiveDuration, Rate, Table
+
+
+class Disk(Table):
+    """[node.disk]: the node's block device in iocost's linear-model terms (bytes/s and
+    4 KiB IO/s; a SATA SSD by default), its access latency, and its IO scheduler
+    (/sys/block/<dev>/queue/scheduler: only bfq and cfq share by blkio.weight)."""
+
+    rbps: Rate = Field(default=550_000_000, gt=0)
+    rseqiops: int = Field(default=130_000, gt=0)
+    rrandiops: int = Field(default=90_000, gt=0)
+    wbps: Rate = Field(default=500_000_000, gt=0)
+    wseqiops: int = Field(default=120_000, gt=0)
+    wrandiops: int = Field(default=80_000, gt=0)
+    latency: Duration = 80_000
+    scheduler: Literal["none", "mq-deadline", "kyber", "bfq", "cfq"] = "mq-deadline"
+
+    def core_spec(self) -> dict[str, Any]:
+        return {**self.model_dump(exclude={"latency"}), "latency_ns": self.latency}
+
+
+class Network(Table):
+    """[node.network]: the node's egress link ("10Gbit", "1250M")."""
+
+    egress: Rate = Field(gt=0)
+
+    def core_spec(self) -> dict[str, Any]:
+        return {"egress_bytes_per_s": self.egress}
+
+
+class Topology(Table):
+    """[node]: sockets -> NUMA nodes -> cores -> SMT threads, numbered as Linux does."""
+
+    sockets: int = Field(default=1, ge=1)
+    numa_nodes_per_socket: int = Field(default=1, ge=1)
+    cores_per_socket: int = Field(default=8, ge=1)
+    threads_per_core: int = Field(default=1, ge=1)
+    # per-thread speed while both SMT siblings run
+    smt_speed: float = Field(default=0.6, gt=0, le=1, allow_inf_nan=False)
+    # speed of a task whose memory is on another NUMA node
+    numa_remote_speed: float = Field(default=0.75, gt=0, le=1, allow_inf_nan=False)
+    siblings: list[list[Annotated[int, Field(ge=0)]]] | None = None
+    # the node's memory ("192Gi"): memory cgroups are modelled when it is given (and
+    # Koordinator's batch-memory uses it); swap space, none by default
+    memory: Annotated[int, BeforeValidator(memory_bytes)] | None = None
+    swap: Annotated[int, BeforeValidator(memory_bytes)] = 0
+    # the block device and the egress link: modelled when given
+    disk: Disk | None = None
+    network: Network | None = None
+
+    @property
+    def ncpus(self) -> int:
+        return self.sockets * self.cores_per_socket * self.threads_per_core
+
+    def cpus(self) -> list[Cpu]:
+        """Each logical CPU's core, socket and NUMA node, numbered as the core numbers them
+        (core_rs/model/src/topology.rs: Linux's x86 order, all first threads then all second
+        threads, unless `siblings` says otherwise)."""
+        ncores = self.sockets * self.cores_per_socket
+        siblings = self.siblings or [[c + k * ncores for k in range(self.threads_per_core)] for c in range(ncores)]
+        per_node = self.cores_per_socket // self.numa_nodes_per_socket
+        out = [Cpu(cpu, core, core // self.cores_per_socket, core // per_node) for core, group in enumerate(siblings) for cpu in group]
+        return sorted(out, key=lambda c: c.cpu)
+
+    @model_validator(mode="after")
+    def _check(self) -> Topology:
+        errors: list[FieldError] = []
+        if self.cores_per_socket % self.numa_nodes_per_socket:
+            errors.append(
+                (
+                    ("numa_nodes_per_socket",),
+                    f"must divide cores_per_socket ({self.cores_per_socket}) evenly (got {self.numa_nodes_per_socket})",
+                )
+            )
+        for i, group in enumerate(self.siblings or []):
+            for j, cpu in enumerate(group):
+                if cpu >= self.ncpus:
+                    errors.append((("siblings", i, j), f"no CPU {cpu} (CPUs are 0..{self.ncpus - 1})"))
+        if errors:
+            raise FieldErrors(errors)
+        return self
+
+    def core_spec(self) -> dict[str, Any]:
+        return {
+            "sockets": self.sockets,
+            "numa_nodes_per_socket": self.numa_nodes_per_socket,
+            "cores_per_socket": self.cores_per_socket,
+            "threads_per_core": self.threads_per_core,
+            "smt_speed": float(self.smt_speed),
+            "numa_remote_speed": float(self.numa_remote_speed),
+            "siblings": self.siblings,
+        }
+
+
+class Kernel(Table):
+    """[kernel]: scheduler tunables; unset ones take the kernel's defaults (scaled by
+    1 + ilog2(min(ncpus, 8)) as the kernel scales them), which the core computes."""
+
+    scheduler: Literal["cfs", "eevdf"] = "cfs"  # CFS (Linux <= 6.5) or EEVDF (>= 6.6)
+    hz: int = Field(default=250, ge=1, le=10_000)
+    sched_latency: PositiveDuration | None = None
+    sched_min_granularity: PositiveDuration | None = None
+    sched_wakeup_granularity: Duration | None = None
+    sched_idle_min_granularity: PositiveDuration | None = None
+    # EEVDF base slice as debugfs shows it (default: 0.70 ms scaled by CPU count, like the kernel)
+    base_slice: PositiveDuration | None = None
+    # openEuler SMT expeller: offline tasks stay off the SMT sibling of online work
+    smt_expeller: bool = False
+    # vendor memcg extensions: Alibaba Cloud Linux (memory.wmark_ratio/wmark_scale_factor,
+    # memory.priority/use_priority_oom: Koordinator writes them) and openEuler
+    # (memory.high_async_ratio: rubik writes it); writes fail on a kernel without them
+    alinux_memcg: bool = False
+    openeuler_memcg: bool = False
+    # vm.watermark_scale_factor (1/10000 of memory between the node's watermarks)
+    watermark_scale_factor: int = Field(default=10, ge=1, le=3000)
+    # CPU a task spends per page it reclaims itself (a model constant: ≈ 1 µs, clean cache)
+    reclaim_per_page: PositiveDuration = 1_000
+    # vm.dirty_ratio / vm.dirty_background_ratio (% of dirtyable memory)
+    dirty_ratio: int = Field(default=20, ge=1, le=100)
+    dirty_background_ratio: int = Field(default=10, ge=0, le=99)
+    # writeback charged to the cgroup that dirtied the pages (cgroup v2; openEuler's
+    # cgroup1_writeback, which rubik's ioCost needs); off: the flusher's IO is the root's
+    cgroup_writeback: bool = False
+
+    @model_validator(mode="after")
+    def _check_dirty(self) -> Kernel:
+        if self.dirty_background_ratio >= self.dirty_ratio:
+            raise FieldErrors(
+                [(("dirty_background_ratio",), f"must be below dirty_ratio ({self.dirty_ratio}) (got {self.dirty_background_ratio})")]
+            )
+        return self
+
+    def core_spec(self) -> dict[str, Any]:
+        return {
+            "scheduler": self.scheduler,
+            "hz": self.hz,
+            "sched_latency_ns": self.sched_latency,
+            "sched_min_granularity_ns": self.sched_min_granularity,
+            "sched_wakeup_granularity_ns": self.sched_wakeup_granularity,
+            "sched_idle_min_granularity_ns": self.sched_idle_min_granularity,
+            "base_slice_ns": self.base_slice,
+            "smt_expeller": self.smt_expeller,
+            "alinux_memcg": self.alinux_memcg,
+            "openeuler_memcg": self.openeuler_memcg,
+            "dirty_ratio": self.dirty_ratio,
+            "dirty_background_ratio": self.dirty_background_ratio,
+            "cgroup_writeback": self.cgroup_writeback,
+        }

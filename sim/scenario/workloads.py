@@ -1,0 +1,545 @@
+"""[workloads.NAME]: what runs on the node, one model per `kind`, and the traces that drive them."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, get_args
+
+from pydantic import BeforeValidator, Field, PlainValidator, model_validator
+
+from policies.pods import memory_bytes
+from sim.duration import format_duration
+from sim.scenario.base import Duration, FieldError, FieldErrors, PositiveDuration, Rate, Table, alternatives, show
+from sim.scenario.distributions import Constant, Distribution, mean_s
+
+
+def _fanout(value: Any) -> int | str:
+    if value == "ncpus" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+        return value
+    raise ValueError(f'must be an integer >= 1 or "ncpus" (got {show(value)})')
+
+
+# clickhouse-benchmark's query in the seed experiment (../shared/seeds/002, test_demo.sh)
+SEED_QUERY = "SELECT * FROM system.numbers LIMIT 10000000 OFFSET 10000000"
+
+
+def _host_shorthand(value: Any) -> Any:
+    return {"program": value} if isinstance(value, str) else value
+
+
+class HostProgram(Table):
+    """[workloads.x.host]: what runs for this workload in `colosim replay` (the simulator
+    ignores it). "builtin" is colosim-load, which executes the workload's own distributions;
+    the others are the real programs of the seed experiments."""
+
+    program: Literal["builtin", "stress", "stress-ng", "clickhouse", "nginx", "command"] = "builtin"
+    command: list[str] | None = None  # program = "command": the argv of a CPU-bound job
+    query: str = SEED_QUERY  # clickhouse: the query clickhouse-benchmark sends
+    path: str = "/"  # nginx: the URL path wrk requests
+
+    @model_validator(mode="after")
+    def _check(self) -> HostProgram:
+        if self.program == "command" and not self.command:
+            raise FieldErrors([(("command",), 'must be given (a non-empty list) when program = "command"')])
+        if self.program != "command" and self.command is not None:
+            raise FieldErrors([(("command",), 'is only for program = "command"')])
+        return self
+
+
+Role = Literal["service", "batch"]
+Need = Literal["memory", "disk", "network"]
+
+
+class _Workload(Table):
+    """What every kind shares. A kind also declares, once, on its class, what it is:
+
+    * `role`: "service", an online service whose latency has SLOs (the tuner's services and
+      replay's measured services), or "batch", work whose throughput counts;
+    * `requests`: its results have requests (latency percentiles and QPS): the core keeps
+      service statistics for it (a batch kind may too: dd's blocks, analytics' tasks);
+    * `host_programs`: what `colosim replay` may run for it ([workloads.x.host] program);
+    * `replays`: whether replay runs it on the host at all (the others are simulated only);
+    * `needs`: the [node] table it needs (memory, disk or network), if any.
+    """
+
+    role: ClassVar[Role]
+    requests: ClassVar[bool]
+    host_programs: ClassVar[tuple[str, ...]] = ("builtin",)
+    replays: ClassVar[bool] = False
+    needs: ClassVar[Need | None] = None
+
+    # where its tasks run: a cgroup, or a pod (whose cgroup the kubelet layout gives it)
+    cgroup: str = ""
+    pod: str | None = None
+    enabled: bool = True  # a disabled workload is left out of the core spec
+    start: Duration = 0
+    host: Annotated[HostProgram, BeforeValidator(_host_shorthand)] = Field(default_factory=HostProgram)
+    if TYPE_CHECKING:
+        kind: str  # each kind's Literal tag
+
+    @model_validator(mode="after")
+    def _check_host(self) -> _Workload:
+        if bool(self.cgroup) == (self.pod is not None):
+            raise FieldErrors([(("cgroup",), "give exactly one of cgroup or pod")])
+        allowed = self.host_programs
+        if self.host.program not in allowed:
+            raise FieldErrors(
+                [
+                    (
+                        ("host", "program"),
+                        f"a {self.kind} workload runs on the host as {alternatives(allowed)} (got {show(self.host.program)})",
+                    )
+                ]
+            )
+        return self
+
+
+class Hog(_Workload):
+    """CPU hog threads that never sleep (`stress --cpu N`)."""
+
+    kind: Literal["hog"]
+    role = "batch"
+    requests = False
+    host_programs = ("builtin", "stress", "stress-ng", "command")
+    replays = True
+    threads: int = Field(ge=1)
+
+    def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
+        return {
+            "kind": "hog",
+            "name": name,
+            "cgroup": self.cgroup,
+            "threads": self.threads,
+            "start_ns": self.start,
+        }
+
+
+class ClosedLoop(_Workload):
+    """C clients that each send a request, wait for it, think, and send the next
+    (clickhouse-benchmark -c, wrk -c).  A request fans out to `fanout` threads and completes
+    when all of them have run their service time."""
+
+    kind: Literal["closed_loop"]
+    role = "service"
+    requests = True
+    host_programs = ("builtin", "clickhouse", "nginx")
+    replays = True
+    clients: int = Field(ge=1)
+    fanout: Annotated[int | str, PlainValidator(_fanout)] = 1
+    think: Distribution = Constant(dist="constant", value=0)
+    service: Distribution
+    # a server with a fixed pool of worker threads (Go's GOMAXPROCS, a thread pool): requests
+    # wait for a free worker; unset, each client has its own thread(s)
+    workers: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _check_workers(self) -> ClosedLoop:
+        if self.workers is not None and self.fanout != 1:
+            raise FieldErrors([(("workers",), "a worker pool serves requests of fanout 1")])
+        return self
+
+    def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
+        spec = {
+            "kind": "closed_loop",
+            "name": name,
+            "cgroup": self.cgroup,
+            "clients": self.clients,
+            "fanout": ncpus if self.fanout == "ncpus" else self.fanout,
+            "think": self.think.core_spec(),
+            "service": self.service.core_spec(),
+            "start_ns": self.start,
+        }
+        if self.workers is not None:
+            spec["workers"] = self.workers
+        return spec
+
+
+class TraceRef(Table):
+    """[workloads.x.trace]: the workload's demand follows an entity of a trace file (the
+    trace format, traces/format.py): a duty workload its `cpu_cores`, an open loop its
+    `rate_per_s` (or its CPU ÷ the mean service time). `speed` compresses time (10: ten trace
+    seconds a simulated second); `scale` multiplies the values."""
+
+    file: str | None = Field(default=None, min_length=1)  # or `--trace FILE` on the command line
+    entity: str = Field(min_length=1)
+    speed: float = Field(default=1.0, gt=0, allow_inf_nan=False)
+    scale: float = Field(default=1.0, gt=0, allow_inf_nan=False)
+
+
+class OpenLoop(_Workload):
+    """Poisson arrivals at `rate` requests/s served by a pool of `workers` threads (the rate
+    follows `trace` when one is given)."""
+
+    kind: Literal["open_loop"]
+    role = "service"
+    requests = True
+    replays = True
+    rate: float = Field(gt=0, allow_inf_nan=False)
+    workers: int = Field(ge=1)
+    service: Distribution
+    trace: TraceRef | None = None
+
+    def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
+        return {
+            "kind": "open_loop",
+            "name": name,
+            "cgroup": self.cgroup,
+            "rate_per_s": float(self.rate),
+            "workers": self.workers,
+            "service": self.service.core_spec(),
+            "start_ns": self.start,
+        }
+
+
+class Bursty(_Workload):
+    """Steady load on `steady_threads` plus, every `every`, a spell in which each of
+    `burst_threads` threads gets `length` of CPU work (seed 001, case 2).  Each spell counts
+    as a request: its latency is how long the burst took, so throttling stretches it."""
+
+    kind: Literal["bursty"]
+    role = "service"
+    requests = True
+    replays = True
+    steady_threads: int = Field(default=1, ge=0)
+    burst_threads: int = Field(default=2, ge=1)
+    every: PositiveDuration
+    length: PositiveDuration
+
+    def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
+        return {
+            "kind": "bursty",
+            "name": name,
+            "cgroup": self.cgroup,
+            "steady_threads": self.steady_threads,
+            "burst_threads": self.burst_threads,
+            "every_ns": self.every,
+            "length_ns": self.length,
+            "start_ns": self.start,
+        }
+
+
+class MemoryHog(_Workload):
+    """`stress --vm N --vm-bytes B`: N worker processes that each allocate `bytes` in `chunk`
+    steps, touching every page (`touch_per_page` of CPU), then keep and re-dirty it
+    (`keep`, --vm-keep), sleep holding it for `hang` and free it (`hang`, --vm-hang), or free
+    it at once and start over (`churn`, stress's default).  Needs [node] memory."""
+
+    kind: Literal["memory_hog"]
+    role = "batch"
+    requests = False
+    host_programs = ("builtin", "stress")
+    needs = "memory"
+    threads: int = Field(default=1, ge=1)
+    bytes: Annotated[int, BeforeValidator(memory_bytes), Field(gt=0)]
+    chunk: Annotated[int, BeforeValidator(memory_bytes), Field(ge=4096)] = 1 << 20
+    touch_per_page: PositiveDuration = 800
+    mode: Literal["keep", "hang", "churn"] = "churn"
+    hang: Duration = 0
+    oom_score_adj: int = Field(default=0, ge=-1000, le=1000)
+
+    @model_validator(mode="after")
+    def _check_hang(self) -> MemoryHog:
+        if self.mode == "hang" and self.hang == 0:
+            raise FieldErrors([(("hang",), 'mode "hang" needs a hang time, e.g. hang = "2s"')])
+        return self
+
+    def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
+        return {
+            "kind": "memory_hog",
+            "name": name,
+            "cgroup": self.cgroup,
+            "threads": self.threads,
+            "bytes": self.bytes,
+            "chunk_bytes": self.chunk,
+            "touch_ns_per_page": self.touch_per_page,
+            "mode": self.mode,
+            "hang_ns": self.hang,
+            "oom_score_adj": self.oom_score_adj,
+            "start_ns": self.start,
+        }
+
+
+class FileServer(_Workload):
+    """A file-serving service (nginx) under siege-like clients: `clients` with one request in
+    flight, each reading a file of `file_size` from a `working_set`; a request that finds its
+    file in the cgroup's page cache costs `service` of CPU only, a miss first waits for the
+    disk (one disk, reads in order, `disk_latency` + size / `disk_bandwidth` each) and brings
+    the file into the cache.
+    Needs [node] memory."""
+
+    kind: Literal["file_server"]
+    role = "service"
+    requests = True
+    host_programs = ("builtin", "nginx")
+    needs = "memory"
+    clients: int = Field(ge=1)
+    service: Distribution
+    think: Distribution = Constant(dist="constant", value=0)
+    working_set: Annotated[int, BeforeValidator(memory_bytes), Field(gt=0)]
+    file_size: Annotated[int, BeforeValidator(memory_bytes), Field(gt=0)]
+    disk_latency: Duration = 100_000
+    disk_bandwidth: Annotated[int, BeforeValidator(memory_bytes), Field(gt=0)] = 500_000_000  # bytes/s
+
+    @model_validator(mode="after")
+    def _check_set(self) -> FileServer:
+        if self.working_set < self.file_size:
+            raise FieldErrors(
+                [(("working_set",), f"must hold at least one file of file_size ({self.file_size} bytes) (got {self.working_set})")]
+            )
+        return self
+
+    def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
+        return {
+            "kind": "file_server",
+            "name": name,
+            "cgroup": self.cgroup,
+            "clients": self.clients,
+            "service": self.service.core_spec(),
+            "think": self.think.core_spec(),
+            "working_set_bytes": self.working_set,
+            "file_bytes": self.file_size,
+            "disk_latency_ns": self.disk_latency,
+            "disk_bytes_per_s": self.disk_bandwidth,
+            "start_ns": self.start,
+        }
+
+
+class CacheWriter(_Workload):
+    """`dd` / `stress --hdd`: threads writing files forever, `chunk` at a time at
+    `write_per_page` of CPU a page; what they write stays in their cgroup's page cache until
+    reclaim takes it.  Needs [node] memory."""
+
+    kind: Literal["cache_writer"]
+    role = "batch"
+    requests = False
+    host_programs = ("builtin", "command")
+    needs = "memory"
+    threads: int = Field(default=1, ge=1)
+    chunk: Annotated[int, BeforeValidator(memory_bytes), Field(ge=4096)] = 1 << 20
+    write_per_page: PositiveDuration = 1_000
+
+    def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
+        return {
+            "kind": "cache_writer",
+            "name": name,
+            "cgroup": self.cgroup,
+            "threads": self.threads,
+            "chunk_bytes": self.chunk,
+            "write_ns_per_page": self.write_per_page,
+            "start_ns": self.start,
+        }
+
+
+class Analytics(_Workload):
+    """An in-memory analytics job (Spark's collaborative filtering, seed 001): `threads`
+    workers load their part of a `working_set` (anonymous memory), then run tasks of `work`
+    CPU one after another; a task takes `fault_penalty` × (share of the set in swap) longer,
+    so the job slows when its set does not fit. Each task counts as a request: its duration
+    and the tasks per second are the job's speed. Needs [node] memory."""
+
+    kind: Literal["analytics"]
+    role = "batch"
+    requests = True
+    needs = "memory"
+    threads: int = Field(default=1, ge=1)
+    working_set: Annotated[int, BeforeValidator(memory_bytes), Field(gt=0)]
+    work: PositiveDuration
+    fault_penalty: float = Field(default=20.0, ge=0, allow_inf_nan=False)
+
+    def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
+        return {
+            "kind": "analytics",
+            "name": name,
+            "cgroup": self.cgroup,
+            "threads": self.threads,
+            "working_set_bytes": self.working_set,
+            "work_ns": self.work,
+            "fault_penalty": float(self.fault_penalty),
+            "start_ns": self.start,
+        }
+
+
+class Duty(_Workload):
+    """CPU demand of `cores` (following `trace` when given) spread over up to `max_threads`
+    threads, each running its share of every `period` and sleeping the rest."""
+
+    kind: Literal["duty"]
+    role = "batch"
+    requests = False
+    max_threads: int = Field(ge=1)
+    cores: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    period: PositiveDuration = 10_000_000
+    trace: TraceRef | None = None
+
+    @model_validator(mode="after")
+    def _check_cores(self) -> Duty:
+        if self.cores > self.max_threads:
+            raise FieldErrors([(("cores",), f"must be at most max_threads ({self.max_threads}) (got {self.cores:g})")])
+        return self
+
+    def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
+        return {
+            "kind": "duty",
+            "name": name,
+            "cgroup": self.cgroup,
+            "max_threads": self.max_threads,
+            "cores": float(self.cores),
+            "period_ns": self.period,
+            "start_ns": self.start,
+        }
+
+
+class Dd(_Workload):
+    """`dd`: `threads` copies, each moving `block` per IO with one IO in flight, `size` in
+    all per thread (none: until the run ends). `op` read or write; `direct` is O_DIRECT
+    (oflag=direct) — without it writes go through the page cache and are written back later,
+    by the flusher, as the root cgroup's IO on cgroup v1 (seed 004). Each block is a request:
+    the service's QPS × block is dd's throughput. Needs [node.disk]."""
+
+    kind: Literal["dd"]
+    role = "batch"
+    requests = True
+    replays = True
+    needs = "disk"
+    op: Literal["read", "write"] = "write"
+    direct: bool = True
+    block: Annotated[int, BeforeValidator(memory_bytes), Field(ge=512)] = 1 << 20
+    size: Annotated[int, BeforeValidator(memory_bytes), Field(gt=0)] | None = None
+    threads: int = Field(default=1, ge=1)
+    random: bool = False
+    # CPU per block (syscall, filling the buffer, copy): default 10 µs + 0.4 µs per 4 KiB
+    # page direct (≈ 120 µs per MiB, as measured on the host), 1 µs per page buffered
+    cpu_per_block: PositiveDuration | None = None
+
+    def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
+        return {
+            "kind": "dd",
+            "name": name,
+            "cgroup": self.cgroup,
+            "op": self.op,
+            "direct": self.direct,
+            "block_bytes": self.block,
+            "bytes": self.size,
+            "threads": self.threads,
+            "random": self.random,
+            "cpu_ns_per_block": self.cpu_per_block,
+            "start_ns": self.start,
+        }
+
+
+class Database(_Workload):
+    """A database-like online service: `clients` with one request in flight; a request does
+    `reads` random reads of `read_size` in a row (lookups missing its buffer pool, O_DIRECT as
+    InnoDB's flush method), then `service` of CPU. Needs [node.disk]."""
+
+    kind: Literal["database"]
+    role = "service"
+    requests = True
+    needs = "disk"
+    clients: int = Field(ge=1)
+    reads: int = Field(default=1, ge=0)
+    read_size: Annotated[int, BeforeValidator(memory_bytes), Field(ge=512)] = 4096
+    service: Distribution
+    think: Distribution = Constant(dist="constant", value=0)
+
+    def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
+        return {
+            "kind": "database",
+            "name": name,
+            "cgroup": self.cgroup,
+            "clients": self.clients,
+            "reads": self.reads,
+            "read_bytes": self.read_size,
+            "service": self.service.core_spec(),
+            "think": self.think.core_spec(),
+            "start_ns": self.start,
+        }
+
+
+class Iperf(_Workload):
+    """`iperf3 -c … -P streams [-b rate]`: `streams` flows sending from this cgroup during
+    each of `windows` ([start, stop] pairs, e.g. [["0s", "10s"], ["15s", "25s"]]; none: from
+    `start` on), each at up to `rate` (none: as fast as the link lets it). Needs
+    [node.network]."""
+
+    kind: Literal["iperf"]
+    role = "batch"
+    requests = False
+    needs = "network"
+    streams: int = Field(default=1, ge=1)
+    rate: Rate | None = None
+    windows: list[Annotated[list[Duration], Field(min_length=2, max_length=2)]] = []
+
+    @model_validator(mode="after")
+    def _check_windows(self) -> Iperf:
+        errors: list[FieldError] = [
+            (("windows", i), f"start {format_duration(a)} must be before stop {format_duration(b)}")
+            for i, (a, b) in enumerate(self.windows)
+            if a >= b
+        ]
+        if errors:
+            raise FieldErrors(errors)
+        return self
+
+    def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
+        return {
+            "kind": "iperf",
+            "name": name,
+            "cgroup": self.cgroup,
+            "streams": self.streams,
+            "rate_bytes_per_s": self.rate or 0,
+            "windows_ns": [list(w) for w in self.windows],
+            "start_ns": self.start,
+        }
+
+
+Workload = Annotated[
+    Hog | ClosedLoop | OpenLoop | Bursty | MemoryHog | FileServer | CacheWriter | Analytics | Duty | Dd | Database | Iperf,
+    Field(discriminator="kind"),
+]
+
+# Every kind by its tag, and the views of what the kinds declare.
+KINDS: dict[str, type[_Workload]] = {get_args(m.model_fields["kind"].annotation)[0]: m for m in get_args(get_args(Workload)[0])}
+HOST_PROGRAMS = {kind: m.host_programs for kind, m in KINDS.items()}
+SERVICE_KINDS = tuple(kind for kind, m in KINDS.items() if m.role == "service")
+BATCH_KINDS = tuple(kind for kind, m in KINDS.items() if m.role == "batch")
+MEMORY_KINDS = tuple(kind for kind, m in KINDS.items() if m.needs == "memory")
+IO_KINDS = tuple(kind for kind, m in KINDS.items() if m.needs == "disk")
+NET_KINDS = tuple(kind for kind, m in KINDS.items() if m.needs == "network")
+
+
+def trace_series(workload: Any, ref: TraceRef, where: str):
+    """(times, values, key) a workload's trace player plays."""
+    from traces.format import TraceError
+    from traces.player import load, series
+
+    if ref.file is None:
+        raise TraceError(f"{where}.file: which trace? give trace.file, or --trace FILE")
+    trace = load(ref.file)
+    if workload.kind == "duty":
+        t, v = series(trace, ref.entity, "cpu_cores", None, where)
+        return t, v, "cores"
+    mean = mean_s(workload.service)
+    t, v = series(trace, ref.entity, "rate_per_s", mean, where)
+    return t, v, "rate_per_s"
+
+
+def trace_memory_series(workload: Any, ref: TraceRef):
+    """(times, bytes) of a duty workload's trace entity, or None when it records no memory."""
+    from traces.player import load
+
+    assert ref.file is not None, "checked by the scenario (trace_series)"
+    e = load(ref.file).entities[ref.entity]
+    return None if e.memory_bytes is None else (e.t_s, e.memory_bytes)
+
+
+def check_trace(name: str, workload: Any, ref: TraceRef) -> list[FieldError]:
+    from traces.format import TraceError
+
+    where = f"workloads.{name}.trace"
+    try:
+        t, v, key = trace_series(workload, ref, where)
+    except TraceError as err:
+        return [(("workloads", name, "trace"), str(err))]
+    if key == "cores" and len(v) and float(v.max()) * ref.scale > workload.max_threads:
+        return [(("workloads", name, "max_threads"), f"the trace asks for up to {float(v.max()) * ref.scale:g} cores; raise max_threads")]
+    return []
