@@ -52,7 +52,9 @@ def run_scenario(
     ) as bar:
         for variant in variants:
             # refresh=False: a refresh would show the bar before `delay` has passed
-            bar.set_description_str(f"{scenario.name}: {variant.name}", refresh=False)
+            # a scenario without [[runs]] has one run of its own name: "x", not "x: x"
+            label = scenario.name if variant.name == scenario.name else f"{scenario.name}: {variant.name}"
+            bar.set_description_str(label, refresh=False)
             result.runs[variant.name] = run_variant(variant, seed, bar.update, attach)
             if variant.grid is not None:
                 result.grid[variant.name] = variant.grid
@@ -68,6 +70,7 @@ def run_variant(
 ) -> RunResult:
     """One run: build the node, schedule the warm-up, run to the end in chunks."""
     meta = variant.scenario.scenario
+    _check_series(variant)
     try:
         env = NodeEnvironment(variant.scenario.core_spec(seed))
     except (ValueError, KeyError) as err:
@@ -109,7 +112,11 @@ def run_variant(
         end = meta.duration * i // CHUNKS
         if end == done:
             continue
-        env.run(until=end / NS_PER_S)
+        try:
+            env.run(until=end / NS_PER_S)
+        except ValueError as err:
+            # The core refused to go on (a run past its memory budget): say which run.
+            raise ScenarioError(f'run "{variant.name}": {_message(err)}') from None
         on_progress(end - done)
         done = end
     result = RunResult.from_environment(env, variant.name)
@@ -117,6 +124,19 @@ def run_variant(
     if runner is not None:
         result.decisions = [d.to_dict() for d in runner.decisions]
     return result
+
+
+def _check_series(variant: Variant) -> None:
+    """Refuse a time series the core would refuse, before the run and for its whole length."""
+    from sim.limits import series_error
+
+    sc = variant.scenario
+    node = sc.node
+    per_cgroup = 3 + sum(x is not None for x in (node.memory, node.disk, node.network))
+    services = sum(w.enabled and w.kind not in ("hog", "memory_hog", "cache_writer", "duty", "iperf") for w in sc.workloads.values())
+    why = series_error(sc.scenario.duration, sc.scenario.sample_interval, len(sc.cgroups), services, per_cgroup)
+    if why is not None:
+        raise ScenarioError(f'run "{variant.name}": scenario.sample_interval: {why}')
 
 
 def _message(err: Exception) -> str:

@@ -49,6 +49,7 @@ from policies.pods import (
 )
 from sim.duration import format_duration, parse_duration
 from sim.errors import ScenarioError
+from sim.limits import DEFAULT_BACKLOG, MAX_BACKLOG, MAX_SMT, PID_MAX_LIMIT, topology_errors
 from sim.overrides import apply_override, format_path, normalize, parse_path
 
 __all__ = ["Scenario", "ScenarioError", "Variant", "load_scenario"]
@@ -160,8 +161,10 @@ Distribution = Annotated[
 
 
 def _fanout(value: Any) -> int | str:
-    if value == "ncpus" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+    if value == "ncpus" or (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= PID_MAX_LIMIT):
         return value
+    if isinstance(value, int) and value > PID_MAX_LIMIT:
+        raise ValueError(f"must be at most {PID_MAX_LIMIT} threads (PID_MAX_LIMIT) (got {value})")
     raise ValueError(f'must be an integer >= 1 or "ncpus" (got {_show(value)})')
 
 
@@ -236,7 +239,7 @@ class Hog(_Workload):
     """CPU hog threads that never sleep (`stress --cpu N`)."""
 
     kind: Literal["hog"]
-    threads: int = Field(ge=1)
+    threads: int = Field(ge=1, le=PID_MAX_LIMIT)
 
     def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
         return {
@@ -254,13 +257,13 @@ class ClosedLoop(_Workload):
     when all of them have run their service time."""
 
     kind: Literal["closed_loop"]
-    clients: int = Field(ge=1)
+    clients: int = Field(ge=1, le=PID_MAX_LIMIT)
     fanout: Annotated[int | str, PlainValidator(_fanout)] = 1
     think: Distribution = Constant(dist="constant", value=0)
     service: Distribution
     # a server with a fixed pool of worker threads (Go's GOMAXPROCS, a thread pool): requests
     # wait for a free worker; unset, each client has its own thread(s)
-    workers: int | None = Field(None, ge=1)
+    workers: int | None = Field(None, ge=1, le=PID_MAX_LIMIT)
 
     @model_validator(mode="after")
     def _check_workers(self) -> ClosedLoop:
@@ -302,9 +305,11 @@ class OpenLoop(_Workload):
 
     kind: Literal["open_loop"]
     rate: float = Field(gt=0, allow_inf_nan=False)
-    workers: int = Field(ge=1)
+    workers: int = Field(ge=1, le=PID_MAX_LIMIT)
     service: Distribution
     trace: TraceRef | None = None
+    # requests that may wait for a worker; arrivals beyond are dropped (and counted)
+    backlog: int = Field(DEFAULT_BACKLOG, ge=0, le=MAX_BACKLOG)
 
     def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
         return {
@@ -313,6 +318,7 @@ class OpenLoop(_Workload):
             "cgroup": self.cgroup,
             "rate_per_s": float(self.rate),
             "workers": self.workers,
+            "backlog": self.backlog,
             "service": self.service.core_spec(),
             "start_ns": self.start,
         }
@@ -324,8 +330,8 @@ class Bursty(_Workload):
     as a request: its latency is how long the burst took, so throttling stretches it."""
 
     kind: Literal["bursty"]
-    steady_threads: int = Field(1, ge=0)
-    burst_threads: int = Field(2, ge=1)
+    steady_threads: int = Field(1, ge=0, le=PID_MAX_LIMIT)
+    burst_threads: int = Field(2, ge=1, le=PID_MAX_LIMIT)
     every: PositiveDuration
     length: PositiveDuration
 
@@ -349,7 +355,7 @@ class MemoryHog(_Workload):
     it at once and start over (`churn`, stress's default).  Needs [node] memory."""
 
     kind: Literal["memory_hog"]
-    threads: int = Field(1, ge=1)
+    threads: int = Field(1, ge=1, le=PID_MAX_LIMIT)
     bytes: Annotated[int, BeforeValidator(memory_bytes), Field(gt=0)]
     chunk: Annotated[int, BeforeValidator(memory_bytes), Field(ge=4096)] = 1 << 20
     touch_per_page: PositiveDuration = 800
@@ -388,7 +394,7 @@ class FileServer(_Workload):
     Needs [node] memory."""
 
     kind: Literal["file_server"]
-    clients: int = Field(ge=1)
+    clients: int = Field(ge=1, le=PID_MAX_LIMIT)
     service: Distribution
     think: Distribution = Constant(dist="constant", value=0)
     working_set: Annotated[int, BeforeValidator(memory_bytes), Field(gt=0)]
@@ -426,7 +432,7 @@ class CacheWriter(_Workload):
     reclaim takes it.  Needs [node] memory."""
 
     kind: Literal["cache_writer"]
-    threads: int = Field(1, ge=1)
+    threads: int = Field(1, ge=1, le=PID_MAX_LIMIT)
     chunk: Annotated[int, BeforeValidator(memory_bytes), Field(ge=4096)] = 1 << 20
     write_per_page: PositiveDuration = 1_000
 
@@ -450,7 +456,7 @@ class Analytics(_Workload):
     and the tasks per second are the job's speed. Needs [node] memory."""
 
     kind: Literal["analytics"]
-    threads: int = Field(1, ge=1)
+    threads: int = Field(1, ge=1, le=PID_MAX_LIMIT)
     working_set: Annotated[int, BeforeValidator(memory_bytes), Field(gt=0)]
     work: PositiveDuration
     fault_penalty: float = Field(20.0, ge=0, allow_inf_nan=False)
@@ -473,7 +479,7 @@ class Duty(_Workload):
     threads, each running its share of every `period` and sleeping the rest."""
 
     kind: Literal["duty"]
-    max_threads: int = Field(ge=1)
+    max_threads: int = Field(ge=1, le=PID_MAX_LIMIT)
     cores: float = Field(0.0, ge=0, allow_inf_nan=False)
     period: PositiveDuration = 10_000_000
     trace: TraceRef | None = None
@@ -522,7 +528,7 @@ class Dd(_Workload):
     direct: bool = True
     block: Annotated[int, BeforeValidator(memory_bytes), Field(ge=512)] = 1 << 20
     size: Annotated[int, BeforeValidator(memory_bytes), Field(gt=0)] | None = None
-    threads: int = Field(1, ge=1)
+    threads: int = Field(1, ge=1, le=PID_MAX_LIMIT)
     random: bool = False
     # CPU per block (syscall, filling the buffer, copy): default 10 µs + 0.4 µs per 4 KiB
     # page direct (≈ 120 µs per MiB, as measured on the host), 1 µs per page buffered
@@ -550,7 +556,7 @@ class Database(_Workload):
     InnoDB's flush method), then `service` of CPU. Needs [node.disk]."""
 
     kind: Literal["database"]
-    clients: int = Field(ge=1)
+    clients: int = Field(ge=1, le=PID_MAX_LIMIT)
     reads: int = Field(1, ge=0)
     read_size: Annotated[int, BeforeValidator(memory_bytes), Field(ge=512)] = 4096
     service: Distribution
@@ -577,7 +583,7 @@ class Iperf(_Workload):
     [node.network]."""
 
     kind: Literal["iperf"]
-    streams: int = Field(1, ge=1)
+    streams: int = Field(1, ge=1, le=PID_MAX_LIMIT)
     rate: Rate | None = None
     windows: list[Annotated[list[Duration], Field(min_length=2, max_length=2)]] = []
 
@@ -650,7 +656,7 @@ class Topology(_Table):
     sockets: int = Field(1, ge=1)
     numa_nodes_per_socket: int = Field(1, ge=1)
     cores_per_socket: int = Field(8, ge=1)
-    threads_per_core: int = Field(1, ge=1)
+    threads_per_core: int = Field(1, ge=1, le=MAX_SMT)
     # per-thread speed while both SMT siblings run
     smt_speed: float = Field(0.6, gt=0, le=1, allow_inf_nan=False)
     # speed of a task whose memory is on another NUMA node
@@ -680,7 +686,11 @@ class Topology(_Table):
 
     @model_validator(mode="after")
     def _check(self) -> Topology:
-        errors: list[FieldError] = []
+        errors: list[FieldError] = list(
+            topology_errors(self.sockets, self.numa_nodes_per_socket, self.cores_per_socket, self.threads_per_core)
+        )
+        if errors:
+            raise _FieldErrors(errors)
         if self.cores_per_socket % self.numa_nodes_per_socket:
             errors.append(
                 (
