@@ -71,11 +71,15 @@ def run_variant(
     """One run: build the node, schedule the warm-up, run to the end in chunks."""
     meta = variant.scenario.scenario
     _check_series(variant)
+    spec = variant.scenario.core_spec(seed)
     try:
-        env = NodeEnvironment(variant.scenario.core_spec(seed))
+        env = NodeEnvironment(spec)
     except (ValueError, KeyError) as err:
-        # The core names the bad field; say which run it was.
-        raise ScenarioError(f'run "{variant.name}": {_message(err)}') from None
+        # The core names the bad field (or where in the spec it could not read one); say
+        # which run it was.
+        from sim.limits import name_core_field
+
+        raise ScenarioError(f'run "{variant.name}": {name_core_field(_message(err), spec)}') from None
     if meta.warmup > 0:
         env.process(warm_up(env, at=meta.warmup / NS_PER_S))
     runner = None
