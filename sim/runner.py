@@ -52,13 +52,17 @@ def run_scenario(
     ) as bar:
         for variant in variants:
             # refresh=False: a refresh would show the bar before `delay` has passed
-            # a scenario without [[runs]] has one run of its own name: "x", not "x: x"
-            label = scenario.name if variant.name == scenario.name else f"{scenario.name}: {variant.name}"
-            bar.set_description_str(label, refresh=False)
+            bar.set_description_str(progress_label(scenario.name, variant.name), refresh=False)
             result.runs[variant.name] = run_variant(variant, seed, bar.update, attach)
             if variant.grid is not None:
                 result.grid[variant.name] = variant.grid
     return result
+
+
+def progress_label(scenario: str, run: str) -> str:
+    """What the progress bar says it runs: "scenario: run", or the scenario's name alone when
+    it has no [[runs]] (its one run has its name: "x", not "x: x")."""
+    return scenario if run == scenario else f"{scenario}: {run}"
 
 
 def run_variant(

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import re
 import tempfile
 import time
@@ -30,6 +29,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from sim.cli import main  # noqa: E402
 from sim.overrides import format_path  # noqa: E402
+from sim.tuning.output import toml_value  # noqa: E402
 from traces.format import Entity, Trace, TraceError, read  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,27 +91,6 @@ junk = st.recursive(
     ),
     max_leaves=4,
 )
-
-
-def toml_value(v: Any) -> str:
-    """A value as TOML writes it inline."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        if math.isnan(v):
-            return "nan"
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-        return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)  # a TOML basic string takes JSON's escapes
-    if isinstance(v, list):
-        return "[" + ", ".join(toml_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{" + ", ".join(f"{json.dumps(k)} = {toml_value(x)}" for k, x in v.items()) + "}"
-    raise TypeError(v)
 
 
 def leaves(doc: Any, path: tuple = ()) -> list[tuple]:

@@ -664,9 +664,13 @@ impl Node {
             Workload::Dd(d) => d.threads.clone(),
             _ => vec![],
         };
-        for t in 0..self.tasks.len() {
-            if self.tasks[t].wl == idx && self.tasks[t].state == TaskState::New && !forked.contains(&t) {
-                self.tasks[t].state = TaskState::Sleeping;
+        let mut is_forked = vec![false; self.tasks.len()];
+        for &t in &forked {
+            is_forked[t] = true;
+        }
+        for (task, forked) in self.tasks.iter_mut().zip(is_forked) {
+            if task.wl == idx && task.state == TaskState::New && !forked {
+                task.state = TaskState::Sleeping;
             }
         }
         self.workloads.push(workload);
