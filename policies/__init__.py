@@ -30,7 +30,7 @@ def build_policy(table: Mapping[str, Any], where: str = "policy", pods: Iterable
     node's pods (if the scenario has any) fill in what the table leaves out."""
     config = dict(table)
     name = config.pop("name", None)
-    if name not in POLICIES:
+    if not isinstance(name, str) or name not in POLICIES:
         raise PolicyError(f"{where}.name: unknown policy {name!r} (known: {', '.join(POLICIES)})")
     policy = POLICIES[name](config, where)
     policy.use_pods(tuple(pods))

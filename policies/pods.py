@@ -228,18 +228,27 @@ def cpu_milli(value: object) -> int:
     return int(milli)
 
 
+# The most bytes a quantity may say: the kernel's counters are 64-bit signed (8 EiB).
+MAX_BYTES = 2**63 - 1
+
+
 def memory_bytes(value: object) -> int:
     """A memory quantity — bytes, or "16000Mi", "4Gi", "500M" — in bytes."""
+    n: float | int | None = None
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    if isinstance(value, str):
+        n = value
+    elif isinstance(value, str):
         for suffix, scale in sorted(_MEMORY_SUFFIXES.items(), key=lambda kv: -len(kv[0])):
             if value.endswith(suffix):
                 n = _number(value[: -len(suffix)], value) * scale
-                if n >= 0 and n == int(n):
-                    return int(n)
-        if value.isdigit():
-            return int(value)
+                break
+        else:
+            if value.isdigit():
+                n = int(value)
+    if n is not None and n > MAX_BYTES:
+        raise ValueError(f"must be at most {MAX_BYTES} bytes (8 EiB) (got {value!r})")
+    if n is not None and n >= 0 and n == int(n):
+        return int(n)
     raise ValueError(f'must be a memory quantity like "16000Mi", "4Gi" or a number of bytes (got {value!r})')
 
 

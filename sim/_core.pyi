@@ -51,7 +51,8 @@ Core spec (JSON object passed to `Node`):
          "start_ns": 0},                           #   clients' requests (fanout 1)
         {"kind": "open_loop", "name": "web", "cgroup": "online", "rate_per_s": 5000.0,
          "workers": 48, "service": {"dist": "exponential", "mean_ns": 1000000},
-         "start_ns": 0},
+         "backlog": 4096, "start_ns": 0},          # requests that may wait (somaxconn);
+                                                   #   arrivals beyond are dropped
         {"kind": "bursty", "name": "spiky", "cgroup": "online", "steady_threads": 1,
          "burst_threads": 2, "every_ns": 10000000000, "length_ns": 500000000,
          "start_ns": 0},                           # a spell = a request; its latency is
@@ -99,7 +100,9 @@ __version__: str
 class Node:
     def __new__(cls, spec_json: str) -> Self: ...
     def run_until(self, t_ns: int) -> None:
-        """Advance simulated time to exactly t_ns (must be >= now)."""
+        """Advance simulated time to exactly t_ns (must be >= now). ValueError when the run
+        would keep more than 1 GiB of sampled series (checked before it runs) or of latency
+        records (checked as it runs; the node stops where it was)."""
     def now(self) -> int: ...
     @property
     def ncpus(self) -> int: ...
@@ -141,7 +144,8 @@ class Node:
     def oom_kills(self) -> dict[str, int]:
         """Tasks each workload lost to the OOM killer, by workload name."""
     def service_stats(self, name: str) -> dict[str, int]:
-        """{"started", "completed"} since the last reset."""
+        """{"started", "completed", "dropped"} since the last reset: requests accepted,
+        requests served, and an open loop's arrivals refused because its backlog was full."""
     def service_latencies(self, name: str) -> bytes:
         """u64 latency of every completed request since the last reset, in completion order."""
     def service_completions(self, name: str) -> bytes:

@@ -16,6 +16,10 @@ NS_PER_UNIT = {
     "m": 60_000_000_000,
 }
 
+# The longest duration: the core's clock counts u64 ns and adds times up, so 10^18 ns
+# (about 31.7 years) leaves room.
+MAX_NS = 10**18
+
 # A plain decimal number, optionally with an exponent, then an optional unit.
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zµ]*)\s*$")
 
@@ -51,6 +55,8 @@ def parse_duration(value: object) -> int:
         raise ValueError(f'must be a duration such as 30, "48ms" or "2.5s" (got {_show(value)})')
     if seconds < 0:
         raise ValueError(f"must be a duration >= 0 (got {_show(value)})")
+    if seconds > MAX_NS // NS_PER_UNIT[unit]:
+        raise ValueError(f"must be at most 10^18 ns, about 31 years (got {_show(value)})")
     return int((seconds * NS_PER_UNIT[unit]).to_integral_value())
 
 

@@ -47,6 +47,7 @@ class ServiceResult:
     started: int
     completed: int
     measured_s: float
+    dropped: int = 0  # an open loop's arrivals refused: its backlog was full
 
     @cached_property
     def sorted_latencies_s(self) -> np.ndarray:
@@ -89,6 +90,7 @@ class ServiceResult:
             "mean_s": self.mean_s,
             "started": self.started,
             "completed": self.completed,
+            "dropped": self.dropped,
         }
 
 
@@ -256,6 +258,7 @@ class RunResult:
                 completions_s=_u64(node.service_completions(svc)) / NS,
                 started=int(stats["started"]),
                 completed=int(stats["completed"]),
+                dropped=int(stats.get("dropped", 0)),
                 measured_s=measured,
             )
         cgroups = {}
@@ -364,6 +367,12 @@ class ExperimentResult:
                             cell += _change(base_value, value)
                     row.append(cell)
             rows.append(row)
+        # dropped requests, for the services that dropped any in some run
+        dropping = [svc for svc in services if any(run.services[svc].dropped for run in self.runs.values() if svc in run.services)]
+        for svc in dropping:
+            header.append(f"{svc} dropped" if len(services) > 1 else "dropped")
+        for row, run in zip(rows, self.runs.values(), strict=True):
+            row += [str(run.services[svc].dropped) if svc in run.services else "-" for svc in dropping]
         if not services:
             title = "(no request-serving workloads)\n"
         else:

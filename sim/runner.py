@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from tqdm import tqdm
 
 from sim.environment import NS_PER_S, NodeEnvironment, warm_up
-from sim.errors import SpecRefused
+from sim.errors import ScenarioError, SpecRefused
 from sim.results import ExperimentResult, RunResult
 from sim.scenario import Scenario, Variant
 
@@ -56,11 +56,17 @@ def run_scenario(
     ) as bar:
         for variant in variants:
             # refresh=False: a refresh would show the bar before `delay` has passed
-            bar.set_description_str(f"{scenario.name}: {variant.name}", refresh=False)
+            bar.set_description_str(progress_label(scenario.name, variant.name), refresh=False)
             result.runs[variant.name] = run_variant(variant, seed, bar.update, attach)
             if variant.grid is not None:
                 result.grid[variant.name] = variant.grid
     return result
+
+
+def progress_label(scenario: str, run: str) -> str:
+    """What the progress bar says it runs: "scenario: run", or the scenario's name alone when
+    it has no [[runs]] (its one run has its name: "x", not "x: x")."""
+    return scenario if run == scenario else f"{scenario}: {run}"
 
 
 def run_variant(
@@ -72,11 +78,16 @@ def run_variant(
 ) -> RunResult:
     """One run: build the node, schedule the warm-up, run to the end in chunks."""
     meta = variant.scenario.scenario
+    _check_series(variant)
+    spec = variant.scenario.core_spec(seed)
     try:
-        env = NodeEnvironment(variant.scenario.core_spec(seed))
+        env = NodeEnvironment(spec)
     except SpecRefused as err:
-        # The core names the bad field; say which run it was.
-        raise SpecRefused(f'run "{variant.name}": {err}') from None
+        # The core names the bad field (or where in the spec it could not read one); say
+        # which run it was.
+        from sim.limits import name_core_field
+
+        raise SpecRefused(f'run "{variant.name}": {name_core_field(_message(err), spec)}') from None
     if meta.warmup > 0:
         env.process(warm_up(env, at=meta.warmup / NS_PER_S))
     runner = None
@@ -114,7 +125,11 @@ def run_variant(
         end = meta.duration * i // CHUNKS
         if end == done:
             continue
-        env.run(until=end / NS_PER_S)
+        try:
+            env.run(until=end / NS_PER_S)
+        except ValueError as err:
+            # The core refused to go on (a run past its memory budget): say which run.
+            raise ScenarioError(f'run "{variant.name}": {_message(err)}') from None
         on_progress(end - done)
         done = end
     result = RunResult.from_environment(env, variant.name)
@@ -122,3 +137,21 @@ def run_variant(
     if runner is not None:
         result.decisions = [d.to_dict() for d in runner.decisions]
     return result
+
+
+def _check_series(variant: Variant) -> None:
+    """Refuse a time series the core would refuse, before the run and for its whole length."""
+    from sim.limits import series_error
+
+    sc = variant.scenario
+    node = sc.node
+    per_cgroup = 3 + sum(x is not None for x in (node.memory, node.disk, node.network))
+    services = sum(w.enabled and w.kind not in ("hog", "memory_hog", "cache_writer", "duty", "iperf") for w in sc.workloads.values())
+    why = series_error(sc.scenario.duration, sc.scenario.sample_interval, len(sc.cgroups), services, per_cgroup)
+    if why is not None:
+        raise ScenarioError(f'run "{variant.name}": scenario.sample_interval: {why}')
+
+
+def _message(err: Exception) -> str:
+    # str(KeyError("x")) is "'x'"; its argument is the message.
+    return str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)

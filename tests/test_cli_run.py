@@ -70,3 +70,10 @@ def test_missing_core_says_how_to_build_it(root, tmp_path, monkeypatch, capsys):
     code = run_experiment(root, tmp_path)
     assert code == 1
     assert "not built" in capsys.readouterr().err
+
+
+def test_progress_label_names_the_scenario_once():
+    from sim.runner import progress_label
+
+    assert progress_label("x", "x") == "x"
+    assert progress_label("x", "baseline") == "x: baseline"

@@ -8,6 +8,7 @@ waits nor charges anything beyond the service time — both properties of the co
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -20,6 +21,12 @@ pytest.importorskip("sim._core")
 
 
 def open_loop_scenario(tmp_path, cpus: int, rate: float, workers: int, mean_ms: float, seconds: int):
+    result = run_scenario(load_scenario(write_open_loop(tmp_path, cpus, rate, workers, mean_ms, seconds)), progress=False)
+    (run,) = result.runs.values()
+    return run.services["web"]
+
+
+def write_open_loop(tmp_path, cpus: int, rate: float, workers: int, mean_ms: float, seconds: int, extra: str = ""):
     text = f"""
 [scenario]
 name = "mmc"
@@ -38,12 +45,10 @@ cgroup = "svc"
 rate = {rate}
 workers = {workers}
 service = {{ dist = "exponential", mean = "{mean_ms}ms" }}
-"""
+{extra}"""
     path = tmp_path / "mmc.toml"
     path.write_text(text)
-    result = run_scenario(load_scenario(path), progress=False)
-    (run,) = result.runs.values()
-    return run.services["web"]
+    return path
 
 
 def erlang_c_mean_sojourn(c: int, lam: float, mu: float) -> float:
@@ -82,3 +87,25 @@ def test_mm1_latency_distribution_is_exponential(tmp_path):
     assert svc.p50_s == pytest.approx(math.log(2) / rate, rel=0.05)
     assert svc.p99_s == pytest.approx(math.log(100) / rate, rel=0.08)
     assert np.all(np.diff(svc.completions_s) >= 0)
+
+
+def test_an_overloaded_open_loop_drops_what_its_backlog_cannot_hold(tmp_path):
+    """λ = 2,000/s against μ = 2 workers / 2 ms = 1,000/s, backlog 200, 20 s measured after a
+    5 s warm-up (the backlog is full by then): completed ≈ μT = 20,000 and dropped ≈ (λ − μ)T
+    = 20,000; the table shows the drops."""
+    path = write_open_loop(tmp_path, cpus=4, rate=2000, workers=2, mean_ms=2, seconds=25, extra="backlog = 200")
+    result = run_scenario(load_scenario(path), progress=False)
+    web = result.runs["mmc"].services["web"]
+    assert web.completed == pytest.approx(20_000, rel=0.03)
+    assert web.dropped == pytest.approx(20_000, rel=0.05)
+    # every request that got in waited behind a full backlog: ≈ 200 / μ = 0.2 s
+    assert web.p50_s == pytest.approx(0.2, rel=0.1)
+    assert json.loads(result.to_json())["runs"]["mmc"]["services"]["web"]["dropped"] == web.dropped
+    assert "dropped" in result.table() and str(web.dropped) in result.table()
+
+
+def test_no_dropped_column_when_nothing_drops(tmp_path):
+    path = write_open_loop(tmp_path, cpus=4, rate=200, workers=2, mean_ms=2, seconds=6)
+    result = run_scenario(load_scenario(path), progress=False)
+    assert result.runs["mmc"].services["web"].dropped == 0
+    assert "dropped" not in result.table()

@@ -117,6 +117,7 @@ def test_results_json_document(experiment):
         "mean_s",
         "started",
         "completed",
+        "dropped",
     }
     assert set(run["cgroups"]["offline"]) == {
         "cpu_s",

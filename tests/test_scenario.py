@@ -135,6 +135,7 @@ def test_core_spec_shape():
             "cgroup": "online",
             "rate_per_s": 100.0,
             "workers": 4,
+            "backlog": 4096,
             "service": {"dist": "exponential", "mean_ns": 1_000_000},
             "start_ns": 0,
         },

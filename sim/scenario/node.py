@@ -8,6 +8,7 @@ from pydantic import BeforeValidator, Field, model_validator
 
 from policies.cgroup import Cpu
 from policies.pods import memory_bytes
+from sim.limits import MAX_SMT, topology_errors
 from sim.scenario.base import Duration, FieldError, FieldErrors, PositiveDuration, Rate, Table
 
 
@@ -44,7 +45,7 @@ class Topology(Table):
     sockets: int = Field(default=1, ge=1)
     numa_nodes_per_socket: int = Field(default=1, ge=1)
     cores_per_socket: int = Field(default=8, ge=1)
-    threads_per_core: int = Field(default=1, ge=1)
+    threads_per_core: int = Field(default=1, ge=1, le=MAX_SMT)
     # per-thread speed while both SMT siblings run
     smt_speed: float = Field(default=0.6, gt=0, le=1, allow_inf_nan=False)
     # speed of a task whose memory is on another NUMA node
@@ -74,7 +75,11 @@ class Topology(Table):
 
     @model_validator(mode="after")
     def _check(self) -> Topology:
-        errors: list[FieldError] = []
+        errors: list[FieldError] = list(
+            topology_errors(self.sockets, self.numa_nodes_per_socket, self.cores_per_socket, self.threads_per_core)
+        )
+        if errors:
+            raise FieldErrors(errors)
         if self.cores_per_socket % self.numa_nodes_per_socket:
             errors.append(
                 (

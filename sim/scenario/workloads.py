@@ -8,13 +8,16 @@ from pydantic import BeforeValidator, Field, PlainValidator, model_validator
 
 from policies.pods import memory_bytes
 from sim.duration import format_duration
+from sim.limits import DEFAULT_BACKLOG, MAX_BACKLOG, PID_MAX_LIMIT
 from sim.scenario.base import Duration, FieldError, FieldErrors, PositiveDuration, Rate, Table, alternatives, show
 from sim.scenario.distributions import Constant, Distribution, mean_s
 
 
 def _fanout(value: Any) -> int | str:
-    if value == "ncpus" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+    if value == "ncpus" or (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= PID_MAX_LIMIT):
         return value
+    if isinstance(value, int) and value > PID_MAX_LIMIT:
+        raise ValueError(f"must be at most {PID_MAX_LIMIT} threads (PID_MAX_LIMIT) (got {value})")
     raise ValueError(f'must be an integer >= 1 or "ncpus" (got {show(value)})')
 
 
@@ -101,7 +104,7 @@ class Hog(_Workload):
     requests = False
     host_programs = ("builtin", "stress", "stress-ng", "command")
     replays = True
-    threads: int = Field(ge=1)
+    threads: int = Field(ge=1, le=PID_MAX_LIMIT)
 
     def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
         return {
@@ -123,13 +126,13 @@ class ClosedLoop(_Workload):
     requests = True
     host_programs = ("builtin", "clickhouse", "nginx")
     replays = True
-    clients: int = Field(ge=1)
+    clients: int = Field(ge=1, le=PID_MAX_LIMIT)
     fanout: Annotated[int | str, PlainValidator(_fanout)] = 1
     think: Distribution = Constant(dist="constant", value=0)
     service: Distribution
     # a server with a fixed pool of worker threads (Go's GOMAXPROCS, a thread pool): requests
     # wait for a free worker; unset, each client has its own thread(s)
-    workers: int | None = Field(default=None, ge=1)
+    workers: int | None = Field(default=None, ge=1, le=PID_MAX_LIMIT)
 
     @model_validator(mode="after")
     def _check_workers(self) -> ClosedLoop:
@@ -174,9 +177,11 @@ class OpenLoop(_Workload):
     requests = True
     replays = True
     rate: float = Field(gt=0, allow_inf_nan=False)
-    workers: int = Field(ge=1)
+    workers: int = Field(ge=1, le=PID_MAX_LIMIT)
     service: Distribution
     trace: TraceRef | None = None
+    # requests that may wait for a worker; arrivals beyond are dropped (and counted)
+    backlog: int = Field(DEFAULT_BACKLOG, ge=0, le=MAX_BACKLOG)
 
     def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
         return {
@@ -185,6 +190,7 @@ class OpenLoop(_Workload):
             "cgroup": self.cgroup,
             "rate_per_s": float(self.rate),
             "workers": self.workers,
+            "backlog": self.backlog,
             "service": self.service.core_spec(),
             "start_ns": self.start,
         }
@@ -199,8 +205,8 @@ class Bursty(_Workload):
     role = "service"
     requests = True
     replays = True
-    steady_threads: int = Field(default=1, ge=0)
-    burst_threads: int = Field(default=2, ge=1)
+    steady_threads: int = Field(default=1, ge=0, le=PID_MAX_LIMIT)
+    burst_threads: int = Field(default=2, ge=1, le=PID_MAX_LIMIT)
     every: PositiveDuration
     length: PositiveDuration
 
@@ -228,7 +234,7 @@ class MemoryHog(_Workload):
     requests = False
     host_programs = ("builtin", "stress")
     needs = "memory"
-    threads: int = Field(default=1, ge=1)
+    threads: int = Field(default=1, ge=1, le=PID_MAX_LIMIT)
     bytes: Annotated[int, BeforeValidator(memory_bytes), Field(gt=0)]
     chunk: Annotated[int, BeforeValidator(memory_bytes), Field(ge=4096)] = 1 << 20
     touch_per_page: PositiveDuration = 800
@@ -271,7 +277,7 @@ class FileServer(_Workload):
     requests = True
     host_programs = ("builtin", "nginx")
     needs = "memory"
-    clients: int = Field(ge=1)
+    clients: int = Field(ge=1, le=PID_MAX_LIMIT)
     service: Distribution
     think: Distribution = Constant(dist="constant", value=0)
     working_set: Annotated[int, BeforeValidator(memory_bytes), Field(gt=0)]
@@ -313,7 +319,7 @@ class CacheWriter(_Workload):
     requests = False
     host_programs = ("builtin", "command")
     needs = "memory"
-    threads: int = Field(default=1, ge=1)
+    threads: int = Field(default=1, ge=1, le=PID_MAX_LIMIT)
     chunk: Annotated[int, BeforeValidator(memory_bytes), Field(ge=4096)] = 1 << 20
     write_per_page: PositiveDuration = 1_000
 
@@ -340,7 +346,7 @@ class Analytics(_Workload):
     role = "batch"
     requests = True
     needs = "memory"
-    threads: int = Field(default=1, ge=1)
+    threads: int = Field(default=1, ge=1, le=PID_MAX_LIMIT)
     working_set: Annotated[int, BeforeValidator(memory_bytes), Field(gt=0)]
     work: PositiveDuration
     fault_penalty: float = Field(default=20.0, ge=0, allow_inf_nan=False)
@@ -365,7 +371,7 @@ class Duty(_Workload):
     kind: Literal["duty"]
     role = "batch"
     requests = False
-    max_threads: int = Field(ge=1)
+    max_threads: int = Field(ge=1, le=PID_MAX_LIMIT)
     cores: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     period: PositiveDuration = 10_000_000
     trace: TraceRef | None = None
@@ -404,7 +410,7 @@ class Dd(_Workload):
     direct: bool = True
     block: Annotated[int, BeforeValidator(memory_bytes), Field(ge=512)] = 1 << 20
     size: Annotated[int, BeforeValidator(memory_bytes), Field(gt=0)] | None = None
-    threads: int = Field(default=1, ge=1)
+    threads: int = Field(default=1, ge=1, le=PID_MAX_LIMIT)
     random: bool = False
     # CPU per block (syscall, filling the buffer, copy): default 10 µs + 0.4 µs per 4 KiB
     # page direct (≈ 120 µs per MiB, as measured on the host), 1 µs per page buffered
@@ -435,7 +441,7 @@ class Database(_Workload):
     role = "service"
     requests = True
     needs = "disk"
-    clients: int = Field(ge=1)
+    clients: int = Field(ge=1, le=PID_MAX_LIMIT)
     reads: int = Field(default=1, ge=0)
     read_size: Annotated[int, BeforeValidator(memory_bytes), Field(ge=512)] = 4096
     service: Distribution
@@ -465,7 +471,7 @@ class Iperf(_Workload):
     role = "batch"
     requests = False
     needs = "network"
-    streams: int = Field(default=1, ge=1)
+    streams: int = Field(default=1, ge=1, le=PID_MAX_LIMIT)
     rate: Rate | None = None
     windows: list[Annotated[list[Duration], Field(min_length=2, max_length=2)]] = []
 

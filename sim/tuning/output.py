@@ -5,6 +5,7 @@ sampler), so every worker and every later reader agree on it."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -197,6 +198,7 @@ def pareto_table(spec: TuneSpec, study: Study, default: FrozenTrial | None) -> s
 
 
 def toml_value(v: Any) -> str:
+    """A value as TOML writes it inline."""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):
@@ -204,7 +206,8 @@ def toml_value(v: Any) -> str:
     if isinstance(v, float):
         return repr(v)
     if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        # a TOML basic string takes JSON's escapes; DEL is a control character to TOML
+        return json.dumps(v, ensure_ascii=False).replace("\x7f", "\\u007f")
     if isinstance(v, list):
         return "[" + ", ".join(toml_value(x) for x in v) + "]"
     if isinstance(v, dict):

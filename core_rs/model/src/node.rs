@@ -23,6 +23,15 @@ fn thinking(think: &Option<Dist>) -> Option<Dist> {
 }
 
 /// Fixed-point speed: SPEED_ONE is a CPU running at full speed.
+/// What a run may keep of its measurements: its sampled series, and its latency records,
+/// each at most 1 GiB (Python copies them once more into numpy arrays). A run that would
+/// pass it stops with an error naming why, rather than the process dying on an allocation.
+pub const MEMORY_BUDGET: u64 = 1 << 30;
+/// A completed request's latency and completion time.
+const RECORD_BYTES: u64 = 16;
+/// How often (in events) the run checks its latency records against MEMORY_BUDGET.
+const BUDGET_CHECK_EVENTS: u64 = 1 << 16;
+
 pub const SPEED_SHIFT: u32 = 20;
 pub const SPEED_ONE: u64 = 1 << SPEED_SHIFT;
 
@@ -106,6 +115,8 @@ pub struct Node {
     pub service_names: Vec<String>,
     pub queue: EventQueue,
     pub events: u64,
+    /// What the run may keep of its measurements (MEMORY_BUDGET; smaller in tests).
+    pub memory_budget: u64,
     /// ns each CPU ran each (leaf) cgroup's tasks: cpu * ncgroups + cg.
     pub cpu_busy: Vec<u64>,
     pub series: Series,
@@ -210,6 +221,7 @@ impl Node {
             service_names: vec![],
             queue: EventQueue::default(),
             events: 0,
+            memory_budget: MEMORY_BUDGET,
             cpu_busy: vec![0; ncpus * ncg],
             series: Series::default(),
             sample_interval: spec.sample_interval_ns,
@@ -616,6 +628,7 @@ impl Node {
                 rate_per_s,
                 workers,
                 service,
+                backlog,
                 start_ns,
                 ..
             } => {
@@ -633,6 +646,9 @@ impl Node {
                     mean_interarrival_ns: 1e9 / rate_per_s,
                     service: service.clone(),
                     rng,
+                    backlog: *backlog as usize,
+                    full_since: None,
+                    drop_frac: 0.0,
                 };
                 (Workload::OpenLoop(ol), *start_ns)
             }
@@ -648,9 +664,13 @@ impl Node {
             Workload::Dd(d) => d.threads.clone(),
             _ => vec![],
         };
-        for t in 0..self.tasks.len() {
-            if self.tasks[t].wl == idx && self.tasks[t].state == TaskState::New && !forked.contains(&t) {
-                self.tasks[t].state = TaskState::Sleeping;
+        let mut is_forked = vec![false; self.tasks.len()];
+        for &t in &forked {
+            is_forked[t] = true;
+        }
+        for (task, forked) in self.tasks.iter_mut().zip(is_forked) {
+            if task.wl == idx && task.state == TaskState::New && !forked {
+                task.state = TaskState::Sleeping;
             }
         }
         self.workloads.push(workload);
@@ -690,6 +710,8 @@ impl Node {
                 if !(value.is_finite() && value > 0.0) {
                     return Err(SpecError::new(key, format!("must be > 0 (got {value})")));
                 }
+                // drops while its backlog is full so far count at the old rate
+                o.settle_drops(self.now, &mut self.services[o.svc]);
                 o.mean_interarrival_ns = 1e9 / value;
             }
             _ => {
@@ -714,6 +736,7 @@ impl Node {
                 format!("time {t} is before now ({})", self.now),
             ));
         }
+        self.check_series_budget(t)?;
         while let Some(at) = self.queue.peek_time() {
             if at > t {
                 break;
@@ -722,9 +745,65 @@ impl Node {
             self.now = at;
             self.events += 1;
             self.handle(ev);
+            if self.events.is_multiple_of(BUDGET_CHECK_EVENTS) {
+                self.check_record_budget()?;
+            }
         }
         self.now = t;
         Ok(())
+    }
+
+    /// Bytes of one sample of the time series (sample()).
+    fn sample_row_bytes(&self) -> u64 {
+        let ncg = self.cgroups.len() as u64;
+        let per_cg = 3 + [self.memory.is_some(), self.disk.is_some(), self.net.is_some()]
+            .iter()
+            .filter(|&&x| x)
+            .count() as u64;
+        8 * (1 + ncg * per_cg + self.services.len() as u64)
+    }
+
+    /// Refuse, before running, to sample more of the run than MEMORY_BUDGET holds.
+    fn check_series_budget(&self, t: Ns) -> Result<()> {
+        if self.sample_interval == 0 {
+            return Ok(());
+        }
+        let rows = self.series.t_ns.len() as u64 + (t - self.now) / self.sample_interval + 1;
+        let bytes = rows.saturating_mul(self.sample_row_bytes());
+        if bytes > self.memory_budget {
+            return Err(SpecError::new(
+                "sample_interval_ns",
+                format!(
+                    "sampling every {} ns up to {:.3} s keeps {rows} samples ({} MiB), more than the {} MiB a run may keep; sample less often",
+                    self.sample_interval,
+                    t as f64 / 1e9,
+                    bytes >> 20,
+                    self.memory_budget >> 20
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Stop a run whose latency records (16 bytes a completed request) pass MEMORY_BUDGET.
+    fn check_record_budget(&self) -> Result<()> {
+        let records: u64 = self.services.iter().map(|s| s.latencies.len() as u64).sum();
+        if records.saturating_mul(RECORD_BYTES) <= self.memory_budget {
+            return Ok(());
+        }
+        let (busiest, s) = (self.service_names.iter().zip(&self.services))
+            .max_by_key(|(_, s)| s.latencies.len())
+            .expect("records come from services");
+        Err(SpecError::new(
+            "",
+            format!(
+                "at {:.3} s the run holds {records} completed requests ({} MiB of latency records; {busiest:?}: {}), more than the {} MiB a run may keep; measure a shorter time or fewer requests",
+                self.now as f64 / 1e9,
+                (records * RECORD_BYTES) >> 20,
+                s.latencies.len(),
+                self.memory_budget >> 20
+            ),
+        ))
     }
 
     fn handle(&mut self, ev: Event) {
@@ -929,6 +1008,16 @@ impl Node {
         }
         self.fold_memstall();
         self.settle_io();
+        self.settle_drops();
+    }
+
+    /// Count the requests open loops have dropped up to now (their backlog full).
+    pub fn settle_drops(&mut self) {
+        for w in &mut self.workloads {
+            if let Workload::OpenLoop(o) = w {
+                o.settle_drops(self.now, &mut self.services[o.svc]);
+            }
+        }
     }
 
     pub fn reset_stats(&mut self) {
@@ -1122,11 +1211,15 @@ impl Node {
     /// a pod's containers the same way (through the CRI).
     fn kill_subtree(&mut self, cg: CgId) {
         let in_subtree: Vec<bool> = (0..self.cgroups.len()).map(|g| self.is_descendant(g, cg)).collect();
+        self.settle_drops();
         for t in 0..self.tasks.len() {
             if !in_subtree[self.tasks[t].cg] {
                 continue;
             }
             self.killed[self.tasks[t].wl] = true;
+            if let Workload::OpenLoop(o) = &mut self.workloads[self.tasks[t].wl] {
+                o.full_since = None; // a dead server drops nothing more: it is gone
+            }
             self.take_off(t);
         }
         for cpu in 0..self.ncpus() {

@@ -148,6 +148,27 @@ pub enum DdOp {
     Write,
 }
 
+/// A server's accept backlog: net.core.somaxconn, whose default is 4096 since Linux 5.4
+/// (commit 19f92a030ca6 "net: increase SOMAXCONN to 4096"; 128 before), the cap of every
+/// listen() backlog (nginx's `listen ... backlog=`, Go's net.Listen take it as is).
+pub const DEFAULT_BACKLOG: u32 = 4096;
+fn default_backlog() -> u32 {
+    DEFAULT_BACKLOG
+}
+/// The largest backlog the core keeps (8 bytes a waiting request: 128 MiB).
+pub const MAX_BACKLOG: u32 = 1 << 24;
+
+/// Logical CPUs: x86's NR_CPUS upper bound with CONFIG_MAXSMP (arch/x86/Kconfig,
+/// NR_CPUS_RANGE_END = 8192).
+pub const NR_CPUS: u64 = 8192;
+/// NUMA nodes: MAX_NUMNODES with x86's largest CONFIG_NODES_SHIFT (10).
+pub const MAX_NUMNODES: u64 = 1024;
+/// SMT threads a core has: 8 on POWER8 and later (x86 has 2, Xeon Phi 4).
+pub const MAX_SMT: u32 = 8;
+/// Threads (and clients, flows) of all workloads together: the kernel's PID_MAX_LIMIT on
+/// 64-bit (include/linux/threads.h: 4 × 1024 × 1024), the most tasks a node can have.
+pub const PID_MAX_LIMIT: u64 = 4 * 1024 * 1024;
+
 fn default_smt_speed() -> f64 {
     0.6
 }
@@ -530,13 +551,16 @@ pub enum WorkloadSpec {
         #[serde(default)]
         start_ns: u64,
     },
-    /// Poisson arrivals at `rate_per_s` into a FIFO queue served by `workers` threads.
+    /// Poisson arrivals at `rate_per_s` into a FIFO queue served by `workers` threads; at
+    /// most `backlog` requests wait, and arrivals that find it full are dropped (counted).
     OpenLoop {
         name: String,
         cgroup: String,
         rate_per_s: f64,
         workers: u32,
         service: Dist,
+        #[serde(default = "default_backlog")]
+        backlog: u32,
         #[serde(default)]
         start_ns: u64,
     },
@@ -559,6 +583,54 @@ impl WorkloadSpec {
             | WorkloadSpec::Iperf { name, .. } => name,
         }
     }
+    /// What it has many of, by field (threads, clients, flows), and the threads it runs.
+    pub fn sizes(&self) -> (Vec<(&'static str, u64)>, u64) {
+        let n = |v: &u32| *v as u64;
+        let one = |k, v: &u32| (vec![(k, n(v))], n(v));
+        match self {
+            WorkloadSpec::Hog { threads, .. }
+            | WorkloadSpec::MemoryHog { threads, .. }
+            | WorkloadSpec::CacheWriter { threads, .. }
+            | WorkloadSpec::Analytics { threads, .. }
+            | WorkloadSpec::Dd { threads, .. } => one("threads", threads),
+            WorkloadSpec::Duty { max_threads, .. } => one("max_threads", max_threads),
+            WorkloadSpec::FileServer { clients, .. } | WorkloadSpec::Database { clients, .. } => {
+                one("clients", clients)
+            }
+            WorkloadSpec::OpenLoop { workers, .. } => one("workers", workers),
+            WorkloadSpec::Iperf { streams, .. } => (vec![("streams", n(streams))], 0),
+            WorkloadSpec::Bursty {
+                steady_threads,
+                burst_threads,
+                ..
+            } => (
+                vec![
+                    ("steady_threads", n(steady_threads)),
+                    ("burst_threads", n(burst_threads)),
+                ],
+                n(steady_threads) + n(burst_threads),
+            ),
+            WorkloadSpec::ClosedLoop {
+                clients,
+                fanout,
+                workers: Some(w),
+                ..
+            } => (
+                vec![("clients", n(clients)), ("fanout", n(fanout)), ("workers", n(w))],
+                n(w),
+            ),
+            WorkloadSpec::ClosedLoop {
+                clients,
+                fanout,
+                workers: None,
+                ..
+            } => (
+                vec![("clients", n(clients)), ("fanout", n(fanout))],
+                n(clients) * n(fanout),
+            ),
+        }
+    }
+
     /// Workloads that allocate memory (or read files into the page cache).
     pub fn needs_memory(&self) -> bool {
         matches!(
@@ -782,11 +854,30 @@ impl NodeSpec {
                 return Err(SpecError::new(format!("topology.{name}"), "must be >= 1 (got 0)"));
             }
         }
+        if t.threads_per_core > MAX_SMT {
+            return Err(SpecError::new(
+                "topology.threads_per_core",
+                format!("at most {MAX_SMT} (SMT8, POWER) (got {})", t.threads_per_core),
+            ));
+        }
         let ncpus = t.sockets as u64 * t.cores_per_socket as u64 * t.threads_per_core as u64;
-        if ncpus > 4096 {
+        if ncpus > NR_CPUS {
             return Err(SpecError::new(
                 "topology",
-                format!("{ncpus} logical CPUs; at most 4096"),
+                format!(
+                    "{} sockets × {} cores × {} threads = {ncpus} logical CPUs; at most {NR_CPUS} (NR_CPUS)",
+                    t.sockets, t.cores_per_socket, t.threads_per_core
+                ),
+            ));
+        }
+        let nnodes = t.sockets as u64 * t.numa_nodes_per_socket as u64;
+        if nnodes > MAX_NUMNODES {
+            return Err(SpecError::new(
+                "topology.numa_nodes_per_socket",
+                format!(
+                    "{} sockets × {} = {nnodes} NUMA nodes; at most {MAX_NUMNODES} (MAX_NUMNODES)",
+                    t.sockets, t.numa_nodes_per_socket
+                ),
             ));
         }
         if !t.cores_per_socket.is_multiple_of(t.numa_nodes_per_socket) {
@@ -874,8 +965,28 @@ impl NodeSpec {
             names.push(&cg.name);
         }
         let mut wl_names: Vec<&str> = vec![];
+        let mut tasks = 0u64;
         for (i, w) in self.workloads.iter().enumerate() {
             let f = |k: &str| format!("workloads[{i}].{k}");
+            let (sizes, n) = w.sizes();
+            for (k, v) in sizes {
+                if v > PID_MAX_LIMIT {
+                    return Err(SpecError::new(
+                        f(k),
+                        format!("at most {PID_MAX_LIMIT} (PID_MAX_LIMIT, the most tasks a kernel has) (got {v})"),
+                    ));
+                }
+            }
+            tasks += n;
+            if tasks > PID_MAX_LIMIT {
+                return Err(SpecError::new(
+                    "workloads",
+                    format!(
+                        "{tasks} threads by workloads[{i}] ({:?}); at most {PID_MAX_LIMIT} on a node (PID_MAX_LIMIT)",
+                        w.name()
+                    ),
+                ));
+            }
             if wl_names.contains(&w.name()) {
                 return Err(SpecError::new(
                     f("name"),
@@ -1129,8 +1240,15 @@ impl NodeSpec {
                     rate_per_s,
                     workers,
                     service,
+                    backlog,
                     ..
                 } => {
+                    if *backlog > MAX_BACKLOG {
+                        return Err(SpecError::new(
+                            f("backlog"),
+                            format!("at most {MAX_BACKLOG} waiting requests (got {backlog})"),
+                        ));
+                    }
                     if !(rate_per_s.is_finite() && *rate_per_s > 0.0) {
                         return Err(SpecError::new(
                             f("rate_per_s"),

@@ -17,6 +17,8 @@ pub struct CgroupStats {
 pub struct ServiceStats {
     pub started: u64,
     pub completed: u64,
+    /// Requests refused: an open loop's arrivals that found its backlog full.
+    pub dropped: u64,
     /// Latency of each completed request (ns), in completion order: exact, not bucketed.
     pub latencies: Vec<Ns>,
     pub completions: Vec<Ns>,

@@ -4,6 +4,7 @@
 
 use crate::error::{Result, SpecError};
 use crate::spec::TopologySpec;
+use std::sync::Arc;
 
 pub type CpuId = usize;
 
@@ -28,13 +29,17 @@ pub struct Topology {
     pub domains: Vec<Vec<Domain>>,
 }
 
+/// CPUs, shared between the domains that have them.
+pub type Span = Arc<[CpuId]>;
+pub type Groups = Arc<[Span]>;
+
 #[derive(Debug, Clone)]
 pub struct Domain {
     pub level: DomainLevel,
     /// CPUs in the domain, ascending.
-    pub span: Vec<CpuId>,
+    pub span: Span,
     /// The child groups the domain balances between (each a span of the level below).
-    pub groups: Vec<Vec<CpuId>>,
+    pub groups: Groups,
     /// Index into `groups` of the group holding the owning CPU.
     pub local_group: usize,
 }
@@ -123,47 +128,65 @@ impl Topology {
             numa_remote_speed: t.numa_remote_speed,
             domains: vec![],
         };
-        topo.domains = (0..ncpus).map(|c| topo.build_domains(c)).collect();
+        topo.domains = topo.build_domains();
         Ok(topo)
     }
 
-    fn build_domains(&self, cpu: CpuId) -> Vec<Domain> {
-        let mut out: Vec<Domain> = vec![];
-        let core = &self.core_cpus[self.core_of[cpu]];
-        let llc = &self.socket_cpus[self.socket_of[cpu]];
-        let all: Vec<CpuId> = (0..self.ncpus).collect();
-        let mut lower: Vec<CpuId> = vec![cpu];
-        for (level, span) in [
-            (DomainLevel::Smt, core.clone()),
-            (DomainLevel::Llc, llc.clone()),
-            (DomainLevel::Numa, all),
-        ] {
-            if span.len() <= lower.len() {
-                continue;
-            }
-            // Groups are the spans of the level below, one per member.
-            let mut groups: Vec<Vec<CpuId>> = vec![];
-            for &c in &span {
-                if groups.iter().any(|g| g.contains(&c)) {
-                    continue;
+    /// Every CPU's domains. Spans and group lists are shared by the CPUs of a core, a socket
+    /// and the node (`Arc`), so the whole is O(ncpus) in time and memory, not O(ncpus²):
+    /// 8192 CPUs (NR_CPUS) would otherwise hold a GiB of copies.
+    fn build_domains(&self) -> Vec<Vec<Domain>> {
+        let (ncores, nsockets) = (self.core_cpus.len(), self.socket_cpus.len());
+        let core_span: Vec<Span> = self.core_cpus.iter().map(|c| Span::from(c.as_slice())).collect();
+        let socket_span: Vec<Span> = self.socket_cpus.iter().map(|c| Span::from(c.as_slice())).collect();
+        let all: Span = (0..self.ncpus).collect();
+        // Groups are the spans of the level below, in the order their first CPU comes.
+        let distinct = |cpus: &[CpuId], key: &dyn Fn(CpuId) -> usize, n: usize, spans: &[Span]| -> Groups {
+            let mut seen = vec![false; n];
+            let mut out = vec![];
+            for &c in cpus {
+                if !std::mem::replace(&mut seen[key(c)], true) {
+                    out.push(spans[key(c)].clone());
                 }
-                let g: Vec<CpuId> = match level {
-                    DomainLevel::Smt => vec![c],
-                    DomainLevel::Llc => self.core_cpus[self.core_of[c]].clone(),
-                    DomainLevel::Numa => self.socket_cpus[self.socket_of[c]].clone(),
-                };
-                groups.push(g);
             }
-            let local_group = groups.iter().position(|g| g.contains(&cpu)).unwrap_or(0);
-            lower = span.clone();
-            out.push(Domain {
-                level,
-                span,
-                groups,
-                local_group,
-            });
-        }
-        out
+            out.into()
+        };
+        let smt_groups: Vec<Groups> = self
+            .core_cpus
+            .iter()
+            .map(|cpus| cpus.iter().map(|&c| Span::from([c].as_slice())).collect())
+            .collect();
+        let llc_groups: Vec<Groups> = self
+            .socket_cpus
+            .iter()
+            .map(|cpus| distinct(cpus, &|c| self.core_of[c], ncores, &core_span))
+            .collect();
+        let numa_groups = distinct(&all, &|c| self.socket_of[c], nsockets, &socket_span);
+        (0..self.ncpus)
+            .map(|cpu| {
+                let (core, socket) = (self.core_of[cpu], self.socket_of[cpu]);
+                let mut out: Vec<Domain> = vec![];
+                let mut lower = 1;
+                for (level, span, groups) in [
+                    (DomainLevel::Smt, &core_span[core], &smt_groups[core]),
+                    (DomainLevel::Llc, &socket_span[socket], &llc_groups[socket]),
+                    (DomainLevel::Numa, &all, &numa_groups),
+                ] {
+                    if span.len() <= lower {
+                        continue;
+                    }
+                    let local_group = groups.iter().position(|g| g.contains(&cpu)).unwrap_or(0);
+                    lower = span.len();
+                    out.push(Domain {
+                        level,
+                        span: span.clone(),
+                        groups: groups.clone(),
+                        local_group,
+                    });
+                }
+                out
+            })
+            .collect()
     }
 
     pub fn siblings(&self, cpu: CpuId) -> &[CpuId] {

@@ -102,6 +102,39 @@ pub struct OpenLoop {
     pub mean_interarrival_ns: f64,
     pub service: Dist,
     pub rng: Rng,
+    /// Requests that may wait for a worker (a listen backlog); arrivals beyond are dropped.
+    pub backlog: usize,
+    /// Since when the backlog has been full. Arrivals then stop being events: every one of
+    /// them until a request leaves the queue would be dropped, so they are counted when it
+    /// does (`settle_drops`), and the next arrival is drawn from then on — the same process,
+    /// a Poisson process being memoryless, without an event per dropped request.
+    pub full_since: Option<Ns>,
+    /// Dropped requests counted but not yet whole (the count over a full interval is its
+    /// expectation, rate × time; a fraction carries to the next).
+    pub drop_frac: f64,
+}
+
+impl OpenLoop {
+    fn full(&self) -> bool {
+        self.idle.is_empty() && self.queue.len() >= self.backlog
+    }
+
+    /// Count the arrivals dropped since the backlog filled, up to `now`.
+    pub fn settle_drops(&mut self, now: Ns, stats: &mut ServiceStats) {
+        if let Some(since) = self.full_since.as_mut() {
+            self.drop_frac += now.saturating_sub(*since) as f64 / self.mean_interarrival_ns;
+            *since = now;
+            let whole = self.drop_frac.floor();
+            stats.dropped += whole as u64;
+            self.drop_frac -= whole;
+        }
+    }
+
+    /// The next arrival, `gap` from now.
+    fn arm(&mut self, now: Ns, wl: usize, eff: &mut Effects) {
+        let gap = self.rng.exponential(self.mean_interarrival_ns).round().max(1.0) as u64;
+        eff.timers.push((now.saturating_add(gap), wl, 0));
+    }
 }
 
 /// A service that runs steadily on `steady` threads and, every `every` ns, bursts: each of
@@ -571,6 +604,7 @@ impl Workload {
             }
             Workload::OpenLoop(ol) => {
                 // Every timer of an open loop is an arrival (the start timer is the first).
+                // It never finds the backlog full: arrivals stop while it is (`full_since`).
                 let stats = &mut services[ol.svc];
                 stats.started += 1;
                 if let Some(w) = ol.idle.pop() {
@@ -580,8 +614,11 @@ impl Workload {
                 } else {
                     ol.queue.push_back(now);
                 }
-                let gap = ol.rng.exponential(ol.mean_interarrival_ns).round().max(1.0) as u64;
-                eff.timers.push((now + gap, wl, 0));
+                if ol.full() {
+                    ol.full_since = Some(now);
+                } else {
+                    ol.arm(now, wl, eff);
+                }
             }
         }
     }
@@ -733,13 +770,20 @@ impl Workload {
             Workload::OpenLoop(ol) => {
                 let w = slot as usize;
                 services[ol.svc].record(now, now - ol.serving[w]);
-                if let Some(arrived) = ol.queue.pop_front() {
+                let next = if let Some(arrived) = ol.queue.pop_front() {
                     ol.serving[w] = arrived;
                     Next::Compute(ol.service.sample(&mut ol.rng).max(1))
                 } else {
                     ol.idle.push(slot);
                     Next::Sleep
+                };
+                // Room again: what arrived while it was full was dropped; arrivals resume.
+                if ol.full_since.is_some() {
+                    ol.settle_drops(now, &mut services[ol.svc]);
+                    ol.full_since = None;
+                    ol.arm(now, wl, eff);
                 }
+                next
             }
         }
     }

@@ -235,11 +235,14 @@ impl Node {
         Ok(d)
     }
 
-    fn service_stats<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyDict>> {
-        let s = &self.inner.services[self.inner.service_id(name).map_err(key_err)?];
+    fn service_stats<'py>(&mut self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyDict>> {
+        let id = self.inner.service_id(name).map_err(key_err)?;
+        self.inner.settle_drops();
+        let s = &self.inner.services[id];
         let d = PyDict::new(py);
         d.set_item("started", s.started)?;
         d.set_item("completed", s.completed)?;
+        d.set_item("dropped", s.dropped)?;
         Ok(d)
     }
 
