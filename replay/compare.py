@@ -466,11 +466,15 @@ def write_outputs(out, scenario, host, predicted, comparisons, runs, factors, di
 
 
 def cleanup(say: Callable[[str], Any] = _say) -> int:
-    """`colosim replay --cleanup`: remove the run folders a crashed replay left."""
+    """`colosim replay --cleanup`: remove what killed replays left — their run folders in the
+    cgroup hierarchies (and the processes in them), their directories in the file system (and
+    the processes holding them) — and say what; a replay still running is left alone."""
     import os
     import signal
 
     from replay.cgroupfs import detect_layout, leftover_folders, remove_tree
+    from replay.session import LOCK_PATH, leftover_runs, remove_leftover, running_folder
+    from sim import liveness
 
     if os.geteuid() != 0:
         raise HostError("replay --cleanup needs root")
@@ -481,10 +485,32 @@ def cleanup(say: Callable[[str], Any] = _say) -> int:
         except ProcessLookupError:
             pass
 
-    folders = leftover_folders(detect_layout())
+    # a replay still under way keeps its cgroups and directory: the one holding the lock (of
+    # any version), and any whose recorded owner lives
+    busy = running_folder()
+    if busy:
+        say(f"{busy}: the replay holding {LOCK_PATH} runs it: left alone")
+    runs, live = [], {busy}
+    for run in leftover_runs():
+        if run.folder == busy:
+            continue
+        if run.alive:
+            live.add(run.folder)
+            say(f"run {run.run_id} is still under way ({liveness.describe(run.owner)}): left alone")
+        else:
+            runs.append(run)
+    # the cgroups first (their processes die with them), then the file system
+    folders = [f for f in leftover_folders(detect_layout(io=None)) if f.name not in live]
     for f in folders:
         n = remove_tree(f, kill=kill)
         say(f"removed {f} ({n} cgroup{'s' if n != 1 else ''})")
-    if not folders:
+    for run in runs:
+        there, files, size, killed = remove_leftover(run)
+        if there:
+            pids = f"; killed {len(killed)} process{'es' if len(killed) != 1 else ''} using it" if killed else ""
+            say(f"removed {run.dir} (run {run.run_id}: {files} file{'s' if files != 1 else ''}, {size / 2**20:.1f} MiB{pids})")
+        else:
+            say(f"removed the record of run {run.run_id} ({run.record}; it left no directory)")
+    if not folders and not runs:
         say("nothing to clean up")
     return 0

@@ -9,11 +9,20 @@
 Processes are placed in their cgroups *before* they run anything: the child writes its own
 pid to each hierarchy's cgroup.procs between fork and exec (a preexec function), so not one
 instruction of the workload runs outside its cgroup.
+
+Everything a run writes to the file system (dd's scratch files, each server's data and
+config, load generators' reports) lies in one directory, $TMPDIR/colosim-replay-RUN_ID, whose
+`owner.json` names the replay process (pid and start time); the run is also recorded in
+RUNS_DIR/RUN_ID.json (beside the lock) with that directory, wherever TMPDIR pointed. A
+killed replay (SIGKILL: no cleanup ran) leaves both; `colosim replay --cleanup` finds them
+(`leftover_runs`) and removes what a dead replay left — the cgroups, the processes in them
+or holding the directory, and the directory — and leaves a live replay's alone.
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import secrets
 import shutil
@@ -23,13 +32,18 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from replay.cgroupfs import BlockDevice, Fs, HostBackend, HostError, Layout, block_device, detect_layout
+from sim import liveness
 
 LOCK_PATH = Path(
     os.environ.get("COLOSIM_LOCK", "/run/lock/colosim-replay.lock" if Path("/run/lock").is_dir() else "/tmp/colosim-replay.lock")
 )
+# one file per replay under way (or killed): its owner and its directory
+RUNS_DIR = LOCK_PATH.with_name(LOCK_PATH.name + ".runs")
+SCRATCH_PREFIX = "colosim-replay-"
 
 
 class Interrupted(KeyboardInterrupt):
@@ -60,10 +74,12 @@ class Session:
         self._lock_fd: int | None = None
         self._old_handlers: dict[int, object] = {}
         self.say = log or (lambda msg: print(msg, file=sys.stderr))
-        # IO: a scratch directory for dd's files (made on first use, removed on exit), on
-        # the disk whose MAJ:MIN the blk-throttle rules name
+        # the run's directory (made on first use, removed on exit); IO: dd's files are in its
+        # io/, on the disk whose MAJ:MIN the blk-throttle rules name
         self.io = io
-        self._scratch: Path | None = None
+        self.dir = Path(tempfile.gettempdir()) / f"{SCRATCH_PREFIX}{self.run_id}"
+        self._made_dir = False
+        self._record: Path | None = None
         self.io_counters = ""  # which kernel counters measure IO per cgroup (said when IO is used)
 
     # -- entering: lock, checks, run folder ---------------------------------------------
@@ -72,6 +88,8 @@ class Session:
         if not self.dry_run:
             self._lock()
         try:
+            if not self.dry_run:
+                self._write_record()
             if self.check_root:
                 self.backend.check_writable()
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -100,27 +118,47 @@ class Session:
         os.pwrite(fd, f"pid {os.getpid()}, run colosim-{self.run_id}\n".encode(), 0)
         self._lock_fd = fd
 
-    # -- IO scratch space ---------------------------------------------------------------
+    def _write_record(self) -> None:
+        """RUNS_DIR/RUN_ID.json: who runs, and where its directory and cgroups are, written
+        before either exists."""
+        RUNS_DIR.mkdir(mode=0o755, exist_ok=True)
+        record = RUNS_DIR / f"{self.run_id}.json"
+        doc = {"run_id": self.run_id, "owner": liveness.me(), "dir": str(self.dir), "folder": self.backend.folder}
+        tmp = record.with_suffix(".tmp")
+        tmp.write_text(json.dumps(doc) + "\n")
+        tmp.rename(record)
+        self._record = record
+
+    # -- the run's directory ------------------------------------------------------------
+
+    def run_dir(self) -> Path:
+        """The run's directory in $TMPDIR, made on first use with its owner.json."""
+        if not self._made_dir:
+            self.dir.mkdir(mode=0o700)
+            self._made_dir = True
+            (self.dir / "owner.json").write_text(json.dumps({"run_id": self.run_id, "owner": liveness.me()}) + "\n")
+        return self.dir
 
     def scratch_parent(self) -> Path:
-        """Where the scratch directory goes: $TMPDIR (tempfile's choice)."""
-        return Path(tempfile.gettempdir())
+        """Where the run's directory goes: $TMPDIR (tempfile's choice)."""
+        return self.dir.parent
 
     def scratch_device(self) -> BlockDevice:
-        return block_device(self._scratch or self.scratch_parent())
+        return block_device(self.scratch_parent())
 
     def scratch(self) -> Path:
-        """This session's scratch directory (a dry run names it without making it)."""
-        if self._scratch is None:
-            if self.dry_run:
-                return self.scratch_parent() / f"colosim-io-{self.run_id}"
-            self._scratch = Path(tempfile.mkdtemp(prefix=f"colosim-io-{self.run_id}-", dir=self.scratch_parent()))
-        return self._scratch
+        """The IO scratch directory, io/ in the run's directory (a dry run names it without
+        making it)."""
+        if self.dry_run:
+            return self.dir / "io"
+        d = self.run_dir() / "io"
+        d.mkdir(exist_ok=True)
+        return d
 
-    def _remove_scratch(self) -> None:
-        if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
-            self._scratch = None
+    def _remove_dir(self) -> None:
+        if self._made_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self._made_dir = False
 
     # -- processes ----------------------------------------------------------------------
 
@@ -192,8 +230,11 @@ class Session:
         signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
         try:
             self.kill_all()
-            self._remove_scratch()
+            self._remove_dir()
             self.backend.remove()
+            if self._record is not None:
+                self._record.unlink(missing_ok=True)
+                self._record = None
         finally:
             for sig, handler in self._old_handlers.items():
                 signal.signal(sig, handler)  # type: ignore[arg-type]
@@ -202,3 +243,108 @@ class Session:
                 os.close(self._lock_fd)
                 self._lock_fd = None
             signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)
+
+
+# --- what killed replays left ---------------------------------------------------------------
+
+
+@dataclass
+class Leftover:
+    """A replay's run as found by `--cleanup`: its record (if any), its directory, owner."""
+
+    run_id: str
+    owner: dict
+    dir: Path | None
+    folder: str
+    record: Path | None = None
+
+    @property
+    def alive(self) -> bool:
+        return not liveness.gone(self.owner) if self.owner else False
+
+
+def leftover_runs(tmp: Path | None = None) -> list[Leftover]:
+    """Runs recorded in RUNS_DIR, and run directories in $TMPDIR (`tmp`) without a record."""
+    tmp = Path(tempfile.gettempdir()) if tmp is None else tmp
+    out: dict[str, Leftover] = {}
+    for f in sorted(RUNS_DIR.glob("*.json")) if RUNS_DIR.is_dir() else []:
+        try:
+            doc = json.loads(f.read_text())
+            run_id = str(doc["run_id"])
+            d = Path(doc["dir"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        # only ever a directory of ours, whatever the record says
+        out[run_id] = Leftover(
+            run_id, doc.get("owner") or {}, d if d.name == SCRATCH_PREFIX + run_id else None, str(doc.get("folder", "")), f
+        )
+    for d in sorted(tmp.glob(SCRATCH_PREFIX + "*")):
+        run_id = d.name[len(SCRATCH_PREFIX) :]
+        if run_id in out or not d.is_dir() or d.is_symlink():
+            continue
+        try:
+            owner = json.loads((d / "owner.json").read_text()).get("owner") or {}
+        except (OSError, ValueError, AttributeError):
+            owner = {}  # killed before owner.json was written: nobody owns it
+        out[run_id] = Leftover(run_id, owner, d, "colosim-" + run_id)
+    return list(out.values())
+
+
+def running_folder() -> str | None:
+    """The run folder of the replay holding the lock now, if one does (its lock says)."""
+    try:
+        fd = os.open(LOCK_PATH, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return None  # nobody holds it
+    except BlockingIOError:
+        text = os.pread(fd, 200, 0).decode(errors="replace")
+        _, _, run = text.partition(", run ")
+        return run.strip() or None
+    finally:
+        os.close(fd)
+
+
+def holders(directory: Path) -> list[int]:
+    """Processes with their working directory or an open file inside `directory`."""
+    inside = str(directory.resolve()) + "/"
+    out = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit() or int(p.name) == os.getpid():
+            continue
+        try:
+            links = [os.readlink(p / "cwd")] + [os.readlink(fd) for fd in (p / "fd").iterdir()]
+        except OSError:
+            continue
+        if any((link + "/").startswith(inside) for link in links):
+            out.append(int(p.name))
+    return out
+
+
+def remove_leftover(run: Leftover) -> tuple[bool, int, int, list[int]]:
+    """Kill what holds the run's directory, remove it and the record: whether the directory
+    was there, its files and bytes, the pids killed."""
+    files = size = 0
+    killed: list[int] = []
+    d = run.dir
+    there = d is not None and d.is_dir() and not d.is_symlink()
+    if d is not None and there:
+        for pid in holders(d):
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            except ProcessLookupError:
+                pass
+        for f in d.rglob("*"):
+            try:
+                if f.is_file() and not f.is_symlink():
+                    files += 1
+                    size += f.stat().st_size
+            except OSError:
+                pass
+        shutil.rmtree(d, ignore_errors=True)
+    if run.record is not None:
+        run.record.unlink(missing_ok=True)
+    return there, files, size, killed

@@ -10,7 +10,7 @@
     (dd)        coreutils dd, one copy per thread, 1 IO in flight        — dd (its "builtin")
 
 A dd workload writes (or reads) its own file per thread in the session's scratch directory
-(removed on exit): `dd if=/dev/zero of=FILE oflag=direct bs=BLOCK count=N conv=notrunc`, or
+(io/ in the run's directory, removed on exit): `dd if=/dev/zero of=FILE oflag=direct bs=BLOCK count=N conv=notrunc`, or
 `dd if=FILE of=/dev/null iflag=direct` from a file made before the run (outside the measured
 window and outside the workload's cgroup). Without a `size` it loops over a file of
 DD_LOOP_BYTES until the run ends (the same blocks rewritten: direct IO reaches the disk each
@@ -244,7 +244,7 @@ class HostWorkload:
             self._window = (warmup_s, duration_s)
             self._start_dd(session)
             return
-        self._tmp = tempfile.TemporaryDirectory(prefix=f"colosim-{self.name}-")
+        self._tmp = tempfile.TemporaryDirectory(prefix=f"{self.name}-", dir=session.run_dir())
         tmp = Path(self._tmp.name)
         self._t0 = t0
         self._window = (warmup_s, duration_s)

@@ -56,7 +56,7 @@ cgroup = "b"
 
 
 def scratch_dirs() -> list[Path]:
-    return sorted(Path(tempfile.gettempdir()).glob("colosim-io-*"))
+    return sorted(Path(tempfile.gettempdir()).glob("colosim-replay-*"))
 
 
 def dd_processes() -> list[int]:
@@ -67,7 +67,7 @@ def dd_processes() -> list[int]:
                 argv = (d / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if any(b"/colosim-io-" in a for a in argv):
+            if any(b"/colosim-replay-" in a for a in argv):
                 out.append(int(d.name))
     return out
 

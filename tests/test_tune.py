@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import optuna
@@ -256,20 +257,52 @@ def test_resume_adds_up_to_the_total_and_refuses_another_setup(tiny, tmp_path, c
 
 
 def test_a_killed_study_resumes(tiny, tmp_path, capsys):
-    """A trial left RUNNING by a process of this machine that is gone is failed, and the
-    study completes."""
+    """Trials left RUNNING by a study process of this machine that is gone are failed as
+    orphans (by the old "host:pid" record, or by an owner whose pid now belongs to another
+    process), do not count, and the study completes its trials; one of another machine with a
+    live heartbeat is left alone."""
+    from sim import liveness
+
     out = tmp_path / "out"
     assert tune(tiny, out, "--trials", "3") == 0
     study = load(out)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    t = study.ask()
-    t.set_user_attr("worker", f"{socket.gethostname()}:{dead.pid}")
+    old = study.ask()
+    old.set_user_attr("worker", f"{socket.gethostname()}:{dead.pid}")
+    reused = study.ask()  # our own pid, but another process's start time: a reused pid
+    reused.set_user_attr("owner", {**liveness.me(), "start": liveness.start_time(os.getpid()) - 1})
+    remote = study.ask()
+    remote.set_user_attr("owner", {**liveness.me(), "host": "elsewhere", "pid": 1})
+    study._storage.record_heartbeat(remote._trial_id)
     assert tune(tiny, out, "--trials", "6") == 0
     study = load(out)
-    states = [s.state for s in study.trials]
-    assert states[t.number] == optuna.trial.TrialState.FAIL
-    assert states.count(optuna.trial.TrialState.COMPLETE) == 5 and len(states) == 6
+    S = optuna.trial.TrialState
+    states = [t.state for t in study.trials]
+    for t in (old, reused):
+        frozen = study.trials[t.number]
+        assert frozen.state is S.FAIL and frozen.user_attrs["orphaned"]
+        assert "its study process (pid " in frozen.user_attrs["error"] and "is gone" in frozen.user_attrs["error"]
+    assert states[remote.number] is S.RUNNING
+    # 3 + 3 more: the remote trial counts (it may still finish), the orphans do not
+    assert states.count(S.COMPLETE) == 5 and len(states) == 8
+
+
+def test_a_trial_of_another_machine_fails_when_its_heartbeat_stops(tiny, tmp_path, capsys, monkeypatch):
+    import sim.tuning.study
+
+    monkeypatch.setattr(sim.tuning.study, "GRACE_S", 1)
+    out = tmp_path / "out"
+    assert tune(tiny, out, "--trials", "2") == 0
+    study = load(out)
+    remote = study.ask()
+    remote.set_user_attr("owner", {"host": "elsewhere", "boot": "b", "pidns": "p", "pid": 1, "start": 1})
+    study._storage.record_heartbeat(remote._trial_id)
+    time.sleep(2.5)  # the database's clock has whole seconds
+    assert tune(tiny, out, "--trials", "3") == 0
+    frozen = load(out).trials[remote.number]
+    assert frozen.state is optuna.trial.TrialState.FAIL and frozen.user_attrs["orphaned"]
+    assert frozen.user_attrs["error"] == "its study process (pid 1 on elsewhere) sent no heartbeat for 1 s"
 
 
 def test_failed_trials_are_recorded_and_the_study_goes_on(tmp_path, capsys):

@@ -24,7 +24,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--trials",
         type=int,
         help="trials the study holds when done, over all workers (default: [tune] trials, 100); "
-        "running the same command again resumes a killed study",
+        "running the same command again resumes a killed study (the trials it left running fail as orphaned and do not count)",
     )
     tune.add_argument("--slo", action="append", metavar="EXPR", help='e.g. "online.p99 <= 0.9s", "online.p99 <= 1.1 * solo"; repeatable')
     tune.add_argument(

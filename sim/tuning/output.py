@@ -97,10 +97,12 @@ def summary_text(spec: TuneSpec, study: Study, name: str) -> str:
     S = optuna.trial.TrialState
     trials = study.get_trials(deepcopy=False)
     n_done = sum(t.state is S.COMPLETE for t in trials)
-    n_fail = sum(t.state is S.FAIL for t in trials)
+    n_orphan = sum(t.state is S.FAIL and bool(t.user_attrs.get("orphaned")) for t in trials)
+    n_fail = sum(t.state is S.FAIL for t in trials) - n_orphan
     n_ok = sum(t.state is S.COMPLETE and feasible(t) for t in trials)
+    orphaned = f" and {n_orphan} orphaned by a killed study process (not counted)" if n_orphan else ""
     head = (
-        f"study {name}: {len(trials)} trials ({n_done} complete, {n_fail} failed), {n_ok} meet every SLO\n"
+        f"study {name}: {len(trials) - n_orphan} trials ({n_done} complete, {n_fail} failed){orphaned}, {n_ok} meet every SLO\n"
         f"policy {spec.policy}; objective{'s' if spec.multi else ''} "
         + ", ".join(f"{o.sense.value} {o.text}" for o in spec.objectives)
         + (

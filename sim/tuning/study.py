@@ -8,22 +8,36 @@ command and they stop together when the study holds `trials` trials.
 
 A trial that raises (a policy configuration the agent refuses, a simulation error) is told
 as FAILED with its reason in the user attribute `error`, and the study goes on.
+
+A killed study leaves nothing behind: each trial process watches the study process (a pidfd)
+and dies with it, and with its parent, the forkserver (PR_SET_PDEATHSIG); the forkserver and
+multiprocessing's resource tracker end when the last process holding their pipes has. Each
+trial records its `owner` (machine, pid and the pid's start time) when asked, and the study
+process beats a heartbeat for the trials it runs: on resume (and now and then during a study)
+a RUNNING trial whose owner is gone from this machine, or whose heartbeat stopped (an owner on
+another machine), is failed with the user attribute `orphaned`. Such a trial measured nothing:
+it does not count toward `trials`.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import datetime
 import math
 import multiprocessing
 import os
+import signal
 import socket
 import sys
+import threading
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
+from sim import liveness
 from sim.errors import ScenarioError
 from sim.results import finite
 from sim.tuning.evaluate import Measurement, measure
@@ -35,9 +49,17 @@ if TYPE_CHECKING:
     from optuna import Study, Trial
     from optuna.distributions import BaseDistribution
     from optuna.samplers import BaseSampler
+    from optuna.storages import BaseStorage
+    from optuna.storages._heartbeat import BaseHeartbeat
+    from optuna.trial import FrozenTrial
 
 WORKER = f"{socket.gethostname()}:{os.getpid()}"
 CREATE_ATTEMPTS = 5
+# the study process records a heartbeat for each trial it runs this often (s); a trial of
+# another machine whose heartbeat is older than GRACE_S is failed, and so is one no process
+# claimed (no owner recorded) GRACE_S after it was asked
+HEARTBEAT_S = 5
+GRACE_S = 60
 
 
 @dataclass(frozen=True)
@@ -84,10 +106,14 @@ def open_study(spec: TuneSpec, url: str, name: str) -> Study:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    # heartbeats are ours (ask/tell, not Study.optimize): Optuna's notes about them are not
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning, message=".*heartbeat")
+    warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used with Study.optimize")
     for attempt in range(CREATE_ATTEMPTS):
         try:
+            storage = optuna.storages.RDBStorage(url, heartbeat_interval=HEARTBEAT_S, grace_period=GRACE_S)
             study = optuna.create_study(
-                storage=url,
+                storage=storage,
                 study_name=name,
                 load_if_exists=True,
                 directions=spec.directions,
@@ -117,30 +143,161 @@ def open_study(spec: TuneSpec, url: str, name: str) -> Study:
     return study
 
 
-def fail_stale(study: Study) -> int:
-    """Trials left RUNNING by a process of this machine that is gone (a killed study) are
-    marked FAILED, so that resuming does not wait for them."""
+def ask(study: Study, dists: dict[str, BaseDistribution]) -> Trial:
+    """`study.ask`, with the asking process on record from the moment the trial runs.
+
+    Optuna's ask makes the trial RUNNING and then samples its parameters: a process killed
+    in between would leave a RUNNING trial naming nobody. So a placeholder naming this
+    process (`asker`) is enqueued first, in one write, and ask pops it (the earliest waiting
+    trial: the defaults, or a placeholder); `claim` then records the trial's heartbeat and
+    `owner`."""
     import optuna
 
-    host = socket.gethostname()
+    if not study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,)):
+        study.enqueue_trial({}, user_attrs={"asker": liveness.me()})
+    trial = study.ask(dists)
+    claim(study, trial)
+    return trial
+
+
+def claim(study: Study, trial: Trial) -> None:
+    """Record the trial's first heartbeat and which process runs it, in that order: a trial
+    with an owner has a heartbeat, so a trial of another machine whose process died at any
+    point goes stale."""
+    _beat(study, [trial._trial_id])
+    trial.set_user_attr("owner", liveness.me())
+    trial.set_user_attr("worker", WORKER)
+
+
+def _beat(study: Study, trial_ids: list[int]) -> None:
+    storage = heartbeat_storage(study._storage)
+    if storage is not None:
+        for tid in trial_ids:
+            storage.record_heartbeat(tid)
+
+
+def heartbeat_storage(storage: BaseStorage) -> BaseHeartbeat | None:
+    """The storage as Optuna's heartbeat interface, where its heartbeat is on."""
+    from optuna.storages._heartbeat import BaseHeartbeat, is_heartbeat_enabled
+
+    return storage if isinstance(storage, BaseHeartbeat) and is_heartbeat_enabled(storage) else None
+
+
+def orphan_reason(t: FrozenTrial, stale: set[int], now: datetime.datetime) -> str | None:
+    """Why a RUNNING trial is an orphan (its study process is gone), or None if it may be
+    running still."""
+    owner, asker = t.user_attrs.get("owner"), t.user_attrs.get("asker")
+    old = t.datetime_start is not None and (now - t.datetime_start).total_seconds() > GRACE_S
+    if isinstance(owner, dict):
+        if liveness.gone(owner):
+            return f"its study process ({liveness.describe(owner)}) is gone"
+        if not liveness.same_machine(owner) and t._trial_id in stale:
+            return f"its study process ({liveness.describe(owner)}) sent no heartbeat for {GRACE_S} s"
+        return None
+    if isinstance(asker, dict):
+        # asked, never claimed: by the asker if that is gone (else by a peer that popped the
+        # asker's placeholder and may have died as it asked)
+        if liveness.gone(asker):
+            return f"its study process ({liveness.describe(asker)}) is gone (killed as it asked)"
+        return f"no process claimed it within {GRACE_S} s (its study process was killed as it asked)" if old else None
+    # written before owners were recorded: "host:pid"
+    host, _, pid = str(t.user_attrs.get("worker", "")).rpartition(":")
+    if host == socket.gethostname() and pid.isdigit():
+        return None if liveness.start_time(int(pid)) is not None else f"its study process (pid {pid} on {host}) is gone"
+    if t._trial_id in stale:
+        return f"its study process ({host or 'unknown'}) sent no heartbeat for {GRACE_S} s"
+    if not host and old:
+        return f"no process claimed it within {GRACE_S} s (its study process was killed as it asked)"
+    return None
+
+
+def fail_orphans(study: Study) -> int:
+    """Fail every RUNNING trial whose study process is gone (see `orphan_reason`), with the
+    reason in `error` and the user attribute `orphaned`, and the placeholders a gone process
+    enqueued and never asked; returns how many RUNNING trials this call failed."""
+    import optuna
+
+    S = optuna.trial.TrialState
+    storage = study._storage
+    beating = heartbeat_storage(storage)
+    stale = set(beating._get_stale_trial_ids(study._study_id)) if beating is not None else set()
+    now = datetime.datetime.now()
     n = 0
-    for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
-        who = str(t.user_attrs.get("worker", ""))
-        h, _, pid = who.rpartition(":")
-        if h == host and pid.isdigit() and not _alive(int(pid)):
-            study.tell(t.number, state=optuna.trial.TrialState.FAIL)
-            n += 1
+    for t in study.get_trials(deepcopy=False, states=(S.RUNNING, S.WAITING)):
+        if t.state is S.WAITING:
+            asker = t.user_attrs.get("asker")
+            if t.user_attrs.get("defaults") or not isinstance(asker, dict) or not liveness.gone(asker):
+                continue
+            reason: str | None = f"a placeholder of a study process ({liveness.describe(asker)}) killed before it asked"
+        else:
+            reason = orphan_reason(t, stale, now)
+        if reason is None:
+            continue
+        try:
+            storage.set_trial_user_attr(t._trial_id, "error", reason)
+            storage.set_trial_user_attr(t._trial_id, "orphaned", True)
+            if storage.set_trial_state_values(t._trial_id, state=S.FAIL) and t.state is S.RUNNING:
+                n += 1
+        except optuna.exceptions.UpdateFinishedTrialError:
+            pass  # its owner finished it after all, or another process failed it first
     return n
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def unclaimed(study: Study) -> bool:
+    """A RUNNING trial that no process has claimed yet (normally for a moment after its ask)."""
+    import optuna
+
+    return any(
+        "owner" not in t.user_attrs and "worker" not in t.user_attrs
+        for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+    )
+
+
+def counted(study: Study) -> int:
+    """Trials that count toward `trials`: finished or running, less the orphans."""
+    import optuna
+
+    S = optuna.trial.TrialState
+    states = (S.COMPLETE, S.FAIL, S.PRUNED, S.RUNNING)
+    return sum(1 for t in study.get_trials(deepcopy=False, states=states) if not t.user_attrs.get("orphaned"))
+
+
+class Heartbeat:
+    """A daemon thread recording a heartbeat for the trials this process runs."""
+
+    def __init__(self, study: Study) -> None:
+        self.study = study
+        self.ids: set[int] = set()
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.wait(HEARTBEAT_S):
+            with self.lock:
+                ids = list(self.ids)
+            try:
+                _beat(self.study, ids)
+            except Exception:  # noqa: BLE001 - a missed beat is retried; the study goes on
+                pass
+
+    def add(self, trial_id: int) -> None:
+        with self.lock:
+            self.ids.add(trial_id)
+
+    def remove(self, trial_id: int) -> None:
+        with self.lock:
+            self.ids.discard(trial_id)
+
+    def __enter__(self) -> Heartbeat:
+        if heartbeat_storage(self.study._storage) is not None:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        if self.thread.is_alive():
+            self.thread.join()
 
 
 def solo_measurement(spec: TuneSpec) -> Measurement:
@@ -177,7 +334,22 @@ def _pool(jobs: int) -> cf.Executor:
     # an interpreter start; nothing of this process (storage connections, threads) is inherited.
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["sim.tuning.study", "sim.runner", "policies", "sim._core"])
-    return cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, max_tasks_per_child=1)
+    return cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, max_tasks_per_child=1, initializer=_die_with, initargs=(liveness.me(),))
+
+
+def _die_with(study_process: dict[str, Any]) -> None:
+    """A trial process's first act: die with the study process, which is not its parent (the
+    forkserver is), and with the forkserver. PR_SET_PDEATHSIG covers the forkserver (the
+    getppid() check the case where it died before the prctl); the forkserver itself outlives
+    the study process until its last child is gone, so the study process is watched."""
+    liveness.set_parent_death_signal(signal.SIGKILL)
+    try:  # after the prctl: is the parent still the forkserver (not init or a subreaper)?
+        forkserver = b"multiprocessing.forkserver" in open(f"/proc/{os.getppid()}/cmdline", "rb").read()
+    except OSError:
+        forkserver = False
+    if not forkserver:
+        os._exit(1)
+    liveness.watch_owner(study_process)
 
 
 class _Workers:
@@ -209,6 +381,8 @@ class _Workers:
 def tell(study: Study, trial: Trial, spec: TuneSpec, solo: Measurement, future: cf.Future[Ran]) -> Outcome | None:
     import optuna
 
+    if study._storage.get_trial(trial._trial_id).state.is_finished():
+        return None  # failed as an orphan by a peer that heard no heartbeat: it keeps that
     try:
         pid, measured = future.result()
     except Exception as err:  # noqa: BLE001 - the reason is recorded, the study goes on
@@ -250,18 +424,18 @@ def optimize(spec: TuneSpec, study: Study, jobs: int, progress: bool = True) -> 
 
     from sim.tuning.output import best_line
 
-    S = optuna.trial.TrialState
-    done_states = (S.COMPLETE, S.FAIL, S.PRUNED)
     if not study.get_trials(deepcopy=False):
-        study.enqueue_trial(spec.defaults(), user_attrs={"defaults": True}, skip_if_exists=True)
-    fail_stale(study)
+        study.enqueue_trial(spec.defaults(), user_attrs={"defaults": True, "asker": liveness.me()}, skip_if_exists=True)
+    fail_orphans(study)
+    checked = time.monotonic()
     solo = solo_measurement(spec)
     if "solo" not in study.user_attrs:
         study.set_user_attr("solo", finite({str(s): m for s, m in zip(spec.seeds, solo, strict=True)}))
     dists: dict[str, BaseDistribution] = {d.name: d.distribution() for d in spec.dims}
-    done = len(study.get_trials(deepcopy=False, states=done_states))
+    done = counted(study) - len(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)))
     pending: dict[cf.Future[Ran], Trial] = {}
     with (
+        Heartbeat(study) as heart,
         _Workers(jobs) as pool,
         tqdm(
             total=spec.trials,
@@ -276,22 +450,33 @@ def optimize(spec: TuneSpec, study: Study, jobs: int, progress: bool = True) -> 
         if progress:
             bar.set_postfix_str(best_line(spec, study), refresh=False)
         while True:
+            if time.monotonic() - checked > HEARTBEAT_S:  # a peer (another machine) may have died
+                fail_orphans(study)
+                checked = time.monotonic()
             while len(pending) < jobs:
-                n = len(study.get_trials(deepcopy=False, states=(*done_states, S.RUNNING)))
-                if n >= spec.trials:
+                if counted(study) >= spec.trials:
                     break
-                trial = study.ask(dists)
-                trial.set_user_attr("worker", WORKER)
+                trial = ask(study, dists)
+                heart.add(trial._trial_id)
                 if _duplicate_defaults(study, trial):
                     trial.set_user_attr("defaults", False)
                 table = policy_table(spec.fixed, trial.params, spec.dims)
                 job = Job(spec.document, {**spec.overrides, "policy": table}, spec.seeds, spec.cases, spec.batch, spec.traces)
                 pending[pool.submit(run_job, job)] = trial
             if not pending:
+                # a trial asked by a study process killed before it claimed it has no owner:
+                # wait until it is claimed (a live peer's, in a moment) or failed (GRACE_S)
+                if unclaimed(study):
+                    time.sleep(1.0)
+                    fail_orphans(study)
+                    checked = time.monotonic()
+                    continue
                 break
             ready, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
             for f in ready:
-                tell(study, pending.pop(f), spec, solo, f)
+                trial = pending.pop(f)
+                tell(study, trial, spec, solo, f)
+                heart.remove(trial._trial_id)
                 bar.update(1)
                 if progress:  # reads every trial: only when someone watches
                     bar.set_postfix_str(best_line(spec, study), refresh=False)
