@@ -92,6 +92,11 @@ Core spec (JSON object passed to `Node`):
 
 from typing import Any
 
+def load_main(argv: list[str]) -> int:
+    """colosim-load (core_rs/load) in this process, GIL released: `argv` as the binary gets
+    it, program name first; returns its exit status when the run ends (at --duration-ns,
+    the result written)."""
+
 class Node:
     def __init__(self, spec_json: str) -> None: ...
     def run_until(self, t_ns: int) -> None:
