@@ -27,6 +27,7 @@ generator's own report; colosim-load reports every request.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -34,6 +35,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -50,13 +52,20 @@ REPO = Path(__file__).resolve().parents[1]
 DD_LOOP_BYTES = 512 << 20
 
 
-def load_binary() -> str:
-    """Where colosim-load is: $COLOSIM_LOAD, the repository's release build, or PATH."""
-    for candidate in (os.environ.get("COLOSIM_LOAD"), REPO / "core_rs/target/release/colosim-load", shutil.which("colosim-load")):
+def load_command() -> list[str]:
+    """How to start colosim-load: $COLOSIM_LOAD, the repository's release build, `colosim-load`
+    on PATH or beside this Python (the console script of a pip-installed colosim, which runs
+    the same code from the extension: replay/load.py), or else this Python with -m replay.load."""
+    scripts = Path(sys.executable).parent / "colosim-load"
+    for candidate in (os.environ.get("COLOSIM_LOAD"), REPO / "core_rs/target/release/colosim-load", shutil.which("colosim-load"), scripts):
         if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
+            return [str(candidate)]
+    sim = importlib.util.find_spec("sim")
+    if sim and any(Path(d).glob("_core.*") for d in sim.submodule_search_locations or []):
+        return [sys.executable, "-m", "replay.load"]
     raise HostError(
-        "colosim-load is not built: run `cargo build --release -p colosim-load` in core_rs (make setup does) or set COLOSIM_LOAD"
+        "colosim-load is not built: neither it nor the extension sim._core that holds it (`pip install .` builds the extension; "
+        "`make setup` both) — or set COLOSIM_LOAD"
     )
 
 
@@ -144,7 +153,7 @@ class HostWorkload:
             _need("sh", where, "dash")
             return
         if p == "builtin":
-            load_binary()
+            load_command()
         elif p in ("stress", "stress-ng"):
             _need(p, where, p)
         elif p == "command":
@@ -252,7 +261,7 @@ class HostWorkload:
         p = self.program
         if p == "builtin":
             argv = [
-                load_binary(),
+                *load_command(),
                 "--spec",
                 json.dumps(self.spec),
                 "--seed",

@@ -93,8 +93,13 @@ Core spec (JSON object passed to `Node`):
 
 from typing import Self, final
 
-__all__ = ["Node", "__version__"]
+__all__ = ["Node", "__version__", "load_main"]
 __version__: str
+
+def load_main(argv: list[str]) -> int:
+    """colosim-load (core_rs/load) in this process, GIL released: `argv` as the binary gets
+    it, program name first; returns its exit status when the run ends (at --duration-ns,
+    the result written)."""
 
 @final
 class Node:

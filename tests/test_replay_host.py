@@ -13,17 +13,17 @@ import time
 from pathlib import Path
 
 import pytest
-from host_replay import unavailable
+from host_replay import assert_clean, load_processes, parent_state, unavailable
 
-from replay.cgroupfs import Layout, detect_layout, leftover_folders
+from replay.cgroupfs import detect_layout, leftover_folders
 from sim.errors import HostError
 
 
 def _host_reason() -> str | None:
-    from replay.workloads import load_binary
+    from replay.workloads import load_command
 
     try:
-        load_binary()
+        load_command()
     except HostError as err:
         return str(err)
     return None
@@ -60,53 +60,6 @@ threads = 4
 {extra}
 """)
     return path
-
-
-KNOB_FILES = (
-    "cpu.shares",
-    "cpu.idle",
-    "cpu.cfs_quota_us",
-    "cpu.cfs_period_us",
-    "cpu.cfs_burst_us",
-    "cpu.weight",
-    "cpu.max",
-    "cpuset.cpus",
-    "cpuset.mems",
-    "cgroup.subtree_control",
-    "memory.limit_in_bytes",
-)
-
-
-def parent_state(layout: Layout) -> dict[str, str]:
-    """Every knob file of our own cgroup, and the names of its children."""
-    state = {}
-    for key in layout.keys:
-        own = layout.own_dir(key)
-        for name in KNOB_FILES:
-            f = own / name
-            if f.exists():
-                state[f"{key}/{name}"] = f.read_text()
-        state[f"{key}/children"] = " ".join(sorted(p.name for p in own.iterdir() if p.is_dir()))
-    return state
-
-
-def load_processes() -> list[int]:
-    """Processes still running colosim-load."""
-    out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                if b"colosim-load" in (d / "cmdline").read_bytes().split(b"\0")[0]:
-                    out.append(int(d.name))
-            except OSError:
-                pass
-    return out
-
-
-def assert_clean(layout: Layout, before: dict[str, str]) -> None:
-    assert leftover_folders(layout) == []
-    assert load_processes() == []
-    assert parent_state(layout) == before
 
 
 @pytest.fixture

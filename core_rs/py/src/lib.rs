@@ -280,9 +280,18 @@ impl Node {
     }
 }
 
+/// colosim-load in this process (the `colosim-load` console script of a pip-installed
+/// colosim): `argv` as the binary gets it, program name first; returns its exit status at
+/// the deadline, the result written. The GIL is released for the whole run.
+#[pyfunction]
+fn load_main(py: Python<'_>, argv: Vec<String>) -> u8 {
+    py.allow_threads(|| colosim_load::run(argv))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Node>()?;
+    m.add_function(wrap_pyfunction!(load_main, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

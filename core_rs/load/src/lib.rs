@@ -1,0 +1,443 @@
+//! colosim-load: one simulated workload, run for real on the host.
+//!
+//! A library so that it runs two ways with one code: the `colosim-load` binary (cargo,
+//! `make setup`), and `sim._core.load_main` behind the `colosim-load` console script that a
+//! pip-installed colosim has (a wheel carries no second binary).
+//!
+//! It takes the very workload document the core takes (`colosim_core::spec::WorkloadSpec`) and
+//! executes it with the core's own distributions and random streams: a request's service time
+//! is burnt as *CPU time of the thread* (CLOCK_THREAD_CPUTIME_ID), so waiting for a CPU,
+//! throttling and preemption stretch its latency exactly as they do in the model, where
+//! service times are CPU work. Latencies are measured from issue (closed loop, spell) or
+//! arrival (open loop) to completion with CLOCK_MONOTONIC.
+//!
+//!     colosim-load --spec '{"kind":"hog",...}' --seed 1 --duration-ns 10000000000 --out r.json
+//!
+//! The output is JSON: started, completed, and per completed request its latency and its
+//! completion time (CLOCK_MONOTONIC ns, the clock Python's time.monotonic_ns reads), so the
+//! driver cuts the measured window itself. The process places nothing anywhere: the replay
+//! driver puts it in its cgroups before exec.
+
+use colosim_core::dist::Dist;
+use colosim_core::rng::Rng;
+use colosim_core::spec::WorkloadSpec;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+use std::time::Duration;
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec we own; both clocks exist on Linux.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn mono_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+fn thread_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// Run on this thread until it has had `work` ns of CPU, or until the run stops.
+/// Returns false if stopped first.
+fn burn(work: u64, stop: &AtomicBool) -> bool {
+    let start = thread_cpu_ns();
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    loop {
+        // ~10 µs of arithmetic between clock reads keeps the clock's cost under 5%.
+        for _ in 0..4096 {
+            x = x.rotate_left(7).wrapping_mul(0x2545_F491_4F6C_DD1D) ^ 0x1234_5678;
+        }
+        std::hint::black_box(x);
+        if thread_cpu_ns() - start >= work {
+            return true;
+        }
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+    }
+}
+
+fn sleep_until(t: u64, stop: &AtomicBool) -> bool {
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = mono_ns();
+        if now >= t {
+            return true;
+        }
+        thread::sleep(Duration::from_nanos((t - now).min(50_000_000)));
+    }
+}
+
+#[derive(Default)]
+struct Record {
+    started: u64,
+    latencies: Vec<u64>,
+    completions: Vec<u64>,
+}
+
+impl Record {
+    fn done(&mut self, issued: u64) {
+        let now = mono_ns();
+        self.latencies.push(now - issued);
+        self.completions.push(now);
+    }
+
+    fn merge(&mut self, other: Record) {
+        self.started += other.started;
+        self.latencies.extend(other.latencies);
+        self.completions.extend(other.completions);
+    }
+}
+
+struct Run {
+    stop: Arc<AtomicBool>,
+    start: u64,
+}
+
+/// CPU hogs: threads that never sleep (`stress --cpu N`).
+fn hog(run: &Run, threads: u32) -> Record {
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let stop = run.stop.clone();
+            let start = run.start;
+            thread::spawn(move || {
+                if sleep_until(start, &stop) {
+                    burn(u64::MAX, &stop);
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        let _ = h.join();
+    }
+    Record::default()
+}
+
+/// Closed loop: each client issues a request that fans out to `fanout` threads (the client's
+/// own thread is one of them) and completes when all have burnt their sampled work.
+fn closed_loop(run: &Run, seed: u64, clients: u32, fanout: u32, service: Dist, think: Option<Dist>) -> Record {
+    let mut handles = Vec::new();
+    for c in 0..clients {
+        let stop = run.stop.clone();
+        let start = run.start;
+        let (service, think) = (service.clone(), think.clone());
+        handles.push(thread::spawn(move || {
+            let mut rng = Rng::stream(seed, 1_000 + c as u64);
+            let (done_tx, done_rx) = mpsc::channel::<bool>();
+            let mut helpers = Vec::new();
+            let mut work_txs = Vec::new();
+            for _ in 1..fanout {
+                let (tx, rx) = mpsc::channel::<u64>();
+                let (done_tx, stop) = (done_tx.clone(), stop.clone());
+                helpers.push(thread::spawn(move || {
+                    while let Ok(work) = rx.recv() {
+                        let _ = done_tx.send(burn(work, &stop));
+                    }
+                }));
+                work_txs.push(tx);
+            }
+            let mut rec = Record::default();
+            if sleep_until(start, &stop) {
+                loop {
+                    let issued = mono_ns();
+                    rec.started += 1;
+                    let mine = service.sample(&mut rng).max(1);
+                    for tx in &work_txs {
+                        let _ = tx.send(service.sample(&mut rng).max(1));
+                    }
+                    let mut ok = burn(mine, &stop);
+                    for _ in &work_txs {
+                        ok &= done_rx.recv().unwrap_or(false);
+                    }
+                    if !ok {
+                        break;
+                    }
+                    rec.done(issued);
+                    let pause = think.as_ref().map(|d| d.sample(&mut rng)).unwrap_or(0);
+                    if pause > 0 && !sleep_until(mono_ns() + pause, &stop) {
+                        break;
+                    }
+                }
+            }
+            drop(work_txs);
+            for h in helpers {
+                let _ = h.join();
+            }
+            rec
+        }));
+    }
+    let mut rec = Record::default();
+    for h in handles {
+        rec.merge(h.join().unwrap_or_default());
+    }
+    rec
+}
+
+/// Open loop: Poisson arrivals at `rate` into a FIFO queue served by `workers` threads; the
+/// latency counts from arrival, queueing included.
+fn open_loop(run: &Run, seed: u64, rate: f64, workers: u32, service: Dist) -> Record {
+    let queue = Arc::new((Mutex::new(VecDeque::<u64>::new()), Condvar::new()));
+    let mut handles = Vec::new();
+    for w in 0..workers {
+        let (queue, stop, service) = (queue.clone(), run.stop.clone(), service.clone());
+        handles.push(thread::spawn(move || {
+            let mut rng = Rng::stream(seed, 2_000 + w as u64);
+            let mut rec = Record::default();
+            loop {
+                let arrived = {
+                    let (lock, cv) = &*queue;
+                    let mut q = lock.lock().unwrap();
+                    loop {
+                        if stop.load(Ordering::Relaxed) {
+                            return rec;
+                        }
+                        if let Some(a) = q.pop_front() {
+                            break a;
+                        }
+                        q = cv.wait_timeout(q, Duration::from_millis(50)).unwrap().0;
+                    }
+                };
+                if !burn(service.sample(&mut rng).max(1), &stop) {
+                    return rec;
+                }
+                rec.done(arrived);
+            }
+        }));
+    }
+    let mut rng = Rng::stream(seed, 1);
+    let mean_gap = 1e9 / rate;
+    let mut started = 0;
+    let mut next = run.start;
+    while sleep_until(next, &run.stop) {
+        let (lock, cv) = &*queue;
+        lock.lock().unwrap().push_back(next);
+        cv.notify_one();
+        started += 1;
+        next += rng.exponential(mean_gap).round().max(1.0) as u64;
+    }
+    let mut rec = Record {
+        started,
+        ..Record::default()
+    };
+    for h in handles {
+        let r = h.join().unwrap_or_default();
+        rec.latencies.extend(r.latencies);
+        rec.completions.extend(r.completions);
+    }
+    rec
+}
+
+/// Bursty: steady threads that never sleep, and every `every` a spell in which each burst
+/// thread burns `length`; a spell that falls due while one runs starts when it ends (the
+/// core's `pending`), and spells keep their phase.
+fn bursty(run: &Run, steady: u32, burst: u32, every: u64, length: u64) -> Record {
+    let mut handles = Vec::new();
+    for _ in 0..steady {
+        let (stop, start) = (run.stop.clone(), run.start);
+        handles.push(thread::spawn(move || {
+            if sleep_until(start, &stop) {
+                burn(u64::MAX, &stop);
+            }
+        }));
+    }
+    let (done_tx, done_rx) = mpsc::channel::<bool>();
+    let mut work_txs = Vec::new();
+    for _ in 0..burst {
+        let (tx, rx) = mpsc::channel::<u64>();
+        let (done_tx, stop) = (done_tx.clone(), run.stop.clone());
+        handles.push(thread::spawn(move || {
+            while let Ok(work) = rx.recv() {
+                let _ = done_tx.send(burn(work, &stop));
+            }
+        }));
+        work_txs.push(tx);
+    }
+    let mut rec = Record::default();
+    let mut next = run.start + every;
+    let mut pending = false;
+    loop {
+        if !pending && !sleep_until(next, &run.stop) {
+            break;
+        }
+        let issued = mono_ns();
+        while next <= issued {
+            next += every;
+        }
+        rec.started += 1;
+        for tx in &work_txs {
+            let _ = tx.send(length);
+        }
+        let mut ok = true;
+        for _ in &work_txs {
+            ok &= done_rx.recv().unwrap_or(false);
+        }
+        if !ok {
+            break;
+        }
+        rec.done(issued);
+        let end = mono_ns();
+        pending = next <= end;
+        while next <= end {
+            next += every;
+        }
+    }
+    drop(work_txs);
+    for h in handles {
+        let _ = h.join();
+    }
+    rec
+}
+
+struct Args {
+    spec: String,
+    seed: u64,
+    duration_ns: u64,
+    out: Option<String>,
+}
+
+fn parse_args(argv: Vec<String>) -> Result<Args, String> {
+    let mut spec = None;
+    let (mut seed, mut duration_ns, mut out) = (1, None, None);
+    let mut it = argv.into_iter().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or(format!("{flag}: needs a value"));
+        match flag.as_str() {
+            "--spec" => spec = Some(value()?),
+            "--seed" => seed = value()?.parse().map_err(|e| format!("--seed: {e}"))?,
+            "--duration-ns" => duration_ns = Some(value()?.parse().map_err(|e| format!("--duration-ns: {e}"))?),
+            "--out" => out = Some(value()?),
+            other => {
+                return Err(format!(
+                    "unknown argument {other:?} (usage: --spec JSON --duration-ns N [--seed N] [--out FILE])"
+                ))
+            }
+        }
+    }
+    Ok(Args {
+        spec: spec.ok_or("--spec: required")?,
+        seed,
+        duration_ns: duration_ns.ok_or("--duration-ns: required")?,
+        out,
+    })
+}
+
+/// The whole command: `argv` as `std::env::args()` gives it (program name first); returns
+/// the exit status (0, 1 if the result could not be written, 2 for a bad argument or spec).
+/// Returns at the deadline (`--duration-ns` after the call) with the result written.
+pub fn run(argv: Vec<String>) -> u8 {
+    let args = match parse_args(argv) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("colosim-load: error: {e}");
+            return 2;
+        }
+    };
+    let spec: WorkloadSpec = match serde_json::from_str(&args.spec) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("colosim-load: error: --spec: {e}");
+            return 2;
+        }
+    };
+    let t0 = mono_ns();
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        // The deadline: every thread checks `stop` between bursts of work.
+        let stop = stop.clone();
+        let end = t0 + args.duration_ns;
+        thread::spawn(move || {
+            let never = AtomicBool::new(false);
+            sleep_until(end, &never);
+            stop.store(true, Ordering::Relaxed);
+        });
+    }
+    let start_ns = match &spec {
+        WorkloadSpec::Hog { start_ns, .. }
+        | WorkloadSpec::ClosedLoop { start_ns, .. }
+        | WorkloadSpec::OpenLoop { start_ns, .. }
+        | WorkloadSpec::Bursty { start_ns, .. }
+        | WorkloadSpec::MemoryHog { start_ns, .. }
+        | WorkloadSpec::FileServer { start_ns, .. }
+        | WorkloadSpec::CacheWriter { start_ns, .. }
+        | WorkloadSpec::Analytics { start_ns, .. }
+        | WorkloadSpec::Duty { start_ns, .. }
+        | WorkloadSpec::Dd { start_ns, .. }
+        | WorkloadSpec::Database { start_ns, .. }
+        | WorkloadSpec::Iperf { start_ns, .. } => *start_ns,
+    };
+    let run = Run {
+        stop,
+        start: t0 + start_ns,
+    };
+    let rec = match spec {
+        WorkloadSpec::Hog { threads, .. } => hog(&run, threads),
+        WorkloadSpec::MemoryHog { .. }
+        | WorkloadSpec::FileServer { .. }
+        | WorkloadSpec::CacheWriter { .. }
+        | WorkloadSpec::Analytics { .. }
+        | WorkloadSpec::Duty { .. } => {
+            eprintln!("colosim-load: error: --spec: memory and trace-driven workloads do not run under colosim-load");
+            return 2;
+        }
+        WorkloadSpec::Dd { .. } | WorkloadSpec::Database { .. } | WorkloadSpec::Iperf { .. } => {
+            eprintln!("colosim-load: error: --spec: IO and network workloads do not run under colosim-load (replay runs dd itself)");
+            return 2;
+        }
+        WorkloadSpec::ClosedLoop { workers: Some(_), .. } => {
+            eprintln!(
+                "colosim-load: error: --spec: a closed_loop with a worker pool (workers) does not run on the host yet"
+            );
+            return 2;
+        }
+        WorkloadSpec::ClosedLoop {
+            clients,
+            fanout,
+            service,
+            think,
+            ..
+        } => closed_loop(&run, args.seed, clients, fanout.max(1), service, think),
+        WorkloadSpec::OpenLoop {
+            rate_per_s,
+            workers,
+            service,
+            ..
+        } => open_loop(&run, args.seed, rate_per_s, workers.max(1), service),
+        WorkloadSpec::Bursty {
+            steady_threads,
+            burst_threads,
+            every_ns,
+            length_ns,
+            ..
+        } => bursty(&run, steady_threads, burst_threads.max(1), every_ns.max(1), length_ns),
+    };
+    let doc = serde_json::json!({
+        "t0_ns": t0,
+        "started": rec.started,
+        "completed": rec.latencies.len(),
+        "latencies_ns": rec.latencies,
+        "completions_ns": rec.completions,
+    });
+    let text = doc.to_string();
+    let written = match &args.out {
+        Some(path) => std::fs::write(path, text).map_err(|e| format!("{path}: {e}")),
+        None => {
+            println!("{text}");
+            Ok(())
+        }
+    };
+    match written {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("colosim-load: error: --out {e}");
+            1
+        }
+    }
+}
