@@ -8,7 +8,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 LOAD    := core_rs/target/release/colosim-load
-DEBS    := stress stress-ng wrk nginx clickhouse-server clickhouse-client clickhouse-tools postgresql
+DEBS    := stress stress-ng wrk nginx clickhouse-server clickhouse-client clickhouse-tools postgresql chromium
 
 .PHONY: setup host-packages demo test bench clean
 
