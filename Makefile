@@ -2,14 +2,15 @@
 # runs the gates CI runs before the tests.
 # Everything they need is installed here: a virtualenv with the Python packages, the Rust
 # extension built by maturin (release), colosim-load (the host side of replay), and — for
-# replay's tests on a real host — the Debian packages of the seed experiments' programs.
+# replay's tests on a real host — the Debian packages of the seed experiments' programs, and
+# chromium, which loads the HTML reports in the tests.
 
 PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 LOAD    := core_rs/target/release/colosim-load
-DEBS    := stress stress-ng wrk nginx clickhouse-server clickhouse-client clickhouse-tools postgresql
+DEBS    := stress stress-ng wrk nginx clickhouse-server clickhouse-client clickhouse-tools postgresql chromium
 
 .PHONY: setup host-packages demo lint test bench clean
 
@@ -28,8 +29,8 @@ $(LOAD): $(STAMP)
 
 setup: $(STAMP) $(LOAD)
 
-# The programs replay runs on the host (apt-get, as root; skipped where apt-get or root is
-# missing — the host tests then say what they skip and why).
+# The programs replay runs on the host, and chromium for the reports (apt-get, as root; skipped
+# where apt-get or root is missing — the host and browser tests then say what they skip and why).
 host-packages:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

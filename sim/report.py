@@ -17,22 +17,7 @@ from sim.results import PERCENTILES, ExperimentResult
 def write_report(result: ExperimentResult, path: str | Path) -> Path:
     """Write the report to `path`: the result tables, latency percentiles per run, and each
     cgroup's CPU share over time per run."""
-    figures = [
-        latency_figure(result),
-        latency_over_time_figure(result),
-        cpu_share_figure(result),
-        trace_figure(result),
-        memory_figure(result),
-        io_figure(result),
-        net_figure(result),
-        throttling_figure(result),
-        decisions_figure(result),
-    ]
-    parts = [
-        fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"responsive": True})
-        for i, fig in enumerate(figures)
-        if fig is not None
-    ]
+    parts = [fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"responsive": True}) for i, fig in enumerate(figures(result))]
     title = html.escape(f"colosim: {result.scenario}")
     page = f"""<!DOCTYPE html>
 <html lang="en">
@@ -59,6 +44,22 @@ baseline/run &minus; 1 (negative = worse).</p>
     path = Path(path)
     path.write_text(page, encoding="utf-8")
     return path
+
+
+def figures(result: ExperimentResult) -> list[go.Figure]:
+    """The report's plots, in order: those the result has data for."""
+    made = (
+        latency_figure(result),
+        latency_over_time_figure(result),
+        cpu_share_figure(result),
+        trace_figure(result),
+        memory_figure(result),
+        io_figure(result),
+        net_figure(result),
+        throttling_figure(result),
+        decisions_figure(result),
+    )
+    return [fig for fig in made if fig is not None]
 
 
 def _colors(names: list[str]) -> dict[str, str]:
@@ -205,7 +206,13 @@ def trace_figure(result: ExperimentResult) -> go.Figure | None:
 def _per_cgroup_figure(result: ExperimentResult, series: str, scale: float, unit: str, title: str) -> go.Figure | None:
     """Per run, a per-cgroup time series (TimeSeries.<series>) of the leaves that have any,
     divided by `scale`, whole run."""
-    runs = [r for r in result.runs.values() if getattr(r.timeseries, series) and len(r.timeseries.t_s)]
+
+    def shown(values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        # leaves that have any (parents repeat their children)
+        return {cg: v for cg, v in values.items() if v.any() and not any(c.startswith(cg + "/") for c in values)}
+
+    # only runs with a series to draw: a panel (or a figure) of none is an empty plot
+    runs = [r for r in result.runs.values() if len(r.timeseries.t_s) and shown(getattr(r.timeseries, series))]
     if not runs:
         return None
     fig = make_subplots(
@@ -217,11 +224,7 @@ def _per_cgroup_figure(result: ExperimentResult, series: str, scale: float, unit
     )
     colors = _colors(result.cgroup_names)
     for row, run in enumerate(runs, start=1):
-        values = getattr(run.timeseries, series)
-        for cg, v in values.items():
-            # leaves that have any (parents repeat their children)
-            if not v.any() or any(c.startswith(cg + "/") for c in values):
-                continue
+        for cg, v in shown(getattr(run.timeseries, series)).items():
             fig.add_scatter(
                 x=run.timeseries.t_s,
                 y=v / scale,

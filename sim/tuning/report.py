@@ -151,13 +151,16 @@ def comparison_figure(spec: TuneSpec, study: Study) -> go.Figure | None:
     return fig
 
 
+def figures(spec: TuneSpec, study: Study) -> list[go.Figure]:
+    """The report's plots, in order: those the study has data for."""
+    made = (history_figure(spec, study), tradeoff_figure(spec, study), importance_figure(spec, study), comparison_figure(spec, study))
+    return [fig for fig in made if fig is not None]
+
+
 def write_report(spec: TuneSpec, study: Study, name: str, path: Path) -> Path:
-    figures = [
-        f
-        for f in (history_figure(spec, study), tradeoff_figure(spec, study), importance_figure(spec, study), comparison_figure(spec, study))
-        if f is not None
+    parts = [
+        fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"responsive": True}) for i, fig in enumerate(figures(spec, study))
     ]
-    parts = [fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"responsive": True}) for i, fig in enumerate(figures)]
     title = html.escape(f"colosim tune: {name}")
     page = f"""<!DOCTYPE html>
 <html lang="en">
