@@ -11,7 +11,9 @@
 //! service times are CPU work. Latencies are measured from issue (closed loop, spell) or
 //! arrival (open loop) to completion with CLOCK_MONOTONIC.
 //!
-//!     colosim-load --spec '{"kind":"hog",...}' --seed 1 --duration-ns 10000000000 --out r.json
+//! ```text
+//! colosim-load --spec '{"kind":"hog",...}' --seed 1 --duration-ns 10000000000 --out r.json
+//! ```
 //!
 //! The output is JSON: started, completed, and per completed request its latency and its
 //! completion time (CLOCK_MONOTONIC ns, the clock Python's time.monotonic_ns reads), so the
