@@ -426,17 +426,7 @@ def parse_clickhouse_json(name: str, text: str, measured_s: float) -> ReportedSe
     if "statistics" not in doc and len(doc) == 1:
         doc = next(iter(doc.values()))
     stats, pct = doc["statistics"], doc["query_time_percentiles"]
-    n = int(stats.get("num_queries", 0))
-    return ReportedService(
-        name=name,
-        latencies_s=np.empty(0),
-        completions_s=np.empty(0),
-        started=n,
-        completed=n,
-        measured_s=measured_s,
-        reported={float(k): float(v) for k, v in pct.items()},
-        reported_qps=float(stats["QPS"]),
-    )
+    return _reported(name, int(stats.get("num_queries", 0)), measured_s, {float(k): float(v) for k, v in pct.items()}, float(stats["QPS"]))
 
 
 _WRK_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}
@@ -451,7 +441,12 @@ def parse_wrk(name: str, text: str, measured_s: float) -> ReportedService:
     total = re.search(r"(\d+) requests in", text)
     if not pct or rps is None:
         raise HostError(f"wrk printed no latency distribution: {text[-300:]}")
-    n = int(total.group(1)) if total else 0
+    return _reported(name, int(total.group(1)) if total else 0, measured_s, pct, float(rps.group(1)))
+
+
+def _reported(name: str, n: int, measured_s: float, percentiles: dict[float, float], qps: float) -> ReportedService:
+    """A service as its load generator reported it: n requests, latency percentiles (s) and
+    QPS, no per-request records."""
     return ReportedService(
         name=name,
         latencies_s=np.empty(0),
@@ -459,8 +454,8 @@ def parse_wrk(name: str, text: str, measured_s: float) -> ReportedService:
         started=n,
         completed=n,
         measured_s=measured_s,
-        reported=pct,
-        reported_qps=float(rps.group(1)),
+        reported=percentiles,
+        reported_qps=qps,
     )
 
 

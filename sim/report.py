@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative  # type: ignore[attr-defined]  # plotly-stubs 0.1.4 lacks plotly.colors.qualitative
 from plotly.subplots import make_subplots
 
-from sim.results import PERCENTILES, ExperimentResult
+from sim.results import PERCENTILES, ExperimentResult, RunResult
 
 
 def write_report(result: ExperimentResult, path: str | Path) -> Path:
@@ -108,12 +108,9 @@ def latency_figure(result: ExperimentResult) -> go.Figure | None:
     return fig
 
 
-def cpu_share_figure(result: ExperimentResult) -> go.Figure | None:
-    """Per run, each cgroup's share of node capacity per sample interval, whole run."""
-    runs = [r for r in result.runs.values() if len(r.timeseries.t_s)]
-    if not runs:
-        return None
-    fig = make_subplots(
+def _run_panels(runs: list[RunResult]) -> go.Figure:
+    """One panel per run, stacked, sharing the time axis."""
+    return make_subplots(
         rows=len(runs),
         cols=1,
         shared_xaxes=True,
@@ -121,6 +118,14 @@ def cpu_share_figure(result: ExperimentResult) -> go.Figure | None:
         # plotly needs spacing <= 1 / (rows - 1); many runs get thinner gaps
         vertical_spacing=min(0.08, 0.5 / max(len(runs) - 1, 1)),
     )
+
+
+def cpu_share_figure(result: ExperimentResult) -> go.Figure | None:
+    """Per run, each cgroup's share of node capacity per sample interval, whole run."""
+    runs = [r for r in result.runs.values() if len(r.timeseries.t_s)]
+    if not runs:
+        return None
+    fig = _run_panels(runs)
     colors = _colors(result.cgroup_names)
     for row, run in enumerate(runs, start=1):
         for cg, share in run.timeseries.cpu_share.items():
@@ -215,13 +220,7 @@ def _per_cgroup_figure(result: ExperimentResult, series: str, scale: float, unit
     runs = [r for r in result.runs.values() if len(r.timeseries.t_s) and shown(getattr(r.timeseries, series))]
     if not runs:
         return None
-    fig = make_subplots(
-        rows=len(runs),
-        cols=1,
-        shared_xaxes=True,
-        subplot_titles=[r.name for r in runs],
-        vertical_spacing=min(0.08, 0.5 / max(len(runs) - 1, 1)),
-    )
+    fig = _run_panels(runs)
     colors = _colors(result.cgroup_names)
     for row, run in enumerate(runs, start=1):
         for cg, v in shown(getattr(run.timeseries, series)).items():
