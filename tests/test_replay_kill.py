@@ -101,6 +101,11 @@ def test_cleanup_after_kill_9_leaves_no_cgroup_process_or_file(tmp_path, kind):
         # a process outside the run's cgroups using its directory (as dd preparing a reader's
         # file, before the run, does)
         holder = subprocess.Popen(["sleep", "600"], cwd=next(run_dir.glob("ha-*")), env=env)
+        # Popen returns when exec closes its close-on-exec pipe, before the new image's
+        # environment is in place (/proc/PID/environ reads empty until then): wait for it
+        ready = time.monotonic() + 10
+        while not any(p.startswith(f"{holder.pid} ") for p in marked(token)) and time.monotonic() < ready:
+            time.sleep(0.02)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         run_id = run_dir.name[len(SCRATCH_PREFIX) :]

@@ -86,7 +86,6 @@ def test_kill_9_leaves_no_process_and_the_resumed_study_completes(tmp_path):
             time.sleep(0.05)
         else:
             pytest.fail(f"the study did not get under way: {states(db) if db.exists() else 'no database'}, {marked(token)}")
-        assert len(marked(token)) >= 5, marked(token)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
     finally:
