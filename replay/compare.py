@@ -477,7 +477,10 @@ def write_outputs(out, scenario, host, predicted, comparisons, runs, factors, di
         both.runs[f"{name} · host"] = run
         if predicted is not None:
             both.runs[f"{name} · sim"] = predicted.runs[name]
-    write_report(both, out / "report.html")
+    from replay.probe import cpu_figure
+
+    probed = cpu_figure({f"{name} · host": r.probe for name, r in runs.items() if r.probe is not None})
+    write_report(both, out / "report.html", extra=[probed] if probed is not None else [])
 
 
 def cleanup(say: Callable[[str], Any] = _say) -> int:

@@ -29,9 +29,12 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sim.results import markdown, sig3
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
 
 PROC = Path("/proc")
 SCHED_DEBUG = Path("/sys/kernel/debug/sched/debug")
@@ -558,3 +561,45 @@ class Probe:
             cpu_samples=on_cpu,
             samples=len(inside),
         )
+
+
+def cpu_figure(probes: dict[str, ProbeResult]) -> go.Figure | None:
+    """Per probed run, each group's CPUs used on each CPU over time (cpuacct.usage_percpu
+    between the probe's samples): where each group ran, and when."""
+    # plotly only for the report: the sampler itself stays light to import
+    from plotly.colors import qualitative  # type: ignore[attr-defined]  # plotly-stubs 0.1.4 lacks it
+    from plotly.subplots import make_subplots
+
+    runs = {name: p for name, p in probes.items() if p.t_s and any(p.cpu_series.values())}
+    if not runs:
+        return None
+    fig = make_subplots(
+        rows=len(runs), cols=1, shared_xaxes=True, subplot_titles=list(runs), vertical_spacing=min(0.08, 0.5 / max(len(runs) - 1, 1))
+    )
+    palette = qualitative.Plotly
+    groups = list(dict.fromkeys(g for p in runs.values() for g in p.cpu_series))
+    for row, p in enumerate(runs.values(), start=1):
+        for gi, group in enumerate(groups):
+            for cpu, series in enumerate(p.cpu_series.get(group, [])):
+                if not any(math.isfinite(v) for v in series):
+                    continue
+                fig.add_scatter(
+                    x=p.t_s,
+                    y=series,
+                    mode="lines",
+                    line={"shape": "hv", "color": palette[gi % len(palette)], "dash": ("solid", "dot", "dash", "dashdot")[cpu % 4]},
+                    name=f"{group} CPU {cpu}",
+                    legendgroup=f"{group} CPU {cpu}",
+                    showlegend=row == 1,
+                    hovertemplate="%{x:.2f}s: %{y:.2f}<extra>" + f"{group} on CPU {cpu}" + "</extra>",
+                    row=row,
+                    col=1,
+                )
+        fig.update_yaxes(title_text="CPUs used", rangemode="tozero", row=row, col=1)
+    fig.update_xaxes(title_text="time since the run started (s)", row=len(runs), col=1)
+    fig.update_layout(
+        title="Probe: CPU each group got on each CPU (cpuacct.usage_percpu)",
+        height=260 * len(runs) + 160,
+        legend={"orientation": "h", "y": -0.1},
+    )
+    return fig

@@ -198,3 +198,21 @@ def test_a_thread_born_inside_the_window_counts_from_zero(tmp_path):
     assert r.groups["g"].run_s == pytest.approx(0.8)
     assert r.groups["g"].wait_s == pytest.approx(0.1)
     assert math.isnan(r.groups["g"].cpuacct_s)  # not a cgroup of ours: no cpuacct
+
+
+def test_cpu_figure_draws_each_group_on_each_cpu(tmp_path):
+    from replay.probe import cpu_figure
+
+    proc = FakeProc(tmp_path / "proc")
+    percpu = [[0, 0]]
+    probe = Probe({"offline": Watch(tids=lambda: [11], percpu=lambda: percpu[0])}, ncpus=2, proc=proc.root, sched_debug=tmp_path / "none")
+    for i, t in enumerate((0.0, 1.0, 2.0)):
+        proc.set(11, i * 10**9, 0, i, 0, 0, 0, cpu=0)
+        percpu[0] = [i * 10**9, 0]
+        probe.sample(t)
+    probe._t_end = 2.0
+    fig = cpu_figure({"run": probe.result()})
+    assert fig is not None
+    assert [tr.name for tr in fig.data] == ["offline CPU 0", "offline CPU 1"]
+    assert list(fig.data[0].y) == pytest.approx([1.0, 1.0]) and list(fig.data[1].y) == pytest.approx([0.0, 0.0])
+    assert cpu_figure({}) is None
