@@ -4,9 +4,10 @@ first byte). A pair keeps one CPU busy between its two sides, each waking the ot
 shape of a server and its client (ClickHouse's TCPHandler and clickhouse-benchmark), with no
 ClickHouse in it.
 
-    python experiments/pingpong.py a|b FIFO_IN FIFO_OUT WORK_US
+    python experiments/pingpong.py a|b FIFO_IN FIFO_OUT WORK_US [CPU]
     python experiments/pingpong.py duty WORK_US SLEEP_US
 
+CPU: pin this side to that CPU (sched_setaffinity of this process only).
 `duty`: burn WORK_US, sleep SLEEP_US (a timer), forever — as often asleep and awake as a
 ping-pong side, but woken by a timer, not by a partner.
 """
@@ -31,6 +32,8 @@ def main() -> None:
             burn(work)
             time.sleep(sleep / 1e6)
     side, fifo_in, fifo_out, work = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+    if len(sys.argv) > 5:
+        os.sched_setaffinity(0, {int(sys.argv[5])})
     # open order avoids the FIFO deadlock: a opens out first, b opens in first
     if side == "a":
         out = os.open(fifo_out, os.O_WRONLY)

@@ -12,6 +12,9 @@ probed (replay/probe.py), repeated, interleaved so that the shared machine's loa
     pingpong-same   10 request/response pairs (experiments/pingpong.py, 2 ms of CPU per
                     message) both sides in online, stress in offline — no ClickHouse
     pingpong-apart  the same pairs, side a in online, side b in client
+    pingpong-same-onecpu   as pingpong-same, both sides of pair i pinned to CPU i mod 2
+    pingpong-same-twocpus  as pingpong-same, side a pinned to CPU 0, side b to CPU 1 (stress
+                    stays unpinned in every arrangement)
     duty            20 processes in online that burn 2 ms and sleep 2 ms (a timer) each: as
                     many sleeps and wakeups, nobody waking anybody
 
@@ -45,7 +48,16 @@ from replay.workloads import CLICKHOUSE_CONFIG, CLICKHOUSE_USERS, _free_port, _w
 from sim.results import finite, markdown, sig3
 from sim.scenario.workloads import SEED_QUERY
 
-ARRANGEMENTS = ("cgroups", "client-apart", "autogroup", "pingpong-same", "pingpong-apart", "duty")
+ARRANGEMENTS = (
+    "cgroups",
+    "client-apart",
+    "autogroup",
+    "pingpong-same",
+    "pingpong-apart",
+    "duty",
+    "pingpong-same-onecpu",
+    "pingpong-same-twocpus",
+)
 PAIRS, WORK_US = 10, 2000  # the ping-pong stand-in: 10 pairs, 2 ms of CPU per message
 
 
@@ -71,9 +83,13 @@ def run_pingpong(session: Session, arrangement: str, warmup: float, seconds: flo
             ab, ba = tmp / f"ab{i}", tmp / f"ba{i}"
             os.mkfifo(ab)
             os.mkfifo(ba)
-            session.spawn([sys.executable, script, "a", str(ba), str(ab), str(WORK_US)], "online")
+            pin_a, pin_b = {"pingpong-same-onecpu": ([str(i % 2)], [str(i % 2)]), "pingpong-same-twocpus": (["0"], ["1"])}.get(
+                arrangement, ([], [])
+            )
+            session.spawn([sys.executable, script, "a", str(ba), str(ab), str(WORK_US), *pin_a], "online")
             session.spawn(
-                [sys.executable, script, "b", str(ab), str(ba), str(WORK_US)], "online" if arrangement == "pingpong-same" else "client"
+                [sys.executable, script, "b", str(ab), str(ba), str(WORK_US), *pin_b],
+                "client" if arrangement == "pingpong-apart" else "online",
             )
         watch = {
             g: Watch(
