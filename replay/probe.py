@@ -113,7 +113,23 @@ SCHED_DEBUG_FIELDS = (
     "tg_load_avg",
     "h_nr_runnable",
     "se->load.weight",
+    # absolute virtual times (ms): only their difference means anything — the group entity's
+    # lag on its parent queue, avg_vruntime(parent) - se->vruntime (see sched_debug_lags)
+    "avg_vruntime",
+    "se->vruntime",
 )
+
+
+def sched_debug_lags(snap: dict[tuple[int, str], dict[str, float]]) -> dict[tuple[int, str], float]:
+    """Each group entity's lag on its parent's queue, in virtual ms: V - v_i, where V is the
+    parent cfs_rq's avg_vruntime (EEVDF: the entity is eligible when this is >= 0)."""
+    out = {}
+    for (cpu, path), fields in snap.items():
+        parent = path.rsplit("/", 1)[0] or "/"
+        if path == "/" or "se->vruntime" not in fields or "avg_vruntime" not in snap.get((cpu, parent), {}):
+            continue
+        out[(cpu, path)] = snap[(cpu, parent)]["avg_vruntime"] - fields["se->vruntime"]
+    return out
 
 
 def parse_sched_debug(text: str) -> dict[tuple[int, str], dict[str, float]]:
@@ -271,13 +287,18 @@ class ProbeResult:
                     k,
                     *(
                         sig3(v.get(f, math.nan))
-                        for f in ("h_nr_runnable", "load_avg", "tg_load_avg_contrib", "tg_load_avg", "se->load.weight")
+                        for f in ("h_nr_runnable", "load_avg", "tg_load_avg_contrib", "tg_load_avg", "se->load.weight", "se lag (ms)")
                     ),
                 ]
                 for k, v in self.sched_debug.items()
             ]
             out.append(f"sched/debug, mean of {self.sched_debug_snapshots} snapshots (cfs_rq[CPU]:path)")
-            out.append(markdown(["cfs_rq", "h_nr_runnable", "load_avg", "tg_load_avg_contrib", "tg_load_avg", "group se weight"], srow))
+            out.append(
+                markdown(
+                    ["cfs_rq", "h_nr_runnable", "load_avg", "tg_load_avg_contrib", "tg_load_avg", "group se weight", "se lag (virtual ms)"],
+                    srow,
+                )
+            )
         return "\n".join(out)
 
 
@@ -505,11 +526,15 @@ class Probe:
         paths = {p for w in self.watch.values() for p in w.paths} | {th.autogroup for th in self.threads.values() if th.autogroup}
         debug: dict[str, dict[str, float]] = {}
         for snap in snaps:
+            lags = sched_debug_lags(snap)
             for (cpu, path), fields in sorted(snap.items()):
                 if path in paths:
                     acc = debug.setdefault(f"[{cpu}]:{path}", {})
                     for key, value in fields.items():
-                        acc[key] = acc.get(key, 0.0) + value / len(snaps)
+                        if key not in ("avg_vruntime", "se->vruntime"):
+                            acc[key] = acc.get(key, 0.0) + value / len(snaps)
+                    if (cpu, path) in lags:
+                        acc["se lag (ms)"] = acc.get("se lag (ms)", 0.0) + lags[(cpu, path)] / len(snaps)
         return ProbeResult(
             window_s=window,
             hz=self.hz,

@@ -18,6 +18,7 @@ from replay.probe import (
     parse_schedstat,
     parse_stat,
     parse_switches,
+    sched_debug_lags,
 )
 
 # /proc/TID/stat of a thread whose comm has a space and a ')' in it: the fields after the
@@ -53,7 +54,13 @@ Sched Debug Version: v0.11, 6.18.44
 cpu#0, 2599.998 MHz
   .nr_running                    : 3
 
+cfs_rq[0]:/colosim-x
+  .avg_vruntime                  : 1000.500000
+  .se->vruntime                  : 77.000000
+
 cfs_rq[0]:/colosim-x/offline
+  .avg_vruntime                  : 5.000000
+  .se->vruntime                  : 990.250000
   .load                          : 1048576
   .load_avg                      : 10240
   .tg_load_avg_contrib           : 10240
@@ -104,8 +111,11 @@ def test_autogroup_and_cpu_cgroup():
 
 def test_sched_debug_blocks_end_at_the_next_heading():
     d = parse_sched_debug(SCHED_DEBUG)
-    assert set(d) == {(0, "/colosim-x/offline"), (1, "/autogroup-12")}
-    off = d[(0, "/colosim-x/offline")]
+    assert set(d) == {(0, "/colosim-x"), (0, "/colosim-x/offline"), (1, "/autogroup-12")}
+    # the offline entity's lag on /colosim-x: V - v = 1000.5 - 990.25; the folder's parent
+    # (the root) is not in the text: no lag for it
+    assert sched_debug_lags(d) == {(0, "/colosim-x/offline"): pytest.approx(10.25)}
+    off = {k: v for k, v in d[(0, "/colosim-x/offline")].items() if k not in ("avg_vruntime", "se->vruntime")}
     # se->load.weight 1047552 = 1023 x 1024: scale_load_down -> 1023 shares' worth
     assert off == {
         "load": 1048576,
