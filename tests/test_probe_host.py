@@ -70,7 +70,8 @@ threads = 4
     # 8 always-runnable threads on fewer CPUs: every thread waits, most of the time
     window = probe["window_s"]
     ncpus = probe["ncpus"]
-    assert a["threads"] == b["threads"] == 4
+    # colosim-load's 4 hog threads per cgroup, and its own main and timer threads
+    assert a["threads"] >= 4 and b["threads"] >= 4
     assert a["wait_s"] + b["wait_s"] > (8 - ncpus) * window * 0.5
     # hogs are switched out involuntarily (preempted), not by sleeping
     assert a["involuntary"] > 0 and b["involuntary"] > 0
