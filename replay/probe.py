@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     import plotly.graph_objects as go
 
 PROC = Path("/proc")
+SERIES_STEP_S = 0.25  # the CPU-over-time series' step (the report's plot)
 SCHED_DEBUG = Path("/sys/kernel/debug/sched/debug")
 
 # -- parsing /proc text (pure: tested against hand-made text) ----------------------------------
@@ -511,10 +512,16 @@ class Probe:
                 cpuacct_percpu_s=percpu,
                 runnable_on_cpu=[r / max(1, len(pc)) for r in runnable],
             )
-        # CPUs used per group and CPU between consecutive samples
+        # CPUs used per group and CPU between samples at least SERIES_STEP_S apart: cpuacct
+        # is charged at ticks and switches, so over one 50 ms sampling gap a CPU can seem to
+        # run 1.5 CPUs' worth and the next gap 0.5
         t_s: list[float] = []
         series: dict[str, list[list[float]]] = {name: [[] for _ in range(self.ncpus)] for name in self.watch}
-        for (ta, a), (tb, b) in zip(self.percpu, self.percpu[1:], strict=False):
+        kept = self.percpu[:1]
+        for at, usage in self.percpu[1:]:
+            if at - kept[-1][0] >= SERIES_STEP_S or at == self.percpu[-1][0]:
+                kept.append((at, usage))
+        for (ta, a), (tb, b) in zip(kept, kept[1:], strict=False):
             if tb - ta <= 0:
                 continue
             t_s.append(tb - self._t_start)
