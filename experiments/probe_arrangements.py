@@ -40,7 +40,7 @@ import time
 from functools import partial
 from pathlib import Path
 
-from policies.cgroup import NodeStats
+from policies.cgroup import Knob, KnobWrite, NodeStats
 from replay.cgroupfs import HostBackend, read_proc_stat
 from replay.probe import PROC, Probe, ProbeResult, Watch, parse_cpu_cgroup, parse_stat
 from replay.session import Session
@@ -69,11 +69,19 @@ def _descendants_tids(pid: int) -> list[int]:
         return []
 
 
-def run_pingpong(session: Session, arrangement: str, warmup: float, seconds: float, hz: float) -> dict:
+def make_groups(session: Session, shares: dict[str, int]) -> list[str]:
+    """online, offline, client beneath the run folder, with `shares` written (default 1024)."""
+    groups = ["online", "offline", "client"]
+    session.backend.create(groups)
+    for g, v in shares.items():
+        session.backend.write(KnobWrite(g, Knob.CPU_SHARES, v))
+    return groups
+
+
+def run_pingpong(session: Session, arrangement: str, warmup: float, seconds: float, hz: float, shares: dict[str, int]) -> dict:
     """10 ping-pong pairs beside stress: both sides in one cgroup, or one side each in two."""
     backend: HostBackend = session.backend
-    groups = ["online", "offline", "client"]
-    backend.create(groups)
+    groups = make_groups(session, shares)
     tmp = Path(tempfile.mkdtemp(prefix="pp-", dir=session.run_dir()))
     try:
         script = str(Path(__file__).with_name("pingpong.py"))
@@ -127,12 +135,11 @@ def run_pingpong(session: Session, arrangement: str, warmup: float, seconds: flo
     }
 
 
-def run_one(session: Session, arrangement: str, warmup: float, seconds: float, hz: float) -> dict:
+def run_one(session: Session, arrangement: str, warmup: float, seconds: float, hz: float, shares: dict[str, int]) -> dict:
     if arrangement.startswith("pingpong") or arrangement == "duty":
-        return run_pingpong(session, arrangement, warmup, seconds, hz)
+        return run_pingpong(session, arrangement, warmup, seconds, hz, shares)
     backend: HostBackend = session.backend
-    groups = ["online", "offline", "client"]
-    backend.create(groups)
+    groups = make_groups(session, shares)
     tmp = Path(tempfile.mkdtemp(prefix="ch-", dir=session.run_dir()))
     port = _free_port()
     (tmp / "config.xml").write_text(CLICKHOUSE_CONFIG.format(port=port, dir=tmp))
@@ -235,15 +242,19 @@ def main() -> int:
     ap.add_argument("--warmup", type=float, default=2.0)
     ap.add_argument("--hz", type=float, default=20.0)
     ap.add_argument("--arrangements", default=",".join(ARRANGEMENTS))
+    ap.add_argument(
+        "--shares", action="append", default=[], metavar="GROUP=N", help="cpu.shares of online, offline or client (default 1024)"
+    )
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     names = args.arrangements.split(",")
+    group_shares = {g: int(v) for g, v in (x.split("=", 1) for x in args.shares)}
     results: list[dict] = []
     with Session() as session:
         for rep in range(args.reps):
             for a in names:
-                r = run_one(session, a, args.warmup, args.seconds, args.hz)
+                r = run_one(session, a, args.warmup, args.seconds, args.hz, group_shares)
                 r["rep"] = rep
                 s = shares(r)
                 print(
