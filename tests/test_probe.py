@@ -4,6 +4,7 @@ figure is worked out by hand from the text below."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -226,3 +227,21 @@ def test_cpu_figure_draws_each_group_on_each_cpu(tmp_path):
     assert [tr.name for tr in fig.data] == ["offline CPU 0", "offline CPU 1"]
     assert list(fig.data[0].y) == pytest.approx([1.0, 1.0]) and list(fig.data[1].y) == pytest.approx([0.0, 0.0])
     assert cpu_figure({}) is None
+
+
+def test_without_proc_sched_switches_come_from_status_and_migrations_are_unknown(tmp_path):
+    # a kernel without CONFIG_SCHED_DEBUG has no /proc/TID/sched
+    proc = FakeProc(tmp_path / "proc")
+    probe = Probe({"g": Watch(tids=lambda: [11])}, ncpus=2, proc=proc.root, sched_debug=tmp_path / "none")
+    probe._t_start = probe.window_start = 0.0
+    for t, (vol, inv) in ((0.0, (1, 2)), (1.0, (11, 7))):
+        proc.set(11, int(t * 1e9), 0, 1, 0, 0, 0, cpu=0)
+        (proc.root / "11" / "sched").unlink()
+        (proc.root / "11" / "status").write_text(
+            f"Name:\tstress\nTgid:\t11\nvoluntary_ctxt_switches:\t{vol}\nnonvoluntary_ctxt_switches:\t{inv}\n"
+        )
+        probe.sample(t)
+    probe._t_end = 1.0
+    g = probe.result().groups["g"]
+    assert (g.voluntary, g.involuntary, g.switches, g.migrations) == (10, 5, 15, -1)
+    assert re.search(r"\|\s+-\s+\|", probe.result().table())  # migrations shown as unknown
