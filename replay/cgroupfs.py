@@ -729,14 +729,23 @@ class HostBackend:
             return None
         return [int(x) for x in self.fs.read(self.path(cgroup, "cpuacct.usage_percpu")).split()]
 
-    def _nr_running(self, cgroup: str) -> int:
-        n = 0
+    def tids(self, cgroup: str) -> list[int]:
+        """Every thread in the cgroup (its cpu hierarchy's `tasks`; v2 `cgroup.threads`)."""
         tasks = self.dir(self.keys_for("cpu"), cgroup) / ("tasks" if self.layout.version == 1 else "cgroup.threads")
         try:
-            tids = self.fs.read(tasks).split()
+            return [int(t) for t in self.fs.read(tasks).split()]
         except OSError:
-            return 0
-        for tid in tids:
+            return []
+
+    def cfs_rq_path(self, cgroup: str) -> str:
+        """The cgroup's name in the scheduler's view (sched/debug's "cfs_rq[N]:/path"): its path
+        in the cpu hierarchy."""
+        key = self.keys_for("cpu")
+        return "/" + str(self.dir(key, cgroup).relative_to(self.layout.mounts[key])).strip(".").strip("/")
+
+    def _nr_running(self, cgroup: str) -> int:
+        n = 0
+        for tid in self.tids(cgroup):
             try:
                 state = Path(f"/proc/{tid}/stat").read_text().rpartition(")")[2].split()[0]
             except (OSError, IndexError):

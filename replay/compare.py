@@ -138,6 +138,14 @@ def metrics(run: RunResult, scenario: Scenario) -> dict[str, float]:
     for c in dict.fromkeys(w.cgroup for w in scenario.workloads.values() if w.enabled):
         if c in run.cgroups:
             out[f"{c} CPU (share)"] = run.cgroups[c].cpu_share
+    for c in dict.fromkeys(w.cgroup for w in scenario.workloads.values() if w.enabled):
+        cg = run.cgroups.get(c)
+        # what each cgroup's threads waited, switched and moved (a host run knows it when probed)
+        if cg is not None and math.isfinite(cg.wait_s) and run.measured_s > 0:
+            out[f"{c} wait (s/s)"] = cg.wait_s / run.measured_s
+            out[f"{c} switches/s"] = cg.nr_switches / run.measured_s
+            if cg.nr_migrations >= 0:
+                out[f"{c} migrations/s"] = cg.nr_migrations / run.measured_s
     for c, cg in run.cgroups.items():
         if cg.nr_periods:
             out[f"{c} nr_throttled"] = float(cg.nr_throttled)
@@ -184,6 +192,7 @@ def replay(
     compare: bool,
     dry_run: bool,
     say: Callable[[str], Any] = _say,
+    probe_hz: float | None = None,
 ) -> int:
     scenario = load_for_host(path, overrides)
     seed = scenario.seed if seed is None else seed
@@ -200,9 +209,14 @@ def replay(
         for v in variants:
             say(f"host: {v.name} ({scenario.duration_s:g} s) ...")
             hv = Variant(v.name, v.baseline, host_equivalent(v.scenario, substituted))
-            runs[v.name] = run_on_host(hv, seed, session, substituted)
+            runs[v.name] = run_on_host(hv, seed, session, substituted, probe_hz=probe_hz)
             host.runs[v.name] = runs[v.name].result
+            probed = runs[v.name].probe
+            if probed is not None:
+                print(f"# {v.name}\n{probed.table()}\n")
     if dry_run:
+        if probe_hz:
+            print("# --probe: a dry run starts nothing, so nothing is probed")
         for v in variants:
             print(f"# {v.name}")
             for w in runs[v.name].writes:
@@ -452,6 +466,7 @@ def write_outputs(out, scenario, host, predicted, comparisons, runs, factors, di
                 "error": {m: error(c.measured[m], c.predicted.get(m, math.nan)) for m in c.measured} if predicted else {},
                 "knob_writes": [{"t_s": w.t, "file": w.path, "value": w.value, "was": w.old.strip()} for w in runs[c.name].writes],
                 "decisions": host.runs[c.name].decisions,
+                **({"probe": runs[c.name].probe.to_dict()} if runs[c.name].probe is not None else {}),
             }
             for c in comparisons
         },
@@ -462,7 +477,10 @@ def write_outputs(out, scenario, host, predicted, comparisons, runs, factors, di
         both.runs[f"{name} · host"] = run
         if predicted is not None:
             both.runs[f"{name} · sim"] = predicted.runs[name]
-    write_report(both, out / "report.html")
+    from replay.probe import cpu_figure
+
+    probed = cpu_figure({f"{name} · host": r.probe for name, r in runs.items() if r.probe is not None})
+    write_report(both, out / "report.html", extra=[probed] if probed is not None else [])
 
 
 def cleanup(say: Callable[[str], Any] = _say) -> int:

@@ -13,12 +13,14 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from policies.cgroup import BLKIO_KNOBS, NET_KNOBS, PRESSURE_KNOBS, ROOT_KNOBS, SUBSTITUTES, CgroupStats, Knob, KnobWrite, Substituting
-from replay.cgroupfs import HostError, WriteRecord, read_disk_stat
+from replay.cgroupfs import HostBackend, HostError, WriteRecord, read_disk_stat
+from replay.probe import Probe, ProbeResult, Watch
 from replay.session import Session
 from replay.workloads import HostWorkload
 from sim.results import CgroupResult, RunResult, ServiceResult, TimeSeries
@@ -134,6 +136,18 @@ def host_scheduler(release: str | None = None) -> str:
 class HostRun:
     result: RunResult
     writes: list[WriteRecord] = field(default_factory=list)
+    probe: ProbeResult | None = None
+
+
+def cgroup_probe(backend: HostBackend, cgroups: list[str], hz: float) -> Probe:
+    """A probe of every thread in `cgroups` (the workloads' cgroups: their load generators run
+    there too), with the run folder's and the root's cfs_rqs from sched/debug."""
+    folder, root = backend.cfs_rq_path(""), "/"
+    watch = {
+        c: Watch(tids=partial(backend.tids, c), percpu=partial(backend.percpu_usage, c), paths=(backend.cfs_rq_path(c), folder, root))
+        for c in cgroups
+    }
+    return Probe(watch, len(backend.cpus()), hz=hz)
 
 
 def run_on_host(
@@ -142,8 +156,11 @@ def run_on_host(
     session: Session,
     substituted: set[Knob],
     on_progress: Callable[[float], Any] = lambda s: None,
+    probe_hz: float | None = None,
 ) -> HostRun:
-    """Run one variant for its duration on the host; the run folder is emptied afterwards."""
+    """Run one variant for its duration on the host; the run folder is emptied afterwards.
+    With `probe_hz`, every thread of the workloads' cgroups is sampled that often
+    (replay/probe.py) and the cgroups' run-queue wait, switches and migrations come from it."""
     sc = variant.scenario
     meta = sc.scenario
     duration, warmup = meta.duration / 1e9, meta.warmup / 1e9
@@ -196,6 +213,11 @@ def run_on_host(
         raise
     t0 = time.monotonic()
     backend._t0 = t0
+    probe = None
+    if probe_hz and not session.dry_run:
+        probe = cgroup_probe(backend, list(dict.fromkeys(w.model.cgroup for w in workloads)), probe_hz)
+        probe.start()
+    probed = None
     try:
         for w in workloads:
             w.start(session, t0, duration, warmup, seed)
@@ -205,6 +227,8 @@ def run_on_host(
             next_tick = runner.policy.interval
         samples = [snapshot()]
         at_warmup = samples[0] if warmup == 0 else None
+        if probe is not None and warmup == 0:
+            probe.mark()
         if warmup == 0:
             for w in workloads:
                 w.start_generator(session)
@@ -220,6 +244,8 @@ def run_on_host(
             now = target
             if at_warmup is None and now >= warmup:
                 at_warmup = snapshot()
+                if probe is not None:
+                    probe.mark()
                 for w in workloads:
                     w.start_generator(session)
             if runner is not None and next_tick is not None and now >= next_tick:
@@ -232,6 +258,8 @@ def run_on_host(
             if now >= duration:
                 break
         at_end = snapshot()
+        if probe is not None:
+            probed, probe = probe.stop(), None
         for w in workloads:
             failure = w.dd_failure()
             if failure:
@@ -246,6 +274,8 @@ def run_on_host(
             if w.is_service and not session.dry_run:
                 services[w.name] = w.result()
     finally:
+        if probe is not None:
+            probe.abort()
         session.kill_all()
         for w in workloads:
             w.close()
@@ -255,7 +285,22 @@ def run_on_host(
     result = _run_result(variant.name, ncpus, duration, warmup, order, at_warmup, at_end, samples, services, session.dry_run)
     if runner is not None:
         result.decisions = [d.to_dict() for d in runner.decisions]
-    return HostRun(result, backend.log[first_write:])
+    if probed is not None:
+        with_probe(result, probed)
+    return HostRun(result, backend.log[first_write:], probed)
+
+
+def with_probe(result: RunResult, probed: ProbeResult) -> None:
+    """The probe's run-queue wait, switches and migrations as the cgroups' own (a parent sums its
+    probed children), scaled from the probe's window to the run's measured window."""
+    scale = result.measured_s / probed.window_s if probed.window_s > 0 else math.nan
+    for name, cg in result.cgroups.items():
+        mine = [g for c, g in probed.groups.items() if c == name or c.startswith(name + "/")]
+        if not mine:
+            continue
+        cg.wait_s = sum(g.wait_s for g in mine) * scale
+        cg.nr_switches = round(sum(g.switches for g in mine) * scale)
+        cg.nr_migrations = round(sum(g.migrations for g in mine) * scale) if all(g.migrations >= 0 for g in mine) else -1
 
 
 _ZERO = CgroupStats(usage_ns=0, nr_periods=0, nr_throttled=0, throttled_ns=0, nr_bursts=0, burst_ns=0, psi_some_ns=0, nr_running=0)

@@ -134,7 +134,8 @@ class Node:
         """Zero every counter and latency record (used at the end of warm-up)."""
     def cgroup_stats(self, cgroup: str) -> dict[str, int]:
         """{"usage_ns" (hierarchical, like cpuacct.usage), "wait_ns" (run-queue wait of its
-        tasks, hierarchical), "nr_switches" (hierarchical), "nr_running", "nr_tasks", and the
+        tasks, hierarchical), "nr_switches" (hierarchical), "nr_migrations" (times its tasks
+        changed CPU, hierarchical), "nr_running", "nr_tasks", and the
         group's own cpu.stat: "nr_periods", "nr_throttled", "throttled_time" (ns, summed over
         CPUs), "nr_bursts", "burst_time" (ns), and cpu.pressure stall totals "psi_some_ns",
         "psi_full_ns"} — all since the last reset; with the node's memory modelled also

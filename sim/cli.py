@@ -66,6 +66,14 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--out", type=Path, help="write comparison.json and report.html here")
     rep.add_argument("--dry-run", action="store_true", help="print every knob write it would make, run nothing")
     rep.add_argument("--cleanup", action="store_true", help="remove what a crashed replay left, and exit")
+    rep.add_argument(
+        "--probe",
+        nargs="?",
+        type=float,
+        const=20.0,
+        metavar="HZ",
+        help="sample every thread of the workloads' cgroups (default 20 Hz): run, run-queue wait, switches, migrations, CPUs",
+    )
     cal = commands.add_parser(
         "calibrate",
         help="measure the core's error per mechanism on this host (root)",
@@ -183,7 +191,9 @@ def _replay(args: argparse.Namespace) -> int:
         raise ScenarioError("replay: give a SCENARIO.toml (or --cleanup)")
     if args.seed is not None and not 0 <= args.seed < 2**64:
         raise ScenarioError(f"--seed: must be in 0..2^64-1 (got {args.seed})")
-    return replay(args.scenario, _overrides(args), args.seed, args.out, args.compare, args.dry_run)
+    if args.probe is not None and not 0 < args.probe <= 1000:
+        raise ScenarioError(f"--probe: the sampling rate must be in (0, 1000] Hz (got {args.probe:g})")
+    return replay(args.scenario, _overrides(args), args.seed, args.out, args.compare, args.dry_run, probe_hz=args.probe)
 
 
 def _seconds(flag: str, text: str) -> float:

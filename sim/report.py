@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -14,10 +15,13 @@ from plotly.subplots import make_subplots
 from sim.results import PERCENTILES, ExperimentResult, RunResult
 
 
-def write_report(result: ExperimentResult, path: str | Path) -> Path:
+def write_report(result: ExperimentResult, path: str | Path, extra: Sequence[go.Figure] = ()) -> Path:
     """Write the report to `path`: the result tables, latency percentiles per run, and each
-    cgroup's CPU share over time per run."""
-    parts = [fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"responsive": True}) for i, fig in enumerate(figures(result))]
+    cgroup's CPU share over time per run; `extra` figures after them (replay's probe)."""
+    parts = [
+        fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"responsive": True})
+        for i, fig in enumerate([*figures(result), *extra])
+    ]
     title = html.escape(f"colosim: {result.scenario}")
     page = f"""<!DOCTYPE html>
 <html lang="en">

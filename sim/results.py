@@ -103,6 +103,8 @@ class CgroupResult:
     cpu_share: float  # of node capacity: cpu_s / (ncpus x measured seconds)
     wait_s: float  # run-queue wait of its tasks
     nr_switches: int
+    # times its tasks changed CPU (se.nr_migrations summed; a host run knows it only when probed)
+    nr_migrations: int = 0
     # cpu.stat of the group's own bandwidth control (zero without a quota)
     nr_periods: int = 0
     nr_throttled: int = 0
@@ -130,6 +132,7 @@ class CgroupResult:
             "cpu_share": self.cpu_share,
             "wait_s": self.wait_s,
             "nr_switches": self.nr_switches,
+            "nr_migrations": self.nr_migrations,
             "nr_periods": self.nr_periods,
             "nr_throttled": self.nr_throttled,
             "throttled_s": self.throttled_s,
@@ -273,6 +276,7 @@ class RunResult:
                 cpu_share=cpu_s / capacity if capacity > 0 else math.nan,
                 wait_s=stats["wait_ns"] / NS,
                 nr_switches=int(stats["nr_switches"]),
+                nr_migrations=int(stats.get("nr_migrations", 0)),
                 nr_periods=int(stats["nr_periods"]),
                 nr_throttled=int(stats["nr_throttled"]),
                 throttled_s=stats["throttled_time"] / NS,

@@ -145,3 +145,13 @@ def test_a_bad_scenario_in_process_stays_a_user_error(tmp_path, monkeypatch, cap
     assert main(["run", str(path), "--no-progress"]) == USAGE_ERROR
     err = capsys.readouterr().err
     assert err.startswith("colosim: error: workloads.web.rate: must be > 0") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("rate", ["0", "-5", "5000"])
+def test_replay_probe_rate_out_of_range(tmp_path, rate):
+    # checked before anything touches the host (no root, no cgroups needed)
+    f = tmp_path / "s.toml"
+    f.write_text(GOOD)
+    r = colosim("replay", str(f), "--probe", rate)
+    assert r.returncode == 2
+    assert r.stderr.strip() == f"colosim: error: --probe: the sampling rate must be in (0, 1000] Hz (got {float(rate):g})"

@@ -123,6 +123,7 @@ def test_results_json_document(experiment):
         "cpu_s",
         "cpu_share",
         "wait_s",
+        "nr_migrations",
         "nr_switches",
         "nr_periods",
         "nr_throttled",

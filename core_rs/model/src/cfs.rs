@@ -334,6 +334,11 @@ impl Node {
     pub(crate) fn enqueue_task(&mut self, t: TaskId, cpu: CpuId, mode: Enqueue) {
         let ncpus = self.ncpus();
         let task = &mut self.tasks[t];
+        // Fork placement is `__set_task_cpu` (not counted); every later change of CPU is
+        // `set_task_cpu`, which counts se.nr_migrations.
+        if mode != Enqueue::New && task.cpu != cpu {
+            self.cgroups[task.cg].stats.nr_migrations += 1;
+        }
         task.cpu = cpu;
         let se = task.se;
         let idle = task.idle_policy as u32;

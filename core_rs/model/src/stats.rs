@@ -11,6 +11,9 @@ pub struct CgroupStats {
     pub wait_ns: u64,
     /// Times one of its tasks was switched out for another task or for idle.
     pub nr_switches: u64,
+    /// Times one of its tasks changed CPU (`set_task_cpu` → se.nr_migrations: a wakeup
+    /// placed elsewhere than its last CPU, balancing, a cpuset change; not fork placement).
+    pub nr_migrations: u64,
 }
 
 #[derive(Debug, Clone, Default)]

@@ -167,6 +167,7 @@ impl Node {
         d.set_item("usage_ns", n.hierarchical(|g| g.stats.usage_ns)[id])?;
         d.set_item("wait_ns", n.hierarchical(|g| g.stats.wait_ns)[id])?;
         d.set_item("nr_switches", n.hierarchical(|g| g.stats.nr_switches)[id])?;
+        d.set_item("nr_migrations", n.hierarchical(|g| g.stats.nr_migrations)[id])?;
         d.set_item("nr_running", n.nr_running_in(id))?;
         d.set_item("nr_tasks", n.nr_tasks_in(id))?;
         // cpu.stat (cgroup v1 names; times in ns), since the last reset.

@@ -1,0 +1,83 @@
+"""`colosim replay --probe` on this host's real cgroups: what the probe sums from each thread's
+/proc/TID/schedstat must agree with what the kernel's cpuacct says of the cgroup, and
+threads that outnumber the CPUs must be seen waiting. Skips where replay cannot run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+from host_replay import unavailable
+
+from replay.cgroupfs import detect_layout
+
+REASON = unavailable()
+pytestmark = pytest.mark.skipif(REASON is not None, reason=f"host replay unavailable: {REASON}")
+
+
+def replay_probed(tmp_path, scenario, out) -> subprocess.CompletedProcess:
+    """`colosim replay SCENARIO --probe --out OUT`, waiting while another replay holds the host."""
+    for _ in range(120):
+        proc = subprocess.run(
+            [sys.executable, "-m", "sim", "replay", str(scenario), "--probe", "--out", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        if "another replay is running" not in proc.stderr:
+            return proc
+        time.sleep(5)
+    pytest.skip("another replay held the host for 10 minutes")
+
+
+def test_probe_run_time_matches_cpuacct_and_threads_beyond_the_cpus_wait(tmp_path):
+    layout = detect_layout()
+    # 4 + 4 hogs (stress-like busy loops of colosim-load) under 1024:512 shares on this host's CPUs
+    scenario = tmp_path / "pair.toml"
+    scenario.write_text("""
+[scenario]
+name = "pair"
+duration = "6s"
+warmup = "1s"
+[cgroups.a]
+"cpu.shares" = 1024
+[cgroups.b]
+"cpu.shares" = 512
+[workloads.ha]
+kind = "hog"
+cgroup = "a"
+threads = 4
+[workloads.hb]
+kind = "hog"
+cgroup = "b"
+threads = 4
+""")
+    proc = replay_probed(tmp_path, scenario, tmp_path / "out")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((tmp_path / "out/comparison.json").read_text())["variants"]["pair"]
+    probe = doc["probe"]
+    a, b = probe["groups"]["a"], probe["groups"]["b"]
+    print(
+        f"probe: a {a['run_s']:.3f} s (cpuacct {a['cpuacct_s']:.3f}), b {b['run_s']:.3f} s (cpuacct {b['cpuacct_s']:.3f}); cost {probe['cost_cpus']:.4f} CPUs"
+    )
+    # the threads' own run time, summed, is what cpuacct charged the cgroup (same window)
+    assert a["run_s"] == pytest.approx(a["cpuacct_s"], rel=0.05)
+    assert b["run_s"] == pytest.approx(b["cpuacct_s"], rel=0.05)
+    assert a["run_s"] / b["run_s"] == pytest.approx(a["cpuacct_s"] / b["cpuacct_s"], rel=0.05)
+    # 8 always-runnable threads on fewer CPUs: every thread waits, most of the time
+    window = probe["window_s"]
+    ncpus = probe["ncpus"]
+    # colosim-load's 4 hog threads per cgroup, and its own main and timer threads
+    assert a["threads"] >= 4 and b["threads"] >= 4
+    assert a["wait_s"] + b["wait_s"] > (8 - ncpus) * window * 0.5
+    # hogs are switched out involuntarily (preempted), not by sleeping
+    assert a["involuntary"] > 0 and b["involuntary"] > 0
+    # the comparison carries the probe's figures as the cgroups' own
+    assert doc["measured"]["a wait (s/s)"] > 0 and doc["measured"]["b switches/s"] > 0
+    # the run's folder is gone from every hierarchy (other replays' folders, on this shared
+    # host, are theirs to remove)
+    folder = next(p for w in doc["knob_writes"] for p in w["file"].split("/") if p.startswith("colosim-"))
+    assert not any((layout.own_dir(key) / folder).exists() for key in layout.keys)
