@@ -91,20 +91,30 @@ def test_a_busy_process_records_what_it_got(tmp_path):
         (d / "cgroup.procs").write_text(str(busy.pid))
         out = tmp_path / "rec.parquet"
         rel = "/" + str(d.relative_to(m["cpuacct"]))
-        cpu0, t0 = _cpu_s(busy.pid), time.monotonic()
-        proc = subprocess.run(
+        # The process's own CPU clock, read every 0.1 s while the recorder runs: the recorder's
+        # 3 s window lies somewhere inside (after its interpreter's start-up, which on a busy
+        # machine takes a while), so the truth is the range of what the process got over any
+        # 3 s of the run, not the whole run's average.
+        clock: list[tuple[float, float]] = []
+        rec = subprocess.Popen(
             [sys.executable, "-m", "sim", "record", "--cgroup", rel, "--interval", "0.5s", "--duration", "3s", "-o", str(out)],
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=60,
         )
-        rate = (_cpu_s(busy.pid) - cpu0) / (time.monotonic() - t0)
-        assert proc.returncode == 0, proc.stderr
+        while rec.poll() is None:
+            clock.append((time.monotonic(), _cpu_s(busy.pid)))
+            time.sleep(0.1)
+        _, err = rec.communicate(timeout=60)
+        assert rec.returncode == 0, err
+        rates = [(c1 - c0) / (t1 - t0) for i, (t0, c0) in enumerate(clock) for t1, c1 in clock[i + 1 :] if 2.9 <= t1 - t0 <= 3.3]
+        assert rates, "the recorder ran for less than its 3 s"
         e = read(out).entities[rel]
-        # The recording says what the process got (its own CPU clock in /proc, over the same
-        # seconds): a whole core on an idle machine, less beside other work, never more.
-        print(f"recorded {e.cpu_cores.mean():.3f} cores; the process's own clock says {rate:.3f}")
-        assert len(e) == 6 and e.cpu_cores.mean() == pytest.approx(rate, rel=0.15)
+        got = e.cpu_cores.mean()
+        # The recording says what the process got: a whole core on an idle machine, less
+        # beside other work, never more.
+        print(f"recorded {got:.3f} cores; the process's own clock over any 3 s of the run: {min(rates):.3f}-{max(rates):.3f}")
+        assert len(e) == 6 and min(rates) * 0.9 <= got <= max(rates) * 1.1
         assert e.cpu_cores.max() <= 1.05
     finally:
         busy.kill()
