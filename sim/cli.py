@@ -118,8 +118,23 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _set_values_attached(argv: Sequence[str]) -> list[str]:
+    """`--set VALUE` as `--set=VALUE`: a KEY=VALUE is the user's text, and argparse would take
+    one that starts with "-" (`--set -x=1`) for an option and stop with its usage instead of
+    letting the override's own check name what is wrong."""
+    out: list[str] = []
+    it = iter(argv)
+    for a in it:
+        if a == "--set":
+            value = next(it, None)
+            out.append(a if value is None else f"--set={value}")
+        else:
+            out.append(a)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parser().parse_args(_set_values_attached(sys.argv[1:] if argv is None else argv))
     try:
         return _run(args)
     except KeyboardInterrupt:
