@@ -1,0 +1,468 @@
+"""`colosim shape PROGRAM`: measure a real service's request shape on this host and write the
+scenario's closed_loop workload section for it.
+
+    with Session() as s:                       # the replay lock, cgroups beneath our own
+        service/  the server (clickhouse-server, nginx, or any command that serves HTTP)
+        load/     its load generator (clickhouse-benchmark, wrk), apart so its CPU is its own
+
+The server starts as replay starts it (replay/workloads.py's HostWorkload); a warm-up pass of
+the load generator is thrown away; then the idle server is watched for `idle` seconds (its
+background threads' CPU and switches are subtracted at that rate); then each pass drives it
+with C clients for `duration`. During a pass every thread of the service cgroup is read:
+
+    /proc/PID/task/TID/schedstat   run ns, run-queue wait ns, timeslices  (every `interval`)
+    /proc/PID/task/TID/status      voluntary / nonvoluntary context switches (at both ends)
+    /proc/PID/task/TID/stat        processor: the CPU it last ran on        (at the end)
+
+and the service's and the load generator's cgroups' cpuacct.usage at both ends. The estimators
+(replay/shape_estimate.py) turn these and the generator's report (requests, latency quantiles)
+into fanout, service, bursts and wait. Nothing outside the run folder is written, and the
+session kills and removes everything on every exit path.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shlex
+import shutil
+import statistics
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from replay.cgroupfs import HostBackend, HostError
+from replay.session import Session
+from replay.shape_estimate import (
+    Fit,
+    Shape,
+    ThreadCounters,
+    Window,
+    counter_delta,
+    estimate,
+    fit_service,
+    mean_from_quantiles,
+    parallelism,
+    parse_processor,
+    parse_schedstat,
+    parse_switches,
+    workload_toml,
+)
+from replay.workloads import (
+    HostWorkload,
+    _free_port,
+    _wait_port,
+    clickhouse_benchmark_argv,
+    wrk_argv,
+)
+from sim.errors import ScenarioError
+
+PROGRAMS = ("clickhouse", "nginx", "command")
+SERVICE, LOAD = "service", "load"
+
+# wrk's done(): its whole latency distribution (µs), not only --latency's four percentiles
+WRK_SCRIPT = """
+done = function(summary, latency, requests)
+  io.write(string.format("colosim-requests %d\\n", summary.requests))
+  io.write(string.format("colosim-mean %.3f\\n", latency.mean))
+  io.write(string.format("colosim-quantile 0 %d\\n", latency.min))
+  for p = 1, 99 do io.write(string.format("colosim-quantile %d %d\\n", p, latency:percentile(p))) end
+  io.write(string.format("colosim-quantile 99.9 %d\\n", latency:percentile(99.9)))
+  io.write(string.format("colosim-quantile 100 %d\\n", latency.max))
+end
+"""
+
+
+@dataclass
+class ShapeRequest:
+    """What `colosim shape` was asked to do (the command line, checked)."""
+
+    program: str
+    clients: list[int]
+    duration_s: float = 10.0
+    warmup_s: float = 2.0
+    idle_s: float = 2.0
+    interval_s: float = 0.002
+    repeat: int = 1
+    name: str = "web"
+    query: str | None = None  # clickhouse: the query (default: the seed's)
+    path: str = "/"  # nginx / command: the URL path
+    command: list[str] | None = None  # command: the server's argv, "{port}" where its port goes
+
+    def check(self) -> None:
+        if self.program not in PROGRAMS:
+            raise ScenarioError(f"shape: unknown program {self.program!r} (one of {', '.join(PROGRAMS)})")
+        if not self.clients or any(c < 1 for c in self.clients):
+            raise ScenarioError(f"--clients: must be integers >= 1 (got {self.clients})")
+        for flag, v in (("duration", self.duration_s), ("interval", self.interval_s), ("repeat", self.repeat)):
+            if not v > 0:
+                raise ScenarioError(f"--{flag}: must be > 0 (got {v})")
+        for flag, v in (("warmup", self.warmup_s), ("idle", self.idle_s)):
+            if v < 0:
+                raise ScenarioError(f"--{flag}: must be >= 0 (got {v})")
+        if not self.name.replace("_", "").replace("-", "").isalnum():
+            raise ScenarioError(f"--name: a workload name is letters, digits, - and _ (got {self.name!r})")
+        if self.program == "command":
+            if not self.command:
+                raise ScenarioError('shape command: give the server with --command "ARGV ... {port} ..."')
+            if not any("{port}" in a for a in self.command):
+                raise ScenarioError(f"--command: must contain {{port}}, where the server's port goes (got {shlex.join(self.command)})")
+            if shutil.which(self.command[0]) is None:
+                raise HostError(f"--command: program {self.command[0]!r} not found on this host")
+        elif self.command is not None:
+            raise ScenarioError("--command: only for the program `command`")
+
+
+# --- reading the threads ----------------------------------------------------------------------
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path) as f:
+            return f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return None  # the thread exited between listing and reading
+
+
+class ThreadReader:
+    """Every thread of one cgroup, as (pid, tid) pairs listed from its cgroup.procs, and the
+    last counters read of each — kept for threads that have exited since (a connection's
+    thread ends with its connection, when the load generator leaves: its counts must not go
+    with it)."""
+
+    def __init__(self, backend: HostBackend, cgroup: str) -> None:
+        self.backend, self.cgroup = backend, cgroup
+        self.threads: list[tuple[int, int]] = []
+        self.latest: dict[int, ThreadCounters] = {}
+        self._listed = -math.inf
+
+    def refresh(self) -> list[tuple[int, int]]:
+        out = []
+        for pid in self.backend.procs(self.cgroup):
+            try:
+                out += [(pid, int(t)) for t in os.listdir(f"/proc/{pid}/task")]
+            except FileNotFoundError:
+                continue
+        self.threads = out
+        self._listed = time.monotonic()
+        return out
+
+    def _read_full(self, pid: int, tid: int) -> ThreadCounters | None:
+        base = f"/proc/{pid}/task/{tid}"
+        sched, status = _read(base + "/schedstat"), _read(base + "/status")
+        if sched is None or status is None:
+            return None
+        return ThreadCounters(*parse_schedstat(sched), *parse_switches(status))
+
+    def full(self) -> dict[int, ThreadCounters]:
+        """schedstat and status of every thread, and the last counts of those gone since."""
+        for pid, tid in self.refresh():
+            c = self._read_full(pid, tid)
+            if c is not None:
+                self.latest[tid] = c
+        return dict(self.latest)
+
+    def sweep(self) -> list[int]:
+        """The run time each thread had since the last sweep (schedstat of every thread; the
+        thread list refreshed every 0.25 s). A thread that ran is read in full too: a context
+        switch needs a thread on a CPU, so one that did not run kept its switch counts."""
+        if time.monotonic() - self._listed > 0.25:
+            self.refresh()
+        row = []
+        for pid, tid in self.threads:
+            text = _read(f"/proc/{pid}/task/{tid}/schedstat")
+            if text is None:
+                continue
+            run = int(text.split()[0])
+            last = self.latest.get(tid)
+            if last is None or run != last.run_ns:
+                c = self._read_full(pid, tid)
+                if c is None:
+                    continue
+                row.append(c.run_ns - (last.run_ns if last else c.run_ns))
+                self.latest[tid] = c
+        return row
+
+    def processors(self) -> dict[int, int]:
+        """CPU -> threads that last ran on it."""
+        cpus: dict[int, int] = {}
+        for pid, tid in self.refresh():
+            text = _read(f"/proc/{pid}/task/{tid}/stat")
+            if text is not None:
+                cpu = parse_processor(text)
+                cpus[cpu] = cpus.get(cpu, 0) + 1
+        return dict(sorted(cpus.items()))
+
+
+# --- the service and its load generator ----------------------------------------------------------
+
+
+@dataclass
+class Report:
+    requests: int
+    quantiles: dict[float, float]  # percentile -> s
+    mean_s: float
+
+
+def parse_wrk_script(text: str) -> Report:
+    """The lines WRK_SCRIPT prints (µs)."""
+    q: dict[float, float] = {}
+    requests, mean = 0, math.nan
+    for line in text.splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        if parts[0] == "colosim-quantile" and len(parts) == 3:
+            q[float(parts[1])] = float(parts[2]) / 1e6
+        elif parts[0] == "colosim-requests" and len(parts) == 2:
+            requests = int(parts[1])
+        elif parts[0] == "colosim-mean" and len(parts) == 2:
+            mean = float(parts[1]) / 1e6
+    if not q:
+        raise HostError(f"wrk printed no latency distribution: {text.strip()[-300:]}")
+    return Report(requests, q, mean)
+
+
+def parse_clickhouse_report(text: str) -> Report:
+    """clickhouse-benchmark --json: num_queries and query_time_percentiles (s)."""
+    doc = json.loads(text)
+    if "statistics" not in doc and len(doc) == 1:
+        doc = next(iter(doc.values()))
+    q = {float(k): float(v) for k, v in doc["query_time_percentiles"].items()}
+    return Report(int(doc["statistics"].get("num_queries", 0)), q, mean_from_quantiles(q))
+
+
+@dataclass
+class Service:
+    """The server, started in SERVICE; `pass_argv` gives a load generator's argv for a pass."""
+
+    request: ShapeRequest
+    session: Session
+    port: int = 0
+    _workload: HostWorkload | None = None
+    _dir: Path = field(default_factory=Path)
+    _query: str = ""
+
+    def start(self) -> None:
+        s, r = self.session, self.request
+        self._dir = s.run_dir() / "shape"
+        self._dir.mkdir(exist_ok=True)
+        (self._dir / "latency.lua").write_text(WRK_SCRIPT)
+        if r.program == "command":
+            assert r.command is not None
+            self.port = _free_port()
+            argv = [a.replace("{port}", str(self.port)) for a in r.command]
+            log = open(self._dir / "server.log", "w")  # noqa: SIM115 - the session removes the directory
+            server = s.spawn(argv, SERVICE, stdout=log, stderr=log)
+            log.close()
+            _wait_port(self.port, server, shlex.join(argv))
+            return
+        from sim.scenario.workloads import ClosedLoop
+
+        host: dict[str, Any] = {"program": r.program, "path": r.path}
+        if r.query is not None:
+            host["query"] = r.query
+        model = ClosedLoop.model_validate({"kind": "closed_loop", "cgroup": SERVICE, "clients": 1, "service": "1ms", "host": host})
+        self._workload = HostWorkload(r.name, model, {}, f"shape {r.program}")
+        self._workload.check()
+        self._workload.start(s, time.monotonic(), 1.0, 0.0, 0)
+        assert self._workload.port is not None
+        self.port = self._workload.port
+        self._query = model.host.query
+
+    def generator(self, clients: int, seconds: float) -> tuple[list[str], Path | None]:
+        """The load generator's argv and the file it reads its queries from (or None)."""
+        if self.request.program == "clickhouse":
+            queries = self._dir / "queries.txt"
+            queries.write_text(self._query + "\n")
+            return clickhouse_benchmark_argv(self.port, clients, seconds, self._dir / "bench.json"), queries
+        url = f"http://127.0.0.1:{self.port}{self.request.path}"
+        return wrk_argv(clients, seconds, url, self._dir / "latency.lua"), None
+
+    def report(self, output: str) -> Report:
+        if self.request.program == "clickhouse":
+            f = self._dir / "bench.json"
+            if not f.exists():
+                raise HostError(f"clickhouse-benchmark wrote no report: {output.strip()[-300:]}")
+            return parse_clickhouse_report(f.read_text())
+        return parse_wrk_script(output)
+
+    def close(self) -> None:
+        if self._workload is not None:
+            self._workload.close()
+
+
+def drive(service: Service, clients: int, seconds: float, interval_s: float, say: Callable[[str], Any]) -> Window:
+    """One pass: `clients` clients for `seconds`, every service thread sampled meanwhile."""
+    s = service.session
+    backend = s.backend
+    reader = ThreadReader(backend, SERVICE)
+    argv, stdin_file = service.generator(clients, seconds)
+    (service._dir / "bench.json").unlink(missing_ok=True)
+    out_path = service._dir / "generator.out"
+    before = reader.full()
+    reader.latest = dict(before)
+    cpu0, gen0 = backend.stats(SERVICE).usage_ns, backend.stats(LOAD).usage_ns
+    t0 = time.monotonic()
+    with open(out_path, "w") as out:
+        stdin = open(stdin_file) if stdin_file is not None else subprocess.DEVNULL  # noqa: SIM115
+        try:
+            gen = s.spawn(argv, LOAD, stdout=out, stderr=subprocess.STDOUT, stdin=stdin)
+        finally:
+            if not isinstance(stdin, int):
+                stdin.close()
+    rows: list[list[int]] = []
+    deadline = t0 + seconds + 60
+    while gen.poll() is None:
+        if time.monotonic() > deadline:
+            raise HostError(f"{argv[0]} did not end within 60 s after its {seconds:g} s")
+        time.sleep(interval_s)
+        rows.append(reader.sweep())
+    elapsed = time.monotonic() - t0
+    after = reader.full()
+    cpu1, gen1 = backend.stats(SERVICE).usage_ns, backend.stats(LOAD).usage_ns
+    text = out_path.read_text()
+    if gen.returncode != 0:
+        raise HostError(f"{argv[0]} exited with status {gen.returncode}: {text.strip()[-300:]}")
+    rep = service.report(text)
+    say(f"  {clients} client(s), {elapsed:.1f} s: {rep.requests} requests, {len(rows)} samples of {len(after)} threads")
+    return Window(
+        seconds=elapsed,
+        threads=counter_delta(before, after),
+        cpu_ns=cpu1 - cpu0,
+        requests=rep.requests,
+        clients=clients,
+        latency_mean_s=rep.mean_s,
+        quantiles=rep.quantiles,
+        generator_cpu_ns=gen1 - gen0,
+        parallelism=parallelism(rows),
+        nthreads=len(after),
+        cpus=reader.processors(),
+    )
+
+
+def idle(service: Service, seconds: float) -> Window:
+    """The server with no load: what its own threads do on their own."""
+    reader = ThreadReader(service.session.backend, SERVICE)
+    before, cpu0, t0 = reader.full(), service.session.backend.stats(SERVICE).usage_ns, time.monotonic()
+    time.sleep(seconds)
+    after, cpu1 = reader.full(), service.session.backend.stats(SERVICE).usage_ns
+    return Window(seconds=time.monotonic() - t0, threads=counter_delta(before, after), cpu_ns=cpu1 - cpu0, nthreads=len(after))
+
+
+# --- the whole measurement -------------------------------------------------------------------------
+
+
+@dataclass
+class Measured:
+    request: ShapeRequest
+    idle: Window | None
+    passes: list[tuple[Window, Shape]]
+    fit: Fit
+    chosen: Shape  # the pass the section is written from
+    toml: str
+
+    def to_json(self) -> str:
+        def window(w: Window) -> dict[str, Any]:
+            d = {k: v for k, v in w.__dict__.items() if k != "threads"}
+            d["threads"] = w.threads.__dict__
+            d["quantiles"] = {str(k): v for k, v in w.quantiles.items()}
+            d["cpus"] = {str(k): v for k, v in w.cpus.items()}
+            return d
+
+        doc = {
+            "request": self.request.__dict__,
+            "idle": window(self.idle) if self.idle else None,
+            "passes": [{"window": window(w), "shape": sh.to_dict()} for w, sh in self.passes],
+            "fit": {
+                "candidates": [c.__dict__ for c in self.fit.candidates],
+                "chosen": self.fit.chosen,
+                "fits": self.fit.fits,
+                "points": self.fit.npoints,
+            },
+            "host": {"kernel": os.uname().release, "cpus": len(os.sched_getaffinity(0)), "loadavg": os.getloadavg()},
+        }
+        return json.dumps(doc, indent=1, allow_nan=True) + "\n"
+
+
+def measure(request: ShapeRequest, say: Callable[[str], Any] = print) -> Measured:
+    request.check()
+    with Session(log=say) as s:
+        s.backend.create([SERVICE, LOAD])
+        service = Service(request, s)
+        try:
+            service.start()
+            if request.warmup_s > 0:
+                say(f"warm-up: {request.warmup_s:g} s at {request.clients[0]} client(s)")
+                drive(service, request.clients[0], request.warmup_s, request.interval_s, lambda _m: None)
+            base = idle(service, request.idle_s) if request.idle_s > 0 else None
+            passes = []
+            for clients in request.clients:
+                for _ in range(request.repeat):
+                    w = drive(service, clients, request.duration_s, request.interval_s, say)
+                    passes.append((w, estimate(w, base)))
+        finally:
+            service.close()
+    return summarise(request, base, passes)
+
+
+def summarise(request: ShapeRequest, base: Window | None, passes: list[tuple[Window, Shape]]) -> Measured:
+    """The section is written from the lightest load's median pass (by CPU per request): the
+    shape without queueing, which the simulator adds itself; `clients` is the most driven."""
+    light = min(c for c in request.clients)
+    at_light = sorted((p for p in passes if p[0].clients == light), key=lambda p: p[1].cpu_per_request_s)
+    w, shape = at_light[(len(at_light) - 1) // 2]
+    fit = fit_service(w.quantiles, shape.cpu_per_request_s)
+    what = request.program if request.program != "command" else shlex.join(request.command or [])
+    header = [
+        f"measured by `colosim shape` of {what} on {os.uname().nodename} ({os.uname().release}, "
+        f"{len(os.sched_getaffinity(0))} CPUs, load average {os.getloadavg()[0]:.1f}), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
+        f"from the median of {len(at_light)} pass(es) of {request.duration_s:g} s at {light} client(s); "
+        f"idle service subtracted ({base.seconds:.1f} s)"
+        if base
+        else f"from the median of {len(at_light)} pass(es) of {request.duration_s:g} s at {light} client(s)",
+    ]
+    toml = workload_toml(request.name, max(request.clients), shape, fit, header)
+    return Measured(request, base, passes, fit, shape, toml)
+
+
+def summary(m: Measured) -> str:
+    """A few lines for the terminal: each figure's median and range over the passes."""
+    lines = []
+    for clients in sorted({w.clients for w, _ in m.passes}):
+        shapes = [sh for w, sh in m.passes if w.clients == clients]
+        lines.append(f"{clients} client(s), {len(shapes)} pass(es): median [min, max]")
+        for label, get, unit in (
+            ("QPS", lambda s: s.qps, 1),
+            ("fanout (parallelism)", lambda s: s.parallelism, 1),
+            ("CPU per request per thread (ms)", lambda s: s.cpu_per_request_s, 1e3),
+            ("bursts (voluntary switches per request per thread)", lambda s: s.switches_per_request, 1),
+            ("run-queue wait per request (ms)", lambda s: s.runqueue_wait_s, 1e3),
+            ("mean latency (ms)", lambda s: s.latency_mean_s, 1e3),
+            ("wait between bursts (ms)", lambda s: s.wait_s, 1e3),
+            ("load generator CPU per request (ms)", lambda s: s.generator_cpu_per_request_s, 1e3),
+        ):
+            vals = [get(s) * unit for s in shapes]
+            lines.append(f"  {label}: {statistics.median(vals):.4g} [{min(vals):.4g}, {max(vals):.4g}]")
+    best = m.fit.best
+    lines.append(
+        f"service family: {m.fit.chosen['dist']} (best fit {best.family}, quantile error {best.quantile_error:.1%}, KS {best.ks:.3f})"
+        + ("" if m.fit.fits else " — no family fits: empirical")
+    )
+    return "\n".join(lines)
+
+
+def shape_command(request: ShapeRequest, out: Path) -> int:
+    m = measure(request, say=lambda msg: print(msg, flush=True))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "shape.toml").write_text(m.toml)
+    (out / "shape.json").write_text(m.to_json())
+    print(summary(m))
+    print()
+    print(m.toml, end="")
+    print(f"\nwrote {out / 'shape.toml'} and {out / 'shape.json'}")
+    return 0

@@ -1,0 +1,237 @@
+"""`colosim shape`'s estimators on hand-worked counter series, its distribution fit on quantiles
+of known distributions (computed here with the standard library, not scipy), and its output as
+a scenario would read it. No host needed."""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from statistics import NormalDist
+
+import pytest
+from pydantic import TypeAdapter
+
+from replay.shape import ShapeRequest, parse_clickhouse_report, parse_wrk_script
+from replay.shape_estimate import (
+    FIT_TOLERANCE,
+    Shape,
+    ThreadCounters,
+    Window,
+    between_bursts,
+    counter_delta,
+    estimate,
+    fit_service,
+    mean_from_quantiles,
+    parallelism,
+    parse_processor,
+    parse_schedstat,
+    parse_switches,
+    workload_toml,
+)
+from sim.duration import parse_duration
+from sim.errors import ScenarioError
+from sim.scenario.distributions import Distribution
+
+PS = [float(p) for p in range(1, 100)]
+
+
+# --- the kernel's files -----------------------------------------------------------------------
+
+
+def test_schedstat_status_and_stat_are_read_by_their_documented_fields():
+    # Documentation/scheduler/sched-stats.rst: run time, run-queue wait, timeslices
+    assert parse_schedstat("123456 7890 42\n") == (123456, 7890, 42)
+    status = "Name:\tx\nvoluntary_ctxt_switches:\t17\nnonvoluntary_ctxt_switches:\t3\n"
+    assert parse_switches(status) == (17, 3)
+    # proc(5): field 39 is processor; the command (field 2) may hold spaces and ")"
+    fields = ["S"] + [str(i) for i in range(4, 39)] + ["1"] + ["0"] * 13
+    assert parse_processor("4242 (a b) c) " + " ".join(fields)) == 1
+
+
+def test_counter_delta_counts_new_threads_from_zero():
+    before = {1: ThreadCounters(10, 1, 1, 5, 0)}
+    after = {1: ThreadCounters(30, 4, 3, 9, 1), 2: ThreadCounters(7, 0, 1, 2, 0)}
+    assert counter_delta(before, after) == ThreadCounters(27, 3, 3, 6, 1)
+
+
+# --- the estimators ---------------------------------------------------------------------------
+
+
+def test_parallelism_is_the_cpu_weighted_inverse_simpson_index():
+    # interval 1: one thread ran 2 ms -> 1; interval 2: two threads 1 ms each -> 2;
+    # weighted by CPU (2 and 2): 1.5. An interval where nothing ran does not count.
+    assert parallelism([[2, 0, 0], [1, 1], [0, 0]]) == pytest.approx(1.5)
+    # three threads 3:1:0 -> 16/10
+    assert parallelism([[3, 1, 0]]) == pytest.approx(1.6)
+    assert math.isnan(parallelism([[0]]))
+
+
+def test_mean_from_quantiles_integrates_the_quantile_function():
+    # uniform on [0, 10]: Q(p) = p/10
+    assert mean_from_quantiles({p: p / 10 for p in (0.0, 25.0, 50.0, 75.0, 100.0)}) == pytest.approx(5.0)
+    # one quantile: held flat
+    assert mean_from_quantiles({50.0: 3.0}) == pytest.approx(3.0)
+
+
+def _window(**kw) -> Window:
+    base = dict(seconds=10.0, threads=ThreadCounters(), cpu_ns=0, requests=100, clients=1, parallelism=1.0)
+    base.update(kw)
+    return Window(**base)
+
+
+def test_estimate_recovers_a_hand_worked_service_with_the_idle_rate_taken_out():
+    # 100 requests in 10 s of 3 bursts of 4 ms with waits of 5.5 ms, 0.5 ms run-queue wait each:
+    # latency 12 + 11 + 0.5 = 23.5 ms. The idle server burns 0.1 CPU/s and blocks 10 times/s.
+    idle = Window(seconds=2.0, threads=ThreadCounters(voluntary=20), cpu_ns=200_000_000)
+    w = _window(
+        threads=ThreadCounters(run_ns=0, wait_ns=50_000_000, voluntary=300 + 100),
+        cpu_ns=1_200_000_000 + 1_000_000_000,
+        latency_mean_s=0.0235,
+        generator_cpu_ns=1_000_000_000,
+    )
+    s = estimate(w, idle)
+    assert s.fanout == 1
+    assert s.cpu_per_request_s == pytest.approx(0.012)
+    assert s.bursts == 3 and s.switches_per_request == pytest.approx(3.0)
+    assert s.runqueue_wait_s == pytest.approx(0.0005)
+    assert s.wait_s == pytest.approx(0.0055)
+    assert s.generator_cpu_per_request_s == pytest.approx(0.010)
+    assert s.qps == pytest.approx(10.0)
+
+
+def test_estimate_divides_by_the_threads_a_request_runs_on():
+    # 2 threads per request (parallelism 1.9 rounds to 2): 8 ms of CPU a request is 4 ms each;
+    # 2 switches a request are 1 burst per thread
+    w = _window(cpu_ns=800_000_000, threads=ThreadCounters(voluntary=200), parallelism=1.9, latency_mean_s=0.004)
+    s = estimate(w, None)
+    assert (s.fanout, s.bursts) == (2, 1)
+    assert s.cpu_per_request_s == pytest.approx(0.004)
+    assert s.wait_s == 0.0
+
+
+def test_estimate_without_requests_says_so():
+    with pytest.raises(ValueError, match="no request"):
+        estimate(_window(requests=0), None)
+
+
+def test_wait_between_bursts_shares_the_blocked_time_among_the_gaps():
+    assert between_bursts(0.030, 0.012, 0.002, 5)[0] == pytest.approx(0.004)
+    assert between_bursts(0.030, 0.012, 0.002, 1) == (0.0, "one burst per request: no wait between bursts")
+    wait, note = between_bursts(0.010, 0.012, 0.0, 3)
+    assert wait == 0.0 and "< 0" in note
+
+
+def test_latency_mean_falls_back_to_the_quantiles():
+    s = estimate(_window(cpu_ns=100_000_000, threads=ThreadCounters(voluntary=100), quantiles={50.0: 0.002}), None)
+    assert s.latency_mean_s == pytest.approx(0.002)
+
+
+# --- fitting the families ---------------------------------------------------------------------
+
+
+def _lognormal_quantiles(mean: float, sigma: float) -> dict[float, float]:
+    mu = math.log(mean) - sigma**2 / 2
+    return {p: math.exp(mu + sigma * NormalDist().inv_cdf(p / 100)) for p in PS}
+
+
+def test_lognormal_quantiles_fit_a_lognormal_of_their_sigma_scaled_to_the_cpu_mean():
+    fit = fit_service(_lognormal_quantiles(0.020, 0.5), mean_s=0.004)
+    assert fit.fits and fit.best.family == "lognormal"
+    assert fit.chosen == {"dist": "lognormal", "mean": "4ms", "sigma": 0.5}
+    assert fit.best.quantile_error < 0.02 and fit.best.ks < 0.02
+    worse = {c.family: c for c in fit.candidates}
+    assert worse["constant"].quantile_error > FIT_TOLERANCE and worse["exponential"].quantile_error > FIT_TOLERANCE
+
+
+def test_exponential_quantiles_fit_an_exponential():
+    q = {p: -0.003 * math.log(1 - p / 100) for p in PS}
+    fit = fit_service(q, mean_s=0.0015)
+    assert fit.best.family == "exponential" and fit.fits
+    assert fit.chosen == {"dist": "exponential", "mean": "1.5ms"}
+
+
+def test_equal_quantiles_fit_a_constant():
+    fit = fit_service({p: 0.005 for p in PS}, mean_s=0.0042)
+    assert fit.best.family == "constant" and fit.best.quantile_error == pytest.approx(0.0)
+    assert fit.chosen == {"dist": "constant", "value": "4.2ms"}
+
+
+def test_two_modes_fit_no_family_and_fall_back_to_an_empirical_histogram():
+    # half the requests take 1 ms, half 10 ms; the quantiles' trapezoid mean is
+    # (49 × 1 + 1 × 5.5 + 50 × 10) / 100 = 5.545 ms, so a CPU mean of 5.545 ms keeps the edges
+    q = {0.0: 0.001, **{p: (0.001 if p < 50 else 0.010) for p in PS}, 100.0: 0.010}
+    fit = fit_service(q, mean_s=0.005545)
+    assert not fit.fits and fit.chosen["dist"] == "empirical"
+    d = TypeAdapter(Distribution).validate_python(fit.chosen)
+    assert d.edges == [1_000_000, 10_000_000]
+    assert d.weights == [50.0]  # every request between the two modes' edges, as the quantiles say
+
+
+# --- what is written ----------------------------------------------------------------------------
+
+
+def _shape(**kw) -> Shape:
+    base = dict(
+        requests=100,
+        qps=10.0,
+        fanout=1,
+        parallelism=1.02,
+        cpu_per_request_s=0.012,
+        bursts=3,
+        switches_per_request=3.01,
+        runqueue_wait_s=0.0005,
+        latency_mean_s=0.0235,
+        wait_s=0.0055,
+        wait_note="",
+        involuntary_per_request=0.1,
+        generator_cpu_per_request_s=0.001,
+    )
+    base.update(kw)
+    return Shape(**base)
+
+
+def test_the_section_is_toml_with_the_schema_fields_and_core_distributions():
+    fit = fit_service(_lognormal_quantiles(0.0235, 0.3), mean_s=0.012)
+    doc = tomllib.loads(workload_toml("web", 8, _shape(), fit, ["measured here"]))
+    web = doc["workloads"]["web"]
+    assert (web["kind"], web["clients"], web["fanout"]) == ("closed_loop", 8, 1)
+    assert web["shape"]["bursts"] == 3
+    service = TypeAdapter(Distribution).validate_python(web["service"])
+    assert (service.dist, service.mean, service.sigma) == ("lognormal", 12_000_000, 0.3)
+    wait = TypeAdapter(Distribution).validate_python(web["shape"]["wait"])
+    assert (wait.dist, wait.mean) == ("exponential", parse_duration("5.5ms"))
+
+
+def test_one_burst_writes_no_wait():
+    fit = fit_service({p: 0.001 for p in PS}, mean_s=0.0001)
+    doc = tomllib.loads(workload_toml("w", 1, _shape(bursts=1, wait_s=0.0, wait_note="one burst"), fit, []))
+    assert doc["workloads"]["w"]["shape"] == {"bursts": 1, "wait": {"dist": "constant", "value": "0s"}}
+
+
+# --- the load generators' reports and the request -------------------------------------------------
+
+
+def test_wrk_script_lines_and_clickhouse_json_are_read():
+    text = "Running 5s test\ncolosim-requests 420\ncolosim-mean 1500.5\ncolosim-quantile 50 1400\ncolosim-quantile 99 3000\n"
+    r = parse_wrk_script(text)
+    assert (r.requests, r.mean_s, r.quantiles) == (420, pytest.approx(0.0015005), {50.0: 0.0014, 99.0: 0.003})
+    ch = parse_clickhouse_report('{"statistics": {"QPS": 9.5, "num_queries": 95}, "query_time_percentiles": {"0": 0.1, "100": 0.3}}')
+    assert ch.requests == 95 and ch.mean_s == pytest.approx(0.2)
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"program": "redis"}, "unknown program 'redis'"),
+        ({"clients": [0]}, "--clients"),
+        ({"program": "command"}, "--command"),
+        ({"program": "command", "command": ["sh", "-c", "sleep 1"]}, "must contain {port}"),
+        ({"command": ["x"]}, "only for the program `command`"),
+        ({"repeat": 0}, "--repeat"),
+        ({"name": "a.b"}, "--name"),
+    ],
+)
+def test_bad_requests_are_one_clear_message(kw, message):
+    args = {"program": "nginx", "clients": [1], **kw}
+    with pytest.raises(ScenarioError, match=message.replace("{", r"\{").replace("}", r"\}")):
+        ShapeRequest(**args).check()
