@@ -145,3 +145,20 @@ def test_a_bad_scenario_in_process_stays_a_user_error(tmp_path, monkeypatch, cap
     assert main(["run", str(path), "--no-progress"]) == USAGE_ERROR
     err = capsys.readouterr().err
     assert err.startswith("colosim: error: workloads.web.rate: must be > 0") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["redis"], "shape: unknown program 'redis' (one of clickhouse, nginx, command)"),
+        (["command", "--command", "no-such-program-xyz --port {port}"], "--command: program 'no-such-program-xyz' not found on this host"),
+        (["command", "--command", "sleep 1"], "--command: must contain {port}"),
+        (["command"], "shape command: give the server with --command"),
+        (["nginx", "--clients", "1,x"], "--clients: integers separated by commas"),
+        (["nginx", "--duration", "5x"], "--duration: unknown unit 'x'"),
+        (["nginx", "--command", "x {port}"], "--command: only for the program `command`"),
+    ],
+)
+def test_shape_bad_input_is_one_line(args, expected):
+    # each is refused before anything runs on the host (no root, lock or cgroup needed)
+    assert_user_error(colosim("shape", *args), expected)
