@@ -45,12 +45,14 @@ from replay.shape_estimate import (
     counter_delta,
     estimate,
     fit_service,
+    histogram_quantiles,
     mean_from_quantiles,
     parallelism,
     parse_processor,
     parse_schedstat,
     parse_switches,
     workload_toml,
+    wrk_uncorrected,
 )
 from replay.workloads import (
     HostWorkload,
@@ -64,17 +66,18 @@ from sim.errors import ScenarioError
 PROGRAMS = ("clickhouse", "nginx", "command")
 SERVICE, LOAD = "service", "load"
 
-# wrk's done(): its whole latency distribution (µs), not only --latency's four percentiles
+# wrk's done(): its run time and requests (what its correction for coordinated omission
+# used) and its whole latency histogram (µs, count per value), which wrk_uncorrected undoes
 WRK_SCRIPT = """
 done = function(summary, latency, requests)
-  io.write(string.format("colosim-requests %d\\n", summary.requests))
-  io.write(string.format("colosim-mean %.3f\\n", latency.mean))
-  io.write(string.format("colosim-quantile 0 %d\\n", latency.min))
-  for p = 1, 99 do io.write(string.format("colosim-quantile %d %d\\n", p, latency:percentile(p))) end
-  io.write(string.format("colosim-quantile 99.9 %d\\n", latency:percentile(99.9)))
-  io.write(string.format("colosim-quantile 100 %d\\n", latency.max))
+  io.write(string.format("colosim-summary %d %d\\n", summary.duration, summary.requests))
+  for i = 1, #latency do
+    local v, c = latency(i)
+    io.write(string.format("colosim-bucket %d %d\\n", v, c))
+  end
 end
 """
+QUANTILES = (0.0, *range(1, 100), 99.9, 100.0)
 
 
 @dataclass
@@ -206,25 +209,26 @@ class Report:
     requests: int
     quantiles: dict[float, float]  # percentile -> s
     mean_s: float
+    synthetic: int = 0  # samples the generator made up (wrk's coordinated-omission correction), taken out
 
 
-def parse_wrk_script(text: str) -> Report:
-    """The lines WRK_SCRIPT prints (µs)."""
-    q: dict[float, float] = {}
-    requests, mean = 0, math.nan
+def parse_wrk_script(text: str, connections: int) -> Report:
+    """What WRK_SCRIPT prints: the latency histogram, its correction for coordinated omission
+    undone (the per-request latencies as measured)."""
+    buckets: dict[int, int] = {}
+    runtime_us = requests = 0
     for line in text.splitlines():
         parts = line.split()
-        if not parts:
-            continue
-        if parts[0] == "colosim-quantile" and len(parts) == 3:
-            q[float(parts[1])] = float(parts[2]) / 1e6
-        elif parts[0] == "colosim-requests" and len(parts) == 2:
-            requests = int(parts[1])
-        elif parts[0] == "colosim-mean" and len(parts) == 2:
-            mean = float(parts[1]) / 1e6
-    if not q:
+        if len(parts) == 3 and parts[0] == "colosim-bucket":
+            buckets[int(float(parts[1]))] = int(float(parts[2]))
+        elif len(parts) == 3 and parts[0] == "colosim-summary":
+            runtime_us, requests = int(float(parts[1])), int(float(parts[2]))
+    if not buckets or requests <= 0:
         raise HostError(f"wrk printed no latency distribution: {text.strip()[-300:]}")
-    return Report(requests, q, mean)
+    hist = wrk_uncorrected(buckets, runtime_us, requests, connections)
+    n = sum(hist.values())
+    mean = sum(v * c for v, c in hist.items()) / n / 1e6
+    return Report(requests, histogram_quantiles(hist, 1e-6, QUANTILES), mean, synthetic=sum(buckets.values()) - n)
 
 
 def parse_clickhouse_report(text: str) -> Report:
@@ -283,13 +287,13 @@ class Service:
         url = f"http://127.0.0.1:{self.port}{self.request.path}"
         return wrk_argv(clients, seconds, url, self._dir / "latency.lua"), None
 
-    def report(self, output: str) -> Report:
+    def report(self, output: str, clients: int) -> Report:
         if self.request.program == "clickhouse":
             f = self._dir / "bench.json"
             if not f.exists():
                 raise HostError(f"clickhouse-benchmark wrote no report: {output.strip()[-300:]}")
             return parse_clickhouse_report(f.read_text())
-        return parse_wrk_script(output)
+        return parse_wrk_script(output, clients)
 
     def close(self) -> None:
         if self._workload is not None:
@@ -328,8 +332,9 @@ def drive(service: Service, clients: int, seconds: float, interval_s: float, say
     text = out_path.read_text()
     if gen.returncode != 0:
         raise HostError(f"{argv[0]} exited with status {gen.returncode}: {text.strip()[-300:]}")
-    rep = service.report(text)
-    say(f"  {clients} client(s), {elapsed:.1f} s: {rep.requests} requests, {len(rows)} samples of {len(after)} threads")
+    rep = service.report(text, clients)
+    synthetic = f" (wrk's {rep.synthetic} coordinated-omission samples taken out)" if rep.synthetic else ""
+    say(f"  {clients} client(s), {elapsed:.1f} s: {rep.requests} requests{synthetic}, {len(rows)} samples of {len(after)} threads")
     return Window(
         seconds=elapsed,
         threads=counter_delta(before, after),

@@ -122,6 +122,44 @@ def mean_from_quantiles(quantiles: Mapping[float, float]) -> float:
     return float(np.sum((q[1:] + q[:-1]) / 2 * np.diff(p)) / 100.0)
 
 
+def wrk_uncorrected(corrected: Mapping[int, int], runtime_us: int, requests: int, connections: int) -> dict[int, int]:
+    """wrk's latency histogram (µs -> count) as measured, before its correction for
+    coordinated omission: at the end of a run wrk 4 (src/wrk.c, src/stats.c stats_correct)
+    takes e = runtime / (requests / connections) — the mean time between one connection's
+    requests, in integer µs as wrk divides — and for every recorded latency n >= 2e adds
+    synthetic samples at n − e, n − 2e, ... while they are > e. On a busy host one 5 ms stall
+    of a 10 µs service adds hundreds of them. Added only below n, so undone from the top down."""
+    if connections <= 0 or requests // connections == 0:
+        return dict(corrected)
+    e = runtime_us // (requests // connections)
+    if e <= 0:
+        return dict(corrected)
+    added: dict[int, int] = {}
+    out: dict[int, int] = {}
+    for n in sorted(corrected, reverse=True):
+        orig = corrected[n] - added.get(n, 0)
+        if orig > 0:
+            out[n] = orig
+        if orig > 0 and n >= 2 * e:
+            m = n - e
+            while m > e:
+                added[m] = added.get(m, 0) + orig
+                m -= e
+    return dict(sorted(out.items()))
+
+
+def histogram_quantiles(hist: Mapping[int, int], unit_s: float, ps: Sequence[float]) -> dict[float, float]:
+    """Quantiles of a histogram (value -> count): the smallest value with at least p% of the
+    counts at or below it (p = 0: the smallest value, p = 100: the largest)."""
+    values = np.array(sorted(hist), dtype=np.float64)
+    cum = np.cumsum([hist[v] for v in sorted(hist)])
+    out = {}
+    for p in ps:
+        i = int(np.searchsorted(cum, max(1.0, p / 100 * cum[-1]), side="left"))
+        out[float(p)] = float(values[min(i, len(values) - 1)]) * unit_s
+    return out
+
+
 @dataclass
 class Window:
     """What one driven (or idle) window measured."""

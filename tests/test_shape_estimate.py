@@ -8,6 +8,7 @@ import math
 import tomllib
 from statistics import NormalDist
 
+import numpy as np
 import pytest
 from pydantic import TypeAdapter
 
@@ -21,12 +22,14 @@ from replay.shape_estimate import (
     counter_delta,
     estimate,
     fit_service,
+    histogram_quantiles,
     mean_from_quantiles,
     parallelism,
     parse_processor,
     parse_schedstat,
     parse_switches,
     workload_toml,
+    wrk_uncorrected,
 )
 from sim.duration import parse_duration
 from sim.errors import ScenarioError
@@ -211,10 +214,47 @@ def test_one_burst_writes_no_wait():
 # --- the load generators' reports and the request -------------------------------------------------
 
 
+def wrk_correct(data: dict[int, int], runtime_us: int, requests: int, connections: int) -> dict[int, int]:
+    """wrk 4's stats_correct, transcribed from its C (src/stats.c, src/wrk.c) as the reference."""
+    out = dict(data)
+    expected = runtime_us // (requests // connections)
+    for n in range(2 * expected, max(data) + 1):
+        count = out.get(n, 0)
+        m = n - expected
+        while count and m > expected:
+            out[m] = out.get(m, 0) + count
+            m -= expected
+    return out
+
+
+def test_wrk_correction_for_coordinated_omission_is_undone_exactly():
+    # hand-worked: 10 requests in 200 µs on one connection (e = 20 µs); one took 100 µs,
+    # so wrk adds made-up samples at 80, 60 and 40 µs
+    measured = {10: 9, 100: 1}
+    assert wrk_correct(measured, 200, 10, 1) == {10: 9, 40: 1, 60: 1, 80: 1, 100: 1}
+    assert wrk_uncorrected({10: 9, 40: 1, 60: 1, 80: 1, 100: 1}, 200, 10, 1) == measured
+    # and any histogram round-trips
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        values = rng.integers(1, 400, size=20)
+        hist = {int(v): int(c) for v, c in zip(values, rng.integers(1, 30, size=20), strict=True)}
+        requests, conns = sum(hist.values()), int(rng.integers(1, 4))
+        runtime = int(rng.integers(requests, 20 * requests))  # at least 1 µs a request (e >= 1)
+        assert wrk_uncorrected(wrk_correct(hist, runtime, requests, conns), runtime, requests, conns) == hist
+
+
+def test_histogram_quantiles_are_the_smallest_value_reaching_p():
+    hist = {1: 50, 2: 30, 10: 20}
+    assert histogram_quantiles(hist, 1.0, [0, 50, 51, 80, 81, 100]) == {0.0: 1, 50.0: 1, 51.0: 2, 80.0: 2, 81.0: 10, 100.0: 10}
+
+
 def test_wrk_script_lines_and_clickhouse_json_are_read():
-    text = "Running 5s test\ncolosim-requests 420\ncolosim-mean 1500.5\ncolosim-quantile 50 1400\ncolosim-quantile 99 3000\n"
-    r = parse_wrk_script(text)
-    assert (r.requests, r.mean_s, r.quantiles) == (420, pytest.approx(0.0015005), {50.0: 0.0014, 99.0: 0.003})
+    # 4 requests in 40 µs on 1 connection: e = 10, the 30 µs one made 20 up; taken out again
+    text = "Running 5s test\ncolosim-summary 40 4\ncolosim-bucket 5 3\ncolosim-bucket 20 1\ncolosim-bucket 30 1\n"
+    r = parse_wrk_script(text, 1)
+    assert (r.requests, r.synthetic) == (4, 1)
+    assert r.mean_s == pytest.approx((3 * 5 + 30) / 4 / 1e6)
+    assert (r.quantiles[50.0], r.quantiles[100.0]) == (pytest.approx(5e-6), pytest.approx(30e-6))
     ch = parse_clickhouse_report('{"statistics": {"QPS": 9.5, "num_queries": 95}, "query_time_percentiles": {"0": 0.1, "100": 0.3}}')
     assert ch.requests == 95 and ch.mean_s == pytest.approx(0.2)
 
