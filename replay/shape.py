@@ -57,13 +57,14 @@ from replay.shape_estimate import (
 from replay.workloads import (
     HostWorkload,
     _free_port,
+    _need,
     _wait_port,
     clickhouse_benchmark_argv,
     wrk_argv,
 )
 from sim.errors import ScenarioError
 
-PROGRAMS = ("clickhouse", "nginx", "command")
+PROGRAMS = ("clickhouse", "nginx", "redis", "command")
 SERVICE, LOAD = "service", "load"
 
 # wrk's done(): its run time and requests (what its correction for coordinated omission
@@ -231,6 +232,16 @@ def parse_wrk_script(text: str, connections: int) -> Report:
     return Report(requests, histogram_quantiles(hist, 1e-6, QUANTILES), mean, synthetic=sum(buckets.values()) - n)
 
 
+def parse_redis_csv(text: str, requests: int) -> Report:
+    """redis-benchmark --csv: "GET",rps,avg,min,p50,p95,p99,max (ms)."""
+    for line in text.splitlines():
+        cells = [c.strip('"') for c in line.strip().split(",")]
+        if len(cells) == 8 and cells[0] == "GET":
+            avg, lo, p50, p95, p99, hi = (float(c) / 1e3 for c in cells[2:])
+            return Report(requests, {0.0: lo, 50.0: p50, 95.0: p95, 99.0: p99, 100.0: hi}, avg)
+    raise HostError(f"redis-benchmark printed no GET line: {text.strip()[-300:]}")
+
+
 def parse_clickhouse_report(text: str) -> Report:
     """clickhouse-benchmark --json: num_queries and query_time_percentiles (s)."""
     doc = json.loads(text)
@@ -250,12 +261,26 @@ class Service:
     _workload: HostWorkload | None = None
     _dir: Path = field(default_factory=Path)
     _query: str = ""
+    _rate: float = 0.0  # redis: requests/s of the last pass
+    _sent: int = 0  # redis: requests of this pass
 
     def start(self) -> None:
         s, r = self.session, self.request
         self._dir = s.run_dir() / "shape"
         self._dir.mkdir(exist_ok=True)
         (self._dir / "latency.lua").write_text(WRK_SCRIPT)
+        if r.program == "redis":
+            _need("redis-server", "shape redis", "redis-server")
+            _need("redis-benchmark", "shape redis", "redis-tools")
+            self.port = _free_port()
+            # no persistence: nothing written but to the run directory, no fork for snapshots
+            argv = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+            argv += ["--dir", str(self._dir), "--daemonize", "no"]
+            log = open(self._dir / "server.log", "w")  # noqa: SIM115 - the session removes the directory
+            server = s.spawn(argv, SERVICE, stdout=log, stderr=log)
+            log.close()
+            _wait_port(self.port, server, "redis-server")
+            return
         if r.program == "command":
             assert r.command is not None
             self.port = _free_port()
@@ -284,6 +309,13 @@ class Service:
             queries = self._dir / "queries.txt"
             queries.write_text(self._query + "\n")
             return clickhouse_benchmark_argv(self.port, clients, seconds, self._dir / "bench.json"), queries
+        if self.request.program == "redis":
+            # redis-benchmark runs a number of requests, not a time: as many as the last
+            # pass's rate gives in `seconds` (the warm-up's first guess: 20 000)
+            n = max(1000, round(self._rate * seconds)) if self._rate else 20_000
+            self._sent = n
+            argv = ["redis-benchmark", "-p", str(self.port), "-c", str(clients), "-n", str(n), "-t", "get", "--csv", "--precision", "3"]
+            return argv, None
         url = f"http://127.0.0.1:{self.port}{self.request.path}"
         return wrk_argv(clients, seconds, url, self._dir / "latency.lua"), None
 
@@ -293,6 +325,8 @@ class Service:
             if not f.exists():
                 raise HostError(f"clickhouse-benchmark wrote no report: {output.strip()[-300:]}")
             return parse_clickhouse_report(f.read_text())
+        if self.request.program == "redis":
+            return parse_redis_csv(output, self._sent)
         return parse_wrk_script(output, clients)
 
     def close(self) -> None:
@@ -333,6 +367,7 @@ def drive(service: Service, clients: int, seconds: float, interval_s: float, say
     if gen.returncode != 0:
         raise HostError(f"{argv[0]} exited with status {gen.returncode}: {text.strip()[-300:]}")
     rep = service.report(text, clients)
+    service._rate = rep.requests / elapsed
     synthetic = f" (wrk's {rep.synthetic} coordinated-omission samples taken out)" if rep.synthetic else ""
     say(f"  {clients} client(s), {elapsed:.1f} s: {rep.requests} requests{synthetic}, {len(rows)} samples of {len(after)} threads")
     return Window(
@@ -391,7 +426,18 @@ class Measured:
             },
             "host": {"kernel": os.uname().release, "cpus": len(os.sched_getaffinity(0)), "loadavg": os.getloadavg()},
         }
-        return json.dumps(doc, indent=1, allow_nan=True) + "\n"
+        return json.dumps(_finite(doc), indent=1, allow_nan=False) + "\n"
+
+
+def _finite(x: Any) -> Any:
+    """NaN (a figure not measured) as JSON null, which every reader takes."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_finite(v) for v in x]
+    return x
 
 
 def measure(request: ShapeRequest, say: Callable[[str], Any] = print) -> Measured:

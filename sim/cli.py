@@ -111,7 +111,11 @@ def _parser() -> argparse.ArgumentParser:
         "every thread's schedstat and switch counts, and write the closed_loop [workloads.NAME] section "
         "(fanout, service, shape.bursts, shape.wait) with the raw figures (see docs/replay.md).",
     )
-    sh.add_argument("program", metavar="PROGRAM", help="clickhouse (+ clickhouse-benchmark), nginx (+ wrk), or command (--command, + wrk)")
+    sh.add_argument(
+        "program",
+        metavar="PROGRAM",
+        help="clickhouse (+ clickhouse-benchmark), nginx (+ wrk), redis (+ redis-benchmark), or command (--command, + wrk)",
+    )
     sh.add_argument(
         "--command", dest="server_command", metavar="ARGV", help='program command: the HTTP server to run, "{port}" where its port goes'
     )

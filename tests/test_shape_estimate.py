@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from pydantic import TypeAdapter
 
-from replay.shape import ShapeRequest, parse_clickhouse_report, parse_wrk_script
+from replay.shape import ShapeRequest, parse_clickhouse_report, parse_redis_csv, parse_wrk_script
 from replay.shape_estimate import (
     FIT_TOLERANCE,
     Shape,
@@ -262,7 +262,7 @@ def test_wrk_script_lines_and_clickhouse_json_are_read():
 @pytest.mark.parametrize(
     ("kw", "message"),
     [
-        ({"program": "redis"}, "unknown program 'redis'"),
+        ({"program": "memcached"}, "unknown program 'memcached'"),
         ({"clients": [0]}, "--clients"),
         ({"program": "command"}, "--command"),
         ({"program": "command", "command": ["sh", "-c", "sleep 1"]}, "must contain {port}"),
@@ -275,3 +275,19 @@ def test_bad_requests_are_one_clear_message(kw, message):
     args = {"program": "nginx", "clients": [1], **kw}
     with pytest.raises(ScenarioError, match=message.replace("{", r"\{").replace("}", r"\}")):
         ShapeRequest(**args).check()
+
+
+def test_redis_benchmark_csv_is_read_in_ms():
+    text = (
+        '"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"\n'
+        '"GET","116279.06","0.005","0.000","0.007","0.007","0.015","3.751"\n'
+    )
+    r = parse_redis_csv(text, 20000)
+    assert r.requests == 20000 and r.mean_s == pytest.approx(5e-6)
+    assert r.quantiles == {
+        0.0: 0.0,
+        50.0: pytest.approx(7e-6),
+        95.0: pytest.approx(7e-6),
+        99.0: pytest.approx(15e-6),
+        100.0: pytest.approx(3.751e-3),
+    }
