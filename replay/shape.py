@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import pwd
 import shlex
 import shutil
 import statistics
@@ -64,7 +65,7 @@ from replay.workloads import (
 )
 from sim.errors import ScenarioError
 
-PROGRAMS = ("clickhouse", "nginx", "redis", "command")
+PROGRAMS = ("clickhouse", "nginx", "redis", "postgres", "command")
 SERVICE, LOAD = "service", "load"
 
 # wrk's done(): its run time and requests (what its correction for coordinated omission
@@ -232,6 +233,32 @@ def parse_wrk_script(text: str, connections: int) -> Report:
     return Report(requests, histogram_quantiles(hist, 1e-6, QUANTILES), mean, synthetic=sum(buckets.values()) - n)
 
 
+def parse_pgbench_logs(files: list[Path], output: str) -> Report:
+    """pgbench -l: one line per transaction, its latency (µs) the third field — every
+    request's own latency, not a summary."""
+    hist: dict[int, int] = {}
+    for f in files:
+        for line in f.read_text().splitlines():
+            parts = line.split()
+            if len(parts) >= 3:
+                us = int(parts[2])
+                hist[us] = hist.get(us, 0) + 1
+    n = sum(hist.values())
+    if n == 0:
+        raise HostError(f"pgbench logged no transaction: {output.strip()[-300:]}")
+    return Report(n, histogram_quantiles(hist, 1e-6, QUANTILES), sum(v * c for v, c in hist.items()) / n / 1e6)
+
+
+def _pg_bin() -> Path:
+    """The newest installed PostgreSQL server's bin directory."""
+    found = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/postgres"), key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0
+    )
+    if not found:
+        raise HostError("shape postgres: no PostgreSQL server (/usr/lib/postgresql/*/bin/postgres; Debian package postgresql)")
+    return found[-1].parent
+
+
 def parse_redis_csv(text: str, requests: int) -> Report:
     """redis-benchmark --csv: "GET",rps,avg,min,p50,p95,p99,max (ms)."""
     for line in text.splitlines():
@@ -269,6 +296,9 @@ class Service:
         self._dir = s.run_dir() / "shape"
         self._dir.mkdir(exist_ok=True)
         (self._dir / "latency.lua").write_text(WRK_SCRIPT)
+        if r.program == "postgres":
+            self._start_postgres()
+            return
         if r.program == "redis":
             _need("redis-server", "shape redis", "redis-server")
             _need("redis-benchmark", "shape redis", "redis-tools")
@@ -303,12 +333,63 @@ class Service:
         self.port = self._workload.port
         self._query = model.host.query
 
+    def _start_postgres(self) -> None:
+        """A throwaway cluster in the run directory (initdb and the server as the `postgres`
+        user: PostgreSQL refuses root), no fsync; pgbench's tables (scale 1) made before
+        anything is measured."""
+        s = self.session
+        bin_dir = _pg_bin()
+        _need("pgbench", "shape postgres", "postgresql-client")
+        _need("runuser", "shape postgres", "util-linux")
+        try:
+            pw = pwd.getpwnam("postgres")
+        except KeyError:
+            raise HostError("shape postgres: no `postgres` system user (Debian package postgresql)") from None
+        pg = self._dir / "pg"
+        pg.mkdir()
+        (pg / "sock").mkdir()
+        (pg / "log").mkdir()
+        for d in (s.run_dir(), self._dir):  # the postgres user passes through (and reads nothing)
+            os.chmod(d, 0o711)
+        for d in (pg, pg / "sock"):
+            os.chown(d, pw.pw_uid, pw.pw_gid)
+        as_pg = ["runuser", "-u", "postgres", "--"]
+        done = subprocess.run(
+            [*as_pg, str(bin_dir / "initdb"), "-D", str(pg / "data"), "-A", "trust", "-U", "postgres", "--no-sync"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if done.returncode != 0:
+            raise HostError(f"shape postgres: initdb failed: {(done.stderr or done.stdout).strip()[-300:]}")
+        self.port = _free_port()
+        log = open(self._dir / "server.log", "w")  # noqa: SIM115 - the session removes the directory
+        argv = [*as_pg, str(bin_dir / "postgres"), "-D", str(pg / "data"), "-p", str(self.port), "-k", str(pg / "sock")]
+        argv += ["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off"]
+        server = s.spawn(argv, SERVICE, stdout=log, stderr=log)
+        _wait_port(self.port, server, "postgres")
+        init = s.spawn([*self._pgbench(), "-i", "-s", "1", "-q", "postgres"], LOAD, stdout=log, stderr=log)
+        log.close()
+        if init.wait(timeout=300) != 0:
+            raise HostError(f"shape postgres: pgbench -i exited with status {init.returncode} (see {self._dir / 'server.log'})")
+
+    def _pgbench(self) -> list[str]:
+        return ["pgbench", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres"]
+
     def generator(self, clients: int, seconds: float) -> tuple[list[str], Path | None]:
         """The load generator's argv and the file it reads its queries from (or None)."""
         if self.request.program == "clickhouse":
             queries = self._dir / "queries.txt"
             queries.write_text(self._query + "\n")
             return clickhouse_benchmark_argv(self.port, clients, seconds, self._dir / "bench.json"), queries
+        if self.request.program == "postgres":
+            # select-only transactions (-S: one indexed SELECT each), every one's latency
+            # logged (-l: "client transaction latency_us script epoch epoch_us")
+            for f in (self._dir / "pg" / "log").iterdir():
+                f.unlink()
+            threads = min(clients, len(os.sched_getaffinity(0)))
+            argv = [*self._pgbench(), "-c", str(clients), "-j", str(threads), "-T", str(max(1, round(seconds))), "-S", "-n"]
+            return [*argv, "-l", "--log-prefix", str(self._dir / "pg" / "log" / "tx"), "postgres"], None
         if self.request.program == "redis":
             # redis-benchmark runs a number of requests, not a time: as many as the last
             # pass's rate gives in `seconds` (the warm-up's first guess: 20 000)
@@ -327,6 +408,8 @@ class Service:
             return parse_clickhouse_report(f.read_text())
         if self.request.program == "redis":
             return parse_redis_csv(output, self._sent)
+        if self.request.program == "postgres":
+            return parse_pgbench_logs(sorted((self._dir / "pg" / "log").iterdir()), output)
         return parse_wrk_script(output, clients)
 
     def close(self) -> None:

@@ -114,7 +114,7 @@ def _parser() -> argparse.ArgumentParser:
     sh.add_argument(
         "program",
         metavar="PROGRAM",
-        help="clickhouse (+ clickhouse-benchmark), nginx (+ wrk), redis (+ redis-benchmark), or command (--command, + wrk)",
+        help="clickhouse (+ clickhouse-benchmark), nginx (+ wrk), redis (+ redis-benchmark), postgres (+ pgbench -S), or command (--command, + wrk)",
     )
     sh.add_argument(
         "--command", dest="server_command", metavar="ARGV", help='program command: the HTTP server to run, "{port}" where its port goes'

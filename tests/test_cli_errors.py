@@ -150,7 +150,7 @@ def test_a_bad_scenario_in_process_stays_a_user_error(tmp_path, monkeypatch, cap
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["memcached"], "shape: unknown program 'memcached' (one of clickhouse, nginx, redis, command)"),
+        (["memcached"], "shape: unknown program 'memcached' (one of clickhouse, nginx, redis, postgres, command)"),
         (["command", "--command", "no-such-program-xyz --port {port}"], "--command: program 'no-such-program-xyz' not found on this host"),
         (["command", "--command", "sleep 1"], "--command: must contain {port}"),
         (["command"], "shape command: give the server with --command"),

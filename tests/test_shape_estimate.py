@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from pydantic import TypeAdapter
 
-from replay.shape import ShapeRequest, parse_clickhouse_report, parse_redis_csv, parse_wrk_script
+from replay.shape import ShapeRequest, parse_clickhouse_report, parse_pgbench_logs, parse_redis_csv, parse_wrk_script
 from replay.shape_estimate import (
     FIT_TOLERANCE,
     Shape,
@@ -291,3 +291,14 @@ def test_redis_benchmark_csv_is_read_in_ms():
         99.0: pytest.approx(15e-6),
         100.0: pytest.approx(3.751e-3),
     }
+
+
+def test_pgbench_transaction_logs_are_every_request(tmp_path):
+    # pgbench -l: "client transaction latency_us script epoch epoch_us", one file per thread
+    (tmp_path / "tx.1").write_text("0 0 100 0 1700000000 1\n0 1 300 0 1700000000 2\n")
+    (tmp_path / "tx.1.1").write_text("1 0 200 0 1700000000 3\n1 1 200 0 1700000000 4\n")
+    r = parse_pgbench_logs(sorted(tmp_path.iterdir()), "")
+    assert r.requests == 4 and r.mean_s == pytest.approx(200e-6)
+    assert (r.quantiles[0.0], r.quantiles[25.0], r.quantiles[50.0], r.quantiles[75.0], r.quantiles[100.0]) == pytest.approx(
+        (100e-6, 100e-6, 200e-6, 200e-6, 300e-6)
+    )
