@@ -463,6 +463,7 @@ def drive(service: Service, clients: int, seconds: float, interval_s: float, say
         quantiles=rep.quantiles,
         generator_cpu_ns=gen1 - gen0,
         parallelism=parallelism(rows),
+        samples=len(rows),
         nthreads=len(after),
         cpus=reader.processors(),
     )

@@ -173,6 +173,7 @@ class Window:
     quantiles: dict[float, float] = field(default_factory=dict)  # percentile -> latency (s)
     generator_cpu_ns: int = 0  # the load generator's own CPU (it shares the node)
     parallelism: float = math.nan
+    samples: int = 0  # sweeps of the threads' run time (parallelism rests on them)
     nthreads: int = 0  # service threads seen
     cpus: dict[int, int] = field(default_factory=dict)  # CPU -> service threads last seen on it
 
