@@ -11,8 +11,11 @@ the closed-loop workload's fields (pure functions, tested on hand-worked series)
     service  CPU per request per thread: the cgroup's CPU (less the idle service's) / requests / fanout
     bursts   CPU bursts per request on a thread: a thread ends a burst by blocking, which the
              kernel counts as a voluntary context switch (kernel/sched/core.c: __schedule with
-             a task that is no longer runnable); so voluntary switches / requests / fanout
-             (the last burst's block waits for the next request: B bursts, B switches)
+             a task that is no longer runnable). Per request and thread s = voluntary switches
+             / requests / fanout = (B − 1) + f: B − 1 blocks inside the request, and one more
+             when the thread finishes before the next request is there, for a fraction f of
+             requests (f → 1 on a slow client, → 0 when the next request is always waiting).
+             f is not seen, so B = 1 + floor(s − F_MIN): right whenever f >= F_MIN
     wait     sleep between two bursts: what the latency leaves when the thread's CPU and its
              run-queue wait (schedstat's second field) are taken out, over the B - 1 gaps
 
@@ -37,6 +40,8 @@ from sim.duration import format_duration
 
 # a family fits when its quantiles lie within this fraction of the mean of the measured ones
 FIT_TOLERANCE = 0.10
+# bursts: the least share of requests assumed to end with the thread blocking for the next
+F_MIN = 0.05
 # the quantile error is judged over the body of the distribution (its tails rest on few requests)
 BODY = (5.0, 95.0)
 
@@ -215,7 +220,7 @@ def estimate(w: Window, idle: Window | None) -> Shape:
     per = w.requests * fanout
     cpu = cpu_ns / per / 1e9
     switches = vol / per
-    bursts = max(1, round(switches))
+    bursts = bursts_from_switches(switches)
     wait_rq = rq_wait / per / 1e9
     latency = w.latency_mean_s if math.isfinite(w.latency_mean_s) else mean_from_quantiles(w.quantiles)
     wait, note = between_bursts(latency, cpu, wait_rq, bursts)
@@ -234,6 +239,13 @@ def estimate(w: Window, idle: Window | None) -> Shape:
         involuntary_per_request=invol / per,
         generator_cpu_per_request_s=w.generator_cpu_ns / w.requests / 1e9,
     )
+
+
+def bursts_from_switches(switches: float, f_min: float = F_MIN) -> int:
+    """Bursts per request from voluntary switches per request: s = (B − 1) + f, f in [0, 1]
+    the share of requests after which the thread blocked for the next one (see the module's
+    docstring); f >= f_min assumed."""
+    return 1 + max(0, math.floor(switches - f_min + 1e-9))  # f == f_min counts (float sums)
 
 
 def between_bursts(latency_s: float, cpu_s: float, runqueue_s: float, bursts: int) -> tuple[float, str]:
@@ -402,7 +414,8 @@ def workload_toml(name: str, clients: int, shape: Shape, fit: Fit, header: Seque
         f"fanout = {shape.fanout}  # threads working at once on a request: {shape.parallelism:.3g} (CPU-weighted inverse Simpson index)",
         f"service = {_inline(fit.chosen)}",
         f"[workloads.{name}.shape]",
-        f"bursts = {shape.bursts}  # voluntary context switches per request per thread: {shape.switches_per_request:.3g}",
+        f"bursts = {shape.bursts}  # voluntary context switches per request per thread: {shape.switches_per_request:.3g} "
+        "(bursts − 1 inside a request, and a share of one waiting for the next)",
     ]
     if shape.bursts <= 1 or wait_ns == 0:
         wait = {"dist": "constant", "value": "0s"}

@@ -19,6 +19,7 @@ from replay.shape_estimate import (
     ThreadCounters,
     Window,
     between_bursts,
+    bursts_from_switches,
     counter_delta,
     estimate,
     fit_service,
@@ -115,6 +116,17 @@ def test_estimate_divides_by_the_threads_a_request_runs_on():
 def test_estimate_without_requests_says_so():
     with pytest.raises(ValueError, match="no request"):
         estimate(_window(requests=0), None)
+
+
+def test_bursts_count_the_blocks_inside_a_request_whatever_share_waits_for_the_next():
+    # B = 3: two blocks inside every request, plus one for the next request after a share f
+    for f in (0.05, 0.28, 0.78, 0.97, 1.0):
+        assert bursts_from_switches(2 + f) == 3
+    # one burst: a thread that always (redis 0.97), rarely (nginx 0.04) or never blocks
+    for s in (1.0, 0.97, 0.04, 0.0):
+        assert bursts_from_switches(s) == 1
+    # the assumption's edge: fewer than F_MIN of the requests wait -> one burst short
+    assert bursts_from_switches(2.03) == 2
 
 
 def test_wait_between_bursts_shares_the_blocked_time_among_the_gaps():
