@@ -120,6 +120,8 @@ class ShapeRequest:
                 raise HostError(f"--command: program {self.command[0]!r} not found on this host")
         elif self.command is not None:
             raise ScenarioError("--command: only for the program `command`")
+        if self.query is not None and self.program != "clickhouse":
+            raise ScenarioError("--query: only for the program `clickhouse`")
 
 
 # --- reading the threads ----------------------------------------------------------------------

@@ -281,6 +281,7 @@ def test_wrk_script_lines_and_clickhouse_json_are_read():
         ({"command": ["x"]}, "only for the program `command`"),
         ({"repeat": 0}, "--repeat"),
         ({"name": "a.b"}, "--name"),
+        ({"query": "SELECT 1"}, "--query: only for the program `clickhouse`"),
     ],
 )
 def test_bad_requests_are_one_clear_message(kw, message):
