@@ -131,6 +131,7 @@ class HostWorkload:
         self._procs: list[subprocess.Popen[bytes]] = []
         self._t0 = 0.0  # time.monotonic() at the start
         self._files: list[Path] = []
+        self.port: int | None = None  # a real server's port, once it listens
 
     # -- before anything starts ----------------------------------------------------------
 
@@ -297,24 +298,8 @@ class HostWorkload:
         if server is None:
             return
         _wait_port(port, server, "clickhouse-server")
-        self._generator = (
-            [
-                "clickhouse-benchmark",
-                "--port",
-                str(port),
-                "-c",
-                str(self.model.clients),
-                "-i",
-                "100000000",
-                "-t",
-                str(max(1, round(seconds))),
-                "-d",
-                "0",
-                "--json",
-                str(tmp / "bench.json"),
-            ],
-            self.model.host.query,
-        )
+        self.port = port
+        self._generator = (clickhouse_benchmark_argv(port, self.model.clients, seconds, tmp / "bench.json"), self.model.host.query)
 
     def _start_nginx(self, session, tmp: Path, cg: str, seconds: float) -> None:
         port = _free_port()
@@ -327,20 +312,8 @@ class HostWorkload:
         if server is None:
             return
         _wait_port(port, server, "nginx")
-        self._generator = (
-            [
-                "wrk",
-                "-t",
-                str(min(self.model.clients, workers)),
-                "-c",
-                str(self.model.clients),
-                "-d",
-                f"{max(1, round(seconds))}s",
-                "--latency",
-                f"http://127.0.0.1:{port}{self.model.host.path}",
-            ],
-            None,
-        )
+        self.port = port
+        self._generator = (wrk_argv(self.model.clients, seconds, f"http://127.0.0.1:{port}{self.model.host.path}"), None)
 
     def start_generator(self, session) -> None:
         """Real servers: the load generator starts at the end of the warm-up."""
@@ -417,6 +390,36 @@ class HostWorkload:
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
+
+
+def clickhouse_benchmark_argv(port: int, clients: int, seconds: float, json_path: Path) -> list[str]:
+    """clickhouse-benchmark: `clients` concurrent queries for `seconds`, no pause between
+    reports, its statistics to `json_path` (the query comes on stdin)."""
+    return [
+        "clickhouse-benchmark",
+        "--port",
+        str(port),
+        "-c",
+        str(clients),
+        "-i",
+        "100000000",
+        "-t",
+        str(max(1, round(seconds))),
+        "-d",
+        "0",
+        "--json",
+        str(json_path),
+    ]
+
+
+def wrk_argv(clients: int, seconds: float, url: str, script: Path | None = None) -> list[str]:
+    """wrk: `clients` connections (on at most one thread per CPU) for `seconds`, with its latency
+    distribution; `script` a Lua file (its done() may print more of the distribution)."""
+    threads = min(clients, len(os.sched_getaffinity(0)))
+    argv = ["wrk", "-t", str(threads), "-c", str(clients), "-d", f"{max(1, round(seconds))}s", "--latency"]
+    if script is not None:
+        argv += ["-s", str(script)]
+    return [*argv, url]
 
 
 def parse_clickhouse_json(name: str, text: str, measured_s: float) -> ReportedService:

@@ -112,6 +112,33 @@ def _parser() -> argparse.ArgumentParser:
     tr.add_argument("--node-memory", default="64Gi", help="alibaba2018: memory of the node (normalised memory 100 = this)")
     tr.add_argument("--seed", type=int, default=1, help="synthetic: seed")
     tr.add_argument("-o", "--output", required=True, type=Path, metavar="TRACE.parquet")
+    sh = commands.add_parser(
+        "shape",
+        help="measure a real service's request shape on this host and write its workload section (root)",
+        description="Start PROGRAM in a cgroup beneath this process's own, drive it with its load generator, sample "
+        "every thread's schedstat and switch counts, and write the closed_loop [workloads.NAME] section "
+        "(fanout, service, shape.bursts, shape.wait) with the raw figures (see docs/replay.md).",
+    )
+    sh.add_argument(
+        "program",
+        metavar="PROGRAM",
+        help="clickhouse (+ clickhouse-benchmark), nginx (+ wrk), redis (+ redis-benchmark), postgres (+ pgbench -S), or command (--command, + wrk)",
+    )
+    sh.add_argument(
+        "--command", dest="server_command", metavar="ARGV", help='program command: the HTTP server to run, "{port}" where its port goes'
+    )
+    sh.add_argument(
+        "--clients", default="1", metavar="C[,C...]", help="clients of each pass (default 1); the section is written from the fewest"
+    )
+    sh.add_argument("--duration", default="10s", help="seconds per pass (default 10s)")
+    sh.add_argument("--warmup", default="2s", help="a pass thrown away first (default 2s)")
+    sh.add_argument("--idle", default="2s", help="the idle server watched for this long, its own activity subtracted (default 2s)")
+    sh.add_argument("--interval", default="2ms", help="how often every thread's run time is read (default 2ms)")
+    sh.add_argument("--repeat", type=int, default=1, help="passes per clients value (default 1)")
+    sh.add_argument("--name", default="web", help="the workload's name in the section (default web)")
+    sh.add_argument("--query", help="clickhouse: the query (default: the seed experiment's)")
+    sh.add_argument("--path", default="/", help="nginx, command: the URL path (default /)")
+    sh.add_argument("--out", type=Path, help="write shape.toml and shape.json here (default out/shape-PROGRAM)")
     from sim.tuning.command import add_parser
 
     add_parser(commands)
@@ -172,6 +199,8 @@ def _run(args: argparse.Namespace) -> int:
         from sim.tuning.command import tune
 
         return tune(args)
+    if args.command == "shape":
+        return _shape(args)
     if args.command == "calibrate":
         from replay.calibrate import calibrate
 
@@ -209,6 +238,36 @@ def _replay(args: argparse.Namespace) -> int:
     if args.probe is not None and not 0 < args.probe <= 1000:
         raise ScenarioError(f"--probe: the sampling rate must be in (0, 1000] Hz (got {args.probe:g})")
     return replay(args.scenario, _overrides(args), args.seed, args.out, args.compare, args.dry_run, probe_hz=args.probe)
+
+
+def _shape(args: argparse.Namespace) -> int:
+    import shlex
+
+    from replay.shape import ShapeRequest, shape_command
+
+    try:
+        clients = [int(c) for c in args.clients.split(",")]
+    except ValueError:
+        raise ScenarioError(f"--clients: integers separated by commas (got {args.clients!r})") from None
+    try:
+        command = shlex.split(args.server_command) if args.server_command is not None else None
+    except ValueError as err:
+        raise ScenarioError(f"--command: {err}") from None
+    request = ShapeRequest(
+        program=args.program,
+        clients=clients,
+        duration_s=_seconds("duration", args.duration),
+        warmup_s=_seconds("warmup", args.warmup),
+        idle_s=_seconds("idle", args.idle),
+        interval_s=_seconds("interval", args.interval),
+        repeat=args.repeat,
+        name=args.name,
+        query=args.query,
+        path=args.path,
+        command=command,
+    )
+    request.check()
+    return shape_command(request, args.out if args.out is not None else Path("out") / f"shape-{args.program}")
 
 
 def _seconds(flag: str, text: str) -> float:

@@ -155,3 +155,20 @@ def test_replay_probe_rate_out_of_range(tmp_path, rate):
     r = colosim("replay", str(f), "--probe", rate)
     assert r.returncode == 2
     assert r.stderr.strip() == f"colosim: error: --probe: the sampling rate must be in (0, 1000] Hz (got {float(rate):g})"
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["memcached"], "shape: unknown program 'memcached' (one of clickhouse, nginx, redis, postgres, command)"),
+        (["command", "--command", "no-such-program-xyz --port {port}"], "--command: program 'no-such-program-xyz' not found on this host"),
+        (["command", "--command", "sleep 1"], "--command: must contain {port}"),
+        (["command"], "shape command: give the server with --command"),
+        (["nginx", "--clients", "1,x"], "--clients: integers separated by commas"),
+        (["nginx", "--duration", "5x"], "--duration: unknown unit 'x'"),
+        (["nginx", "--command", "x {port}"], "--command: only for the program `command`"),
+    ],
+)
+def test_shape_bad_input_is_one_line(args, expected):
+    # each is refused before anything runs on the host (no root, lock or cgroup needed)
+    assert_user_error(colosim("shape", *args), expected)
