@@ -48,11 +48,16 @@ Core spec (JSON object passed to `Node`):
          "fanout": 8, "think": {"dist": "constant", "value_ns": 0},
          "service": {"dist": "lognormal", "mean_ns": 48000000, "sigma": 0.4},
          "workers": null,                          # or N: a pool of N threads serves the
-         "start_ns": 0},                           #   clients' requests (fanout 1)
+                                                   #   clients' requests (fanout 1)
+         "shape": {"bursts": 4,                    # optional: each thread's CPU of a request
+                   "wait": {"dist": "exponential", #   in 4 equal bursts, asleep a `wait`
+                            "mean_ns": 1000000}},  #   draw between two (shape.rs)
+         "start_ns": 0},
         {"kind": "open_loop", "name": "web", "cgroup": "online", "rate_per_s": 5000.0,
          "workers": 48, "service": {"dist": "exponential", "mean_ns": 1000000},
          "backlog": 4096, "start_ns": 0},          # requests that may wait (somaxconn);
-                                                   #   arrivals beyond are dropped
+                                                   #   arrivals beyond are dropped; "shape"
+                                                   #   as a closed loop's
         {"kind": "bursty", "name": "spiky", "cgroup": "online", "steady_threads": 1,
          "burst_threads": 2, "every_ns": 10000000000, "length_ns": 500000000,
          "start_ns": 0},                           # a spell = a request; its latency is

@@ -288,3 +288,40 @@ service = "20ms"
     assert m["P50 (s)"] >= 0.020 * 0.99
     # one client issues a request when the last completes: never more than 1 / 20 ms
     assert m["QPS"] <= 50 * 1.01
+
+
+@pytest.mark.parametrize("kind, load", [("closed_loop", "clients = 1"), ("open_loop", "rate = 10\nworkers = 1")])
+def test_builtin_shaped_service_sleeps_between_its_bursts(tmp_path, layout, kind, load):
+    """20 ms of CPU per request in 4 bursts with 5 ms asleep between two
+    ([workloads.x.shape]), one thread: colosim-load burns the request's 20 ms of thread CPU
+    in its parts and sleeps the waits off the CPU, so the cgroup's CPU per request is the
+    service time (the sleeps are charged nothing) and a request takes at least
+    20 + 3 × 5 = 35 ms (a closed loop's one client then sends at most 1 / 35 ms)."""
+    before = parent_state(layout)
+    path = tmp_path / "shaped.toml"
+    path.write_text(f"""
+[scenario]
+name = "shaped"
+duration = "8s"
+warmup = "1s"
+[cgroups.online]
+[workloads.svc]
+kind = "{kind}"
+cgroup = "online"
+{load}
+service = "20ms"
+shape = {{ bursts = 4, wait = "5ms" }}
+""")
+    proc = subprocess.run([*COLOSIM, "replay", str(path), "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    m = json.loads((tmp_path / "o/comparison.json").read_text())["variants"]["shaped"]["measured"]
+    cpu_per_request = m["online CPU (share)"] * os.cpu_count() / m["QPS"]
+    print(
+        f"{kind}: P50 {m['P50 (s)'] * 1e3:.2f} ms, P99 {m['P99 (s)'] * 1e3:.2f} ms, {m['QPS']:.1f}/s, "
+        f"{cpu_per_request * 1e3:.2f} ms of CPU a request (load {os.getloadavg()[0]:.1f})"
+    )
+    assert cpu_per_request == pytest.approx(0.020, rel=0.05)
+    assert m["P50 (s)"] >= 0.035 * 0.99
+    if kind == "closed_loop":
+        assert m["QPS"] <= 1 / 0.035 * 1.01
+    assert_clean(layout, before)

@@ -15,7 +15,7 @@ from sim.scenario.cgroups import Cgroup
 from sim.scenario.distributions import Constant, Empirical, Exponential, Lognormal
 from sim.scenario.node import Kernel, Topology
 from sim.scenario.pods import Kubelet, PodTable, Scheduler
-from sim.scenario.workloads import KINDS
+from sim.scenario.workloads import KINDS, SHAPED_KINDS
 
 if TYPE_CHECKING:
     from sim.scenario.document import Scenario
@@ -122,6 +122,10 @@ def _describe(kind: str, ctx: dict[str, Any], got: Any, msg: str, path: tuple, d
     if kind == "extra_forbidden":
         if len(path) == 3 and path[0] == "cgroups" and isinstance(got, dict):
             return f'unknown field (a child cgroup is declared by its quoted path, e.g. [cgroups."{path[1]}/{path[2]}"])'
+        if len(path) == 3 and path[0] == "workloads" and path[2] == "shape":
+            table = document.get("workloads", {}).get(path[1], {}) if isinstance(document, dict) else {}
+            kind = table.get("kind", "") if isinstance(table, dict) else ""
+            return f"a {kind} workload has no requests to shape: a shape is for {alternatives(SHAPED_KINDS)}"
         close = difflib.get_close_matches(str(path[-1]), _fields_at(path[:-1], document), n=1)
         return f'unknown field (did you mean "{close[0]}"?)' if close else "unknown field"
     if kind == "missing":

@@ -48,6 +48,47 @@ class HostProgram(Table):
         return self
 
 
+# The most bursts a request may come in (core_rs/model/src/shape.rs MAX_BURSTS).
+MAX_BURSTS = 1_000_000
+
+
+class Shape(Table):
+    """[workloads.x.shape]: a request's CPU on each of its threads (every fanout thread, or
+    the pool worker) comes in `bursts` equal parts, and between two consecutive parts the
+    thread sleeps for a draw of `wait` — off the run queue, charged nothing, woken through
+    the scheduler's ordinary wakeup path (a read, a lock, a network round trip). The
+    request's latency includes the waits. One burst (the default) is the unshaped model."""
+
+    bursts: int = Field(default=1, ge=1, le=MAX_BURSTS)
+    wait: Distribution | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> Shape:
+        if self.bursts > 1 and self.wait is None:
+            raise FieldErrors(
+                [
+                    (
+                        ("wait",),
+                        f'required with bursts = {self.bursts}: the sleep between two bursts, e.g. wait = {{ dist = "exponential", mean = "1ms" }}',
+                    )
+                ]
+            )
+        return self
+
+    def core_spec(self) -> dict[str, Any] | None:
+        """The core's shape, or None for one burst (the unshaped model, bit for bit)."""
+        if self.bursts == 1 or self.wait is None:
+            return None
+        return {"bursts": self.bursts, "wait": self.wait.core_spec()}
+
+
+def _with_shape(spec: dict[str, Any], shape: Shape | None) -> dict[str, Any]:
+    core = shape.core_spec() if shape is not None else None
+    if core is not None:
+        spec["shape"] = core
+    return spec
+
+
 Role = Literal["service", "batch"]
 Need = Literal["memory", "disk", "network"]
 
@@ -133,6 +174,7 @@ class ClosedLoop(_Workload):
     # a server with a fixed pool of worker threads (Go's GOMAXPROCS, a thread pool): requests
     # wait for a free worker; unset, each client has its own thread(s)
     workers: int | None = Field(default=None, ge=1, le=PID_MAX_LIMIT)
+    shape: Shape | None = None
 
     @model_validator(mode="after")
     def _check_workers(self) -> ClosedLoop:
@@ -153,7 +195,7 @@ class ClosedLoop(_Workload):
         }
         if self.workers is not None:
             spec["workers"] = self.workers
-        return spec
+        return _with_shape(spec, self.shape)
 
 
 class TraceRef(Table):
@@ -182,9 +224,10 @@ class OpenLoop(_Workload):
     trace: TraceRef | None = None
     # requests that may wait for a worker; arrivals beyond are dropped (and counted)
     backlog: int = Field(DEFAULT_BACKLOG, ge=0, le=MAX_BACKLOG)
+    shape: Shape | None = None
 
     def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
-        return {
+        spec = {
             "kind": "open_loop",
             "name": name,
             "cgroup": self.cgroup,
@@ -194,6 +237,7 @@ class OpenLoop(_Workload):
             "service": self.service.core_spec(),
             "start_ns": self.start,
         }
+        return _with_shape(spec, self.shape)
 
 
 class Bursty(_Workload):
@@ -506,6 +550,7 @@ Workload = Annotated[
 # Every kind by its tag, and the views of what the kinds declare.
 KINDS: dict[str, type[_Workload]] = {get_args(m.model_fields["kind"].annotation)[0]: m for m in get_args(get_args(Workload)[0])}
 HOST_PROGRAMS = {kind: m.host_programs for kind, m in KINDS.items()}
+SHAPED_KINDS = tuple(kind for kind, m in KINDS.items() if "shape" in m.model_fields)
 SERVICE_KINDS = tuple(kind for kind, m in KINDS.items() if m.role == "service")
 BATCH_KINDS = tuple(kind for kind, m in KINDS.items() if m.role == "batch")
 MEMORY_KINDS = tuple(kind for kind, m in KINDS.items() if m.needs == "memory")

@@ -22,6 +22,7 @@
 
 use colosim_core::dist::Dist;
 use colosim_core::rng::Rng;
+use colosim_core::shape::{plan, Shape};
 use colosim_core::spec::WorkloadSpec;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -63,6 +64,18 @@ fn burn(work: u64, stop: &AtomicBool) -> bool {
             return false;
         }
     }
+}
+
+/// Run one request's CPU of `total` on this thread in its shape's bursts, sleeping the drawn
+/// wait between two (off the CPU, as the simulated thread is: `thread::sleep`, nanosleep),
+/// the core's own split and draws (`colosim_core::shape::plan`). False if stopped first.
+fn serve(total: u64, shape: &Option<Shape>, rng: &mut Rng, stop: &AtomicBool) -> bool {
+    for (part, wait) in plan(total, shape, rng) {
+        if !burn(part, stop) || (wait > 0 && !sleep_until(mono_ns() + wait, stop)) {
+            return false;
+        }
+    }
+    true
 }
 
 fn sleep_until(t: u64, stop: &AtomicBool) -> bool {
@@ -124,24 +137,26 @@ fn hog(run: &Run, threads: u32) -> Record {
 }
 
 /// Closed loop: each client issues a request that fans out to `fanout` threads (the client's
-/// own thread is one of them) and completes when all have burnt their sampled work.
-fn closed_loop(run: &Run, seed: u64, clients: u32, fanout: u32, service: Dist, think: Option<Dist>) -> Record {
+/// own thread is one of them) and completes when all have burnt their sampled work (in its
+/// shape's bursts and waits, each thread drawing its waits from its own stream).
+fn closed_loop(run: &Run, seed: u64, spec: LoopSpec, clients: u32, fanout: u32, think: Option<Dist>) -> Record {
     let mut handles = Vec::new();
     for c in 0..clients {
         let stop = run.stop.clone();
         let start = run.start;
-        let (service, think) = (service.clone(), think.clone());
+        let (LoopSpec { service, shape }, think) = (spec.clone(), think.clone());
         handles.push(thread::spawn(move || {
             let mut rng = Rng::stream(seed, 1_000 + c as u64);
             let (done_tx, done_rx) = mpsc::channel::<bool>();
             let mut helpers = Vec::new();
             let mut work_txs = Vec::new();
-            for _ in 1..fanout {
+            for k in 1..fanout {
                 let (tx, rx) = mpsc::channel::<u64>();
-                let (done_tx, stop) = (done_tx.clone(), stop.clone());
+                let (done_tx, stop, shape) = (done_tx.clone(), stop.clone(), shape.clone());
+                let mut waits = Rng::stream(seed, HELPER_STREAMS + (c as u64) * fanout as u64 + k as u64);
                 helpers.push(thread::spawn(move || {
                     while let Ok(work) = rx.recv() {
-                        let _ = done_tx.send(burn(work, &stop));
+                        let _ = done_tx.send(serve(work, &shape, &mut waits, &stop));
                     }
                 }));
                 work_txs.push(tx);
@@ -155,7 +170,7 @@ fn closed_loop(run: &Run, seed: u64, clients: u32, fanout: u32, service: Dist, t
                     for tx in &work_txs {
                         let _ = tx.send(service.sample(&mut rng).max(1));
                     }
-                    let mut ok = burn(mine, &stop);
+                    let mut ok = serve(mine, &shape, &mut rng, &stop);
                     for _ in &work_txs {
                         ok &= done_rx.recv().unwrap_or(false);
                     }
@@ -185,11 +200,11 @@ fn closed_loop(run: &Run, seed: u64, clients: u32, fanout: u32, service: Dist, t
 
 /// Open loop: Poisson arrivals at `rate` into a FIFO queue served by `workers` threads; the
 /// latency counts from arrival, queueing included.
-fn open_loop(run: &Run, seed: u64, rate: f64, workers: u32, service: Dist) -> Record {
+fn open_loop(run: &Run, seed: u64, spec: LoopSpec, rate: f64, workers: u32) -> Record {
     let queue = Arc::new((Mutex::new(VecDeque::<u64>::new()), Condvar::new()));
     let mut handles = Vec::new();
     for w in 0..workers {
-        let (queue, stop, service) = (queue.clone(), run.stop.clone(), service.clone());
+        let (queue, stop, LoopSpec { service, shape }) = (queue.clone(), run.stop.clone(), spec.clone());
         handles.push(thread::spawn(move || {
             let mut rng = Rng::stream(seed, 2_000 + w as u64);
             let mut rec = Record::default();
@@ -207,7 +222,8 @@ fn open_loop(run: &Run, seed: u64, rate: f64, workers: u32, service: Dist) -> Re
                         q = cv.wait_timeout(q, Duration::from_millis(50)).unwrap().0;
                     }
                 };
-                if !burn(service.sample(&mut rng).max(1), &stop) {
+                let total = service.sample(&mut rng).max(1);
+                if !serve(total, &shape, &mut rng, &stop) {
                     return rec;
                 }
                 rec.done(arrived);
@@ -297,6 +313,17 @@ fn bursty(run: &Run, steady: u32, burst: u32, every: u64, length: u64) -> Record
     }
     rec
 }
+
+/// What a closed or open loop's threads run per request: its CPU and the shape it comes in.
+#[derive(Clone)]
+struct LoopSpec {
+    service: Dist,
+    shape: Option<Shape>,
+}
+
+/// Random streams of a closed loop's fanout helper threads (their waits) start here, clear
+/// of the clients' (1_000 + c) and the open loop's (1, 2_000 + w).
+const HELPER_STREAMS: u64 = 1 << 32;
 
 struct Args {
     spec: String,
@@ -404,14 +431,23 @@ pub fn run(argv: Vec<String>) -> u8 {
             fanout,
             service,
             think,
+            shape,
             ..
-        } => closed_loop(&run, args.seed, clients, fanout.max(1), service, think),
+        } => closed_loop(
+            &run,
+            args.seed,
+            LoopSpec { service, shape },
+            clients,
+            fanout.max(1),
+            think,
+        ),
         WorkloadSpec::OpenLoop {
             rate_per_s,
             workers,
             service,
+            shape,
             ..
-        } => open_loop(&run, args.seed, rate_per_s, workers.max(1), service),
+        } => open_loop(&run, args.seed, LoopSpec { service, shape }, rate_per_s, workers.max(1)),
         WorkloadSpec::Bursty {
             steady_threads,
             burst_threads,

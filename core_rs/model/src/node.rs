@@ -338,6 +338,7 @@ impl Node {
                 service,
                 think,
                 workers,
+                shape,
                 start_ns,
                 ..
             } => {
@@ -366,6 +367,7 @@ impl Node {
                         queue: std::collections::VecDeque::new(),
                         serving: vec![0; w as usize],
                     }),
+                    shape: crate::shape::Shape::build(shape, n as usize),
                 };
                 (Workload::ClosedLoop(cl), *start_ns)
             }
@@ -629,6 +631,7 @@ impl Node {
                 workers,
                 service,
                 backlog,
+                shape,
                 start_ns,
                 ..
             } => {
@@ -649,6 +652,7 @@ impl Node {
                     backlog: *backlog as usize,
                     full_since: None,
                     drop_frac: 0.0,
+                    shape: crate::shape::Shape::build(shape, *workers as usize),
                 };
                 (Workload::OpenLoop(ol), *start_ns)
             }

@@ -4,6 +4,7 @@
 
 use crate::dist::Dist;
 use crate::error::{Result, SpecError};
+use crate::shape::Shape;
 use serde::Deserialize;
 
 #[derive(Debug, Clone, Deserialize)]
@@ -387,6 +388,10 @@ pub enum WorkloadSpec {
         /// and their latency includes the wait. None: a thread per client (and fanout).
         #[serde(default)]
         workers: Option<u32>,
+        /// A request's CPU on each of its threads as bursts and waits (shape.rs); None or
+        /// one burst: one burst, as without it.
+        #[serde(default)]
+        shape: Option<Shape>,
         #[serde(default)]
         start_ns: u64,
     },
@@ -561,6 +566,9 @@ pub enum WorkloadSpec {
         service: Dist,
         #[serde(default = "default_backlog")]
         backlog: u32,
+        /// A request's CPU on its worker as bursts and waits (shape.rs).
+        #[serde(default)]
+        shape: Option<Shape>,
         #[serde(default)]
         start_ns: u64,
     },
@@ -1081,6 +1089,7 @@ impl NodeSpec {
                     service,
                     think,
                     workers,
+                    shape,
                     ..
                 } => {
                     if *clients == 0 {
@@ -1101,6 +1110,9 @@ impl NodeSpec {
                     service.validate(&f("service"))?;
                     if let Some(t) = think {
                         t.validate(&f("think"))?;
+                    }
+                    if let Some(s) = shape {
+                        s.validate(&f("shape"))?;
                     }
                 }
                 WorkloadSpec::Bursty {
@@ -1241,6 +1253,7 @@ impl NodeSpec {
                     workers,
                     service,
                     backlog,
+                    shape,
                     ..
                 } => {
                     if *backlog > MAX_BACKLOG {
@@ -1259,6 +1272,9 @@ impl NodeSpec {
                         return Err(SpecError::new(f("workers"), "must be >= 1"));
                     }
                     service.validate(&f("service"))?;
+                    if let Some(s) = shape {
+                        s.validate(&f("shape"))?;
+                    }
                 }
             }
         }

@@ -5,6 +5,7 @@
 use crate::dist::Dist;
 use crate::events::Ns;
 use crate::rng::Rng;
+use crate::shape::{AfterBurst, Shaped, WAIT_OVER};
 use crate::stats::ServiceStats;
 use std::collections::VecDeque;
 
@@ -75,6 +76,8 @@ pub struct ClosedLoop {
     /// A fixed pool of worker threads serving the clients' requests (`threads` are then the
     /// workers), or None for a thread per client.
     pub pool: Option<Pool>,
+    /// Requests in bursts and waits on each thread (shape.rs), or None: one burst.
+    pub shape: Option<Shaped>,
 }
 
 /// Workers of a closed loop's pool: requests wait in FIFO order for a free one.
@@ -112,6 +115,42 @@ pub struct OpenLoop {
     /// Dropped requests counted but not yet whole (the count over a full interval is its
     /// expectation, rate × time; a fraction carries to the next).
     pub drop_frac: f64,
+    /// Requests in bursts and waits on their worker (shape.rs), or None: one burst.
+    pub shape: Option<Shaped>,
+}
+
+/// Thread `k` takes a request of `total` CPU: the work it runs first (all of it, unshaped).
+fn first_burst(shape: &mut Option<Shaped>, k: usize, total: u64) -> u64 {
+    match shape {
+        Some(s) => s.start(k, total),
+        None => total,
+    }
+}
+
+/// Thread `slot` finished a burst: what it does next while its request has bursts left (it
+/// sleeps a wait — a timer `WAIT_OVER + slot` wakes it through the node's wakeup path — or
+/// runs on when the wait drawn is 0), or None when the request's CPU on it is all run.
+fn between_bursts(
+    shape: &mut Option<Shaped>,
+    slot: u32,
+    now: Ns,
+    wl: usize,
+    rng: &mut Rng,
+    eff: &mut Effects,
+) -> Option<Next> {
+    match shape.as_mut()?.after_burst(slot as usize, rng) {
+        AfterBurst::Done => None,
+        AfterBurst::Continue(part) => Some(Next::Compute(part)),
+        AfterBurst::Wait(wait) => {
+            eff.timers.push((now.saturating_add(wait), wl, WAIT_OVER + slot));
+            Some(Next::Sleep)
+        }
+    }
+}
+
+/// A timer slot of a closed or open loop that ends a wait between bursts: the thread's slot.
+fn wait_over(slot: u32) -> Option<u32> {
+    (slot != START && slot >= WAIT_OVER).then(|| slot - WAIT_OVER)
 }
 
 impl OpenLoop {
@@ -436,6 +475,7 @@ impl ClosedLoop {
                 Some(w) => {
                     pool.serving[w as usize] = c;
                     let work = self.service.sample(&mut self.rng).max(1);
+                    let work = first_burst(&mut self.shape, w as usize, work);
                     eff.wakes.push((self.threads[w as usize], work));
                 }
                 None => pool.queue.push_back(c),
@@ -446,6 +486,7 @@ impl ClosedLoop {
         for k in 0..self.fanout {
             let slot = c as u32 * self.fanout + k;
             let work = self.service.sample(&mut self.rng).max(1);
+            let work = first_burst(&mut self.shape, slot as usize, work);
             if Some(slot) == me {
                 mine = Some(work);
             } else {
@@ -519,7 +560,10 @@ impl Workload {
             }
             Workload::ClosedLoop(cl) => {
                 let svc = cl.svc;
-                if slot == START {
+                if let Some(k) = wait_over(slot) {
+                    let part = cl.shape.as_mut().expect("a wait timer is shaped").resume(k as usize);
+                    eff.wakes.push((cl.threads[k as usize], part));
+                } else if slot == START {
                     for c in 0..cl.clients.len() {
                         cl.issue(c, now, None, eff, &mut services[svc]);
                     }
@@ -603,13 +647,20 @@ impl Workload {
                 eff.timers.push((now + b.every, wl, SPELL));
             }
             Workload::OpenLoop(ol) => {
-                // Every timer of an open loop is an arrival (the start timer is the first).
-                // It never finds the backlog full: arrivals stop while it is (`full_since`).
+                if let Some(k) = wait_over(slot) {
+                    let part = ol.shape.as_mut().expect("a wait timer is shaped").resume(k as usize);
+                    eff.wakes.push((ol.workers[k as usize], part));
+                    return;
+                }
+                // Every other timer of an open loop is an arrival (the start timer is the
+                // first). It never finds the backlog full: arrivals stop while it is
+                // (`full_since`).
                 let stats = &mut services[ol.svc];
                 stats.started += 1;
                 if let Some(w) = ol.idle.pop() {
                     ol.serving[w as usize] = now;
                     let work = ol.service.sample(&mut ol.rng).max(1);
+                    let work = first_burst(&mut ol.shape, w as usize, work);
                     eff.wakes.push((ol.workers[w as usize], work));
                 } else {
                     ol.queue.push_back(now);
@@ -703,8 +754,12 @@ impl Workload {
                 think,
                 service,
                 rng,
+                shape,
                 ..
             }) => {
+                if let Some(next) = between_bursts(shape, slot, now, wl, rng, eff) {
+                    return next;
+                }
                 // A worker finished a request: its client thinks or asks again (joining the
                 // queue), and the worker takes the oldest waiting request, if any.
                 let c = pool.serving[slot as usize];
@@ -720,7 +775,8 @@ impl Workload {
                 match pool.queue.pop_front() {
                     Some(next) => {
                         pool.serving[slot as usize] = next;
-                        Next::Compute(service.sample(rng).max(1))
+                        let work = service.sample(rng).max(1);
+                        Next::Compute(first_burst(shape, slot as usize, work))
                     }
                     None => {
                         pool.idle.push(slot);
@@ -729,6 +785,9 @@ impl Workload {
                 }
             }
             Workload::ClosedLoop(cl) => {
+                if let Some(next) = between_bursts(&mut cl.shape, slot, now, wl, &mut cl.rng, eff) {
+                    return next;
+                }
                 let c = (slot / cl.fanout) as usize;
                 cl.clients[c].outstanding -= 1;
                 if cl.clients[c].outstanding > 0 {
@@ -768,11 +827,15 @@ impl Workload {
                 Next::Sleep
             }
             Workload::OpenLoop(ol) => {
+                if let Some(next) = between_bursts(&mut ol.shape, slot, now, wl, &mut ol.rng, eff) {
+                    return next;
+                }
                 let w = slot as usize;
                 services[ol.svc].record(now, now - ol.serving[w]);
                 let next = if let Some(arrived) = ol.queue.pop_front() {
                     ol.serving[w] = arrived;
-                    Next::Compute(ol.service.sample(&mut ol.rng).max(1))
+                    let work = ol.service.sample(&mut ol.rng).max(1);
+                    Next::Compute(first_burst(&mut ol.shape, w, work))
                 } else {
                     ol.idle.push(slot);
                     Next::Sleep

@@ -357,6 +357,22 @@ pub fn scenario(seed: u64) -> (Value, Vec<(String, Vec<usize>)>) {
         }
         wls.push(w);
     }
+    // Shapes (bursts and waits) on half the closed and open loops, from a stream of their
+    // own so the rest of each seed's scenario stays what it was.
+    let mut shapes = Gen {
+        r: Rng::stream(seed, 0x5a_9e),
+    };
+    for w in wls.iter_mut() {
+        let loops = matches!(w["kind"].as_str(), Some("closed_loop" | "open_loop"));
+        if loops && shapes.p(0.5) {
+            let wait = if shapes.p(0.5) {
+                json!({"dist": "exponential", "mean_ns": 100_000.0 + shapes.r.uniform() * 2e6})
+            } else {
+                json!({"dist": "constant", "value_ns": shapes.u(3 * MS)})
+            };
+            w["shape"] = json!({"bursts": 1 + shapes.u(5), "wait": wait});
+        }
+    }
     let spec = json!({
         "seed": seed,
         "topology": {"sockets": sockets, "cores_per_socket": cores, "threads_per_core": threads, "numa_nodes_per_socket": numa},
