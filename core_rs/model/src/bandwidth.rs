@@ -72,8 +72,13 @@ pub struct CfsBandwidth {
     pub period_active: bool,
     /// No runtime was handed out since the last period timer.
     pub idle: bool,
-    /// Last expiry of the period timer; the timer keeps this phase when restarted.
+    /// The period timer's expiry, as the hrtimer keeps it: the armed one while active, the
+    /// next boundary after the last firing while quiet (the handler forwards before it decides
+    /// to stop), so a restarted timer keeps its phase. Meaningless until `timer_set`.
     pub expires: Ns,
+    /// The timer was armed once: before that its expiry is the host clock's zero (the timer
+    /// struct starts zeroed), i.e. the node's `period_origin`.
+    pub timer_set: bool,
     pub timer_gen: u64,
     pub slack_started: bool,
     /// Throttled queues, in the order they were throttled (distribution order).
@@ -93,6 +98,7 @@ impl Default for CfsBandwidth {
             period_active: false,
             idle: false,
             expires: 0,
+            timer_set: false,
             timer_gen: 0,
             slack_started: false,
             throttled_rqs: vec![],
@@ -294,7 +300,7 @@ impl Node {
         if !bw.period_active {
             return Ns::MAX;
         }
-        (bw.expires + bw.period).saturating_sub(self.now)
+        bw.expires.saturating_sub(self.now)
     }
 
     fn start_slack_timer(&mut self, cg: CgId) {
@@ -319,19 +325,35 @@ impl Node {
         }
     }
 
-    /// `start_cfs_bandwidth`: arm the period timer at the next expiry in its old phase.
+    /// `start_cfs_bandwidth`: `hrtimer_forward_now(period_timer, period)` then start it.
+    ///
+    /// The phase: `init_cfs_bandwidth` sets the timer up zeroed, so its expiry starts at
+    /// CLOCK_MONOTONIC 0, and `hrtimer_forward` only ever moves an expiry in whole periods to
+    /// the first one after now (an expiry still ahead stays as it is). The first arming —
+    /// `tg_set_cfs_bandwidth` arms it when the quota is written — thus lands on a multiple of
+    /// the period counted from boot; the handler (`sched_cfs_period_timer`) forwards the same
+    /// way, and a timer that went quiet after an idle period (`do_sched_cfs_period_timer`
+    /// returns idle, `period_active = 0`) restarts on the same grid. No kernel version
+    /// randomises it (fair.c since 3.2 through 6.x). So boundaries sit at fixed host-clock
+    /// times, in an arbitrary phase to when a workload starts: here they sit at
+    /// `period_origin` + k × period (the node draws that origin from the seed or the scenario
+    /// pins it), the same instants for every group with the same period.
     pub(crate) fn start_cfs_bandwidth(&mut self, cg: CgId) {
         let bw = &mut self.cgroups[cg].bw;
         if bw.period_active || bw.quota.is_none() {
             return;
         }
         bw.period_active = true;
-        let k = (self.now - bw.expires.min(self.now)) / bw.period + 1;
-        let at = bw.expires + k * bw.period;
-        bw.expires = at - bw.period;
+        if !bw.timer_set {
+            bw.timer_set = true;
+            bw.expires = self.period_origin % bw.period;
+        }
+        if bw.expires <= self.now {
+            bw.expires += ((self.now - bw.expires) / bw.period + 1) * bw.period;
+        }
         bw.timer_gen += 1;
         let gen = bw.timer_gen;
-        self.queue.push(at, Event::Period { cg, gen });
+        self.queue.push(bw.expires, Event::Period { cg, gen });
     }
 
     /// `__refill_cfs_bandwidth_runtime`: add a quota, count what the last period used beyond
@@ -354,7 +376,9 @@ impl Node {
             return;
         }
         let bw = &mut self.cgroups[cg].bw;
-        bw.expires = self.now;
+        // sched_cfs_period_timer forwards the expiry before handling the period, so even a
+        // timer that now goes quiet remembers the next boundary.
+        bw.expires = self.now + bw.period;
         bw.stat.nr_periods += 1;
         let throttled = !bw.throttled_rqs.is_empty();
         self.refill(cg);
@@ -367,7 +391,7 @@ impl Node {
             bw.stat.nr_throttled += 1;
         }
         bw.idle = !throttled;
-        let at = self.now + bw.period;
+        let at = bw.expires;
         self.queue.push(at, Event::Period { cg, gen });
         if throttled {
             self.distribute_cfs_runtime(cg);

@@ -140,6 +140,10 @@ pub struct Node {
     /// The block device and the egress link (node_io.rs), when the spec gives them.
     pub disk: Option<crate::disk::Disk>,
     pub net: Option<crate::net::Net>,
+    /// A time (ns, may lie far before the start) on every CFS period timer's grid: a fresh
+    /// timer's boundaries fall at `period_origin` + k × its period (bandwidth.rs,
+    /// `start_cfs_bandwidth`). The host's CLOCK_MONOTONIC zero, seen from the scenario.
+    pub period_origin: Ns,
 }
 
 impl Node {
@@ -236,6 +240,11 @@ impl Node {
             oom_kills: vec![],
             disk: None,
             net: None,
+            // Stream 0 is the node's own (workloads use 1..): the host clock's phase.
+            period_origin: match spec.kernel.cfs_period_phase_ns {
+                Some(phase) => phase,
+                None => Rng::stream(spec.seed, 0).next_u64(),
+            },
         };
         node.init_memory(spec);
         node.init_io(spec)?;
