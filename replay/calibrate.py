@@ -165,9 +165,13 @@ def calibrate(
             host: dict[str, Spread] = {metric: Spread([]) for metric in m.metrics}
             at_phase: dict[str, Spread] = {metric: Spread([]) for metric in m.metrics}
             phases_ms: list[float] = []
+            loads: list[float] = []
             for k in range(repeat):
                 say(f"calibrate: {m.name} ({duration:g} s on the host, {k + 1} of {repeat}) ...")
                 run = run_on_host(Variant(m.name, True, sc), 1, session, substituted)
+                # The 1-minute load average just after (this run's own threads included): a
+                # shared machine's other work shows here when a window was disturbed.
+                loads.append(os.getloadavg()[0])
                 for metric, f in m.metrics.items():
                     host[metric].runs.append(f(run.result, len(cpus)))
                 if m.phase_of is not None:
@@ -179,6 +183,7 @@ def calibrate(
                     r = run_variant(Variant(m.name, True, pinned), 1, substitute=frozenset(substituted))
                     for metric, f in m.metrics.items():
                         at_phase[metric].runs.append(f(r, len(cpus)))
+            say(f"calibrate: {m.name}: load average {', '.join(f'{x:.1f}' for x in loads)} after the host runs")
             say(f"calibrate: {m.name} in the simulator, seeds 1..{seeds} ...")
             sims = [run_variant(Variant(m.name, True, sc), seed, substitute=frozenset(substituted)) for seed in range(1, seeds + 1)]
             doc[m.name] = {}
@@ -190,6 +195,7 @@ def calibrate(
                     "sim": sim.median,
                     "error": e,
                     "host_runs": host[metric].runs,
+                    "host_load_average": loads,
                     "sim_runs": sim.runs,
                 }
                 rows.append([m.name, metric, host[metric].show(), sim.show(), _pct(e)])
