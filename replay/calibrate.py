@@ -6,11 +6,10 @@ compares one or two numbers that mechanism decides. This is how the core's fidel
 docs/replay.md records the figures.
 
 Both sides vary from run to run: the host with the machine's other work (`--repeat` runs it
-several times), the simulator with the seed (`--seeds`), which draws among other things the CFS
-period timers' phase — on the host that phase is where CLOCK_MONOTONIC's multiples of the
-period fall, arbitrary to when a workload starts. Each side is given as its median and range.
-For a micro-scenario whose outcome hangs on that phase (`phase_of`), the host's phase is read
-off its own requests' start times and the simulator is also run pinned to it, run by run.
+several times; the load average after each run is recorded), the simulator with the seed
+(`--seeds`), which draws among other things each group's CFS period timer phase — on the host
+(Linux >= 6.4) a random one per cgroup, so where a spell starts within the period differs run
+to run. Each side is given as its median and range.
 """
 
 from __future__ import annotations
@@ -40,8 +39,6 @@ class Micro:
     cgroups: dict[str, dict[str, Any]]
     workloads: dict[str, dict[str, Any]]
     metrics: dict[str, Callable[[RunResult, int], float]]
-    # a service whose requests' outcome depends on where they start in the CFS period
-    phase_of: str | None = None
 
 
 def _share(cg: str) -> Callable[[RunResult, int], float]:
@@ -80,7 +77,6 @@ def micro_scenarios(ncpus: int) -> list[Micro]:
                 "spell P50 (s)": lambda r, n: r.services["b"].p50_s,
                 "nr_throttled per s": lambda r, n: r.cgroups["s"].nr_throttled / r.measured_s,
             },
-            phase_of="b",
         ),
         Micro(
             "cpuset.cpus pinning",
@@ -94,24 +90,8 @@ def micro_scenarios(ncpus: int) -> list[Micro]:
     ]
 
 
-PERIOD_NS = 100_000_000  # cpu.cfs_period_us's default, which every micro-scenario keeps
-
-
-def time_to_boundary_ns(starts_s: Any, origin_s: float, period_ns: int = PERIOD_NS) -> int:
-    """Median time from each request's start (s since `origin_s`, a CLOCK_MONOTONIC reading)
-    to the next CFS period boundary, in (0, period]. A fresh group's period timer expires on
-    CLOCK_MONOTONIC's multiples of the period (bandwidth.rs `start_cfs_bandwidth`)."""
-    origin_ns = round(origin_s * 1e9)
-    ds = [period_ns - (origin_ns + round(float(t) * 1e9)) % period_ns for t in starts_s]
-    return int(statistics.median(ds)) if ds else 0
-
-
-def request_starts_s(r: RunResult, service: str) -> Any:
-    svc = r.services[service]
-    return svc.completions_s - svc.latencies_s
-
-
 def micro_scenario(m: Micro, duration: float, topology: dict[str, Any], phase_ns: int | None = None) -> Scenario:
+    """The micro-scenario on this topology; `phase_ns` pins the CFS period timers' phase."""
     doc: dict[str, Any] = {
         "scenario": {"name": "calibrate", "duration": f"{duration}s", "warmup": "1s", "sample_interval": "0s"},
         "cgroups": m.cgroups,
@@ -163,8 +143,6 @@ def calibrate(
         for m, sc in zip(micros, scenarios, strict=True):
             sc = host_equivalent(sc, substituted)
             host: dict[str, Spread] = {metric: Spread([]) for metric in m.metrics}
-            at_phase: dict[str, Spread] = {metric: Spread([]) for metric in m.metrics}
-            phases_ms: list[float] = []
             loads: list[float] = []
             for k in range(repeat):
                 say(f"calibrate: {m.name} ({duration:g} s on the host, {k + 1} of {repeat}) ...")
@@ -174,15 +152,6 @@ def calibrate(
                 loads.append(os.getloadavg()[0])
                 for metric, f in m.metrics.items():
                     host[metric].runs.append(f(run.result, len(cpus)))
-                if m.phase_of is not None:
-                    # The simulator's spells start on whole seconds (a multiple of the period),
-                    # so pinning the phase to the host's time-to-boundary reproduces it.
-                    d = time_to_boundary_ns(request_starts_s(run.result, m.phase_of), run.t0)
-                    phases_ms.append(d / 1e6)
-                    pinned = host_equivalent(micro_scenario(m, duration, topo, d % PERIOD_NS), substituted)
-                    r = run_variant(Variant(m.name, True, pinned), 1, substitute=frozenset(substituted))
-                    for metric, f in m.metrics.items():
-                        at_phase[metric].runs.append(f(r, len(cpus)))
             say(f"calibrate: {m.name}: load average {', '.join(f'{x:.1f}' for x in loads)} after the host runs")
             say(f"calibrate: {m.name} in the simulator, seeds 1..{seeds} ...")
             sims = [run_variant(Variant(m.name, True, sc), seed, substitute=frozenset(substituted)) for seed in range(1, seeds + 1)]
@@ -199,16 +168,7 @@ def calibrate(
                     "sim_runs": sim.runs,
                 }
                 rows.append([m.name, metric, host[metric].show(), sim.show(), _pct(e)])
-                if m.phase_of is not None:
-                    ep = error(host[metric].median, at_phase[metric].median)
-                    entry.update(
-                        host_phase_ms=phases_ms, sim_at_host_phase=at_phase[metric].median, sim_at_host_phase_runs=at_phase[metric].runs
-                    )
-                    entry["error_at_host_phase"] = ep
-                    rows.append(["", f"{metric} at the host's phase", host[metric].show(), at_phase[metric].show(), _pct(ep)])
                 doc[m.name][metric] = entry
-            if phases_ms:
-                say(f"calibrate: {m.name}: host spells start {', '.join(f'{p:.1f}' for p in phases_ms)} ms before a period boundary")
     print(
         f"colosim calibrate: {len(cpus)} CPUs, {topo['kernel.scheduler']}, {duration:g} s per mechanism, "
         f"host x{repeat}, simulator seeds 1..{seeds} (median [min–max]); load average {load[0]:.1f} at the start; "

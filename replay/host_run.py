@@ -134,9 +134,6 @@ def host_scheduler(release: str | None = None) -> str:
 class HostRun:
     result: RunResult
     writes: list[WriteRecord] = field(default_factory=list)
-    # time.monotonic() (CLOCK_MONOTONIC, s) at the run's start: where its times sit on the
-    # host clock, e.g. against the CFS period timers' grid (replay/calibrate.py)
-    t0: float = 0.0
 
 
 def run_on_host(
@@ -258,7 +255,7 @@ def run_on_host(
     result = _run_result(variant.name, ncpus, duration, warmup, order, at_warmup, at_end, samples, services, session.dry_run)
     if runner is not None:
         result.decisions = [d.to_dict() for d in runner.decisions]
-    return HostRun(result, backend.log[first_write:], t0)
+    return HostRun(result, backend.log[first_write:])
 
 
 _ZERO = CgroupStats(usage_ns=0, nr_periods=0, nr_throttled=0, throttled_ns=0, nr_bursts=0, burst_ns=0, psi_some_ns=0, nr_running=0)

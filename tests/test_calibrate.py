@@ -1,13 +1,12 @@
 """`colosim calibrate`'s simulator side, no host needed: the burst spell's dependence on the
-CFS period timer's phase (hand-worked), the seed drawing that phase, and reading a host's
-phase off its requests' start times."""
+CFS period timer's phase (hand-worked) and the seed drawing that phase."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from replay.calibrate import PERIOD_NS, micro_scenario, micro_scenarios, request_starts_s, time_to_boundary_ns
+from replay.calibrate import micro_scenario, micro_scenarios
 from sim.runner import run_variant
 from sim.scenario import Variant
 
@@ -15,7 +14,7 @@ TOPOLOGY = {"node.sockets": 1, "node.cores_per_socket": 2, "node.threads_per_cor
 
 
 def burst_micro():
-    return next(m for m in micro_scenarios(2) if m.phase_of is not None)
+    return next(m for m in micro_scenarios(2) if "cpu.cfs_burst_us" in m.name)
 
 
 def spells(seed: int, phase_ns: int | None = None):
@@ -51,20 +50,3 @@ def test_the_seed_draws_the_phase_deterministically():
     # 0.160, so not 8 different ones), all within what the phase allows
     assert len(p50s) >= 2, p50s
     assert all(0.160 - 0.005 <= p <= 0.210 + 0.005 for p in p50s), p50s
-
-
-def test_the_simulated_spells_start_where_calibrate_assumes():
-    # calibrate pins the simulator's phase to the host's time-to-boundary: that is right only
-    # if the simulator's spells start on whole seconds (a multiple of the period)
-    r, _ = spells(1, 30_000_000)
-    assert time_to_boundary_ns(request_starts_s(r, "b"), 0.0) == PERIOD_NS
-    assert time_to_boundary_ns(request_starts_s(r, "b"), 0.030) == 70_000_000
-
-
-def test_time_to_boundary_on_the_host_clock():
-    # CLOCK_MONOTONIC 12.345 s at the start; spells 0.05 s and 1.05 s in: at 12.395 and
-    # 13.395 s, 5 ms before the boundaries at 12.4 and 13.4 s
-    assert time_to_boundary_ns(np.array([0.05, 1.05]), 12.345) == 5_000_000
-    # a start exactly on a boundary waits a whole period for the next
-    assert time_to_boundary_ns(np.array([0.055]), 12.345) == PERIOD_NS
-    assert time_to_boundary_ns(np.array([0.0]), 12.3451, period_ns=50_000_000) == 4_900_000

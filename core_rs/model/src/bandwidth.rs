@@ -76,9 +76,12 @@ pub struct CfsBandwidth {
     /// next boundary after the last firing while quiet (the handler forwards before it decides
     /// to stop), so a restarted timer keeps its phase. Meaningless until `timer_set`.
     pub expires: Ns,
-    /// The timer was armed once: before that its expiry is the host clock's zero (the timer
-    /// struct starts zeroed), i.e. the node's `period_origin`.
+    /// The timer was armed once: before that its expiry is the one `init_cfs_bandwidth` gave
+    /// it, `origin`.
     pub timer_set: bool,
+    /// A time (ns from the start; may stand for one long before it) on this group's period
+    /// grid: the timer's expiry when the group was created (`start_cfs_bandwidth`).
+    pub origin: Ns,
     pub timer_gen: u64,
     pub slack_started: bool,
     /// Throttled queues, in the order they were throttled (distribution order).
@@ -99,6 +102,7 @@ impl Default for CfsBandwidth {
             idle: false,
             expires: 0,
             timer_set: false,
+            origin: 0,
             timer_gen: 0,
             slack_started: false,
             throttled_rqs: vec![],
@@ -327,17 +331,18 @@ impl Node {
 
     /// `start_cfs_bandwidth`: `hrtimer_forward_now(period_timer, period)` then start it.
     ///
-    /// The phase: `init_cfs_bandwidth` sets the timer up zeroed, so its expiry starts at
-    /// CLOCK_MONOTONIC 0, and `hrtimer_forward` only ever moves an expiry in whole periods to
-    /// the first one after now (an expiry still ahead stays as it is). The first arming —
-    /// `tg_set_cfs_bandwidth` arms it when the quota is written — thus lands on a multiple of
-    /// the period counted from boot; the handler (`sched_cfs_period_timer`) forwards the same
-    /// way, and a timer that went quiet after an idle period (`do_sched_cfs_period_timer`
-    /// returns idle, `period_active = 0`) restarts on the same grid. No kernel version
-    /// randomises it (fair.c since 3.2 through 6.x). So boundaries sit at fixed host-clock
-    /// times, in an arbitrary phase to when a workload starts: here they sit at
-    /// `period_origin` + k × period (the node draws that origin from the seed or the scenario
-    /// pins it), the same instants for every group with the same period.
+    /// The phase: `hrtimer_forward` only ever moves an expiry in whole periods, to the first
+    /// one after now (an expiry still ahead stays as it is). The timer is first armed when the
+    /// quota is written (`tg_set_cfs_bandwidth`), later whenever runtime is pulled while it is
+    /// quiet; `sched_cfs_period_timer` forwards the same way before handling a period and
+    /// stops after an idle one (`period_active = 0`), so a group's boundaries stay on one grid
+    /// for its life, anchored at the expiry `init_cfs_bandwidth` gave the timer. Since Linux 6.4
+    /// (41abdba93747, "sched: Interleave cfs bandwidth timers ...") that is
+    /// `get_random_u32_below(period)`, so every group has its own random phase; before, the
+    /// zeroed expiry put every group on CLOCK_MONOTONIC's multiples of its period. Either way
+    /// the phase is arbitrary to when a workload starts. Here each group's grid is `origin` +
+    /// k × period: drawn from the seed per group, or pinned by the scenario (bandwidth.rs
+    /// tests; tests/test_replay_host.py measures it on the host).
     pub(crate) fn start_cfs_bandwidth(&mut self, cg: CgId) {
         let bw = &mut self.cgroups[cg].bw;
         if bw.period_active || bw.quota.is_none() {
@@ -346,7 +351,7 @@ impl Node {
         bw.period_active = true;
         if !bw.timer_set {
             bw.timer_set = true;
-            bw.expires = self.period_origin % bw.period;
+            bw.expires = bw.origin % bw.period;
         }
         if bw.expires <= self.now {
             bw.expires += ((self.now - bw.expires) / bw.period + 1) * bw.period;

@@ -140,10 +140,6 @@ pub struct Node {
     /// The block device and the egress link (node_io.rs), when the spec gives them.
     pub disk: Option<crate::disk::Disk>,
     pub net: Option<crate::net::Net>,
-    /// A time (ns, may lie far before the start) on every CFS period timer's grid: a fresh
-    /// timer's boundaries fall at `period_origin` + k × its period (bandwidth.rs,
-    /// `start_cfs_bandwidth`). The host's CLOCK_MONOTONIC zero, seen from the scenario.
-    pub period_origin: Ns,
 }
 
 impl Node {
@@ -240,12 +236,14 @@ impl Node {
             oom_kills: vec![],
             disk: None,
             net: None,
-            // Stream 0 is the node's own (workloads use 1..): the host clock's phase.
-            period_origin: match spec.kernel.cfs_period_phase_ns {
-                Some(phase) => phase,
-                None => Rng::stream(spec.seed, 0).next_u64(),
-            },
         };
+        // Each group's CFS period timer phase (bandwidth.rs `start_cfs_bandwidth`): pinned, or
+        // drawn for every group in creation order from stream 0, the node's own (workloads use
+        // 1..), so a quota on one group does not move another's phase.
+        let mut phases = Rng::stream(spec.seed, 0);
+        for g in &mut node.cgroups[1..] {
+            g.bw.origin = spec.kernel.cfs_period_phase_ns.unwrap_or_else(|| phases.next_u64());
+        }
         node.init_memory(spec);
         node.init_io(spec)?;
         node.refresh_cgroup_flags();

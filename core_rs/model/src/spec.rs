@@ -220,8 +220,9 @@ pub struct KernelSpec {
     #[serde(default)]
     pub cgroup_writeback: bool,
     /// Where the CFS bandwidth period timers' boundaries fall: a boundary of every group's timer
-    /// lies this long after the scenario start (then every cpu.cfs_period_us). None draws it
-    /// from the seed, as a host gives an arbitrary one (bandwidth.rs, `start_cfs_bandwidth`).
+    /// lies this long after the scenario start (then every cpu.cfs_period_us). None draws one
+    /// per group from the seed, as Linux ≥ 6.4 draws it at random (bandwidth.rs,
+    /// `start_cfs_bandwidth`).
     pub cfs_period_phase_ns: Option<u64>,
 }
 
