@@ -151,10 +151,9 @@ class Kernel(Table):
     # writeback charged to the cgroup that dirtied the pages (cgroup v2; openEuler's
     # cgroup1_writeback, which rubik's ioCost needs); off: the flusher's IO is the root's
     cgroup_writeback: bool = False
-    # Where the CFS bandwidth period boundaries fall. On a host each group's period timer
-    # counts whole periods from boot (CLOCK_MONOTONIC 0), so relative to a workload's start
-    # the phase is arbitrary: "random" draws it from the seed (one host clock for all groups);
-    # a duration pins a boundary of every group's timer at that time after the start.
+    # Where the CFS bandwidth period boundaries fall. Linux >= 6.4 starts each group's period
+    # timer at a random phase (init_cfs_bandwidth): "random" draws one per group from the
+    # seed; a duration pins a boundary of every group's timer at that time after the start.
     cfs_period_phase: Annotated[int | None, BeforeValidator(period_phase)] = None
 
     @model_validator(mode="after")
