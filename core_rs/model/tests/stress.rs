@@ -433,7 +433,8 @@ pub fn run(seed: u64, steps: usize, strict: bool) -> Result<(), String> {
 /// cpu.idle, qos_level -1, cpusets, both schedulers, the SMT expeller, every workload kind)
 /// under random run-time knob writes; after every step the whole bookkeeping is recomputed
 /// from scratch and compared (`full_check`), including the strict properties: no idle CPU
-/// with runnable work, no stale qos or expeller throttle. STRESS_N / STRESS_STEPS enlarge it.
+/// with runnable work, no stale qos or expeller throttle. STRESS_N / STRESS_STEPS enlarge it;
+/// STRESS_FROM starts at a seed, STRESS_PHASE pins every period timer's phase (ns).
 #[test]
 fn stress() {
     let n: u64 = std::env::var("STRESS_N")
