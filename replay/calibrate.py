@@ -4,12 +4,20 @@ Each micro-scenario isolates one mechanism the core models, runs it on the host 
 workloads in real cgroups) and in the simulator with this host's topology and scheduler, and
 compares one or two numbers that mechanism decides. This is how the core's fidelity is tracked:
 docs/replay.md records the figures.
+
+Both sides vary from run to run: the host with the machine's other work (`--repeat` runs it
+several times; the load average after each run is recorded), the simulator with the seed
+(`--seeds`), which draws among other things each group's CFS period timer phase — on the host
+(Linux >= 6.4) a random one per cgroup, so where a spell starts within the period differs run
+to run. Each side is given as its median and range.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import statistics
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -82,7 +90,8 @@ def micro_scenarios(ncpus: int) -> list[Micro]:
     ]
 
 
-def micro_scenario(m: Micro, duration: float, topology: dict[str, Any]) -> Scenario:
+def micro_scenario(m: Micro, duration: float, topology: dict[str, Any], phase_ns: int | None = None) -> Scenario:
+    """The micro-scenario on this topology; `phase_ns` pins the CFS period timers' phase."""
     doc: dict[str, Any] = {
         "scenario": {"name": "calibrate", "duration": f"{duration}s", "warmup": "1s", "sample_interval": "0s"},
         "cgroups": m.cgroups,
@@ -90,10 +99,36 @@ def micro_scenario(m: Micro, duration: float, topology: dict[str, Any]) -> Scena
     }
     for key, value in topology.items():
         apply_override(doc, parse_path(key), value, where="")
+    if phase_ns is not None:
+        doc.setdefault("kernel", {})["cfs_period_phase"] = f"{phase_ns}ns"
     return Scenario.from_document(doc)
 
 
-def calibrate(duration: float, out: Path | None, say: Callable[[str], Any] = lambda m: print(m, file=sys.stderr)) -> int:
+@dataclass
+class Spread:
+    """One metric's values over runs (host repeats or simulator seeds)."""
+
+    runs: list[float]
+
+    @property
+    def median(self) -> float:
+        finite = [v for v in self.runs if math.isfinite(v)]
+        return statistics.median(finite) if finite else math.nan
+
+    def show(self) -> str:
+        finite = [v for v in self.runs if math.isfinite(v)]
+        if len(finite) < 2:
+            return sig3(self.median)
+        return f"{sig3(self.median)} [{sig3(min(finite))}–{sig3(max(finite))}]"
+
+
+def calibrate(
+    duration: float,
+    out: Path | None,
+    say: Callable[[str], Any] = lambda m: print(m, file=sys.stderr),
+    seeds: int = 8,
+    repeat: int = 1,
+) -> int:
     from sim.runner import run_variant
 
     cpus = host_cpus()
@@ -101,21 +136,44 @@ def calibrate(duration: float, out: Path | None, say: Callable[[str], Any] = lam
     micros = micro_scenarios(len(cpus))
     scenarios = [micro_scenario(m, duration, topo) for m in micros]
     rows: list[list[str]] = []
-    doc: dict[str, dict[str, dict[str, float]]] = {}
+    doc: dict[str, dict[str, dict[str, Any]]] = {}
+    load = os.getloadavg()
     with Session(log=say) as session:
         substituted = check_knobs(scenarios, missing_knobs(session), say)
         for m, sc in zip(micros, scenarios, strict=True):
-            say(f"calibrate: {m.name} ({duration:g} s on the host) ...")
             sc = host_equivalent(sc, substituted)
-            host = run_on_host(Variant(m.name, True, sc), 1, session, substituted).result
-            sim = run_variant(Variant(m.name, True, sc), 1, substitute=frozenset(substituted))
+            host: dict[str, Spread] = {metric: Spread([]) for metric in m.metrics}
+            loads: list[float] = []
+            for k in range(repeat):
+                say(f"calibrate: {m.name} ({duration:g} s on the host, {k + 1} of {repeat}) ...")
+                run = run_on_host(Variant(m.name, True, sc), 1, session, substituted)
+                # The 1-minute load average just after (this run's own threads included): a
+                # shared machine's other work shows here when a window was disturbed.
+                loads.append(os.getloadavg()[0])
+                for metric, f in m.metrics.items():
+                    host[metric].runs.append(f(run.result, len(cpus)))
+            say(f"calibrate: {m.name}: load average {', '.join(f'{x:.1f}' for x in loads)} after the host runs")
+            say(f"calibrate: {m.name} in the simulator, seeds 1..{seeds} ...")
+            sims = [run_variant(Variant(m.name, True, sc), seed, substitute=frozenset(substituted)) for seed in range(1, seeds + 1)]
             doc[m.name] = {}
             for metric, f in m.metrics.items():
-                h, s = f(host, len(cpus)), f(sim, len(cpus))
-                e = error(h, s)
-                doc[m.name][metric] = {"host": h, "sim": s, "error": e}
-                rows.append([m.name, metric, sig3(h), sig3(s), f"{e * 100:+.1f}%" if math.isfinite(e) else "-"])
-    print(f"colosim calibrate: {len(cpus)} CPUs, {topo['kernel.scheduler']}, {duration:g} s per mechanism; error = sim / host - 1")
+                sim = Spread([f(r, len(cpus)) for r in sims])
+                e = error(host[metric].median, sim.median)
+                entry: dict[str, Any] = {
+                    "host": host[metric].median,
+                    "sim": sim.median,
+                    "error": e,
+                    "host_runs": host[metric].runs,
+                    "host_load_average": loads,
+                    "sim_runs": sim.runs,
+                }
+                rows.append([m.name, metric, host[metric].show(), sim.show(), _pct(e)])
+                doc[m.name][metric] = entry
+    print(
+        f"colosim calibrate: {len(cpus)} CPUs, {topo['kernel.scheduler']}, {duration:g} s per mechanism, "
+        f"host x{repeat}, simulator seeds 1..{seeds} (median [min–max]); load average {load[0]:.1f} at the start; "
+        "error = sim / host - 1"
+    )
     print(markdown(["mechanism", "metric", "host", "sim", "error"], rows))
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -124,3 +182,7 @@ def calibrate(duration: float, out: Path | None, say: Callable[[str], Any] = lam
         (out / "calibration.json").write_text(json.dumps(finite(doc), indent=2) + "\n")
         print(f"\nwrote {out / 'calibration.json'}")
     return 0
+
+
+def _pct(e: float) -> str:
+    return f"{e * 100:+.1f}%" if math.isfinite(e) else "-"

@@ -82,6 +82,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     cal.add_argument("--duration", type=float, default=8.0, help="seconds per micro-scenario (default 8)")
     cal.add_argument("--out", type=Path, help="write calibration.json here")
+    cal.add_argument("--seeds", type=int, default=8, help="simulator runs per micro-scenario, seeds 1..N (default 8)")
+    cal.add_argument("--repeat", type=int, default=1, help="host runs per micro-scenario (default 1)")
     rec = commands.add_parser(
         "record",
         help="sample real cgroups' CPU and memory into a trace file (read-only on the host)",
@@ -204,7 +206,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "calibrate":
         from replay.calibrate import calibrate
 
-        return calibrate(args.duration, args.out)
+        for flag, value in (("--seeds", args.seeds), ("--repeat", args.repeat)):
+            if value < 1:
+                raise ScenarioError(f"{flag}: must be at least 1 (got {value})")
+        return calibrate(args.duration, args.out, seeds=args.seeds, repeat=args.repeat)
     # Imported here so `colosim --help` and argument errors stay fast.
     from sim.report import write_report
     from sim.runner import run_scenario

@@ -284,6 +284,11 @@ threads = 4
 name = "koordinator"
 cpu_evict_be_satisfaction_lower_percent = 40
 cpu_evict_be_satisfaction_upper_percent = 60
+# Phase 0: the web hogs' throttle/unthrottle instants then leave them off the BE cpuset. At
+# other phases one can stay on a BE CPU after the suppress (beside shares-2 BE it takes that
+# CPU), BE uses 3 of its 4 CPUs, below cpuEvictBEUsageThresholdPercent, and nothing is evicted.
+[kernel]
+cfs_period_phase = "0ms"
 """
 
 

@@ -559,3 +559,23 @@ def test_bursty_workload_converts_to_ns():
         "length_ns": 200_000_000,
         "start_ns": 0,
     }
+
+
+# --- [kernel] cfs_period_phase ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("value", "ns"), [('"random"', None), ('"0ms"', 0), ('"30ms"', 30_000_000), ("0.25", 250_000_000)])
+def test_cfs_period_phase_is_random_or_a_duration(value, ns):
+    sc = scenario(BASE + f"\n[kernel]\ncfs_period_phase = {value}\n")
+    assert sc.kernel.cfs_period_phase == ns
+    assert sc.core_spec()["kernel"]["cfs_period_phase_ns"] == ns
+
+
+def test_cfs_period_phase_defaults_to_random():
+    assert scenario().core_spec()["kernel"]["cfs_period_phase_ns"] is None
+
+
+@pytest.mark.parametrize("bad", ['"1s"', '"-5ms"', '"rand"', "true", '"2h"'])
+def test_a_bad_cfs_period_phase_is_one_message_naming_it(bad):
+    msg = error(BASE + f"\n[kernel]\ncfs_period_phase = {bad}\n")
+    assert msg.startswith("kernel.cfs_period_phase: ") and '"random"' in msg and "\n" not in msg, msg

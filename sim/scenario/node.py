@@ -8,8 +8,9 @@ from pydantic import BeforeValidator, Field, model_validator
 
 from policies.cgroup import Cpu
 from policies.pods import memory_bytes
+from sim.duration import NS_PER_UNIT, parse_duration
 from sim.limits import MAX_SMT, topology_errors
-from sim.scenario.base import Duration, FieldError, FieldErrors, PositiveDuration, Rate, Table
+from sim.scenario.base import Duration, FieldError, FieldErrors, PositiveDuration, Rate, Table, show
 
 
 class Disk(Table):
@@ -107,6 +108,20 @@ class Topology(Table):
         }
 
 
+def period_phase(value: Any) -> int | None:
+    """[kernel] cfs_period_phase: "random" (None: the core draws it from the seed) or a
+    duration in [0, 1 s) at which every CFS period timer has a boundary."""
+    if value == "random":
+        return None
+    try:
+        ns = parse_duration(value)
+    except ValueError:
+        ns = -1
+    if not 0 <= ns < NS_PER_UNIT["s"]:
+        raise ValueError(f'must be "random" or a duration below 1s (the longest cpu.cfs_period_us) such as "0ms" (got {show(value)})')
+    return ns
+
+
 class Kernel(Table):
     """[kernel]: scheduler tunables; unset ones take the kernel's defaults (scaled by
     1 + ilog2(min(ncpus, 8)) as the kernel scales them), which the core computes."""
@@ -136,6 +151,10 @@ class Kernel(Table):
     # writeback charged to the cgroup that dirtied the pages (cgroup v2; openEuler's
     # cgroup1_writeback, which rubik's ioCost needs); off: the flusher's IO is the root's
     cgroup_writeback: bool = False
+    # Where the CFS bandwidth period boundaries fall. Linux >= 6.4 starts each group's period
+    # timer at a random phase (init_cfs_bandwidth): "random" draws one per group from the
+    # seed; a duration pins a boundary of every group's timer at that time after the start.
+    cfs_period_phase: Annotated[int | None, BeforeValidator(period_phase)] = None
 
     @model_validator(mode="after")
     def _check_dirty(self) -> Kernel:
@@ -160,4 +179,5 @@ class Kernel(Table):
             "dirty_ratio": self.dirty_ratio,
             "dirty_background_ratio": self.dirty_background_ratio,
             "cgroup_writeback": self.cgroup_writeback,
+            "cfs_period_phase_ns": self.cfs_period_phase,
         }

@@ -72,8 +72,16 @@ pub struct CfsBandwidth {
     pub period_active: bool,
     /// No runtime was handed out since the last period timer.
     pub idle: bool,
-    /// Last expiry of the period timer; the timer keeps this phase when restarted.
+    /// The period timer's expiry, as the hrtimer keeps it: the armed one while active, the
+    /// next boundary after the last firing while quiet (the handler forwards before it decides
+    /// to stop), so a restarted timer keeps its phase. Meaningless until `timer_set`.
     pub expires: Ns,
+    /// The timer was armed once: before that its expiry is the one `init_cfs_bandwidth` gave
+    /// it, `origin`.
+    pub timer_set: bool,
+    /// A time (ns from the start; may stand for one long before it) on this group's period
+    /// grid: the timer's expiry when the group was created (`start_cfs_bandwidth`).
+    pub origin: Ns,
     pub timer_gen: u64,
     pub slack_started: bool,
     /// Throttled queues, in the order they were throttled (distribution order).
@@ -93,6 +101,8 @@ impl Default for CfsBandwidth {
             period_active: false,
             idle: false,
             expires: 0,
+            timer_set: false,
+            origin: 0,
             timer_gen: 0,
             slack_started: false,
             throttled_rqs: vec![],
@@ -294,7 +304,7 @@ impl Node {
         if !bw.period_active {
             return Ns::MAX;
         }
-        (bw.expires + bw.period).saturating_sub(self.now)
+        bw.expires.saturating_sub(self.now)
     }
 
     fn start_slack_timer(&mut self, cg: CgId) {
@@ -319,19 +329,36 @@ impl Node {
         }
     }
 
-    /// `start_cfs_bandwidth`: arm the period timer at the next expiry in its old phase.
+    /// `start_cfs_bandwidth`: `hrtimer_forward_now(period_timer, period)` then start it.
+    ///
+    /// The phase: `hrtimer_forward` only ever moves an expiry in whole periods, to the first
+    /// one after now (an expiry still ahead stays as it is). The timer is first armed when the
+    /// quota is written (`tg_set_cfs_bandwidth`), later whenever runtime is pulled while it is
+    /// quiet; `sched_cfs_period_timer` forwards the same way before handling a period and
+    /// stops after an idle one (`period_active = 0`), so a group's boundaries stay on one grid
+    /// for its life, anchored at the expiry `init_cfs_bandwidth` gave the timer. Since Linux 6.4
+    /// (41abdba93747, "sched: Interleave cfs bandwidth timers ...") that is
+    /// `get_random_u32_below(period)`, so every group has its own random phase; before, the
+    /// zeroed expiry put every group on CLOCK_MONOTONIC's multiples of its period. Either way
+    /// the phase is arbitrary to when a workload starts. Here each group's grid is `origin` +
+    /// k × period: drawn from the seed per group, or pinned by the scenario (bandwidth.rs
+    /// tests; tests/test_replay_host.py measures it on the host).
     pub(crate) fn start_cfs_bandwidth(&mut self, cg: CgId) {
         let bw = &mut self.cgroups[cg].bw;
         if bw.period_active || bw.quota.is_none() {
             return;
         }
         bw.period_active = true;
-        let k = (self.now - bw.expires.min(self.now)) / bw.period + 1;
-        let at = bw.expires + k * bw.period;
-        bw.expires = at - bw.period;
+        if !bw.timer_set {
+            bw.timer_set = true;
+            bw.expires = bw.origin % bw.period;
+        }
+        if bw.expires <= self.now {
+            bw.expires += ((self.now - bw.expires) / bw.period + 1) * bw.period;
+        }
         bw.timer_gen += 1;
         let gen = bw.timer_gen;
-        self.queue.push(at, Event::Period { cg, gen });
+        self.queue.push(bw.expires, Event::Period { cg, gen });
     }
 
     /// `__refill_cfs_bandwidth_runtime`: add a quota, count what the last period used beyond
@@ -354,7 +381,9 @@ impl Node {
             return;
         }
         let bw = &mut self.cgroups[cg].bw;
-        bw.expires = self.now;
+        // sched_cfs_period_timer forwards the expiry before handling the period, so even a
+        // timer that now goes quiet remembers the next boundary.
+        bw.expires = self.now + bw.period;
         bw.stat.nr_periods += 1;
         let throttled = !bw.throttled_rqs.is_empty();
         self.refill(cg);
@@ -367,7 +396,7 @@ impl Node {
             bw.stat.nr_throttled += 1;
         }
         bw.idle = !throttled;
-        let at = self.now + bw.period;
+        let at = bw.expires;
         self.queue.push(at, Event::Period { cg, gen });
         if throttled {
             self.distribute_cfs_runtime(cg);

@@ -172,6 +172,11 @@ impl Node {
         }
         let mut left: Vec<CpuId> = vec![];
         for &t in &stranded {
+            // Stopping one may have let its SMT sibling pick another stranded task again (the
+            // expeller releases the sibling): stop that one now.
+            if self.tasks[t].state == TaskState::Running {
+                self.preempt_off_cpu(self.tasks[t].cpu);
+            }
             let src = self.tasks[t].cpu;
             let dst = self.select_task_rq(t, src);
             self.dequeue_task(t, false);

@@ -237,6 +237,13 @@ impl Node {
             disk: None,
             net: None,
         };
+        // Each group's CFS period timer phase (bandwidth.rs `start_cfs_bandwidth`): pinned, or
+        // drawn for every group in creation order from stream 0, the node's own (workloads use
+        // 1..), so a quota on one group does not move another's phase.
+        let mut phases = Rng::stream(spec.seed, 0);
+        for g in &mut node.cgroups[1..] {
+            g.bw.origin = spec.kernel.cfs_period_phase_ns.unwrap_or_else(|| phases.next_u64());
+        }
         node.init_memory(spec);
         node.init_io(spec)?;
         node.refresh_cgroup_flags();

@@ -220,6 +220,11 @@ pub struct KernelSpec {
     /// flusher's IO is the root cgroup's, as on plain cgroup v1.
     #[serde(default)]
     pub cgroup_writeback: bool,
+    /// Where the CFS bandwidth period timers' boundaries fall: a boundary of every group's timer
+    /// lies this long after the scenario start (then every cpu.cfs_period_us). None draws one
+    /// per group from the seed, as Linux ≥ 6.4 draws it at random (bandwidth.rs,
+    /// `start_cfs_bandwidth`).
+    pub cfs_period_phase_ns: Option<u64>,
 }
 
 impl KernelSpec {
@@ -905,6 +910,14 @@ impl NodeSpec {
                 "topology.numa_remote_speed",
                 format!("must be in (0, 1] (got {})", t.numa_remote_speed),
             ));
+        }
+        if let Some(phase) = self.kernel.cfs_period_phase_ns {
+            if phase >= crate::bandwidth::MAX_CFS_QUOTA_PERIOD {
+                return Err(SpecError::new(
+                    "kernel.cfs_period_phase_ns",
+                    format!("must be below 1 s, the longest cpu.cfs_period_us (got {phase} ns)"),
+                ));
+            }
         }
         if let Some(hz) = self.kernel.hz {
             if !(100..=1000).contains(&hz) {

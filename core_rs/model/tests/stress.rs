@@ -376,7 +376,7 @@ pub fn scenario(seed: u64) -> (Value, Vec<(String, Vec<usize>)>) {
     let spec = json!({
         "seed": seed,
         "topology": {"sockets": sockets, "cores_per_socket": cores, "threads_per_core": threads, "numa_nodes_per_socket": numa},
-        "kernel": {"scheduler": sched, "smt_expeller": g.p(0.5), "hz": ([250u32, 1000][g.u(2) as usize])},
+        "kernel": {"scheduler": sched, "smt_expeller": g.p(0.5), "hz": ([250u32, 1000][g.u(2) as usize]), "cfs_period_phase_ns": std::env::var("STRESS_PHASE").ok().and_then(|s| s.parse::<u64>().ok())},
         "cgroups": cgs,
         "workloads": wls,
     });
@@ -449,7 +449,8 @@ pub fn run(seed: u64, steps: usize, strict: bool) -> Result<(), String> {
 /// cpu.idle, qos_level -1, cpusets, both schedulers, the SMT expeller, every workload kind)
 /// under random run-time knob writes; after every step the whole bookkeeping is recomputed
 /// from scratch and compared (`full_check`), including the strict properties: no idle CPU
-/// with runnable work, no stale qos or expeller throttle. STRESS_N / STRESS_STEPS enlarge it.
+/// with runnable work, no stale qos or expeller throttle. STRESS_N / STRESS_STEPS enlarge it;
+/// STRESS_FROM starts at a seed, STRESS_PHASE pins every period timer's phase (ns).
 #[test]
 fn stress() {
     let n: u64 = std::env::var("STRESS_N")
@@ -461,7 +462,11 @@ fn stress() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(200);
     let mut failures: Vec<String> = vec![];
-    for seed in 0..n {
+    let from: u64 = std::env::var("STRESS_FROM")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    for seed in from..n {
         match std::panic::catch_unwind(|| run(seed, steps, true)) {
             Ok(Ok(())) => {}
             Ok(Err(e)) if e.starts_with("SPECERR") => {} // a random spec the core rightly rejects
