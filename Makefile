@@ -10,7 +10,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 LOAD    := core_rs/target/release/colosim-load
-DEBS    := stress stress-ng wrk nginx clickhouse-server clickhouse-client clickhouse-tools postgresql chromium
+DEBS    := stress stress-ng wrk nginx clickhouse-server clickhouse-client clickhouse-tools postgresql redis-server chromium
 
 .PHONY: setup host-packages demo lint test bench clean
 
