@@ -212,13 +212,20 @@ class Session:
                 p.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 pass
-        # Anything still in our cgroups (a daemon that left its group) goes too.
-        for cg in self.backend.created():
-            for pid in self.backend.procs(cg):
+        # Anything still in our cgroups (a daemon that left its group) goes too, sweep after
+        # sweep until they are empty: a signal that interrupts Popen after its fork leaves a
+        # child we never recorded, which joins its cgroup (between fork and exec) when it
+        # runs, perhaps after the first sweep, and may fork workers of its own (stress).
+        for _ in range(50):
+            left = [pid for cg in self.backend.created() for pid in self.backend.procs(cg)]
+            if not left:
+                break
+            for pid in left:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+            time.sleep(0.1)
         self.procs.clear()
 
     # -- leaving ------------------------------------------------------------------------
