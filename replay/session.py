@@ -46,6 +46,10 @@ RUNS_DIR = LOCK_PATH.with_name(LOCK_PATH.name + ".runs")
 SCRATCH_PREFIX = "colosim-replay-"
 
 
+# what interrupts a replay (each raises Interrupted while a session is open)
+_STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
+
+
 class Interrupted(KeyboardInterrupt):
     """SIGTERM (or SIGINT) arrived: unwind, clean up, exit."""
 
@@ -177,26 +181,34 @@ class Session:
             self.say(f"would run in {cgroup}: {' '.join(argv)}")
             return None  # type: ignore[return-value]
         targets = [str(p) for p in self.backend.join_paths(cgroup)]
+        # Ctrl-C / SIGTERM wait while the child is forked and recorded: raised in the middle of
+        # Popen, they would leave a child we never recorded, joining its cgroup after
+        # kill_all's sweep and keeping the cgroup busy. The child gets the mask back.
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
 
         def join() -> None:
-            # Between fork and exec: only async-signal-safe work (open/write/close).
+            # Between fork and exec: only async-signal-safe work (open/write/close, sigprocmask).
             pid = str(os.getpid()).encode()
             for t in targets:
                 fd = os.open(t, os.O_WRONLY)
                 os.write(fd, pid)
                 os.close(fd)
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
-        proc = subprocess.Popen(
-            list(argv),
-            stdin=stdin,
-            stdout=stdout,
-            stderr=stderr,
-            cwd=cwd,
-            env=env,
-            preexec_fn=join,
-            start_new_session=True,
-        )
-        self.procs.append(proc)
+        try:
+            proc = subprocess.Popen(
+                list(argv),
+                stdin=stdin,
+                stdout=stdout,
+                stderr=stderr,
+                cwd=cwd,
+                env=env,
+                preexec_fn=join,
+                start_new_session=True,
+            )
+            self.procs.append(proc)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
         return proc
 
     def kill_all(self) -> None:
