@@ -34,13 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from policies.cgroup import Knob
-from replay.cgroupfs import HostError, host_cpus
+from replay.cgroupfs import host_cpus
 from replay.compare import load_for_host, metrics, precheck, predict
 from replay.host_run import check_knobs, host_equivalent, missing_knobs, run_on_host
 from replay.scoring import WITHIN, Score, median_abs_error, ranking, score
 from replay.session import Session
 from replay.workloads import REPO, ReportedService
-from sim.errors import ScenarioError
+from sim.errors import ColosimError, ScenarioError
 from sim.results import ExperimentResult, RunResult, ServiceResult, finite, markdown, sig3
 from sim.scenario import Scenario, Variant
 
@@ -176,7 +176,10 @@ class Suite:
                         hv = Variant(v.name, v.baseline, host_equivalent(v.scenario, self.substituted))
                         try:
                             result = run_on_host(hv, self.seed + rep, session, self.substituted).result
-                        except HostError as err:
+                        except (ColosimError, OSError, ValueError, KeyError) as err:
+                            # one case's failure (a server that would not start, a report
+                            # that did not parse) costs that run only: the host was cleaned
+                            # up by run_on_host, and the suite goes on
                             svc.failures.append({"case": case, "rep": rep, "error": str(err)})
                             self.say(f"fidelity: {svc.name}: {case}, repetition {rep + 1} failed: {err}")
                         else:

@@ -261,3 +261,91 @@ def test_the_suite_is_deterministic(tmp_path):
     a = simulated_suite(tmp_path / "a", ("alone", "quota"))
     b = simulated_suite(tmp_path / "b", ("alone", "quota"))
     assert a["services"] == b["services"]
+
+
+# --- a failing case, an interrupt: what finished is kept (the host faked by the simulator) ---
+
+
+class _NoSession:
+    """Session's place: no lock, no cgroups."""
+
+    def __init__(self, **kw):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+
+def _fake_host(monkeypatch, behave):
+    """Replace the host by the simulator: run_on_host runs the variant in the simulator, after
+    `behave(call number, variant)` had its say (raise to fail or interrupt that run)."""
+    import replay.fidelity as fidelity
+    from replay.host_run import HostRun
+
+    calls = []
+
+    def run_on_host(variant, seed, session, substituted):
+        calls.append(variant.name)
+        behave(len(calls), variant)
+        return HostRun(run_variant(variant, seed))
+
+    monkeypatch.setattr(fidelity, "Session", _NoSession)
+    monkeypatch.setattr(fidelity, "missing_knobs", lambda session: set())
+    monkeypatch.setattr(fidelity, "run_on_host", run_on_host)
+    return calls
+
+
+def _run_suite(tmp_path, cases="alone,stress", reps="2"):
+    return main(
+        [
+            "fidelity",
+            "--services",
+            "builtin",
+            "--cases",
+            cases,
+            "--reps",
+            reps,
+            "--out",
+            str(tmp_path),
+            *(a for s in SHORT for a in ("--set", s)),
+        ]
+    )
+
+
+def test_a_failing_run_is_recorded_and_the_suite_goes_on(tmp_path, monkeypatch, capsys):
+    from sim.errors import HostError
+
+    def behave(n, variant):
+        if n == 2:
+            raise HostError("workloads.stress: stress exited at start (status 1)")
+
+    calls = _fake_host(monkeypatch, behave)
+    assert _run_suite(tmp_path) == 1
+    assert calls == ["alone", "stress", "alone", "stress"]
+    doc = json.loads((tmp_path / "fidelity.json").read_text())
+    svc = doc["services"]["builtin"]
+    assert svc["failures"] == [{"case": "stress", "rep": 0, "error": "workloads.stress: stress exited at start (status 1)"}]
+    assert len(svc["host"]["alone"]) == 2 and len(svc["host"]["stress"]) == 1
+    assert svc["scores"]["stress"]["QPS"]["host"]["n"] == 1
+    assert doc["complete"] and "1 host run failed" in capsys.readouterr().err
+
+
+def test_an_interrupt_keeps_and_scores_the_finished_runs(tmp_path, monkeypatch):
+    seen = []
+
+    def behave(n, variant):
+        if n == 3:
+            # the JSON on disk already holds the two runs before the interrupt
+            seen.append(json.loads((tmp_path / "fidelity.json").read_text())["services"]["builtin"]["host"])
+            raise KeyboardInterrupt
+
+    _fake_host(monkeypatch, behave)
+    assert _run_suite(tmp_path) == 130
+    assert {c: len(v) for c, v in seen[0].items()} == {"alone": 1, "stress": 1}
+    doc = json.loads((tmp_path / "fidelity.json").read_text())
+    assert doc["interrupted"] and not doc["complete"]
+    assert doc["services"]["builtin"]["scores"]["stress"]["QPS"]["sim"]["n"] == 3
+    assert (tmp_path / "fidelity.html").exists()
