@@ -239,6 +239,10 @@ class Suite:
         out["scored"] = len(scored)
         out[f"within {WITHIN:.0%}"] = sum(s.within for s in scored)
         out["inside the host's interval"] = sum(s.inside for s in scored)
+        out["per metric"] = {}
+        for m in METRICS:
+            got = [row[m] for _, _, row in colocated if m in row and row[m].host.n and row[m].sim.n]
+            out["per metric"][m] = {"scored": len(got), "within": sum(s.within for s in got), "inside": sum(s.inside for s in got)}
         ranks = {svc.name: self.rankings(svc) for svc in self.services}
         out["rankings"] = ranks
         out["same order"] = {f"{name} by {r['metric']}": r["same_order"] for name, rs in ranks.items() for r in rs}
@@ -351,6 +355,8 @@ def text(doc: dict[str, Any]) -> str:
         parts.append(f"  within {WITHIN:.0%} of the host: {o[f'within {WITHIN:.0%}']} of {o['scored']} (case, metric)")
         inside = o["inside the host's interval"]
         parts.append(f"  inside the host's interval: {inside} of {o['scored']}")
+        for m, c in o["per metric"].items():
+            parts.append(f"    {m}: within {WITHIN:.0%} {c['within']} of {c['scored']} cases, inside {c['inside']} of {c['scored']}")
         same = o["same order"]
         parts.append(
             f"  cases ranked in the host's order: {sum(same.values())} of {len(same)} ({', '.join(k for k, v in same.items() if v) or 'none'})"

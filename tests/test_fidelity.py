@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from replay.fidelity import CASES, FIDELITY_DIR, METRICS, SERVICES, Suite, load_service, text
-from replay.scoring import Interval, bootstrap_ci, kendall_tau, median_abs_error, order, ranking, score
+from replay.scoring import WITHIN, Interval, bootstrap_ci, kendall_tau, median_abs_error, order, ranking, score
 from replay.workloads import parse_pgbench_log, parse_redis_csv
 from sim.cli import main
 from sim.runner import run_variant
@@ -253,6 +253,8 @@ def test_the_simulator_scored_against_itself_agrees(tmp_path):
     o = doc["overall"]
     assert o["scored"] == 2 * 4  # stress and idle x QPS, P50, P99, offline CPU
     assert o["median |error| QPS"] < 0.10
+    assert {m: c["scored"] for m, c in o["per metric"].items()} == dict.fromkeys(METRICS, 2)
+    assert o[f"within {WITHIN:.0%}"] == sum(c["within"] for c in o["per metric"].values())
     out = text(doc)
     assert "alone (calibrated)" in out and "median |error| of QPS" in out and "Kendall tau" in out
 
