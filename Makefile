@@ -10,6 +10,8 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 LOAD    := core_rs/target/release/colosim-load
+# (pgbench: Debian ships it with the server, in postgresql-NN, which `postgresql` pulls in;
+# redis-benchmark comes with redis-server, in redis-tools)
 DEBS    := stress stress-ng wrk nginx clickhouse-server clickhouse-client clickhouse-tools postgresql redis-server chromium
 
 .PHONY: setup host-packages demo lint test bench clean
