@@ -156,6 +156,7 @@ class Suite:
         self.loads: list[dict[str, Any]] = []  # the machine's load average at each host run
         self.complete = False
         self.interrupted = False
+        self.host_info: dict[str, Any] | None = None  # a rescored suite keeps its host's
 
     # -- the host ------------------------------------------------------------------------
 
@@ -251,12 +252,12 @@ class Suite:
     # -- outputs ----------------------------------------------------------------------------
 
     def document(self) -> dict[str, Any]:
-        cpus = host_cpus()
+        host = self.host_info or {"cpus": len(host_cpus()), "kernel": os.uname().release}
         return {
             "command": self.command,
             "complete": self.complete,
             "interrupted": self.interrupted,
-            "host": {"cpus": len(cpus), "kernel": os.uname().release, "load_average": self.loads},
+            "host": {**host, "load_average": self.loads},
             "config": {"reps": self.reps, "seeds": self.seeds, "seed": self.seed},
             "services": {
                 svc.name: {
@@ -284,9 +285,10 @@ class Suite:
         tmp.rename(path)
         return path
 
-    def finish(self) -> str:
-        """Predict, score, write the JSON and the report; the terminal text."""
-        self.predict()
+    def finish(self, predict: bool = True) -> str:
+        """Predict (unless rescoring), score, write the JSON and the report; the terminal text."""
+        if predict:
+            self.predict()
         self.score()
         self.write_json()
         from replay.fidelity_report import write_report
@@ -341,7 +343,7 @@ def text(doc: dict[str, Any]) -> str:
             parts.append(f"failed: {f['case']}, repetition {f['rep'] + 1}: {f['error']}")
         for r in svc["rankings"]:
             parts.append(
-                f"ranked by {r['metric']}: host {' > '.join(r['host'])}; sim {' > '.join(r['sim'])}; "
+                f"ranked by {r['metric']}: host {r['host_order']}; sim {r['sim_order']}; "
                 f"Kendall tau {sig3(r['tau']) if r['tau'] is not None else '-'}, same order: {'yes' if r['same_order'] else 'no'}"
             )
     o = doc.get("overall") or {}
@@ -402,6 +404,38 @@ def fidelity(
     if failed:
         say(f"fidelity: {failed} host run{'s' if failed != 1 else ''} failed (recorded in fidelity.json)")
         return 1
+    return 0
+
+
+def _measured(cases: dict[str, list[dict[str, float | None]]]) -> dict[str, list[dict[str, float]]]:
+    """Per-case measurements as the JSON holds them (NaN written as null), as numbers."""
+    return {c: [{m: math.nan if v is None else float(v) for m, v in run.items()} for run in runs] for c, runs in cases.items()}
+
+
+def rescore(source: Path, out: Path, say: Callable[[str], Any] = _say) -> int:
+    """`colosim fidelity --rescore FILE`: score a finished suite's measurements and predictions
+    again (after a change to the scoring, or to see a partial suite), nothing run; the JSON
+    and the report are written to `out`."""
+    where = f"--rescore {source}"
+    try:
+        doc = json.loads(source.read_text())
+        services = []
+        for name, d in doc["services"].items():
+            svc = load_service(d["scenario"], d["cases"], [])
+            svc.name = name
+            svc.host, svc.sim = _measured(d["host"]), _measured(d["sim"])
+            svc.failures, svc.note = d["failures"], d["note"]
+            svc.calibration = d["calibration"]
+            services.append(svc)
+        config = doc["config"]
+        suite = Suite(services, config["reps"], config["seeds"], config["seed"], out, doc["command"], say)
+        suite.host_info = {k: v for k, v in doc["host"].items() if k != "load_average"}
+        suite.loads = doc["host"]["load_average"]
+        suite.complete, suite.interrupted = doc["complete"], doc["interrupted"]
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        raise ScenarioError(f"{where}: not a fidelity.json colosim fidelity wrote ({type(err).__name__}: {err})") from None
+    print(suite.finish(predict=False))
+    print(f"\nwrote {out / 'fidelity.json'} and {out / 'fidelity.html'} (rescored {source})")
     return 0
 
 

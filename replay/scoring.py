@@ -6,8 +6,8 @@ mean, resampled with a fixed seed so that the same numbers always give the same 
 and the prediction is scored by its error (predicted mean / host mean - 1, as
 replay.compare.error), whether it lies inside the host's interval, and whether it is within
 10% of the host. Over a service's cases, the simulator should order the isolation setups as
-the host does: Kendall's tau-b between the two sides' means (1 = the same order), and whether
-the order is exactly the same.
+the host does: Kendall's tau-b between the two sides' means (equal to 3 significant digits:
+a tie), and whether the order is exactly the same (tau-b = 1).
 """
 
 from __future__ import annotations
@@ -119,13 +119,25 @@ class Ranking:
     host: list[str]
     sim: list[str]
     tau: float
+    host_text: str = ""  # the order with its ties: "alone > idle = shares > stress"
+    sim_text: str = ""
 
     @property
     def same_order(self) -> bool:
-        return self.host == self.sim
+        """Exactly the host's order: tau-b is 1 (no pair swapped, and the same ties on both
+        sides: a prediction that cannot tell two cases apart does not order them)."""
+        return math.isclose(self.tau, 1.0)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"metric": self.metric, "host": self.host, "sim": self.sim, "tau": self.tau, "same_order": self.same_order}
+        return {
+            "metric": self.metric,
+            "host": self.host,
+            "sim": self.sim,
+            "host_order": self.host_text,
+            "sim_order": self.sim_text,
+            "tau": self.tau,
+            "same_order": self.same_order,
+        }
 
 
 def ranking(metric: str, scores: dict[str, Score]) -> Ranking | None:
@@ -134,10 +146,25 @@ def ranking(metric: str, scores: dict[str, Score]) -> Ranking | None:
     cases = [c for c, s in scores.items() if math.isfinite(s.host.mean) and math.isfinite(s.sim.mean)]
     if len(cases) < 2:
         return None
-    host = [scores[c].host.mean for c in cases]
-    sim = [scores[c].sim.mean for c in cases]
+    # means equal to 3 significant digits (as the tables print them) are ties: a model that
+    # predicts the same for two cases ranks neither above the other
+    host = [_sig3(scores[c].host.mean) for c in cases]
+    sim = [_sig3(scores[c].sim.mean) for c in cases]
     better = metric in HIGHER_IS_BETTER
-    return Ranking(metric, order(cases, host, better), order(cases, sim, better), kendall_tau(host, sim))
+    h, p = order(cases, host, better), order(cases, sim, better)
+    tied_host, tied_sim = dict(zip(cases, host, strict=True)), dict(zip(cases, sim, strict=True))
+    return Ranking(metric, h, p, kendall_tau(host, sim), _with_ties(h, tied_host), _with_ties(p, tied_sim))
+
+
+def _with_ties(ranked: list[str], value: dict[str, float]) -> str:
+    out = ranked[0]
+    for a, b in zip(ranked, ranked[1:], strict=False):
+        out += (" = " if value[a] == value[b] else " > ") + b
+    return out
+
+
+def _sig3(x: float) -> float:
+    return float(f"{x:.3g}")
 
 
 def median_abs_error(scores: Sequence[Score]) -> float:

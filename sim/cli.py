@@ -93,6 +93,9 @@ def _parser() -> argparse.ArgumentParser:
     fid.add_argument("--seed", type=int, default=1, help="first seed (default 1)")
     fid.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="as for run, in every service")
     fid.add_argument("--out", type=Path, default=Path("out/fidelity"), help="output directory (default out/fidelity)")
+    fid.add_argument(
+        "--rescore", type=Path, metavar="FIDELITY.json", help="score a finished suite's fidelity.json again into --out; run nothing"
+    )
     rec = commands.add_parser(
         "record",
         help="sample real cgroups' CPU and memory into a trace file (read-only on the host)",
@@ -208,8 +211,10 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _fidelity(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
-    from replay.fidelity import command_line, fidelity
+    from replay.fidelity import command_line, fidelity, rescore
 
+    if args.rescore is not None:
+        return rescore(args.rescore, args.out)
     if not 0 <= args.seed < 2**64:
         raise ScenarioError(f"--seed: must be in 0..2^64-1 (got {args.seed})")
     services = [s.strip() for s in args.services.split(",") if s.strip()]

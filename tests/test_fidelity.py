@@ -104,6 +104,11 @@ def test_ranking_orders_best_first_by_the_metric():
     r = ranking("QPS", swapped)
     assert r is not None and not r.same_order and r.tau == pytest.approx(1 / 3)  # one of three pairs swapped
     assert ranking("QPS", {"alone": scores["alone"]}) is None
+    # the same prediction to 3 significant digits is a tie: no order, tau-b of the rest
+    flat = {"a": score([100.0], [238_001.0]), "b": score([90.0], [237_996.0]), "c": score([80.0], [100.0])}
+    r = ranking("QPS", flat)
+    assert r is not None and r.tau == pytest.approx(2 / math.sqrt(3 * 2)) and r.sim == ["a", "b", "c"]
+    assert r.sim_text == "a = b > c" and r.host_text == "a > b > c" and not r.same_order
     assert order(["a", "b"], [1.0, 1.0], True) == ["a", "b"]  # a tie keeps the given order
 
 
@@ -351,3 +356,22 @@ def test_an_interrupt_keeps_and_scores_the_finished_runs(tmp_path, monkeypatch):
     assert doc["interrupted"] and not doc["complete"]
     assert doc["services"]["builtin"]["scores"]["stress"]["QPS"]["sim"]["n"] == 3
     assert (tmp_path / "fidelity.html").exists()
+
+
+def test_rescore_gives_the_same_scores_and_follows_the_data(tmp_path, capsys):
+    doc = simulated_suite(tmp_path / "a")
+    assert main(["fidelity", "--rescore", str(tmp_path / "a/fidelity.json"), "--out", str(tmp_path / "b")]) == 0
+    again = json.loads((tmp_path / "b/fidelity.json").read_text())
+    assert again == doc
+    # one host repetition of stress's QPS doubled: its mean, and so its error, follow
+    host = doc["services"]["builtin"]["host"]["stress"]
+    host[0]["QPS"] *= 2
+    (tmp_path / "c.json").write_text(json.dumps(doc))
+    assert main(["fidelity", "--rescore", str(tmp_path / "c.json"), "--out", str(tmp_path / "c")]) == 0
+    s = json.loads((tmp_path / "c/fidelity.json").read_text())["services"]["builtin"]["scores"]["stress"]["QPS"]
+    assert s["host"]["mean"] == pytest.approx(sum(h["QPS"] for h in host) / 3)
+    assert s["error"] == pytest.approx(s["sim"]["mean"] / s["host"]["mean"] - 1)
+    capsys.readouterr()
+    (tmp_path / "bad.json").write_text('{"services": 3}')
+    assert main(["fidelity", "--rescore", str(tmp_path / "bad.json"), "--out", str(tmp_path / "d")]) == 2
+    assert "--rescore" in capsys.readouterr().err
