@@ -46,8 +46,22 @@ RUNS_DIR = LOCK_PATH.with_name(LOCK_PATH.name + ".runs")
 SCRATCH_PREFIX = "colosim-replay-"
 
 
-# what interrupts a replay (each raises Interrupted while a session is open)
-_STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
+class _Recorded(subprocess.Popen):
+    """A Popen that tells `on_fork` its child's pid as soon as the fork made it, even when a
+    signal (Ctrl-C: Interrupted) breaks the constructor afterwards, while it waits for the
+    exec: the caller never gets that Popen, but kill_all still finds the child, which joins its
+    cgroup when it runs and would keep the cgroup busy."""
+
+    def __init__(self, *args, on_fork, **kwargs) -> None:
+        self._on_fork = on_fork
+        super().__init__(*args, **kwargs)
+
+    def _execute_child(self, *args, **kwargs) -> None:
+        try:
+            super()._execute_child(*args, **kwargs)  # type: ignore[misc]  # private in the stubs
+        finally:
+            if getattr(self, "pid", None):
+                self._on_fork(self.pid)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -75,6 +89,7 @@ class Session:
         self.dry_run = dry_run
         self.check_root = check_root
         self.procs: list[subprocess.Popen] = []
+        self._forked: list[int] = []  # every child forked, recorded the moment it exists
         self._lock_fd: int | None = None
         self._old_handlers: dict[int, object] = {}
         self.say = log or (lambda msg: print(msg, file=sys.stderr))
@@ -181,34 +196,27 @@ class Session:
             self.say(f"would run in {cgroup}: {' '.join(argv)}")
             return None  # type: ignore[return-value]
         targets = [str(p) for p in self.backend.join_paths(cgroup)]
-        # Ctrl-C / SIGTERM wait while the child is forked and recorded: raised in the middle of
-        # Popen, they would leave a child we never recorded, joining its cgroup after
-        # kill_all's sweep and keeping the cgroup busy. The child gets the mask back.
-        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
 
         def join() -> None:
-            # Between fork and exec: only async-signal-safe work (open/write/close, sigprocmask).
+            # Between fork and exec: only async-signal-safe work (open/write/close).
             pid = str(os.getpid()).encode()
             for t in targets:
                 fd = os.open(t, os.O_WRONLY)
                 os.write(fd, pid)
                 os.close(fd)
-            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
-        try:
-            proc = subprocess.Popen(
-                list(argv),
-                stdin=stdin,
-                stdout=stdout,
-                stderr=stderr,
-                cwd=cwd,
-                env=env,
-                preexec_fn=join,
-                start_new_session=True,
-            )
-            self.procs.append(proc)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        proc = _Recorded(
+            list(argv),
+            on_fork=self._forked.append,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            cwd=cwd,
+            env=env,
+            preexec_fn=join,
+            start_new_session=True,
+        )
+        self.procs.append(proc)
         return proc
 
     def kill_all(self) -> None:
@@ -224,6 +232,23 @@ class Session:
                 p.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 pass
+        # children whose Popen a signal interrupted after the fork: never in self.procs
+        tracked = {p.pid for p in self.procs}
+        for pid in self._forked:
+            if pid in tracked:
+                continue
+            try:
+                os.killpg(pid, signal.SIGKILL)  # its own process group once setsid ran
+            except (ProcessLookupError, PermissionError):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+        self._forked.clear()
         # Anything still in our cgroups (a daemon that left its group) goes too, sweep after
         # sweep until they are empty: a signal that interrupts Popen after its fork leaves a
         # child we never recorded, which joins its cgroup (between fork and exec) when it
