@@ -10,7 +10,9 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 LOAD    := core_rs/target/release/colosim-load
-DEBS    := stress stress-ng wrk nginx clickhouse-server clickhouse-client clickhouse-tools postgresql chromium redis-server
+# (pgbench: Debian ships it with the server, in postgresql-NN, which `postgresql` pulls in;
+# redis-benchmark comes with redis-server, in redis-tools)
+DEBS    := stress stress-ng wrk nginx clickhouse-server clickhouse-client clickhouse-tools postgresql redis-server chromium
 
 .PHONY: setup host-packages demo lint test bench clean
 

@@ -206,6 +206,7 @@ def run_on_host(
         for w in workloads:
             w.prepare(session)
     except BaseException:
+        session.kill_all()  # a server prepare started (PostgreSQL's) holds its cgroup
         for w in workloads:
             w.close()
         backend.remove()

@@ -46,6 +46,24 @@ RUNS_DIR = LOCK_PATH.with_name(LOCK_PATH.name + ".runs")
 SCRATCH_PREFIX = "colosim-replay-"
 
 
+class _Recorded(subprocess.Popen):
+    """A Popen that tells `on_fork` its child's pid as soon as the fork made it, even when a
+    signal (Ctrl-C: Interrupted) breaks the constructor afterwards, while it waits for the
+    exec: the caller never gets that Popen, but kill_all still finds the child, which joins its
+    cgroup when it runs and would keep the cgroup busy."""
+
+    def __init__(self, *args, on_fork, **kwargs) -> None:
+        self._on_fork = on_fork
+        super().__init__(*args, **kwargs)
+
+    def _execute_child(self, *args, **kwargs) -> None:
+        try:
+            super()._execute_child(*args, **kwargs)  # type: ignore[misc]  # private in the stubs
+        finally:
+            if getattr(self, "pid", None):
+                self._on_fork(self.pid)
+
+
 class Interrupted(KeyboardInterrupt):
     """SIGTERM (or SIGINT) arrived: unwind, clean up, exit."""
 
@@ -71,6 +89,7 @@ class Session:
         self.dry_run = dry_run
         self.check_root = check_root
         self.procs: list[subprocess.Popen] = []
+        self._forked: list[int] = []  # every child forked, recorded the moment it exists
         self._lock_fd: int | None = None
         self._old_handlers: dict[int, object] = {}
         self.say = log or (lambda msg: print(msg, file=sys.stderr))
@@ -186,8 +205,9 @@ class Session:
                 os.write(fd, pid)
                 os.close(fd)
 
-        proc = subprocess.Popen(
+        proc = _Recorded(
             list(argv),
+            on_fork=self._forked.append,
             stdin=stdin,
             stdout=stdout,
             stderr=stderr,
@@ -212,13 +232,37 @@ class Session:
                 p.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 pass
-        # Anything still in our cgroups (a daemon that left its group) goes too.
-        for cg in self.backend.created():
-            for pid in self.backend.procs(cg):
+        # children whose Popen a signal interrupted after the fork: never in self.procs
+        tracked = {p.pid for p in self.procs}
+        for pid in self._forked:
+            if pid in tracked:
+                continue
+            try:
+                os.killpg(pid, signal.SIGKILL)  # its own process group once setsid ran
+            except (ProcessLookupError, PermissionError):
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+        self._forked.clear()
+        # Anything still in our cgroups (a daemon that left its group) goes too, sweep after
+        # sweep until they are empty: a signal that interrupts Popen after its fork leaves a
+        # child we never recorded, which joins its cgroup (between fork and exec) when it
+        # runs, perhaps after the first sweep, and may fork workers of its own (stress).
+        for _ in range(50):
+            left = [pid for cg in self.backend.created() for pid in self.backend.procs(cg)]
+            if not left:
+                break
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.1)
         self.procs.clear()
 
     # -- leaving ------------------------------------------------------------------------

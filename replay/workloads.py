@@ -7,6 +7,8 @@
     command     any CPU-bound argv, one copy per thread                  — hog
     clickhouse  clickhouse-server + clickhouse-benchmark -c C --json     — closed_loop
     nginx       nginx + wrk -c C --latency                               — closed_loop
+    redis       redis-server + redis-benchmark -c C -t TEST -l --csv     — closed_loop
+    postgres    postgres (as the postgres user) + pgbench -c C -b SCRIPT — closed_loop
     (dd)        coreutils dd, one copy per thread, 1 IO in flight        — dd (its "builtin")
 
 A dd workload writes (or reads) its own file per thread in the session's scratch directory
@@ -22,7 +24,14 @@ Random IO (random = true) and the database and iperf kinds do not replay.
 
 Every process of a workload runs in the workload's cgroup (in the seed, clickhouse-benchmark
 ran inside the ClickHouse container). Latency and QPS of real servers come from their load
-generator's own report; colosim-load reports every request.
+generator's own report; colosim-load reports every request, and so does pgbench (its
+per-transaction log, -l). redis-benchmark has no duration: it loops over fixed batches of
+REDIS_BATCH requests (-l, one CSV line per batch, line-buffered by stdbuf) under `timeout`
+for the measured window, and its QPS is the batches' mean rate, its percentiles the batches'
+mean percentiles (the last, unfinished batch is not counted). PostgreSQL's cluster is made
+(initdb, pgbench -i) and its server started in `prepare`, before the run's clock: the
+server runs in the workload's cgroup as the `postgres` user (setpriv), with its data in the
+run's directory.
 """
 
 from __future__ import annotations
@@ -50,6 +59,10 @@ from sim.results import ServiceResult
 REPO = Path(__file__).resolve().parents[1]
 # a dd without a size loops over a file this large (per thread)
 DD_LOOP_BYTES = 512 << 20
+# redis-benchmark's batch (-n with -l): ~0.3 s at this host's ~150k GET/s alone
+REDIS_BATCH = 50_000
+# pgbench -i's scale (100,000 rows of pgbench_accounts per unit: a few MB, in memory)
+PGBENCH_SCALE = 1
 
 
 def load_command() -> list[str]:
@@ -167,6 +180,20 @@ class HostWorkload:
         elif p == "nginx":
             _need("nginx", where, "nginx")
             _need("wrk", where, "wrk")
+        elif p == "redis":
+            _need("redis-server", where, "redis-server")
+            _need("redis-benchmark", where, "redis-tools")
+            _need("stdbuf", where, "coreutils")
+            _need("timeout", where, "coreutils")
+        elif p == "postgres":
+            postgres_bin(where)
+            _need("setpriv", where, "util-linux")
+            try:
+                import pwd
+
+                pwd.getpwnam("postgres")
+            except KeyError:
+                raise HostError(f"{where}: no `postgres` user on this host (Debian's postgresql package makes it)") from None
 
     # -- running -------------------------------------------------------------------------
 
@@ -177,7 +204,11 @@ class HostWorkload:
 
     def prepare(self, session) -> None:
         """Before the run's clock starts: a dd reader's files, written here (by replay, in its
-        own cgroup), so that making them is neither measured nor charged to the workload."""
+        own cgroup), so that making them is neither measured nor charged to the workload; and
+        a PostgreSQL cluster, made and started (its server in the workload's cgroup)."""
+        if self.program == "postgres" and self.model.kind != "dd":
+            self._prepare_postgres(session)
+            return
         if self.model.kind != "dd":
             return
         d = session.scratch() / self.name
@@ -254,9 +285,12 @@ class HostWorkload:
             self._window = (warmup_s, duration_s)
             self._start_dd(session)
             return
-        self._tmp = tempfile.TemporaryDirectory(prefix=f"{self.name}-", dir=session.run_dir())
+        if self._tmp is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix=f"{self.name}-", dir=session.run_dir())
         tmp = Path(self._tmp.name)
         self._t0 = t0
+        # the wall clock at t0: pgbench logs completions in epoch time
+        self._epoch0 = time.time() - (time.monotonic() - t0)
         self._window = (warmup_s, duration_s)
         cg = self.model.cgroup
         p = self.program
@@ -288,6 +322,10 @@ class HostWorkload:
             self._start_clickhouse(session, tmp, cg, duration_s - warmup_s)
         elif p == "nginx":
             self._start_nginx(session, tmp, cg, duration_s - warmup_s)
+        elif p == "redis":
+            self._start_redis(session, tmp, cg, duration_s - warmup_s)
+        elif p == "postgres":
+            self._start_pgbench(tmp, duration_s - warmup_s)
 
     def _start_clickhouse(self, session, tmp: Path, cg: str, seconds: float) -> None:
         port = _free_port()
@@ -314,6 +352,137 @@ class HostWorkload:
         _wait_port(port, server, "nginx")
         self.port = port
         self._generator = (wrk_argv(self.model.clients, seconds, f"http://127.0.0.1:{port}{self.model.host.path}"), None)
+
+    def _start_redis(self, session, tmp: Path, cg: str, seconds: float) -> None:
+        port = _free_port()
+        server = session.spawn(
+            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(tmp)], cg
+        )
+        if server is None:
+            return
+        _wait_port(port, server, "redis-server")
+        self._generator = (
+            [
+                "timeout",
+                f"{max(1.0, seconds):g}s",
+                "stdbuf",
+                "-oL",
+                "redis-benchmark",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "-c",
+                str(self.model.clients),
+                "-n",
+                str(REDIS_BATCH),
+                "-t",
+                self.model.host.bench_test,
+                "-l",
+                "--csv",
+            ],
+            None,
+        )
+
+    def _prepare_postgres(self, session) -> None:
+        """initdb, the server started in the workload's cgroup, pgbench -i: all before the clock."""
+        import pwd
+
+        bindir = postgres_bin(self.where)
+        if session.dry_run:
+            session.say(f"would make a PostgreSQL cluster ({bindir}/initdb, pgbench -i -s {PGBENCH_SCALE}) and start its server")
+            session.spawn([str(bindir / "postgres"), "-D", "DATA"], self.model.cgroup)
+            return
+        pw = pwd.getpwnam("postgres")
+        run_dir = session.run_dir()
+        self._tmp = tempfile.TemporaryDirectory(prefix=f"{self.name}-", dir=run_dir)
+        tmp = Path(self._tmp.name)
+        # the postgres user walks through the run's directory to its own data (and no further)
+        os.chmod(run_dir, 0o711)
+        os.chmod(tmp, 0o711)
+        data = tmp / "pgdata"
+        data.mkdir(mode=0o700)
+        os.chown(data, pw.pw_uid, pw.pw_gid)
+        as_postgres = ["setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--init-groups"]
+        done = subprocess.run(
+            [*as_postgres, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync"],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            raise HostError(f"{self.where}: initdb failed: {done.stderr.strip()[-300:]}")
+        port = _free_port()
+        log = open(tmp / "server.log", "w")  # noqa: SIM115 - closed with the temp dir
+        os.chown(tmp / "server.log", pw.pw_uid, pw.pw_gid)
+        server = session.spawn(
+            [
+                *as_postgres,
+                str(bindir / "postgres"),
+                "-D",
+                str(data),
+                "-p",
+                str(port),
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                "unix_socket_directories=",
+                "-c",
+                "fsync=off",
+                "-c",
+                f"max_connections={self.model.clients + 10}",
+            ],
+            self.model.cgroup,
+            stdout=log,
+            stderr=log,
+        )
+        log.close()
+        _wait_port(port, server, "postgres")
+        init = ["-h", "127.0.0.1", "-p", str(port), "-U", "postgres"]
+        deadline = time.monotonic() + 30
+        while True:  # the port opens before the server accepts connections
+            ready = subprocess.run([str(bindir / "pg_isready"), *init, "-q"])
+            if ready.returncode == 0:
+                break
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise HostError(f"{self.where}: postgres did not accept connections: {(tmp / 'server.log').read_text()[-300:]}")
+            time.sleep(0.2)
+        done = subprocess.run(
+            [str(bindir / "pgbench"), *init, "-i", "-q", "-s", str(PGBENCH_SCALE), "postgres"], capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            raise HostError(f"{self.where}: pgbench -i failed: {done.stderr.strip()[-300:]}")
+        self._pg = (bindir, port)
+
+    def _start_pgbench(self, tmp: Path, seconds: float) -> None:
+        pg = getattr(self, "_pg", None)
+        if pg is None:  # a dry run
+            return
+        bindir, port = pg
+        threads = min(self.model.clients, len(os.sched_getaffinity(0)))
+        self._generator = (
+            [
+                str(bindir / "pgbench"),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "-U",
+                "postgres",
+                "-c",
+                str(self.model.clients),
+                "-j",
+                str(threads),
+                "-T",
+                str(max(1, round(seconds))),
+                "-b",
+                self.model.host.bench_test,
+                "-n",  # no vacuum before the run
+                "-l",
+                f"--log-prefix={tmp / 'pgbench_log'}",
+                "postgres",
+            ],
+            None,
+        )
 
     def start_generator(self, session) -> None:
         """Real servers: the load generator starts at the end of the warm-up."""
@@ -375,6 +544,13 @@ class HostWorkload:
             if not f.exists():
                 raise HostError(f"{self.where}: clickhouse-benchmark wrote no report: {text[-300:]}")
             return parse_clickhouse_json(self.name, f.read_text(), measured)
+        if self.program == "redis":
+            return parse_redis_csv(self.name, text, measured, REDIS_BATCH)
+        if self.program == "postgres":
+            logs = sorted(tmp.glob("pgbench_log.*"))
+            if not logs:
+                raise HostError(f"{self.where}: pgbench wrote no transaction log: {text[-300:]}")
+            return parse_pgbench_log(self.name, [f.read_text() for f in logs], self._epoch0, warmup, duration)
         return parse_wrk(self.name, text, measured)
 
     def close(self) -> None:
@@ -445,6 +621,66 @@ def parse_wrk(name: str, text: str, measured_s: float) -> ReportedService:
     if not pct or rps is None:
         raise HostError(f"wrk printed no latency distribution: {text[-300:]}")
     return _reported(name, int(total.group(1)) if total else 0, measured_s, pct, float(rps.group(1)))
+
+
+def parse_redis_csv(name: str, text: str, measured_s: float, batch: int) -> ReportedService:
+    """redis-benchmark -l --csv: a header, then per batch of `batch` requests
+    "TEST","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms".
+    QPS: the batches' total requests over their total time (sum of batch / rps); each
+    percentile: the batches' mean of it (equal-sized batches: each weighs the same)."""
+    rows = []
+    for line in text.splitlines():
+        cells = [c.strip('"') for c in line.strip().split(",")]
+        if len(cells) == 8 and cells[1] != "rps":
+            try:
+                rows.append([float(c) for c in cells[1:]])
+            except ValueError:
+                continue
+    if not rows:
+        raise HostError(f"redis-benchmark finished no batch of {batch} requests: {text[-300:]}")
+    a = np.asarray(rows)
+    rps = a[:, 0]
+    qps = len(rps) / float(np.sum(1 / rps))
+    ms = {0.0: a[:, 2], 50.0: a[:, 3], 95.0: a[:, 4], 99.0: a[:, 5], 100.0: a[:, 6]}
+    return _reported(name, len(rows) * batch, measured_s, {p: float(v.mean()) / 1e3 for p, v in ms.items()}, qps)
+
+
+def parse_pgbench_log(name: str, logs: list[str], epoch0: float, warmup_s: float, duration_s: float) -> ServiceResult:
+    """pgbench -l: one line per transaction, "client_id transaction_no time_us script_no
+    epoch_s epoch_us" (latency in microseconds; completion in epoch time): every transaction
+    that completed in the window [warmup, duration] after `epoch0` (the run's start)."""
+    lat, done = [], []
+    for text in logs:
+        for line in text.splitlines():
+            f = line.split()
+            if len(f) < 6:
+                continue
+            lat.append(int(f[2]) / 1e6)
+            done.append(int(f[4]) + int(f[5]) / 1e6 - epoch0)
+    latencies, completions = np.asarray(lat), np.asarray(done)
+    order = np.argsort(completions, kind="stable")
+    latencies, completions = latencies[order], completions[order]
+    keep = (completions >= warmup_s) & (completions <= duration_s)
+    return ServiceResult(
+        name=name,
+        latencies_s=latencies[keep],
+        completions_s=completions[keep],
+        started=int(keep.sum()),
+        completed=int(keep.sum()),
+        measured_s=duration_s - warmup_s,
+    )
+
+
+def postgres_bin(where: str) -> Path:
+    """The newest PostgreSQL server's bin directory (/usr/lib/postgresql/VERSION/bin, Debian's
+    layout), with initdb, postgres, pg_isready and pgbench."""
+    found = []
+    for d in Path("/usr/lib/postgresql").glob("*/bin"):
+        if all((d / p).is_file() for p in ("initdb", "postgres", "pg_isready", "pgbench")) and d.parent.name.isdigit():
+            found.append((int(d.parent.name), d))
+    if not found:
+        raise HostError(f"{where}: no PostgreSQL server with pgbench on this host (/usr/lib/postgresql/*/bin; Debian package postgresql)")
+    return max(found)[1]
 
 
 def _reported(name: str, n: int, measured_s: float, percentiles: dict[float, float], qps: float) -> ReportedService:

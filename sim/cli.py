@@ -84,6 +84,28 @@ def _parser() -> argparse.ArgumentParser:
     cal.add_argument("--out", type=Path, help="write calibration.json here")
     cal.add_argument("--seeds", type=int, default=8, help="simulator runs per micro-scenario, seeds 1..N (default 8)")
     cal.add_argument("--repeat", type=int, default=1, help="host runs per micro-scenario (default 1)")
+    fid = commands.add_parser(
+        "fidelity",
+        help="score every prediction against this host: real services x isolation cases, repeated (root)",
+        description="Run each service of experiments/fidelity/ (or SCENARIO.toml files) in each case on this host, "
+        "repeated; calibrate each service once on its alone runs; predict every case with several seeds; print, "
+        "and write OUT/fidelity.json (after every run) and OUT/fidelity.html, how far each prediction is from the host.",
+    )
+    fid.add_argument(
+        "--services",
+        default="clickhouse,nginx,redis,postgres",
+        help="comma-separated: names in experiments/fidelity/ or paths to scenario files (default: clickhouse,nginx,redis,postgres)",
+    )
+    fid.add_argument("--cases", help="comma-separated [[runs]] names (default: every case; the alone case always runs)")
+    fid.add_argument("--reps", type=int, default=3, help="host repetitions of each case (default 3)")
+    fid.add_argument("--duration", type=float, help="seconds per run, warm-up included (default: the scenario's)")
+    fid.add_argument("--seeds", type=int, default=3, help="simulator seeds per case (default 3)")
+    fid.add_argument("--seed", type=int, default=1, help="first seed (default 1)")
+    fid.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="as for run, in every service")
+    fid.add_argument("--out", type=Path, default=Path("out/fidelity"), help="output directory (default out/fidelity)")
+    fid.add_argument(
+        "--rescore", type=Path, metavar="FIDELITY.json", help="score a finished suite's fidelity.json again into --out; run nothing"
+    )
     rec = commands.add_parser(
         "record",
         help="sample real cgroups' CPU and memory into a trace file (read-only on the host)",
@@ -165,7 +187,7 @@ def _set_values_attached(argv: Sequence[str]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(_set_values_attached(sys.argv[1:] if argv is None else argv))
     try:
-        return _run(args)
+        return _run(args, argv)
     except KeyboardInterrupt:
         print("colosim: interrupted", file=sys.stderr)
         return 130
@@ -190,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return BUG
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
     if args.command == "replay":
         return _replay(args)
     if args.command == "record":
@@ -203,6 +225,8 @@ def _run(args: argparse.Namespace) -> int:
         return tune(args)
     if args.command == "shape":
         return _shape(args)
+    if args.command == "fidelity":
+        return _fidelity(args, argv)
     if args.command == "calibrate":
         from replay.calibrate import calibrate
 
@@ -273,6 +297,23 @@ def _shape(args: argparse.Namespace) -> int:
     )
     request.check()
     return shape_command(request, args.out if args.out is not None else Path("out") / f"shape-{args.program}")
+
+
+def _fidelity(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
+    from replay.fidelity import command_line, fidelity, rescore
+
+    if args.rescore is not None:
+        return rescore(args.rescore, args.out)
+    if not 0 <= args.seed < 2**64:
+        raise ScenarioError(f"--seed: must be in 0..2^64-1 (got {args.seed})")
+    services = [s.strip() for s in args.services.split(",") if s.strip()]
+    if not services:
+        raise ScenarioError("--services: name at least one service")
+    cases = [c.strip() for c in args.cases.split(",") if c.strip()] if args.cases else None
+    if cases is not None and not cases:
+        raise ScenarioError("--cases: name at least one case")
+    line = command_line(list(argv if argv is not None else sys.argv[1:]))
+    return fidelity(services, cases, args.reps, args.duration, args.seeds, args.seed, args.out, args.overrides, line)
 
 
 def _seconds(flag: str, text: str) -> float:

@@ -211,7 +211,9 @@ def test_cleanup_removes_what_a_crashed_run_left(tmp_path, layout):
     assert_clean(layout, before)
 
 
-@pytest.mark.parametrize("program,needs", [("clickhouse", "clickhouse-benchmark"), ("nginx", "wrk")])
+@pytest.mark.parametrize(
+    "program,needs", [("clickhouse", "clickhouse-benchmark"), ("nginx", "wrk"), ("redis", "redis-benchmark"), ("postgres", "pgbench")]
+)
 def test_real_servers_run_with_their_own_load_generators(tmp_path, layout, program, needs):
     import shutil
 

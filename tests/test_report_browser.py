@@ -5,6 +5,7 @@ rendered by Plotly with its traces drawn. One screenshot is checked by its pixel
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -55,6 +56,9 @@ PLOTS = {
     "quota_burst": (LATENCY, CPU, THROTTLED, DECISIONS),
     "webserving_spark": (LATENCY, CPU, DECISIONS),
     "tune_koordinator": ("Optimization history", "Trade-off", "Hyperparameter Importances", "Best against the defaults"),
+    # `colosim fidelity`'s report (not an experiments/*.toml: made below from a suite scored
+    # with the simulator standing in for the host)
+    "fidelity": ("QPS:", "P50 (s):", "P99 (s):", "offline CPU (share):", "Prediction error"),
 }
 
 
@@ -162,3 +166,16 @@ window.addEventListener("load", () => {
     assert any(p.startswith("CPU share") and "0 traces drawn" in p for p in found), found
     assert any(p.startswith("CPU share") and "no trace drew anything" in p for p in found), found
     assert len(found) == 3, found
+
+
+def test_fidelity_report_loads_and_draws_every_plot(tmp_path):
+    from test_fidelity import simulated_suite
+
+    import replay.fidelity_report
+
+    simulated_suite(tmp_path / "suite")
+    doc = json.loads((tmp_path / "suite/fidelity.json").read_text())
+    meant = intended(replay.fidelity_report.figures(doc))
+    titles = [t for t, _ in meant]
+    assert len(titles) == len(PLOTS["fidelity"]) and all(t.startswith(w) for t, w in zip(titles, PLOTS["fidelity"], strict=True)), titles
+    assert problems(load(tmp_path / "suite/fidelity.html", tmp_path), meant) == []

@@ -25,6 +25,14 @@ def _fanout(value: Any) -> int | str:
 SEED_QUERY = "SELECT * FROM system.numbers LIMIT 10000000 OFFSET 10000000"
 
 
+# what each load generator can run: redis-benchmark's tests (-t) and pgbench's built-in
+# scripts (-b); the first is the default (a cache read; a primary-key SELECT)
+HOST_TESTS: dict[str, tuple[str, ...]] = {
+    "redis": ("get", "set", "incr", "lpush", "rpush", "lpop", "rpop", "sadd", "hset", "spop", "zadd", "ping_inline", "ping_mbulk"),
+    "postgres": ("select-only", "simple-update", "tpcb-like"),
+}
+
+
 def _host_shorthand(value: Any) -> Any:
     return {"program": value} if isinstance(value, str) else value
 
@@ -34,10 +42,12 @@ class HostProgram(Table):
     ignores it). "builtin" is colosim-load, which executes the workload's own distributions;
     the others are the real programs of the seed experiments."""
 
-    program: Literal["builtin", "stress", "stress-ng", "clickhouse", "nginx", "command"] = "builtin"
+    program: Literal["builtin", "stress", "stress-ng", "clickhouse", "nginx", "redis", "postgres", "command"] = "builtin"
     command: list[str] | None = None  # program = "command": the argv of a CPU-bound job
     query: str = SEED_QUERY  # clickhouse: the query clickhouse-benchmark sends
     path: str = "/"  # nginx: the URL path wrk requests
+    # redis: the redis-benchmark test (-t); postgres: the pgbench built-in script (-b)
+    test: str | None = None
 
     @model_validator(mode="after")
     def _check(self) -> HostProgram:
@@ -45,7 +55,18 @@ class HostProgram(Table):
             raise FieldErrors([(("command",), 'must be given (a non-empty list) when program = "command"')])
         if self.program != "command" and self.command is not None:
             raise FieldErrors([(("command",), 'is only for program = "command"')])
+        if self.test is not None:
+            tests = HOST_TESTS.get(self.program)
+            if tests is None:
+                raise FieldErrors([(("test",), 'is only for program = "redis" or "postgres"')])
+            if self.test not in tests:
+                raise FieldErrors([(("test",), f"a {self.program} test is {alternatives(tests)} (got {show(self.test)})")])
         return self
+
+    @property
+    def bench_test(self) -> str:
+        """The load generator's test: the one given, or the program's first (its default)."""
+        return self.test or HOST_TESTS[self.program][0]
 
 
 # The most bursts a request may come in (core_rs/model/src/shape.rs MAX_BURSTS).
@@ -165,7 +186,7 @@ class ClosedLoop(_Workload):
     kind: Literal["closed_loop"]
     role = "service"
     requests = True
-    host_programs = ("builtin", "clickhouse", "nginx")
+    host_programs = ("builtin", "clickhouse", "nginx", "redis", "postgres")
     replays = True
     clients: int = Field(ge=1, le=PID_MAX_LIMIT)
     fanout: Annotated[int | str, PlainValidator(_fanout)] = 1

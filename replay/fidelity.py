@@ -1,0 +1,443 @@
+"""`colosim fidelity`: every prediction scored against this host.
+
+For each service (a scenario in experiments/fidelity/, one [[runs]] entry per case) every case
+runs on the host `reps` times — repetition by repetition, every service's cases in turn, so
+that a disturbance of the shared machine spreads over the cases instead of sinking one — all
+in one replay session (replay.session: its lock, its cgroups beneath ours, cleaned up on
+every exit path). Then each service's model is calibrated ONCE, on its alone runs, by
+replay.compare.predict (the one way replay calibrates: the median of the alone repetitions'
+percentiles stands for "the alone run"), and every case is predicted with `seeds` seeds. No
+case is ever fitted: the colocated cases are pure predictions.
+
+Scores (replay.scoring): per (service, case, metric) the host's mean and bootstrap interval
+over the repetitions, the prediction's over the seeds, the error, inside / within 10%; per
+service, whether the simulator ranks the cases as the host does; overall, the median |error|
+and the counts, over the colocated cases (the alone case is the calibration's own target).
+
+The JSON is rewritten after every host run (written whole to a temporary file, then renamed),
+so an interrupt or a crash keeps every finished run; a run that fails is recorded with its
+error and the suite goes on with the next; on Ctrl-C the finished runs are still scored and
+reported, then the interrupt goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shlex
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from policies.cgroup import Knob
+from replay.cgroupfs import host_cpus
+from replay.compare import load_for_host, metrics, precheck, predict
+from replay.host_run import check_knobs, host_equivalent, missing_knobs, run_on_host
+from replay.scoring import WITHIN, Score, median_abs_error, ranking, score
+from replay.session import Session
+from replay.workloads import REPO, ReportedService
+from sim.errors import ColosimError, ScenarioError
+from sim.results import ExperimentResult, RunResult, ServiceResult, finite, markdown, sig3
+from sim.scenario import Scenario, Variant
+
+FIDELITY_DIR = REPO / "experiments" / "fidelity"
+SERVICES = ("clickhouse", "nginx", "redis", "postgres")  # the default suite: the real services
+CASES = ("alone", "stress", "idle", "shares", "quota")
+# metric shown -> the key replay.compare.metrics gives it
+METRICS = {"QPS": "QPS", "P50 (s)": "P50 (s)", "P99 (s)": "P99 (s)", "offline CPU (share)": "batch CPU (share)"}
+ERROR_METRICS = ("QPS", "P50 (s)", "P99 (s)")  # the overall median |error|
+RANKED = ("QPS", "P99 (s)")  # the metrics the cases are ranked by
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr)
+
+
+def known_services() -> list[str]:
+    return sorted(p.stem for p in FIDELITY_DIR.glob("*.toml"))
+
+
+def service_path(name: str) -> Path:
+    """A service of the suite: a name in experiments/fidelity/, or a path to a scenario file."""
+    if name.endswith(".toml"):
+        path = Path(name)
+        if not path.is_file():
+            raise ScenarioError(f"--services: {name}: no such scenario file")
+        return path
+    path = FIDELITY_DIR / f"{name}.toml"
+    if not path.is_file():
+        raise ScenarioError(f"--services: unknown service {name!r} (known: {', '.join(known_services())}; or a path to a .toml)")
+    return path
+
+
+@dataclass
+class Service:
+    """One service of the suite: its scenario (with this host's topology) and the cases run."""
+
+    name: str
+    path: Path
+    scenario: Scenario
+    cases: list[str]
+    baseline: str
+    variants: dict[str, Variant]
+    host: dict[str, list[dict[str, float]]] = field(default_factory=dict)  # case -> per rep
+    alone: list[RunResult] = field(default_factory=list)  # the baseline's host runs (calibration)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    sim: dict[str, list[dict[str, float]]] = field(default_factory=dict)  # case -> per seed
+    calibration: dict[str, dict[str, float]] = field(default_factory=dict)  # seed -> factors
+    scores: dict[str, dict[str, Score]] = field(default_factory=dict)  # case -> metric -> score
+    note: str = ""
+
+
+def load_service(name: str, cases: list[str] | None, overrides: list[str]) -> Service:
+    path = service_path(name)
+    scenario = load_for_host(path, overrides)
+    variants = {v.name: v for v in scenario.variants()}
+    baseline = next(v.name for v in variants.values() if v.baseline)
+    if cases is None:
+        wanted = list(variants)
+    else:
+        for c in cases:
+            if c not in variants:
+                raise ScenarioError(f"--cases: no case {c!r} in {path} (its cases: {', '.join(variants)})")
+        # the alone run is always measured: it is what the prediction is calibrated on
+        wanted = [baseline, *(c for c in cases if c != baseline)]
+    return Service(name if not name.endswith(".toml") else path.stem, path, scenario, wanted, baseline, variants)
+
+
+def _pick(values: dict[str, float]) -> dict[str, float]:
+    return {m: values.get(key, math.nan) for m, key in METRICS.items()}
+
+
+def pooled_alone(runs: list[RunResult]) -> RunResult:
+    """The alone repetitions as one run for the calibration: each service's QPS and latency
+    percentiles the median over the repetitions."""
+    import numpy as np
+
+    first = runs[0]
+    services: dict[str, ServiceResult] = {}
+    for name in first.services:
+        got = [r.services[name] for r in runs if name in r.services]
+        pct = {p: float(np.median([s.percentile(p) for s in got])) for p in (50.0, 90.0, 99.0)}
+        services[name] = ReportedService(
+            name=name,
+            latencies_s=np.empty(0),
+            completions_s=np.empty(0),
+            started=0,
+            completed=0,
+            measured_s=first.measured_s,
+            reported=pct,
+            reported_qps=float(np.median([s.qps for s in got])),
+        )
+    return replace(first, services=services)
+
+
+def loadavg() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
+
+
+class Suite:
+    def __init__(self, services: list[Service], reps: int, seeds: int, seed: int, out: Path, command: str, say=_say) -> None:
+        self.services = services
+        self.reps = reps
+        self.seeds = seeds
+        self.seed = seed
+        self.out = out
+        self.command = command
+        self.say = say
+        self.substituted: set[Knob] = set()
+        self.loads: list[dict[str, Any]] = []  # the machine's load average at each host run
+        self.complete = False
+        self.interrupted = False
+        self.host_info: dict[str, Any] | None = None  # a rescored suite keeps its host's
+
+    # -- the host ------------------------------------------------------------------------
+
+    def run_host(self) -> None:
+        for svc in self.services:
+            precheck([svc.variants[c] for c in svc.cases])
+        scenarios = [v.scenario for svc in self.services for v in svc.variants.values()]
+        with Session(log=self.say) as session:
+            self.substituted = check_knobs(scenarios, missing_knobs(session), self.say)
+            total, done = self.reps * sum(len(s.cases) for s in self.services), 0
+            for rep in range(self.reps):
+                for svc in self.services:
+                    for case in svc.cases:
+                        done += 1
+                        v = svc.variants[case]
+                        before = loadavg()
+                        self.say(f"fidelity [{done}/{total}] {svc.name}: {case}, repetition {rep + 1} (load average {before}) ...")
+                        hv = Variant(v.name, v.baseline, host_equivalent(v.scenario, self.substituted))
+                        try:
+                            result = run_on_host(hv, self.seed + rep, session, self.substituted).result
+                        except (ColosimError, OSError, ValueError, KeyError) as err:
+                            # one case's failure (a server that would not start, a report
+                            # that did not parse) costs that run only: the host was cleaned
+                            # up by run_on_host, and the suite goes on
+                            svc.failures.append({"case": case, "rep": rep, "error": str(err)})
+                            self.say(f"fidelity: {svc.name}: {case}, repetition {rep + 1} failed: {err}")
+                        else:
+                            svc.host.setdefault(case, []).append(_pick(metrics(result, v.scenario)))
+                            if case == svc.baseline:
+                                svc.alone.append(result)
+                        self.loads.append({"service": svc.name, "case": case, "rep": rep, "before": before, "after": loadavg()})
+                        self.write_json()
+
+    # -- the prediction --------------------------------------------------------------------
+
+    def predict(self) -> None:
+        """Each service calibrated on its alone runs (pooled), every case predicted per seed."""
+        for svc in self.services:
+            if not svc.alone:
+                svc.note = "no alone run finished on the host: nothing to calibrate on, no prediction"
+                continue
+            base = svc.variants[svc.baseline]
+            host = ExperimentResult(svc.scenario.name, self.seed, svc.scenario.duration_s, svc.scenario.warmup_s, base.name)
+            host.runs[base.name] = pooled_alone(svc.alone)
+            svc.sim = {}
+            for k in range(self.seeds):
+                seed = self.seed + k
+                self.say(f"fidelity: {svc.name}: predicting every case, seed {seed} ...")
+                predicted, factors = predict(svc.scenario, host, seed, self.substituted)
+                svc.calibration[str(seed)] = factors
+                for case in svc.cases:
+                    svc.sim.setdefault(case, []).append(_pick(metrics(predicted.runs[case], svc.variants[case].scenario)))
+
+    def score(self) -> None:
+        for svc in self.services:
+            svc.scores = {}
+            for case in svc.cases:
+                host, sim = svc.host.get(case, []), svc.sim.get(case, [])
+                row = {}
+                for m in METRICS:
+                    s = score([h[m] for h in host], [p[m] for p in sim])
+                    if s.host.n or s.sim.n:
+                        row[m] = s
+                svc.scores[case] = row
+
+    def rankings(self, svc: Service) -> list[dict[str, Any]]:
+        out = []
+        for m in RANKED:
+            r = ranking(m, {c: row[m] for c, row in svc.scores.items() if m in row})
+            if r is not None:
+                out.append(r.to_dict())
+        return out
+
+    def overall(self) -> dict[str, Any]:
+        """Over the colocated cases of every service (the alone case is the calibration's target)."""
+        colocated = [(svc, c, row) for svc in self.services for c, row in svc.scores.items() if c != svc.baseline]
+        scored = [s for _, _, row in colocated for s in row.values() if s.host.n and s.sim.n]
+        out: dict[str, Any] = {
+            f"median |error| {m}": median_abs_error([row[m] for _, _, row in colocated if m in row]) for m in ERROR_METRICS
+        }
+        out["scored"] = len(scored)
+        out[f"within {WITHIN:.0%}"] = sum(s.within for s in scored)
+        out["inside the host's interval"] = sum(s.inside for s in scored)
+        out["per metric"] = {}
+        for m in METRICS:
+            got = [row[m] for _, _, row in colocated if m in row and row[m].host.n and row[m].sim.n]
+            out["per metric"][m] = {"scored": len(got), "within": sum(s.within for s in got), "inside": sum(s.inside for s in got)}
+        ranks = {svc.name: self.rankings(svc) for svc in self.services}
+        out["rankings"] = ranks
+        out["same order"] = {f"{name} by {r['metric']}": r["same_order"] for name, rs in ranks.items() for r in rs}
+        return out
+
+    # -- outputs ----------------------------------------------------------------------------
+
+    def document(self) -> dict[str, Any]:
+        host = self.host_info or {"cpus": len(host_cpus()), "kernel": os.uname().release}
+        return {
+            "command": self.command,
+            "complete": self.complete,
+            "interrupted": self.interrupted,
+            "host": {**host, "load_average": self.loads},
+            "config": {"reps": self.reps, "seeds": self.seeds, "seed": self.seed},
+            "services": {
+                svc.name: {
+                    "scenario": str(svc.path),
+                    "cases": svc.cases,
+                    "baseline": svc.baseline,
+                    "host": svc.host,
+                    "failures": svc.failures,
+                    "calibration": svc.calibration,
+                    "sim": svc.sim,
+                    "scores": {c: {m: s.to_dict() for m, s in row.items()} for c, row in svc.scores.items()},
+                    "rankings": self.rankings(svc) if svc.scores else [],
+                    "note": svc.note,
+                }
+                for svc in self.services
+            },
+            "overall": self.overall() if any(svc.scores for svc in self.services) else {},
+        }
+
+    def write_json(self) -> Path:
+        self.out.mkdir(parents=True, exist_ok=True)
+        path = self.out / "fidelity.json"
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(finite(self.document()), indent=2) + "\n")
+        tmp.rename(path)
+        return path
+
+    def finish(self, predict: bool = True) -> str:
+        """Predict (unless rescoring), score, write the JSON and the report; the terminal text."""
+        if predict:
+            self.predict()
+        self.score()
+        self.write_json()
+        from replay.fidelity_report import write_report
+
+        doc = json.loads((self.out / "fidelity.json").read_text())
+        write_report(doc, self.out / "fidelity.html")
+        return text(doc)
+
+
+def _interval(i: dict[str, Any]) -> str:
+    if not i["n"]:
+        return "-"
+    if i["n"] == 1:
+        return sig3(i["mean"])
+    return f"{sig3(i['mean'])} [{sig3(i['lo'])}, {sig3(i['hi'])}]"
+
+
+def _pct(e: float | None) -> str:
+    return f"{e * 100:+.1f}%" if e is not None and math.isfinite(e) else "-"
+
+
+def text(doc: dict[str, Any]) -> str:
+    """The terminal's tables, from the JSON document."""
+    parts = []
+    host = doc["host"]
+    parts.append(
+        f"colosim fidelity: {host['cpus']} CPUs, Linux {host['kernel']}, {doc['config']['reps']} host repetitions, "
+        f"{doc['config']['seeds']} simulator seeds; mean [95% bootstrap interval]; error = sim / host - 1"
+    )
+    for name, svc in doc["services"].items():
+        rows = []
+        for case, row in svc["scores"].items():
+            for m, s in row.items():
+                tag = " (calibrated)" if case == svc["baseline"] else ""
+                rows.append(
+                    [
+                        f"{case}{tag}",
+                        m,
+                        _interval(s["host"]),
+                        _interval(s["sim"]),
+                        _pct(s["error"]),
+                        "yes" if s["inside"] else "no",
+                        "yes" if s["within"] else "no",
+                    ]
+                )
+        parts.append(f"\n{name} ({svc['scenario']})")
+        if svc["note"]:
+            parts.append(svc["note"])
+        if rows:
+            parts.append(markdown(["case", "metric", "host", "sim", "error", "inside", f"within {WITHIN:.0%}"], rows))
+        for f in svc["failures"]:
+            parts.append(f"failed: {f['case']}, repetition {f['rep'] + 1}: {f['error']}")
+        for r in svc["rankings"]:
+            parts.append(
+                f"ranked by {r['metric']}: host {r['host_order']}; sim {r['sim_order']}; "
+                f"Kendall tau {sig3(r['tau']) if r['tau'] is not None else '-'}, same order: {'yes' if r['same_order'] else 'no'}"
+            )
+    o = doc.get("overall") or {}
+    if o:
+        parts.append("\noverall (the colocated cases; the alone case is the calibration's target):")
+        for m in ERROR_METRICS:
+            v = o.get(f"median |error| {m}")
+            parts.append(
+                f"  median |error| of {m}: {v * 100:.1f}%" if v is not None and math.isfinite(v) else f"  median |error| of {m}: -"
+            )
+        parts.append(f"  within {WITHIN:.0%} of the host: {o[f'within {WITHIN:.0%}']} of {o['scored']} (case, metric)")
+        inside = o["inside the host's interval"]
+        parts.append(f"  inside the host's interval: {inside} of {o['scored']}")
+        for m, c in o["per metric"].items():
+            parts.append(f"    {m}: within {WITHIN:.0%} {c['within']} of {c['scored']} cases, inside {c['inside']} of {c['scored']}")
+        same = o["same order"]
+        parts.append(
+            f"  cases ranked in the host's order: {sum(same.values())} of {len(same)} ({', '.join(k for k, v in same.items() if v) or 'none'})"
+        )
+    return "\n".join(parts)
+
+
+def fidelity(
+    services: list[str],
+    cases: list[str] | None,
+    reps: int,
+    duration: float | None,
+    seeds: int,
+    seed: int,
+    out: Path,
+    overrides: list[str],
+    command: str,
+    say: Callable[[str], Any] = _say,
+) -> int:
+    if reps < 1:
+        raise ScenarioError(f"--reps: must be at least 1 (got {reps})")
+    if seeds < 1:
+        raise ScenarioError(f"--seeds: must be at least 1 (got {seeds})")
+    if duration is not None and not (math.isfinite(duration) and duration > 0):
+        raise ScenarioError(f"--duration: must be a positive number of seconds (got {duration})")
+    sets = list(overrides) + ([f"scenario.duration={duration}s"] if duration is not None else [])
+    suite = Suite([load_service(s, cases, sets) for s in services], reps, seeds, seed, out, command, say)
+    started = time.monotonic()
+    try:
+        suite.run_host()
+    except KeyboardInterrupt:
+        # the session has cleaned the host up; what finished is still scored and reported
+        suite.interrupted = True
+        say("fidelity: interrupted; scoring the runs that finished")
+        print(suite.finish())
+        print(f"\nwrote {out / 'fidelity.json'} and {out / 'fidelity.html'} (interrupted: partial)")
+        raise
+    suite.complete = True
+    report = suite.finish()
+    print(report)
+    print(f"\nwrote {out / 'fidelity.json'} and {out / 'fidelity.html'} ({time.monotonic() - started:.0f} s)")
+    failed = sum(len(s.failures) for s in suite.services)
+    if failed:
+        say(f"fidelity: {failed} host run{'s' if failed != 1 else ''} failed (recorded in fidelity.json)")
+        return 1
+    return 0
+
+
+def _measured(cases: dict[str, list[dict[str, float | None]]]) -> dict[str, list[dict[str, float]]]:
+    """Per-case measurements as the JSON holds them (NaN written as null), as numbers."""
+    return {c: [{m: math.nan if v is None else float(v) for m, v in run.items()} for run in runs] for c, runs in cases.items()}
+
+
+def rescore(source: Path, out: Path, say: Callable[[str], Any] = _say) -> int:
+    """`colosim fidelity --rescore FILE`: score a finished suite's measurements and predictions
+    again (after a change to the scoring, or to see a partial suite), nothing run; the JSON
+    and the report are written to `out`."""
+    where = f"--rescore {source}"
+    try:
+        doc = json.loads(source.read_text())
+        services = []
+        for name, d in doc["services"].items():
+            svc = load_service(d["scenario"], d["cases"], [])
+            svc.name = name
+            svc.host, svc.sim = _measured(d["host"]), _measured(d["sim"])
+            svc.failures, svc.note = d["failures"], d["note"]
+            svc.calibration = d["calibration"]
+            services.append(svc)
+        config = doc["config"]
+        suite = Suite(services, config["reps"], config["seeds"], config["seed"], out, doc["command"], say)
+        suite.host_info = {k: v for k, v in doc["host"].items() if k != "load_average"}
+        suite.loads = doc["host"]["load_average"]
+        suite.complete, suite.interrupted = doc["complete"], doc["interrupted"]
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        raise ScenarioError(f"{where}: not a fidelity.json colosim fidelity wrote ({type(err).__name__}: {err})") from None
+    print(suite.finish(predict=False))
+    print(f"\nwrote {out / 'fidelity.json'} and {out / 'fidelity.html'} (rescored {source})")
+    return 0
+
+
+def command_line(argv: list[str]) -> str:
+    return "colosim " + " ".join(shlex.quote(a) for a in argv)

@@ -1,0 +1,114 @@
+"""The HTML report of `colosim fidelity`, made from its JSON document (so a fidelity.json can be
+drawn again): per metric, host and simulator side by side for every (service, case) with
+their intervals as error bars; the prediction errors; the tables the terminal prints."""
+
+from __future__ import annotations
+
+import html
+import math
+from pathlib import Path
+from typing import Any
+
+import plotly.graph_objects as go
+
+from replay.fidelity import METRICS, text
+
+HOST, SIM = "#1f77b4", "#ff7f0e"
+
+
+def write_report(doc: dict[str, Any], path: Path) -> Path:
+    figs = figures(doc)
+    parts = [fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"responsive": True}) for i, fig in enumerate(figs)]
+    page = f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>colosim fidelity</title>
+<style>
+  body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; }}
+  pre {{ background: #f6f6f6; padding: 1em; overflow-x: auto; }}
+</style>
+</head>
+<body>
+<h1>colosim fidelity{" (interrupted: partial)" if doc.get("interrupted") else ""}</h1>
+<p><code>{html.escape(doc.get("command", ""))}</code></p>
+<p>Every bar is a mean: the host's over its repetitions, the simulator's over its seeds; the
+whiskers are 95% bootstrap intervals of the mean. Each service's model is calibrated once, on
+its alone runs; the other cases are predictions.</p>
+{"".join(parts)}
+<pre>{html.escape(text(doc))}</pre>
+</body>
+</html>
+"""
+    path = Path(path)
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+def _bars(doc: dict[str, Any], metric: str) -> tuple[list[str], dict[str, list[tuple[float, float, float]]]]:
+    labels: list[str] = []
+    sides: dict[str, list[tuple[float, float, float]]] = {"host": [], "sim": []}
+    for name, svc in doc["services"].items():
+        for case, row in svc["scores"].items():
+            s = row.get(metric)
+            if s is None:
+                continue
+            labels.append(f"{name}: {case}")
+            for side in sides:
+                i = s[side]
+                sides[side].append((i["mean"], i["lo"], i["hi"]) if i["n"] else (math.nan, math.nan, math.nan))
+    return labels, sides
+
+
+def _num(v: float | None) -> float | None:
+    return v if v is not None and math.isfinite(v) else None
+
+
+def metric_figure(doc: dict[str, Any], metric: str) -> go.Figure | None:
+    labels, sides = _bars(doc, metric)
+    if not labels:
+        return None
+    fig = go.Figure()
+    for side, color in (("host", HOST), ("sim", SIM)):
+        values = sides[side]
+        fig.add_bar(
+            x=labels,
+            y=[_num(m) for m, _, _ in values],  # type: ignore[arg-type]
+            name="host" if side == "host" else "simulator",
+            marker_color=color,
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": [_num(h - m) if m is not None else None for m, _, h in values],
+                "arrayminus": [_num(m - lo) if m is not None else None for m, lo, _ in values],
+            },
+        )
+    fig.update_layout(title=f"{metric}: host and simulator per case", barmode="group", height=420, yaxis_title=metric)
+    return fig
+
+
+def error_figure(doc: dict[str, Any]) -> go.Figure | None:
+    """The prediction error (sim / host - 1) of each metric, per (service, case)."""
+    fig = go.Figure()
+    for metric in METRICS:
+        labels, errors = [], []
+        for name, svc in doc["services"].items():
+            for case, row in svc["scores"].items():
+                s = row.get(metric)
+                if s is not None and s["error"] is not None and math.isfinite(s["error"]):
+                    labels.append(f"{name}: {case}")
+                    errors.append(s["error"] * 100)
+        if labels:
+            fig.add_bar(x=labels, y=errors, name=metric)
+    if not fig.data:
+        return None
+    fig.add_hrect(y0=-10, y1=10, fillcolor="#2ca02c", opacity=0.1, line_width=0)
+    fig.update_layout(
+        title="Prediction error per case (%; green: within 10%)", barmode="group", height=420, yaxis_title="sim / host - 1 (%)"
+    )
+    return fig
+
+
+def figures(doc: dict[str, Any]) -> list[go.Figure]:
+    made = [metric_figure(doc, m) for m in METRICS] + [error_figure(doc)]
+    return [f for f in made if f is not None]

@@ -1,0 +1,377 @@
+"""`colosim fidelity` without a host: its statistics against hand-worked cases and textbook
+results, the load generators' reports parsed, bad input refused with one message, and the
+whole scoring path with the simulator standing in for the host."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from replay.fidelity import CASES, FIDELITY_DIR, METRICS, SERVICES, Suite, load_service, text
+from replay.scoring import WITHIN, Interval, bootstrap_ci, kendall_tau, median_abs_error, order, ranking, score
+from replay.workloads import parse_pgbench_log, parse_redis_csv
+from sim.cli import main
+from sim.runner import run_variant
+from sim.scenario import load_scenario
+
+# --- statistics ---------------------------------------------------------------------------
+
+
+def test_bootstrap_interval_contains_the_mean_and_is_the_same_every_time():
+    x = [1.0, 2.0, 3.0, 4.0, 5.0]
+    ci = bootstrap_ci(x)
+    assert ci.mean == 3.0 and ci.n == 5
+    assert 1.0 <= ci.lo < 3.0 < ci.hi <= 5.0
+    assert bootstrap_ci(x) == ci  # seeded: the same values, the same interval
+    y = list(np.random.default_rng(5).normal(10, 2, 12))
+    assert bootstrap_ci(y, seed=2) != bootstrap_ci(y)  # ... and the seed is what fixes it
+
+
+def test_bootstrap_interval_narrows_with_n_as_the_normal_theory_says():
+    """The mean's 95% interval is about mean +- 1.96 sd / sqrt(n) (sd of the sample, as the
+    bootstrap resamples it): four times the values, half the width."""
+    base = [1.0, 2.0, 3.0, 4.0, 5.0]
+    w5 = bootstrap_ci(base).hi - bootstrap_ci(base).lo
+    big = bootstrap_ci(base * 4)
+    w20 = big.hi - big.lo
+    assert w20 == pytest.approx(2 * 1.96 * math.sqrt(2.0) / math.sqrt(20), rel=0.15)  # sd of 1..5 (ddof 0) = sqrt(2)
+    assert w20 / w5 == pytest.approx(0.5, rel=0.3)
+    assert big.contains(3.0) and not big.contains(4.0)
+
+
+def test_bootstrap_interval_of_one_value_or_none():
+    assert bootstrap_ci([7.0]) == Interval(7.0, 7.0, 7.0, 1)
+    empty = bootstrap_ci([math.nan])
+    assert empty.n == 0 and math.isnan(empty.mean) and not empty.contains(1.0)
+
+
+@pytest.mark.parametrize(
+    "a,b,tau",
+    [
+        ([1, 2, 3, 4], [10, 20, 30, 40], 1.0),
+        ([1, 2, 3, 4], [4, 3, 2, 1], -1.0),
+        ([1, 2, 3, 4], [1, 3, 2, 4], (5 - 1) / 6),  # one of six pairs swapped
+        ([1, 2, 2], [1, 2, 3], 2 / math.sqrt(2 * 3)),  # a tie in a: 2 concordant of 2 x 3 untied
+    ],
+)
+def test_kendall_tau_hand_worked(a, b, tau):
+    assert kendall_tau(a, b) == pytest.approx(tau)
+
+
+def test_kendall_tau_is_scipys_tau_b():
+    stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        a, b = rng.integers(0, 4, 7).astype(float), rng.integers(0, 4, 7).astype(float)
+        want = stats.kendalltau(a, b).statistic
+        got = kendall_tau(list(a), list(b))
+        assert (math.isnan(want) and math.isnan(got)) or got == pytest.approx(want)
+
+
+def test_kendall_tau_of_all_ties_is_undefined():
+    assert math.isnan(kendall_tau([1, 1, 1], [1, 2, 3]))
+    with pytest.raises(ValueError):
+        kendall_tau([1, 2], [1])
+
+
+def test_error_inside_and_within_arithmetic():
+    s = score([100.0, 100.0, 100.0], [90.0, 90.0, 90.0])
+    assert s.error == pytest.approx(-0.10)
+    assert s.within and not s.inside and not s.overlap  # 10% off, and the host never varied
+    s = score([90.0, 100.0, 110.0], [105.0, 105.0, 105.0])
+    assert s.error == pytest.approx(0.05) and s.within and s.inside and s.overlap
+    s = score([100.0, 100.0], [125.0, 130.0])
+    assert s.error == pytest.approx(0.275) and not s.within and not s.inside
+    nothing = score([], [1.0])
+    assert math.isnan(nothing.error) and not nothing.within
+
+
+def test_ranking_orders_best_first_by_the_metric():
+    scores = {
+        "alone": score([100.0], [100.0]),
+        "stress": score([50.0], [60.0]),
+        "idle": score([95.0], [99.0]),
+    }
+    r = ranking("QPS", scores)
+    assert r is not None and r.host == ["alone", "idle", "stress"] and r.sim == r.host and r.same_order and r.tau == 1.0
+    r = ranking("P99 (s)", scores)  # smaller is better
+    assert r is not None and r.host == ["stress", "idle", "alone"]
+    swapped = {**scores, "idle": score([95.0], [101.0])}
+    r = ranking("QPS", swapped)
+    assert r is not None and not r.same_order and r.tau == pytest.approx(1 / 3)  # one of three pairs swapped
+    assert ranking("QPS", {"alone": scores["alone"]}) is None
+    # the same prediction to 3 significant digits is a tie: no order, tau-b of the rest
+    flat = {"a": score([100.0], [238_001.0]), "b": score([90.0], [237_996.0]), "c": score([80.0], [100.0])}
+    r = ranking("QPS", flat)
+    assert r is not None and r.tau == pytest.approx(2 / math.sqrt(3 * 2)) and r.sim == ["a", "b", "c"]
+    assert r.sim_text == "a = b > c" and r.host_text == "a > b > c" and not r.same_order
+    assert order(["a", "b"], [1.0, 1.0], True) == ["a", "b"]  # a tie keeps the given order
+
+
+def test_median_absolute_error():
+    scores = [score([1.0], [v]) for v in (0.8, 1.1, 1.05)] + [score([], [1.0])]
+    assert median_abs_error(scores) == pytest.approx(0.1)
+    assert math.isnan(median_abs_error([]))
+
+
+# --- the load generators' reports ---------------------------------------------------------
+
+REDIS_CSV = """"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+"GET","100000.00","0.050","0.008","0.040","0.070","0.090","4.0"
+"GET","50000.00","0.100","0.008","0.080","0.130","0.210","2.0"
+"""
+
+
+def test_redis_batches_make_one_report():
+    r = parse_redis_csv("redis", REDIS_CSV, 10.0, 50_000)
+    # two batches of 50,000: 0.5 s + 1 s, 100,000 requests in 1.5 s
+    assert r.qps == pytest.approx(100_000 / 1.5)
+    assert r.completed == 100_000
+    assert r.p50_s == pytest.approx(0.060e-3) and r.p99_s == pytest.approx(0.150e-3)
+    assert r.p90_s == pytest.approx((0.060 + (0.100 - 0.060) * 40 / 45) * 1e-3)  # between P50 and P95
+
+
+def test_redis_without_a_finished_batch_is_one_clear_error():
+    from sim.errors import HostError
+
+    with pytest.raises(HostError, match="no batch of 50000"):
+        parse_redis_csv("redis", REDIS_CSV.splitlines()[0], 10.0, 50_000)
+
+
+def test_pgbench_log_gives_every_transaction_in_the_window():
+    # client, transaction, latency (us), script, epoch s, epoch us; the run started at 1000.0
+    logs = ["0 0 2000 0 1000 500000\n0 1 3000 0 1001 500000\n", "1 0 1000 0 1002 900000\n1 1 9000 0 1009 100000\n"]
+    s = parse_pgbench_log("pg", logs, 1000.0, warmup_s=1.0, duration_s=3.0)
+    assert list(s.completions_s) == pytest.approx([1.5, 2.9])  # 0.5 before the warm-up, 9.1 after the end
+    assert list(s.latencies_s) == pytest.approx([0.003, 0.001])
+    assert s.qps == pytest.approx(2 / 2.0)
+
+
+# --- bad input ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--services", "nosuch"], "--services: unknown service 'nosuch' (known: builtin, clickhouse"),
+        (["--services", "missing.toml"], "--services: missing.toml: no such scenario file"),
+        (["--services", "redis", "--cases", "alone,bogus"], "--cases: no case 'bogus' in"),
+        (["--services", "redis", "--reps", "0"], "--reps: must be at least 1 (got 0)"),
+        (["--services", "redis", "--seeds", "0"], "--seeds: must be at least 1 (got 0)"),
+        (["--services", "redis", "--duration", "-1"], "--duration: must be a positive number of seconds"),
+        (["--services", "redis", "--duration", "1"], "scenario.warmup: must be less than scenario.duration (1s) (got 2s)"),
+        (["--services", ","], "--services: name at least one service"),
+    ],
+)
+def test_bad_input_is_one_clear_message(argv, message, capsys, tmp_path):
+    assert main(["fidelity", *argv, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("colosim: error: ") and message in err and err.count("\n") == 1, err
+    assert not (tmp_path / "fidelity.json").exists()
+
+
+@pytest.mark.parametrize(
+    "host,message",
+    [
+        ('{ program = "redis", test = "bogus" }', 'workloads.svc.host.test: a redis test is "get", "set"'),
+        ('{ program = "nginx", test = "get" }', 'workloads.svc.host.test: is only for program = "redis" or "postgres"'),
+    ],
+)
+def test_a_load_generator_test_is_checked(tmp_path, host, message):
+    from sim.errors import ScenarioError
+
+    path = tmp_path / "s.toml"
+    path.write_text(f"""
+[scenario]
+name = "s"
+duration = "2s"
+[cgroups.online]
+[workloads.svc]
+kind = "closed_loop"
+cgroup = "online"
+clients = 2
+service = "1ms"
+host = {host}
+""")
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(path)
+    assert message in str(err.value)
+
+
+def test_every_suite_scenario_has_the_standard_cases():
+    names = sorted(p.stem for p in FIDELITY_DIR.glob("*.toml"))
+    assert set(SERVICES) | {"builtin"} == set(names)
+    for name in names:
+        sc = load_scenario(FIDELITY_DIR / f"{name}.toml")
+        variants = sc.variants()
+        assert [v.name for v in variants] == list(CASES), name
+        assert variants[0].baseline and not variants[0].scenario.workloads["stress"].enabled
+        services = [w for w in sc.workloads.values() if w.role == "service"]
+        assert len(services) == 1 and services[0].host.program == ("builtin" if name == "builtin" else name)
+
+
+# --- the scoring path, with the simulator as the host ------------------------------------
+
+SHORT = ["scenario.duration=3s", "scenario.warmup=0.5s"]
+
+
+def simulated_suite(out: Path, cases: tuple[str, ...] = ("alone", "stress", "idle")) -> dict:
+    """The builtin service's suite with the simulator standing in for the host (seeds 101..103
+    as its repetitions): predicted with seeds 1..3 from one calibration on those alone runs.
+    Returns the JSON document it wrote."""
+    svc = load_service("builtin", list(cases), SHORT)
+    for rep in range(3):
+        for case in svc.cases:
+            from replay.compare import metrics
+
+            v = svc.variants[case]
+            run = run_variant(v, 101 + rep)
+            svc.host.setdefault(case, []).append({m: metrics(run, v.scenario).get(k, math.nan) for m, k in METRICS.items()})
+            if case == svc.baseline:
+                svc.alone.append(run)
+    suite = Suite([svc], reps=3, seeds=3, seed=1, out=out, command="colosim fidelity (simulated host)", say=lambda m: None)
+    suite.complete = True
+    suite.finish()
+    return json.loads((out / "fidelity.json").read_text())
+
+
+def test_the_simulator_scored_against_itself_agrees(tmp_path):
+    doc = simulated_suite(tmp_path)
+    assert (tmp_path / "fidelity.html").exists()
+    svc = doc["services"]["builtin"]
+    assert set(svc["scores"]) == {"alone", "stress", "idle"}
+    for case, row in svc["scores"].items():
+        assert {"QPS", "P50 (s)", "P99 (s)"} <= set(row), case
+        assert ("offline CPU (share)" in row) == (case != "alone")
+        for m in ("QPS", "P50 (s)"):
+            assert row[m]["host"]["n"] == 3 and row[m]["sim"]["n"] == 3
+            assert abs(row[m]["error"]) < 0.10, (case, m, row[m])
+    # the calibration of a model on its own runs changes nothing much
+    for factors in svc["calibration"].values():
+        assert factors["web"] == pytest.approx(1.0, rel=0.1)
+    qps = next(r for r in svc["rankings"] if r["metric"] == "QPS")
+    assert qps["host"][-1] == qps["sim"][-1] == "stress"  # both see the unisolated hog hurt most
+    o = doc["overall"]
+    assert o["scored"] == 2 * 4  # stress and idle x QPS, P50, P99, offline CPU
+    assert o["median |error| QPS"] < 0.10
+    assert {m: c["scored"] for m, c in o["per metric"].items()} == dict.fromkeys(METRICS, 2)
+    assert o[f"within {WITHIN:.0%}"] == sum(c["within"] for c in o["per metric"].values())
+    out = text(doc)
+    assert "alone (calibrated)" in out and "median |error| of QPS" in out and "Kendall tau" in out
+
+
+def test_the_suite_is_deterministic(tmp_path):
+    a = simulated_suite(tmp_path / "a", ("alone", "quota"))
+    b = simulated_suite(tmp_path / "b", ("alone", "quota"))
+    assert a["services"] == b["services"]
+
+
+# --- a failing case, an interrupt: what finished is kept (the host faked by the simulator) ---
+
+
+class _NoSession:
+    """Session's place: no lock, no cgroups."""
+
+    def __init__(self, **kw):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+
+def _fake_host(monkeypatch, behave):
+    """Replace the host by the simulator: run_on_host runs the variant in the simulator, after
+    `behave(call number, variant)` had its say (raise to fail or interrupt that run)."""
+    import replay.fidelity as fidelity
+    from replay.host_run import HostRun
+
+    calls = []
+
+    def run_on_host(variant, seed, session, substituted):
+        calls.append(variant.name)
+        behave(len(calls), variant)
+        return HostRun(run_variant(variant, seed))
+
+    monkeypatch.setattr(fidelity, "Session", _NoSession)
+    monkeypatch.setattr(fidelity, "missing_knobs", lambda session: set())
+    monkeypatch.setattr(fidelity, "run_on_host", run_on_host)
+    return calls
+
+
+def _run_suite(tmp_path, cases="alone,stress", reps="2"):
+    return main(
+        [
+            "fidelity",
+            "--services",
+            "builtin",
+            "--cases",
+            cases,
+            "--reps",
+            reps,
+            "--out",
+            str(tmp_path),
+            *(a for s in SHORT for a in ("--set", s)),
+        ]
+    )
+
+
+def test_a_failing_run_is_recorded_and_the_suite_goes_on(tmp_path, monkeypatch, capsys):
+    from sim.errors import HostError
+
+    def behave(n, variant):
+        if n == 2:
+            raise HostError("workloads.stress: stress exited at start (status 1)")
+
+    calls = _fake_host(monkeypatch, behave)
+    assert _run_suite(tmp_path) == 1
+    assert calls == ["alone", "stress", "alone", "stress"]
+    doc = json.loads((tmp_path / "fidelity.json").read_text())
+    svc = doc["services"]["builtin"]
+    assert svc["failures"] == [{"case": "stress", "rep": 0, "error": "workloads.stress: stress exited at start (status 1)"}]
+    assert len(svc["host"]["alone"]) == 2 and len(svc["host"]["stress"]) == 1
+    assert svc["scores"]["stress"]["QPS"]["host"]["n"] == 1
+    assert doc["complete"] and "1 host run failed" in capsys.readouterr().err
+
+
+def test_an_interrupt_keeps_and_scores_the_finished_runs(tmp_path, monkeypatch):
+    seen = []
+
+    def behave(n, variant):
+        if n == 3:
+            # the JSON on disk already holds the two runs before the interrupt
+            seen.append(json.loads((tmp_path / "fidelity.json").read_text())["services"]["builtin"]["host"])
+            raise KeyboardInterrupt
+
+    _fake_host(monkeypatch, behave)
+    assert _run_suite(tmp_path) == 130
+    assert {c: len(v) for c, v in seen[0].items()} == {"alone": 1, "stress": 1}
+    doc = json.loads((tmp_path / "fidelity.json").read_text())
+    assert doc["interrupted"] and not doc["complete"]
+    assert doc["services"]["builtin"]["scores"]["stress"]["QPS"]["sim"]["n"] == 3
+    assert (tmp_path / "fidelity.html").exists()
+
+
+def test_rescore_gives_the_same_scores_and_follows_the_data(tmp_path, capsys):
+    doc = simulated_suite(tmp_path / "a")
+    assert main(["fidelity", "--rescore", str(tmp_path / "a/fidelity.json"), "--out", str(tmp_path / "b")]) == 0
+    again = json.loads((tmp_path / "b/fidelity.json").read_text())
+    assert again == doc
+    # one host repetition of stress's QPS doubled: its mean, and so its error, follow
+    host = doc["services"]["builtin"]["host"]["stress"]
+    host[0]["QPS"] *= 2
+    (tmp_path / "c.json").write_text(json.dumps(doc))
+    assert main(["fidelity", "--rescore", str(tmp_path / "c.json"), "--out", str(tmp_path / "c")]) == 0
+    s = json.loads((tmp_path / "c/fidelity.json").read_text())["services"]["builtin"]["scores"]["stress"]["QPS"]
+    assert s["host"]["mean"] == pytest.approx(sum(h["QPS"] for h in host) / 3)
+    assert s["error"] == pytest.approx(s["sim"]["mean"] / s["host"]["mean"] - 1)
+    capsys.readouterr()
+    (tmp_path / "bad.json").write_text('{"services": 3}')
+    assert main(["fidelity", "--rescore", str(tmp_path / "bad.json"), "--out", str(tmp_path / "d")]) == 2
+    assert "--rescore" in capsys.readouterr().err
