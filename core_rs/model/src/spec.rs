@@ -387,6 +387,15 @@ pub enum WorkloadSpec {
         /// and their latency includes the wait. None: a thread per client (and fanout).
         #[serde(default)]
         workers: Option<u32>,
+        /// CPU the load generator spends per request, on a task of each client in the
+        /// workload's cgroup, before it sends the request (wrk's or clickhouse-benchmark's own
+        /// work when it runs beside the server). None: the clients cost no CPU.
+        #[serde(default)]
+        client_cpu: Option<Dist>,
+        /// A wait per request inside its latency, between the client's CPU and the server
+        /// (workload.rs `ClosedLoop::delay`). None: none.
+        #[serde(default)]
+        delay: Option<Dist>,
         #[serde(default)]
         start_ns: u64,
     },
@@ -613,21 +622,23 @@ impl WorkloadSpec {
             WorkloadSpec::ClosedLoop {
                 clients,
                 fanout,
-                workers: Some(w),
+                workers,
+                client_cpu,
                 ..
-            } => (
-                vec![("clients", n(clients)), ("fanout", n(fanout)), ("workers", n(w))],
-                n(w),
-            ),
-            WorkloadSpec::ClosedLoop {
-                clients,
-                fanout,
-                workers: None,
-                ..
-            } => (
-                vec![("clients", n(clients)), ("fanout", n(fanout))],
-                n(clients) * n(fanout),
-            ),
+            } => {
+                // the generator's tasks (one per client) when its CPU is modelled
+                let generator = if client_cpu.is_some() { n(clients) } else { 0 };
+                match workers {
+                    Some(w) => (
+                        vec![("clients", n(clients)), ("fanout", n(fanout)), ("workers", n(w))],
+                        n(w) + generator,
+                    ),
+                    None => (
+                        vec![("clients", n(clients)), ("fanout", n(fanout))],
+                        n(clients) * n(fanout) + generator,
+                    ),
+                }
+            }
         }
     }
 
@@ -1081,6 +1092,8 @@ impl NodeSpec {
                     service,
                     think,
                     workers,
+                    client_cpu,
+                    delay,
                     ..
                 } => {
                     if *clients == 0 {
@@ -1101,6 +1114,12 @@ impl NodeSpec {
                     service.validate(&f("service"))?;
                     if let Some(t) = think {
                         t.validate(&f("think"))?;
+                    }
+                    if let Some(c) = client_cpu {
+                        c.validate(&f("client_cpu"))?;
+                    }
+                    if let Some(d) = delay {
+                        d.validate(&f("delay"))?;
                     }
                 }
                 WorkloadSpec::Bursty {
