@@ -413,7 +413,7 @@ def predict(
     """Calibrate each service on the measured baseline (or take `fits` made by
     calibrate_services), then simulate every variant. Returns the prediction and, per
     service, its fitted figures: NAME (the service's mean over the scenario's), "NAME sigma"
-    (a lognormal's), "NAME client_cpu_s", "NAME think_s", "NAME poor fit" (1.0 when poor)."""
+    (a lognormal's), "NAME client_cpu_s", "NAME delay_s", "NAME poor fit" (1.0 when poor)."""
     from sim.runner import run_variant
 
     if fits is None:
@@ -428,7 +428,7 @@ def predict(
         if isinstance(fitted.service, Lognormal):
             factors[f"{name} sigma"] = fitted.service.sigma
         factors[f"{name} client_cpu_s"] = fit.client_cpu_s
-        factors[f"{name} think_s"] = fit.think_s
+        factors[f"{name} delay_s"] = fit.delay_s
         factors[f"{name} poor fit"] = float(fit.quality == "poor")
     result = ExperimentResult(scenario.name, seed, scenario.duration_s, scenario.warmup_s, scenario.baseline)
     for v in scenario.variants():
