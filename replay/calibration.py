@@ -48,6 +48,8 @@ from sim.scenario.distributions import Distribution
 POOR_FIT = 0.10
 # objective weights: QPS fixes the mean, so it counts most; then the CPU share (the gaps)
 WEIGHTS = {"QPS": 4.0, "P50": 1.0, "P90": 1.0, "P99": 1.0, "CPU share": 2.0}
+# an alone run beside other work using more than this share of the node measured them too
+DISTURBED = 0.10
 # a cgroup busier than this alone leaves no gaps worth a delay
 BUSY_WITHOUT_GAPS = 0.98
 # simulated alone runs used for fitting: long enough for this many requests (capped by the
@@ -71,6 +73,8 @@ class AloneRun:
     # CPU·s/s the load generator used in the service's cgroup; None: no separate generator
     # (colosim-load's clients are the workload itself); NaN: one ran, its CPU was not measured
     generator_cpu: float | None = None
+    # the share of the node busy outside the run's cgroups meanwhile (other tenants)
+    others: float | None = None
 
 
 @dataclass
@@ -86,6 +90,11 @@ class Fit:
     fitted: dict[str, float]  # the simulated alone run with this model
     tried: dict[str, float] = field(default_factory=dict)  # family -> objective
     notes: list[str] = field(default_factory=list)
+    others: float | None = None  # AloneRun.others
+
+    @property
+    def disturbed(self) -> bool:
+        return self.others is not None and self.others > DISTURBED
 
     @property
     def residuals(self) -> dict[str, float]:
@@ -101,7 +110,7 @@ class Fit:
 
     @property
     def quality(self) -> str:
-        return "poor" if self.poor else "good"
+        return "poor" if self.poor or self.disturbed else "good"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -114,6 +123,8 @@ class Fit:
             "residuals": self.residuals,
             "quality": self.quality,
             "poor_metrics": self.poor,
+            "others_cpu_share": self.others,
+            "disturbed": self.disturbed,
             "objective_by_family": self.tried,
             "notes": self.notes,
         }
@@ -133,6 +144,11 @@ class Fit:
             "  residuals (sim / host - 1): " + ", ".join(f"{m} {res[m] * 100:+.1f}%" if m in res else f"{m} -" for m in self.measured)
         )
         lines.extend(f"  {n}" for n in self.notes)
+        if self.disturbed:
+            lines.append(
+                f"  DISTURBED: {self.others:.0%} of the node was busy outside the run's cgroups during the alone run "
+                "(the host's other work): the fit absorbed that interference; replay again on a quieter host"
+            )
         if self.poor:
             lines.append(
                 f"  POOR FIT: {', '.join(self.poor)} off by more than {POOR_FIT:.0%}: the prediction inherits this error "
@@ -141,7 +157,17 @@ class Fit:
         return "\n".join(lines)
 
 
+def calibration_doc(fits: dict[str, Fit]) -> dict[str, Any]:
+    """comparison.json's "calibration": each service's fit, and the overall quality ("poor"
+    when any service's fit is, "none" when nothing was fitted)."""
+    quality = "poor" if any(f.quality == "poor" for f in fits.values()) else ("good" if fits else "none")
+    return {"quality": quality, "poor_fit_threshold": POOR_FIT, "services": {name: f.to_dict() for name, f in fits.items()}}
+
+
 def _show(v: Any) -> str:
+    if isinstance(v, str) and v.endswith("ns") and v[:-2].isdigit():
+        ns = int(v[:-2])
+        return f"{ns / 1e6:.3g} ms" if ns >= 1_000_000 else f"{ns / 1e3:.3g} µs"
     if isinstance(v, str):
         return v
     if isinstance(v, float):
@@ -248,6 +274,7 @@ def fit_service(name: str, alone: AloneRun, simulate: Simulate, ncpus: int, clie
         fitted={m: fitted.get(m, math.nan) for m in measured},
         tried={f: r[0] for f, r in results.items()},
         notes=notes,
+        others=alone.others,
     )
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from policies.cgroup import BLKIO_KNOBS, Knob
-from replay.calibration import AloneRun, Fit, apply_fit, fit_service, shortened, simulator_of
+from replay.calibration import AloneRun, Fit, apply_fit, calibration_doc, fit_service, shortened, simulator_of
 from replay.cgroupfs import BlockDevice, HostError, host_cpus, network_refusal
 from replay.host_run import CGROUP_KNOBS, HostRun, check_knobs, host_equivalent, host_topology, missing_knobs, run_on_host
 from replay.session import Session
@@ -113,6 +113,8 @@ def metrics(run: RunResult, scenario: Scenario) -> dict[str, float]:
         out[f"{prefix}P90 (s)"] = svc.p90_s
         out[f"{prefix}P99 (s)"] = svc.p99_s
     out["batch CPU (share)"] = batch_share(run, scenario)
+    if run.others_cpu_share is not None:  # the host's: its other tenants' CPU meanwhile
+        out["others CPU (share)"] = run.others_cpu_share
     for c in dict.fromkeys(w.cgroup for w in scenario.workloads.values() if w.enabled):
         if c in run.cgroups:
             out[f"{c} CPU (share)"] = run.cgroups[c].cpu_share
@@ -395,6 +397,7 @@ def calibrate_services(scenario: Scenario, host: ExperimentResult, seed: int, su
             percentiles=percentiles,
             busy=cg.cpu_share if cg is not None and math.isfinite(cg.cpu_share) else None,
             generator_cpu=got.generator_cpu if isinstance(got, ReportedService) else None,
+            others=measured_base.others_cpu_share,
         )
         # a think time is fitted to the gaps only for a real server whose scenario has none:
         # colosim-load runs the scenario's own think times
@@ -445,10 +448,7 @@ def write_outputs(out, scenario, host, predicted, comparisons, runs, fits: dict[
         # per service: its fitted model, the residual of each fitted metric, and the quality
         # ("poor" when any is off by more than replay.calibration.POOR_FIT); overall "poor"
         # when any service's is
-        "calibration": {
-            "quality": "poor" if any(f.quality == "poor" for f in fits.values()) else ("good" if fits else "none"),
-            "services": {name: f.to_dict() for name, f in fits.items()},
-        },
+        "calibration": calibration_doc(fits),
         "disk": None
         if disk is None
         else {
