@@ -198,7 +198,10 @@ def fit_service(name: str, alone: AloneRun, simulate: Simulate, ncpus: int, clie
     closed = clients is not None
     g = alone.generator_cpu
     client_cpu = g / alone.qps if closed and g is not None and g > 0 and alone.qps > 0 else 0.0
-    fit_gaps = closed and gaps and alone.busy is not None and alone.busy < BUSY_WITHOUT_GAPS
+    # the gaps are the node's idle time, which other work on a disturbed host fills: a delay is
+    # fitted only to an undisturbed alone run
+    disturbed = alone.others is not None and alone.others > DISTURBED
+    fit_gaps = closed and gaps and not disturbed and alone.busy is not None and alone.busy < BUSY_WITHOUT_GAPS
     measured = measured_metrics(alone, fit_gaps)
     if not closed:
         del measured["QPS"]
@@ -262,6 +265,8 @@ def fit_service(name: str, alone: AloneRun, simulate: Simulate, ncpus: int, clie
                 )
                 best = "empirical"
     objective, service, delay, fitted = results[best]
+    if disturbed and gaps and closed:
+        notes.append("no delay fitted to the gaps: the host's other work filled the node's idle time")
     if closed and g is not None and not g > 0:
         notes.append("the load generator's CPU was not measured: the model's clients cost nothing")
     return Fit(

@@ -184,3 +184,17 @@ def test_node_busy_time_is_read_from_proc_stat(tmp_path):
     # iowait and guest (already counted in user)
     f.write_text("cpu  100 20 30 5000 70 4 6 10 50 0\ncpu0 1 2 3 4 5 6 7 8 9 0\n")
     assert read_node_busy_s(f) == pytest.approx(170 / os.sysconf("SC_CLK_TCK"))
+
+
+def test_gaps_are_not_fitted_to_a_disturbed_alone_run():
+    # half the node idle for this service, but 40% of it busy with other tenants' work
+    alone = AloneRun(qps=1000.0, percentiles={50.0: 1e-3, 90.0: 1.2e-3, 99.0: 1.5e-3}, busy=0.5, others=0.4)
+    seen = []
+
+    def simulate(svc, c, d):
+        seen.append(d)
+        return {"QPS": 1000.0, "P50": 1e-3, "P90": 1.2e-3, "P99": 1.5e-3, "CPU share": 1.0}
+
+    fit = fit_service("web", alone, simulate, ncpus=1, clients=4)
+    assert set(seen) == {0.0} and fit.delay_s == 0 and "CPU share" not in fit.measured
+    assert any("no delay fitted" in n for n in fit.notes)
