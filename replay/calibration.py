@@ -13,9 +13,12 @@ The model fitted (`Fit`), per request of a closed loop:
     client_cpu   the generator's CPU, constant = its measured CPU rate / QPS (wrk parses and
                  writes each request; clickhouse-benchmark reads each block): it runs on the
                  client's task in the cgroup the generator runs in, before the request is sent
-    delay        a wait inside each request's latency that is neither CPU nor queueing,
+    delay        a wait inside each request's latency that is neither CPU nor queueing, a
+                 lognormal (mean and sigma fitted: wake-ups and round trips are skewed),
                  fitted only when the host's cgroup left its CPUs idle for part of the alone
-                 run (loopback round trips, wake-ups: the gaps a batch job fills)
+                 run (loopback round trips, wake-ups: the gaps a batch job fills); with
+                 several clients the CPUs idle only while most of them wait at once, so the
+                 delay is a large part of the loop and shapes the latency too
 
 Latency then runs from when the client is ready to when its response is served, as wrk and
 clickhouse-benchmark time the whole exchange (the core's closed loop with client_cpu / delay).
@@ -54,7 +57,7 @@ DISTURBED = 0.10
 BUSY_WITHOUT_GAPS = 0.98
 # simulated alone runs used for fitting: long enough for this many requests (capped by the
 # scenario's own duration), so that P99 is steady and a fit costs seconds
-FIT_REQUESTS = 40_000
+FIT_REQUESTS = 20_000
 # evaluations per family
 MAX_EVALS = 60
 # a family with more parameters must lower the objective by this factor to win
@@ -85,12 +88,13 @@ class Fit:
     family: str
     service: dict[str, Any]  # the [workloads.x.service] table
     client_cpu_s: float  # the generator's CPU per request
-    delay_s: float  # mean delay inside each request's latency (exponential), 0: none
+    delay_s: float  # mean delay inside each request's latency, 0: none
     measured: dict[str, float]
     fitted: dict[str, float]  # the simulated alone run with this model
     tried: dict[str, float] = field(default_factory=dict)  # family -> objective
     notes: list[str] = field(default_factory=list)
     others: float | None = None  # AloneRun.others
+    delay_sigma: float = 0.0  # the delay's lognormal sigma (0: none fitted)
 
     @property
     def disturbed(self) -> bool:
@@ -118,6 +122,7 @@ class Fit:
             "service": self.service,
             "client_cpu_s": self.client_cpu_s,
             "delay_s": self.delay_s,
+            "delay_sigma": self.delay_sigma,
             "measured": self.measured,
             "fitted": self.fitted,
             "residuals": self.residuals,
@@ -136,7 +141,8 @@ class Fit:
             lines.append(f"  load generator's CPU: {self.client_cpu_s * 1e6:.1f} µs per request in the service's cgroup")
         if self.delay_s > 0:
             lines.append(
-                f"  gaps: a delay of {self.delay_s * 1e6:.1f} µs (exponential) in each request, neither CPU nor queueing, "
+                f"  gaps: a delay of {self.delay_s * 1e6:.1f} µs (lognormal, sigma {self.delay_sigma:.2f}) in each request, "
+                "neither CPU nor queueing, "
                 "fitted to the cgroup's CPU share"
             )
         res = self.residuals
@@ -186,11 +192,11 @@ def measured_metrics(alone: AloneRun, fit_gaps: bool) -> dict[str, float]:
 
 
 # what one simulated alone run gives, for a service model: metric -> value
-Simulate = Callable[[dict[str, Any], float, float], dict[str, float]]
+Simulate = Callable[[dict[str, Any], float, tuple[float, float]], dict[str, float]]
 
 
 def fit_service(name: str, alone: AloneRun, simulate: Simulate, ncpus: int, clients: int | None, gaps: bool = True) -> Fit:
-    """Fit workload `name`'s model to `alone`; `simulate(service_table, client_cpu_s, delay_s)`
+    """Fit workload `name`'s model to `alone`; `simulate(service_table, client_cpu_s, (delay_s, delay_sigma))`
     runs the alone run in the simulator and returns its metrics (QPS, P50, P90, P99, CPU share).
     `clients`: a closed loop's (None: an open loop, whose QPS is its arrival rate and whose
     clients are not on the node); `gaps`: whether a delay may be fitted to the cgroup's idle
@@ -241,7 +247,7 @@ def fit_service(name: str, alone: AloneRun, simulate: Simulate, ncpus: int, clie
             [math.log(mean0), math.log(sigma0)],
         ),
     ]
-    results: dict[str, tuple[float, dict[str, Any], float, dict[str, float]]] = {}
+    results: dict[str, tuple[float, dict[str, Any], tuple[float, float], dict[str, float]]] = {}
     for family, table, x0 in families:
         results[family] = _fit_family(table, x0, fit_gaps, delay0, client_cpu, simulate, objective_of)
     # the simplest family not materially worse than a richer one
@@ -264,7 +270,7 @@ def fit_service(name: str, alone: AloneRun, simulate: Simulate, ncpus: int, clie
                     "fell back to an empirical histogram shaped like the host's latency percentiles"
                 )
                 best = "empirical"
-    objective, service, delay, fitted = results[best]
+    objective, service, (delay, delay_sigma), fitted = results[best]
     if disturbed and gaps and closed:
         notes.append("no delay fitted to the gaps: the host's other work filled the node's idle time")
     if closed and g is not None and not g > 0:
@@ -280,6 +286,7 @@ def fit_service(name: str, alone: AloneRun, simulate: Simulate, ncpus: int, clie
         tried={f: r[0] for f, r in results.items()},
         notes=notes,
         others=alone.others,
+        delay_sigma=delay_sigma,
     )
 
 
@@ -297,10 +304,11 @@ def _fit_family(table, x0, fit_gaps, delay0: list[float], client_cpu, simulate, 
 def _fit_from(table, x0, fit_gaps, delay0: float, client_cpu, simulate, objective_of):
     cache: dict[tuple[float, ...], tuple[float, dict[str, float]]] = {}
 
-    def split(x: np.ndarray) -> tuple[dict[str, Any], float]:
+    def split(x: np.ndarray) -> tuple[dict[str, Any], tuple[float, float]]:
+        # the delay: a lognormal (its mean and sigma), as wake-ups and round trips are skewed
         if fit_gaps:
-            return table(x[:-1]), math.exp(x[-1])
-        return table(x), 0.0
+            return table(x[:-2]), (math.exp(x[-2]), min(3.0, math.exp(x[-1])))
+        return table(x), (0.0, 0.0)
 
     def f(x: np.ndarray) -> float:
         key = tuple(np.round(x, 6))
@@ -310,7 +318,7 @@ def _fit_from(table, x0, fit_gaps, delay0: float, client_cpu, simulate, objectiv
             cache[key] = (objective_of(metrics), metrics)
         return cache[key][0]
 
-    start = np.array(x0 + ([math.log(max(delay0, 1e-7))] if fit_gaps else []), dtype=float)
+    start = np.array(x0 + ([math.log(max(delay0, 1e-7)), 0.0] if fit_gaps else []), dtype=float)
     x = nelder_mead(f, start, step=0.35, max_evals=MAX_EVALS)
     svc, delay = split(x)
     obj, metrics = cache[tuple(np.round(x, 6))]
@@ -395,7 +403,7 @@ def apply_fit(scenario: Scenario, fit: Fit) -> Scenario:
         if fit.client_cpu_s > 0:
             w.client_cpu = _DIST.validate_python({"dist": "constant", "value": _ns(fit.client_cpu_s)})
         if fit.delay_s > 0:
-            w.delay = _DIST.validate_python({"dist": "exponential", "mean": _ns(fit.delay_s)})
+            w.delay = _DIST.validate_python({"dist": "lognormal", "mean": _ns(fit.delay_s), "sigma": fit.delay_sigma})
     return out
 
 
@@ -406,8 +414,8 @@ def simulator_of(scenario: Scenario, name: str, seed: int, substitute: frozenset
 
     cg = scenario.workloads[name].cgroup
 
-    def simulate(service: dict[str, Any], client_cpu_s: float, delay_s: float) -> dict[str, float]:
-        fit = Fit(name, service["dist"], service, client_cpu_s, delay_s, {}, {})
+    def simulate(service: dict[str, Any], client_cpu_s: float, delay: tuple[float, float]) -> dict[str, float]:
+        fit = Fit(name, service["dist"], service, client_cpu_s, delay[0], {}, {}, delay_sigma=delay[1])
         sc = apply_fit(scenario, fit)
         got = run_variant(Variant("calibration", True, sc), seed, substitute=substitute)
         svc = got.services[name]

@@ -196,5 +196,5 @@ def test_gaps_are_not_fitted_to_a_disturbed_alone_run():
         return {"QPS": 1000.0, "P50": 1e-3, "P90": 1.2e-3, "P99": 1.5e-3, "CPU share": 1.0}
 
     fit = fit_service("web", alone, simulate, ncpus=1, clients=4)
-    assert set(seen) == {0.0} and fit.delay_s == 0 and "CPU share" not in fit.measured
+    assert set(seen) == {(0.0, 0.0)} and fit.delay_s == 0 and "CPU share" not in fit.measured
     assert any("no delay fitted" in n for n in fit.notes)
