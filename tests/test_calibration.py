@@ -198,3 +198,16 @@ def test_gaps_are_not_fitted_to_a_disturbed_alone_run():
     fit = fit_service("web", alone, simulate, ncpus=1, clients=4)
     assert set(seen) == {(0.0, 0.0)} and fit.delay_s == 0 and "CPU share" not in fit.measured
     assert any("no delay fitted" in n for n in fit.notes)
+
+
+def test_validate_says_when_the_calibration_behind_its_errors_is_poor():
+    from sim.tuning.validate import table_text
+
+    variant = {"measured": {"QPS": 100.0}, "predicted": {"QPS": 90.0}}
+    poor = {"services": {"web": {"quality": "poor", "poor_metrics": ["P50"]}}}
+    good = {"services": {"web": {"quality": "good", "poor_metrics": []}}}
+    text = table_text(
+        {"best": {"variants": {"alone": variant}, "calibration": poor}, "default": {"variants": {"alone": variant}, "calibration": good}}
+    )
+    assert "best: the service model of web fits its alone run poorly (P50)" in text
+    assert "default: the service model" not in text
