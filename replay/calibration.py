@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 from pydantic import TypeAdapter
 
+from sim.errors import HostError
 from sim.scenario import ClosedLoop, OpenLoop, Scenario, Variant
 from sim.scenario.distributions import Distribution
 
@@ -212,7 +213,7 @@ def fit_service(name: str, alone: AloneRun, simulate: Simulate, ncpus: int, clie
     if not closed:
         del measured["QPS"]
     if not (alone.qps > 0 and math.isfinite(alone.qps)) or "P50" not in measured:
-        raise ValueError(f"workloads.{name}: the alone run measured no QPS or P50 to fit the service to")
+        raise HostError(f"workloads.{name}: the alone run measured no QPS or P50 to fit the service to")
     p50 = measured["P50"]
     # first guesses: the mean from the CPU the cgroup used per request (less the generator's),
     # or else from the median; the spread from P90 / P50 as a lognormal's would be
