@@ -272,6 +272,15 @@ def read_disk_stat(dev: BlockDevice, sys_block: Path = Path("/sys/block")) -> di
     return {"read_bytes": fields[2] * 512, "write_bytes": fields[6] * 512, "read_ios": fields[0], "write_ios": fields[4]}
 
 
+def read_node_busy_s(proc_stat: Path = Path("/proc/stat")) -> float:
+    """CPU seconds every CPU of the node has been busy since boot: the "cpu" line of
+    /proc/stat, user + nice + system + irq + softirq + steal (guest time is already in user),
+    in USER_HZ ticks (proc(5))."""
+    fields = proc_stat.read_text().split("\n", 1)[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
 _THROTTLE_KEYS = {
     Knob.BLKIO_READ_BPS: "rbps",
     Knob.BLKIO_WRITE_BPS: "wbps",

@@ -2,10 +2,10 @@
 
 The prediction is made for *this* host: the node's topology is read from /sys, knobs the
 kernel lacks are replaced by their stand-ins in both runs, and each service's model is
-calibrated on the host first — the online workload runs alone, and the simulator's service
-time is scaled until its alone-P50 matches the measured one (for colosim-load, which burns
-the scenario's own distribution, the factor measures the host's own overhead and should be
-close to 1). Then every variant runs on the host and in the simulator, same seed, same
+calibrated on the host first — the online workload runs alone, and its model is fitted to the
+whole alone run (replay/calibration.py): the service distribution to QPS and P50/P90/P99
+jointly, the load generator's own CPU per request, and the gaps the real service leaves on
+its CPUs; the fit's residuals are printed, and a poor fit is said. Then every variant runs on the host and in the simulator, same seed, same
 duration, and the table sets measured beside predicted with the error of each.
 
 A scenario that does block IO (dd workloads, blkio knobs) also runs in the blkio hierarchy
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from policies.cgroup import BLKIO_KNOBS, Knob
+from replay.calibration import AloneRun, Fit, apply_fit, calibration_doc, fit_service, shortened, simulator_of
 from replay.cgroupfs import BlockDevice, HostError, host_cpus, network_refusal
 from replay.host_run import CGROUP_KNOBS, HostRun, check_knobs, host_equivalent, host_topology, missing_knobs, run_on_host
 from replay.session import Session
@@ -35,10 +36,6 @@ from sim.results import ExperimentResult, RunResult, finite, markdown, sig3
 from sim.scenario import (
     IO_KINDS,
     ClosedLoop,
-    Constant,
-    Database,
-    Exponential,
-    FileServer,
     Lognormal,
     OpenLoop,
     Scenario,
@@ -46,8 +43,8 @@ from sim.scenario import (
     load_scenario,
     read_document,
 )
+from sim.scenario.distributions import mean_s
 
-CALIBRATION_ROUNDS = 4
 # the solo dd that calibrates the disk: how long it is measured, after how long, its block
 DISK_CALIBRATION_S = 1.5
 DISK_CALIBRATION_SETTLE_S = 0.3
@@ -98,25 +95,6 @@ def dd_ops(variants: list[Variant]) -> list[str]:
     return sorted(ops)
 
 
-def scale_service(scenario: Scenario, name: str, k: float, sigma: float | None = None) -> Scenario:
-    """The scenario with workload `name`'s service times multiplied by k (and a lognormal's
-    sigma set, if given)."""
-    out = scenario.model_copy(deep=True)
-    w = out.workloads[name]
-    if not isinstance(w, ClosedLoop | OpenLoop | FileServer | Database):
-        raise ValueError(f"workloads.{name}: a {w.kind} workload has no service time")
-    svc = w.service
-    if sigma is not None and isinstance(svc, Lognormal):
-        svc.sigma = sigma
-    if isinstance(svc, Constant):
-        svc.value = max(1, round(svc.value * k))
-    elif isinstance(svc, Exponential | Lognormal):
-        svc.mean = max(1, round(svc.mean * k))
-    else:
-        svc.edges = [max(1, round(e * k)) for e in svc.edges]
-    return out
-
-
 def batch_share(run: RunResult, scenario: Scenario) -> float:
     """Share of node capacity the batch (hog) workloads' cgroups got."""
     cgs = {w.cgroup for w in scenario.workloads.values() if w.kind == "hog" and w.enabled}
@@ -135,6 +113,8 @@ def metrics(run: RunResult, scenario: Scenario) -> dict[str, float]:
         out[f"{prefix}P90 (s)"] = svc.p90_s
         out[f"{prefix}P99 (s)"] = svc.p99_s
     out["batch CPU (share)"] = batch_share(run, scenario)
+    if run.others_cpu_share is not None:  # the host's: its other tenants' CPU meanwhile
+        out["others CPU (share)"] = run.others_cpu_share
     for c in dict.fromkeys(w.cgroup for w in scenario.workloads.values() if w.enabled):
         if c in run.cgroups:
             out[f"{c} CPU (share)"] = run.cgroups[c].cpu_share
@@ -225,23 +205,22 @@ def replay(
     print("measured on this host\n" + str(host))
     comparisons = [VariantComparison(v.name, metrics(host.runs[v.name], v.scenario)) for v in variants]
     predicted = None
-    factors: dict[str, float] = {}
     if disk is not None:
         print(f"\n{disk_note(disk)}")
+    fits: dict[str, Fit] = {}
     if compare:
-        predicted, factors = predict(load_for_host(path, overrides, disk) if disk else scenario, host, seed, substituted)
+        predicting = load_for_host(path, overrides, disk) if disk else scenario
+        fits = calibrate_services(predicting, host, seed, substituted)
+        predicted, factors = predict(predicting, host, seed, substituted, fits)
         for c in comparisons:
             c.predicted = metrics(predicted.runs[c.name], next(v.scenario for v in variants if v.name == c.name))
         print()
-        for name, k in factors.items():
-            if name.endswith(" sigma"):
-                print(f"service model of {name[:-6]}: lognormal sigma fitted to the alone run's P90/P50: {k:.3f}")
-            else:
-                print(f"service model of {name}: calibrated on the host's alone run, service time x {k:.3f}")
+        for fit in fits.values():
+            print(fit.describe())
         print()
         print("\n\n".join(c.table() for c in comparisons))
     if out is not None:
-        write_outputs(out, scenario, host, predicted, comparisons, runs, factors, disk)
+        write_outputs(out, scenario, host, predicted, comparisons, runs, fits, disk)
         print(f"\nwrote {out / 'comparison.json'} and {out / 'report.html'}")
     return 0
 
@@ -409,48 +388,81 @@ def fit_disk_rate(base: dict[str, Any], op: str, target: float, rounds: int = 3)
     return max(1, round(rate))
 
 
-def predict(scenario: Scenario, host: ExperimentResult, seed: int, substituted: set[Knob]) -> tuple[ExperimentResult, dict[str, float]]:
-    """Calibrate each service on the measured baseline, then simulate every variant."""
-    from sim.runner import run_variant
+def calibrate_services(scenario: Scenario, host: ExperimentResult, seed: int, substituted: set[Knob]) -> dict[str, Fit]:
+    """Fit each service measured in the baseline (alone) run: its distribution, its load
+    generator's CPU and its gaps (replay/calibration.py)."""
+    from replay.workloads import ReportedService
 
     base = next(v for v in scenario.variants() if v.baseline)
     measured_base = host.runs[base.name]
-    factors: dict[str, float] = {}
-    calibrated = {v.name: host_equivalent(v.scenario, substituted) for v in scenario.variants()}
+    sc = host_equivalent(base.scenario, substituted)
+    fits: dict[str, Fit] = {}
     for name, w in scenario.workloads.items():
-        if w.kind not in ("closed_loop", "open_loop") or name not in measured_base.services:
+        if not isinstance(w, ClosedLoop | OpenLoop) or not w.enabled or name not in measured_base.services:
             continue
-        # Fit the median by the mean, and (lognormal) the spread P90/P50 by sigma: a fixed
-        # point, a few simulated alone-runs.
-        alone = measured_base.services[name]
-        target, spread = alone.p50_s, alone.p90_s / alone.p50_s - 1
-        k, sigma = 1.0, getattr(w.service, "sigma", None)
-        for _ in range(CALIBRATION_ROUNDS):
-            sc = scale_service(calibrated[base.name], name, k, sigma)
-            got = run_variant(Variant(base.name, True, sc), seed, substitute=frozenset(substituted)).services[name]
-            if not (math.isfinite(got.p50_s) and got.p50_s > 0 and math.isfinite(target)):
-                break
-            k *= target / got.p50_s
-            got_spread = got.p90_s / got.p50_s - 1
-            if sigma is not None and got_spread > 0 and math.isfinite(spread):
-                sigma = min(3.0, max(0.01, sigma * spread / got_spread))
-        factors[name] = k
-        if sigma is not None:
-            factors[f"{name} sigma"] = sigma
-        calibrated = {n: scale_service(sc, name, k, sigma) for n, sc in calibrated.items()}
+        got = measured_base.services[name]
+        reported = isinstance(got, ReportedService)
+        percentiles = (
+            dict(got.reported or {}) if isinstance(got, ReportedService) else {p: got.percentile(p) for p in (50.0, 75.0, 90.0, 99.0)}
+        )
+        cg = measured_base.cgroups.get(w.cgroup)
+        alone = AloneRun(
+            qps=got.qps,
+            percentiles=percentiles,
+            busy=cg.cpu_share if cg is not None and math.isfinite(cg.cpu_share) else None,
+            generator_cpu=got.generator_cpu if isinstance(got, ReportedService) else None,
+            others=measured_base.others_cpu_share,
+        )
+        # a think time is fitted to the gaps only for a real server whose scenario has none:
+        # colosim-load runs the scenario's own think times
+        gaps = isinstance(w, ClosedLoop) and reported and mean_s(w.think) == 0
+        alone_sc = shortened(sc, alone.qps)
+        simulate = simulator_of(alone_sc, name, seed, frozenset(substituted), measured_base.ncpus)
+        clients = w.clients if isinstance(w, ClosedLoop) else None
+        fits[name] = fit_service(name, alone, simulate, measured_base.ncpus, clients, gaps=gaps)
+        sc = apply_fit(sc, fits[name])
+    return fits
+
+
+def predict(
+    scenario: Scenario, host: ExperimentResult, seed: int, substituted: set[Knob], fits: dict[str, Fit] | None = None
+) -> tuple[ExperimentResult, dict[str, float]]:
+    """Calibrate each service on the measured baseline (or take `fits` made by
+    calibrate_services), then simulate every variant. Returns the prediction and, per
+    service, its fitted figures: NAME (the service's mean over the scenario's), "NAME sigma"
+    (a lognormal's), "NAME client_cpu_s", "NAME delay_s", "NAME poor fit" (1.0 when poor)."""
+    from sim.runner import run_variant
+
+    if fits is None:
+        fits = calibrate_services(scenario, host, seed, substituted)
+    calibrated = {v.name: host_equivalent(v.scenario, substituted) for v in scenario.variants()}
+    factors: dict[str, float] = {}
+    for name, fit in fits.items():
+        calibrated = {n: apply_fit(sc, fit) for n, sc in calibrated.items()}
+        fitted = next(iter(calibrated.values())).workloads[name]
+        assert isinstance(fitted, ClosedLoop | OpenLoop)
+        factors[name] = mean_s(fitted.service) / mean_s(scenario.workloads[name].service)  # type: ignore[union-attr]
+        if isinstance(fitted.service, Lognormal):
+            factors[f"{name} sigma"] = fitted.service.sigma
+        factors[f"{name} client_cpu_s"] = fit.client_cpu_s
+        factors[f"{name} delay_s"] = fit.delay_s
+        factors[f"{name} poor fit"] = float(fit.quality == "poor")
     result = ExperimentResult(scenario.name, seed, scenario.duration_s, scenario.warmup_s, scenario.baseline)
     for v in scenario.variants():
         result.runs[v.name] = run_variant(Variant(v.name, v.baseline, calibrated[v.name]), seed, substitute=frozenset(substituted))
     return result, factors
 
 
-def write_outputs(out, scenario, host, predicted, comparisons, runs, factors, disk=None) -> None:
+def write_outputs(out, scenario, host, predicted, comparisons, runs, fits: dict[str, Fit], disk=None) -> None:
     from sim.report import write_report
 
     out.mkdir(parents=True, exist_ok=True)
     doc = {
         "scenario": scenario.name,
-        "calibration": factors,
+        # per service: its fitted model, the residual of each fitted metric, and the quality
+        # ("poor" when any is off by more than replay.calibration.POOR_FIT); overall "poor"
+        # when any service's is
+        "calibration": calibration_doc(fits),
         "disk": None
         if disk is None
         else {

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from policies.cgroup import BLKIO_KNOBS, NET_KNOBS, PRESSURE_KNOBS, ROOT_KNOBS, SUBSTITUTES, CgroupStats, Knob, KnobWrite, Substituting
-from replay.cgroupfs import HostBackend, HostError, WriteRecord, read_disk_stat
+from replay.cgroupfs import HostBackend, HostError, WriteRecord, read_disk_stat, read_node_busy_s
 from replay.probe import Probe, ProbeResult, Watch
 from replay.session import Session
 from replay.workloads import HostWorkload
@@ -193,6 +193,7 @@ def run_on_host(
             return {"t": time.monotonic(), "stat": {}, "percpu": {}}
         snap = {
             "t": time.monotonic(),
+            "node_busy_s": read_node_busy_s(),
             "stat": {c: backend.stats(c) for c in order},
             "percpu": {c: backend.percpu_usage(c) for c in order},
         }
@@ -351,7 +352,18 @@ def _run_result(name, ncpus, duration, warmup, order, a, b, samples, services, d
         timeseries=_timeseries(samples, ncpus, order, services, dry),
         # the whole disk (everyone's IO on it, this run's and the host's other tenants')
         node_io=_disk_delta(a, b) if not dry else None,
+        others_cpu_share=_others_share(a, b, cgroups, order, capacity) if not dry else None,
     )
+
+
+def _others_share(a, b, cgroups, order, capacity) -> float | None:
+    """The share of the node's capacity busy outside the run's cgroups over the window: the
+    node's busy time (/proc/stat) less what the run's top-level cgroups used (their usage
+    holds their children's). What disturbs a measurement on a shared host."""
+    if "node_busy_s" not in a or "node_busy_s" not in b or capacity <= 0:
+        return None
+    ours = sum(cgroups[c].cpu_s for c in order if "/" not in c)
+    return max(0.0, (b["node_busy_s"] - a["node_busy_s"] - ours) / capacity)
 
 
 def _io_delta(a, b, c) -> dict[str, Any] | None:

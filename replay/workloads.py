@@ -114,6 +114,9 @@ class ReportedService(ServiceResult):
 
     reported: dict[float, float] | None = None  # percentile -> seconds
     reported_qps: float = math.nan
+    # the load generator's own CPU over its run (CPU·s/s; NaN: not measured). It runs in the
+    # service's cgroup, so its CPU is part of that cgroup's (replay/calibration.py models it)
+    generator_cpu: float = math.nan
 
     def percentile(self, p: float) -> float:
         if not self.reported:
@@ -145,6 +148,7 @@ class HostWorkload:
         self._t0 = 0.0  # time.monotonic() at the start
         self._files: list[Path] = []
         self.port: int | None = None  # a real server's port, once it listens
+        self.generator_cpu = math.nan  # the load generator's CPU·s/s over its run, once it ended
 
     # -- before anything starts ----------------------------------------------------------
 
@@ -167,6 +171,12 @@ class HostWorkload:
             _need("sh", where, "dash")
             return
         if p == "builtin":
+            for f in ("client_cpu", "delay"):
+                if getattr(self.model, f, None) is not None:
+                    # colosim-load's clients and their exchanges cost what they cost on the
+                    # host: these fields model a real generator in the simulator, and replay
+                    # fits them (replay/calibration.py)
+                    raise HostError(f'{self.where}.{f}: does not replay with host = "builtin" (colosim-load\'s clients are real)')
             load_command()
         elif p in ("stress", "stress-ng"):
             _need(p, where, p)
@@ -498,16 +508,36 @@ class HostWorkload:
             # clickhouse-benchmark reads its queries from stdin
             (tmp / "queries.txt").write_text(stdin_text + "\n")
             stdin = open(tmp / "queries.txt")  # noqa: SIM115
+        self._gen_started = time.monotonic()
         self._gen_proc = session.spawn(argv, self.model.cgroup, stdout=self._gen_out, stderr=subprocess.STDOUT, stdin=stdin)
         if not isinstance(stdin, int):
             stdin.close()
+
+    def _wait_generator(self, timeout: float) -> None:
+        """Wait for the load generator to exit and, before reaping it, read its CPU time:
+        a zombie's /proc/PID/stat still holds utime + stime summed over all its threads
+        (proc(5)), and waitid(WNOWAIT) sees the exit without reaping."""
+        p = self._gen_proc
+        deadline = time.monotonic() + max(0.1, timeout)
+        while time.monotonic() < deadline:
+            try:
+                done = os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG)
+            except ChildProcessError:  # already reaped
+                return
+            if done is not None:
+                self.generator_cpu = generator_cpu_rate(p.pid, time.monotonic() - self._gen_started)
+                p.wait()
+                return
+            time.sleep(0.02)
 
     def wait(self, timeout: float) -> None:
         """Wait for what ends by itself (workloads with a duration, load generators); servers
         run until the session kills them, and so do dd workloads (they stop with the run)."""
         if self.model.kind == "dd":
             return
-        for p in [*self._procs, getattr(self, "_gen_proc", None)]:
+        if getattr(self, "_gen_proc", None) is not None:
+            self._wait_generator(timeout)
+        for p in self._procs:
             if p is None:
                 continue
             try:
@@ -543,15 +573,19 @@ class HostWorkload:
             f = tmp / "bench.json"
             if not f.exists():
                 raise HostError(f"{self.where}: clickhouse-benchmark wrote no report: {text[-300:]}")
-            return parse_clickhouse_json(self.name, f.read_text(), measured)
-        if self.program == "redis":
-            return parse_redis_csv(self.name, text, measured, REDIS_BATCH)
-        if self.program == "postgres":
+            svc: ServiceResult = parse_clickhouse_json(self.name, f.read_text(), measured)
+        elif self.program == "redis":
+            svc = parse_redis_csv(self.name, text, measured, REDIS_BATCH)
+        elif self.program == "postgres":
             logs = sorted(tmp.glob("pgbench_log.*"))
             if not logs:
                 raise HostError(f"{self.where}: pgbench wrote no transaction log: {text[-300:]}")
-            return parse_pgbench_log(self.name, [f.read_text() for f in logs], self._epoch0, warmup, duration)
-        return parse_wrk(self.name, text, measured)
+            svc = parse_pgbench_log(self.name, [f.read_text() for f in logs], self._epoch0, warmup, duration)
+        else:
+            svc = parse_wrk(self.name, text, measured)
+        if isinstance(svc, ReportedService):  # (pgbench's per-transaction log is not yet costed)
+            svc.generator_cpu = self.generator_cpu
+        return svc
 
     def close(self) -> None:
         for f in self._files:  # dd's scratch files (the session removes the directory too)
@@ -596,6 +630,17 @@ def wrk_argv(clients: int, seconds: float, url: str, script: Path | None = None)
     if script is not None:
         argv += ["-s", str(script)]
     return [*argv, url]
+
+
+def generator_cpu_rate(pid: int, wall_s: float) -> float:
+    """CPU·s/s process `pid` used over `wall_s`: utime + stime (fields 14 and 15 of
+    /proc/PID/stat, in clock ticks, all threads), read while it is a zombie."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return math.nan
+    ticks = int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK") / wall_s if wall_s > 0 else math.nan
 
 
 def parse_clickhouse_json(name: str, text: str, measured_s: float) -> ReportedService:

@@ -232,6 +232,9 @@ class RunResult:
     # cgroup v1 shows here and in no cgroup); None without a disk / link
     node_io: dict[str, int] | None = None
     node_net_tx_bytes: int | None = None
+    # a host run's: the share of the node's capacity busy outside the run's cgroups (the host's
+    # other tenants, replay itself); None in the simulator
+    others_cpu_share: float | None = None
 
     @property
     def measured_s(self) -> float:

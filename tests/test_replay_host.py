@@ -234,12 +234,22 @@ clients = 4
 service = "5ms"
 host = "{program}"
 """)
-    proc = subprocess.run([*COLOSIM, "replay", str(path), "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=120)
+    cmd = [*COLOSIM, "replay", str(path), "--compare", "--out", str(tmp_path / "o")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
-    m = json.loads((tmp_path / "o/comparison.json").read_text())["variants"]["server"]["measured"]
+    doc = json.loads((tmp_path / "o/comparison.json").read_text())
+    m = doc["variants"]["server"]["measured"]
     assert m["QPS"] > 1
     assert 0 < m["P50 (s)"] <= m["P90 (s)"] <= m["P99 (s)"] < 5
     assert m["online CPU (share)"] > 0.01  # the server ran in its cgroup
+    # the generator's own CPU was measured, and it ran inside the service's cgroup: its CPU is
+    # part of the cgroup's (CPU·s/s = per request x QPS), never more (1% for the window's edges)
+    fit = doc["calibration"]["services"]["svc"]
+    assert fit["client_cpu_s"] > 0
+    ncpus = len(os.sched_getaffinity(0))
+    assert fit["client_cpu_s"] * m["QPS"] <= m["online CPU (share)"] * ncpus * 1.01 + 0.01
+    assert doc["calibration"]["quality"] in ("good", "poor") and set(fit["residuals"]) <= set(fit["measured"])
+    assert "service model of svc" in proc.stdout
     assert_clean(layout, before)
 
 

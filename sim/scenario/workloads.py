@@ -196,6 +196,14 @@ class ClosedLoop(_Workload):
     # wait for a free worker; unset, each client has its own thread(s)
     workers: int | None = Field(default=None, ge=1, le=PID_MAX_LIMIT)
     shape: Shape | None = None
+    # the load generator's own CPU per request (wrk, clickhouse-benchmark running beside the
+    # server, in this cgroup): each client's task spends it before sending its request. Replay
+    # fits it from the generator's measured CPU (replay/calibration.py); unset, clients are free
+    client_cpu: Distribution | None = None
+    # a wait per request inside its latency, between the client's CPU and the server (the
+    # loopback round trip and wake-ups: neither CPU nor queueing; the gaps a real server
+    # leaves on its CPUs). With it or client_cpu, latency runs from when the client is ready
+    delay: Distribution | None = None
 
     @model_validator(mode="after")
     def _check_workers(self) -> ClosedLoop:
@@ -216,6 +224,10 @@ class ClosedLoop(_Workload):
         }
         if self.workers is not None:
             spec["workers"] = self.workers
+        if self.client_cpu is not None:
+            spec["client_cpu"] = self.client_cpu.core_spec()
+        if self.delay is not None:
+            spec["delay"] = self.delay.core_spec()
         return _with_shape(spec, self.shape)
 
 

@@ -50,6 +50,14 @@ def table_text(docs: dict[str, dict[str, Any]]) -> str:
                 p = math.nan if predicted is None else predicted
                 e = error(m, p)
                 rows.append([label, run, metric, sig3(p), sig3(m), f"{e * 100:+.1f}%" if math.isfinite(e) else "-"])
-    return "predicted (simulator, calibrated on this host) vs measured (this host)\n" + markdown(
+    text = "predicted (simulator, calibrated on this host) vs measured (this host)\n" + markdown(
         ["config", "run", "metric", "predicted", "measured", "error"], rows
     )
+    # a prediction is only as good as the service model fitted to the alone run: say when not
+    for label, doc in docs.items():
+        cal = doc.get("calibration") or {}
+        for name, fit in (cal.get("services") or {}).items():
+            if fit.get("quality") == "poor":
+                why = ", ".join(fit.get("poor_metrics") or []) or "the host was disturbed"
+                text += f"\n{label}: the service model of {name} fits its alone run poorly ({why}): these errors include it"
+    return text

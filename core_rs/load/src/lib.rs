@@ -420,6 +420,12 @@ pub fn run(argv: Vec<String>) -> u8 {
             eprintln!("colosim-load: error: --spec: IO and network workloads do not run under colosim-load (replay runs dd itself)");
             return 2;
         }
+        WorkloadSpec::ClosedLoop {
+            client_cpu: Some(_), ..
+        } => {
+            eprintln!("colosim-load: error: --spec: client_cpu (a load generator's own CPU) is the simulator's model of a real generator; colosim-load does not burn it");
+            return 2;
+        }
         WorkloadSpec::ClosedLoop { workers: Some(_), .. } => {
             eprintln!(
                 "colosim-load: error: --spec: a closed_loop with a worker pool (workers) does not run on the host yet"

@@ -346,6 +346,8 @@ impl Node {
                 think,
                 workers,
                 shape,
+                client_cpu,
+                delay,
                 start_ns,
                 ..
             } => {
@@ -353,6 +355,13 @@ impl Node {
                 let threads = (0..n)
                     .map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus))
                     .collect();
+                // the load generator's task per client: slots after the server's threads
+                let generator = match client_cpu {
+                    Some(_) => (0..*clients)
+                        .map(|c| self.new_task(cg, idx, n + c, (spread + (n + c) as usize) % ncpus))
+                        .collect(),
+                    None => Vec::new(),
+                };
                 self.service_names.push(w.name().to_string());
                 self.services.push(ServiceStats::default());
                 let think = thinking(think);
@@ -368,6 +377,9 @@ impl Node {
                         .collect(),
                     service: service.clone(),
                     think,
+                    client_cpu: client_cpu.clone(),
+                    generator,
+                    delay: delay.clone(),
                     rng,
                     pool: workers.map(|w| crate::workload::Pool {
                         idle: (0..w).rev().collect(),

@@ -397,6 +397,15 @@ pub enum WorkloadSpec {
         /// one burst: one burst, as without it.
         #[serde(default)]
         shape: Option<Shape>,
+        /// CPU the load generator spends per request, on a task of each client in the
+        /// workload's cgroup, before it sends the request (wrk's or clickhouse-benchmark's own
+        /// work when it runs beside the server). None: the clients cost no CPU.
+        #[serde(default)]
+        client_cpu: Option<Dist>,
+        /// A wait per request inside its latency, between the client's CPU and the server
+        /// (workload.rs `ClosedLoop::delay`). None: none.
+        #[serde(default)]
+        delay: Option<Dist>,
         #[serde(default)]
         start_ns: u64,
     },
@@ -626,21 +635,23 @@ impl WorkloadSpec {
             WorkloadSpec::ClosedLoop {
                 clients,
                 fanout,
-                workers: Some(w),
+                workers,
+                client_cpu,
                 ..
-            } => (
-                vec![("clients", n(clients)), ("fanout", n(fanout)), ("workers", n(w))],
-                n(w),
-            ),
-            WorkloadSpec::ClosedLoop {
-                clients,
-                fanout,
-                workers: None,
-                ..
-            } => (
-                vec![("clients", n(clients)), ("fanout", n(fanout))],
-                n(clients) * n(fanout),
-            ),
+            } => {
+                // the generator's tasks (one per client) when its CPU is modelled
+                let generator = if client_cpu.is_some() { n(clients) } else { 0 };
+                match workers {
+                    Some(w) => (
+                        vec![("clients", n(clients)), ("fanout", n(fanout)), ("workers", n(w))],
+                        n(w) + generator,
+                    ),
+                    None => (
+                        vec![("clients", n(clients)), ("fanout", n(fanout))],
+                        n(clients) * n(fanout) + generator,
+                    ),
+                }
+            }
         }
     }
 
@@ -1103,6 +1114,8 @@ impl NodeSpec {
                     think,
                     workers,
                     shape,
+                    client_cpu,
+                    delay,
                     ..
                 } => {
                     if *clients == 0 {
@@ -1126,6 +1139,12 @@ impl NodeSpec {
                     }
                     if let Some(s) = shape {
                         s.validate(&f("shape"))?;
+                    }
+                    if let Some(c) = client_cpu {
+                        c.validate(&f("client_cpu"))?;
+                    }
+                    if let Some(d) = delay {
+                        d.validate(&f("delay"))?;
                     }
                 }
                 WorkloadSpec::Bursty {

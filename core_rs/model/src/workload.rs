@@ -72,6 +72,15 @@ pub struct ClosedLoop {
     pub clients: Vec<Client>,
     pub service: Dist,
     pub think: Option<Dist>,
+    /// The load generator's CPU per request (spec.rs), spent by `generator[client]` (slot
+    /// `threads.len() + client`) before the client sends its request.
+    pub client_cpu: Option<Dist>,
+    pub generator: Vec<TaskId>,
+    /// A wait per request inside its latency, after the client's CPU and before the request
+    /// reaches the server (loopback round trips and wake-ups: time that is neither CPU nor
+    /// queueing). With it or `client_cpu`, a request's latency runs from when its client is
+    /// ready, as a load generator that times the whole exchange measures it.
+    pub delay: Option<Dist>,
     pub rng: Rng,
     /// A fixed pool of worker threads serving the clients' requests (`threads` are then the
     /// workers), or None for a thread per client.
@@ -263,6 +272,11 @@ pub struct FileServer {
 
 /// Timer slots of a file server at or above this are a client's disk read completing.
 pub const DISK_DONE: u32 = 1 << 30;
+/// Timer slot of a closed loop's request whose delay is over (+ client). Slot ranges of one
+/// workload must not overlap: clients and threads are below PID_MAX_LIMIT (2^22), a shaped
+/// thread's wait is `WAIT_OVER` (2^29) + thread, a file server's read `DISK_DONE` (2^30) + client.
+pub const DELAY_DONE: u32 = 1 << 28;
+const _: () = assert!(DELAY_DONE + (1 << 22) <= WAIT_OVER && WAIT_OVER + (1 << 22) <= DISK_DONE);
 
 impl FileServer {
     /// Client `c` sends a request: its work now (a hit), or None (a miss, waiting for the disk).
@@ -466,10 +480,40 @@ pub enum Workload {
 }
 
 impl ClosedLoop {
-    fn issue(&mut self, c: usize, now: Ns, me: Option<u32>, eff: &mut Effects, svc: &mut ServiceStats) -> Option<u64> {
+    /// Client `c` is ready to ask again: its generator task first spends the request's CPU
+    /// (and sends it when done, `on_done`), or without one it sends it now.
+    fn ready(
+        &mut self,
+        c: usize,
+        now: Ns,
+        wl: usize,
+        me: Option<u32>,
+        eff: &mut Effects,
+        svc: &mut ServiceStats,
+    ) -> Option<u64> {
         svc.started += 1;
-        self.clients[c].outstanding = self.fanout;
         self.clients[c].issued_at = now;
+        if let Some(d) = &self.client_cpu {
+            let work = d.sample(&mut self.rng).max(1);
+            eff.wakes.push((self.generator[c], work));
+            return None;
+        }
+        self.after_client(c, now, wl, me, eff)
+    }
+
+    /// Client `c`'s CPU for its request is done: the request waits its delay, or goes out.
+    fn after_client(&mut self, c: usize, now: Ns, wl: usize, me: Option<u32>, eff: &mut Effects) -> Option<u64> {
+        if let Some(d) = &self.delay {
+            let wait = d.sample(&mut self.rng).max(1);
+            eff.timers.push((now + wait, wl, DELAY_DONE + c as u32));
+            return None;
+        }
+        self.send(c, me, eff)
+    }
+
+    /// Client `c`'s request reaches the server: its threads (or a worker of the pool) serve it.
+    fn send(&mut self, c: usize, me: Option<u32>, eff: &mut Effects) -> Option<u64> {
+        self.clients[c].outstanding = self.fanout;
         if let Some(pool) = self.pool.as_mut() {
             match pool.idle.pop() {
                 Some(w) => {
@@ -565,10 +609,12 @@ impl Workload {
                     eff.wakes.push((cl.threads[k as usize], part));
                 } else if slot == START {
                     for c in 0..cl.clients.len() {
-                        cl.issue(c, now, None, eff, &mut services[svc]);
+                        cl.ready(c, now, wl, None, eff, &mut services[svc]);
                     }
+                } else if slot >= DELAY_DONE {
+                    cl.send((slot - DELAY_DONE) as usize, None, eff);
                 } else {
-                    cl.issue(slot as usize, now, None, eff, &mut services[svc]);
+                    cl.ready(slot as usize, now, wl, None, eff, &mut services[svc]);
                 }
             }
             Workload::Duty(d) => {
@@ -747,6 +793,13 @@ impl Workload {
                     }
                 }
             }
+            Workload::ClosedLoop(cl) if slot as usize >= cl.threads.len() => {
+                // a client's generator task has done the request's CPU: it sends it and waits
+                let c = slot as usize - cl.threads.len();
+                // (without `me`, send wakes every thread the request needs and returns None)
+                cl.after_client(c, now, wl, None, eff);
+                Next::Sleep
+            }
             Workload::ClosedLoop(ClosedLoop {
                 pool: Some(pool),
                 svc,
@@ -755,6 +808,9 @@ impl Workload {
                 service,
                 rng,
                 shape,
+                client_cpu,
+                generator,
+                delay,
                 ..
             }) => {
                 if let Some(next) = between_bursts(shape, slot, now, wl, rng, eff) {
@@ -765,12 +821,21 @@ impl Workload {
                 let c = pool.serving[slot as usize];
                 services[*svc].record(now, now - clients[c].issued_at);
                 let think = think.as_ref().map(|d| d.sample(rng)).unwrap_or(0);
-                if think == 0 {
+                if think > 0 {
+                    eff.timers.push((now + think, wl, c as u32));
+                } else {
+                    // ready again (as ClosedLoop::ready, whose borrow of the loop this arm cannot take)
                     services[*svc].started += 1;
                     clients[c].issued_at = now;
-                    pool.queue.push_back(c);
-                } else {
-                    eff.timers.push((now + think, wl, c as u32));
+                    if let Some(d) = client_cpu {
+                        let work = d.sample(rng).max(1);
+                        eff.wakes.push((generator[c], work));
+                    } else if let Some(d) = delay {
+                        let wait = d.sample(rng).max(1);
+                        eff.timers.push((now + wait, wl, DELAY_DONE + c as u32));
+                    } else {
+                        pool.queue.push_back(c);
+                    }
                 }
                 match pool.queue.pop_front() {
                     Some(next) => {
@@ -797,7 +862,7 @@ impl Workload {
                 services[svc].record(now, now - cl.clients[c].issued_at);
                 let think = cl.think.as_ref().map(|d| d.sample(&mut cl.rng)).unwrap_or(0);
                 if think == 0 {
-                    match cl.issue(c, now, Some(slot), eff, &mut services[svc]) {
+                    match cl.ready(c, now, wl, Some(slot), eff, &mut services[svc]) {
                         Some(w) => Next::Compute(w),
                         None => Next::Sleep,
                     }

@@ -1,0 +1,213 @@
+"""The service calibration of `colosim replay --compare` (replay/calibration.py) against
+truth worked out by hand: samples drawn with numpy from known distributions, reduced to what a
+load generator reports (QPS and percentiles) of one client on an otherwise idle CPU, where
+latency is the service time; the load generator's CPU and the delay as the closed loop
+accounts them (CPU·s/s = QPS × CPU per request); and the quality a poor fit is reported with."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from replay.calibration import POOR_FIT, AloneRun, Fit, apply_fit, calibration_doc, fit_service, shortened, simulator_of
+from replay.cgroupfs import HostError
+from replay.workloads import HostWorkload, generator_cpu_rate
+from sim.scenario import Scenario, Variant
+
+pytest.importorskip("sim._core")
+
+N = 40_000
+
+
+def one_client(service: dict | None = None, cpus: int = 1, **extra) -> Scenario:
+    web = {"kind": "closed_loop", "cgroup": "svc", "clients": 1, "service": service or {"dist": "constant", "value": "1ms"}, **extra}
+    doc = {
+        "scenario": {"name": "calibration", "duration": "60s", "warmup": "1s", "seed": 1, "sample_interval": "0s"},
+        "node": {"cores_per_socket": cpus},
+        "cgroups": {"svc": {}},
+        "workloads": {"web": web},
+    }
+    return Scenario.from_document(doc)
+
+
+def reported(sample: np.ndarray) -> AloneRun:
+    """What a generator reports of one client whose requests take `sample`: QPS = 1 / mean
+    (one request at a time, nothing between them), the percentiles wrk prints, a busy CPU."""
+    return AloneRun(qps=1 / sample.mean(), percentiles={p: float(np.percentile(sample, p)) for p in (50.0, 75.0, 90.0, 99.0)}, busy=1.0)
+
+
+def fit_of(sample: np.ndarray) -> Fit:
+    alone = reported(sample)
+    sc = shortened(one_client(), alone.qps)
+    return fit_service("web", alone, simulator_of(sc, "web", 1, frozenset(), 1), ncpus=1, clients=1)
+
+
+def test_a_lognormal_sample_is_fitted_as_lognormal_with_its_mean_and_sigma():
+    mean, sigma = 2e-3, 0.6
+    rng = np.random.default_rng(5)
+    # numpy's mean is of the underlying normal: the lognormal's mean is exp(mu + sigma^2 / 2)
+    sample = rng.lognormal(math.log(mean) - sigma**2 / 2, sigma, N)
+    fit = fit_of(sample)
+    assert fit.family == "lognormal"
+    assert abs(int(fit.service["mean"][:-2]) / 1e9 / mean - 1) < 0.03
+    assert abs(fit.service["sigma"] / sigma - 1) < 0.10
+    assert fit.quality == "good", fit.describe()
+
+
+def test_an_exponential_sample_is_fitted_as_exponential():
+    mean = 1e-3
+    sample = np.random.default_rng(6).exponential(mean, N)
+    fit = fit_of(sample)
+    assert fit.family == "exponential", fit.tried
+    assert abs(int(fit.service["mean"][:-2]) / 1e9 / mean - 1) < 0.03
+    assert fit.quality == "good"
+
+
+def test_a_bimodal_sample_falls_back_to_empirical_and_says_so():
+    rng = np.random.default_rng(7)
+    fast, slow = rng.normal(1e-3, 5e-5, N), rng.normal(10e-3, 5e-4, N)
+    sample = np.where(rng.uniform(size=N) < 0.7, fast, slow)
+    fit = fit_of(sample)
+    assert fit.family == "empirical"
+    # every parametric family missed some metric by more than POOR_FIT, and the fit says so
+    assert any("fell back to an empirical histogram" in n for n in fit.notes)
+    assert "empirical" in fit.describe()
+    assert fit.tried["empirical"] < min(fit.tried[f] for f in ("constant", "exponential", "lognormal"))
+
+
+def run_alone(sc: Scenario):
+    from sim.runner import run_variant
+
+    return run_variant(Variant("alone", True, sc), 1)
+
+
+def test_a_client_cost_of_c_per_request_at_qps_q_adds_q_times_c_cpu_in_its_cgroup():
+    # one client, 2 CPUs (no contention): service 1 ms, client 0.5 ms, think 3 ms (exp.)
+    base = one_client(cpus=2, think={"dist": "exponential", "mean": "3ms"})
+    plain = run_alone(base)
+    costly = run_alone(one_client(cpus=2, think={"dist": "exponential", "mean": "3ms"}, client_cpu={"dist": "constant", "value": "500us"}))
+    for run, per_request in ((plain, 1e-3), (costly, 1.5e-3)):
+        svc, cg = run.services["web"], run.cgroups["svc"]
+        # CPU·s/s of the cgroup = QPS x CPU per request (within what the window's edges cut)
+        assert cg.cpu_s / run.measured_s == pytest.approx(svc.qps * per_request, rel=0.01)
+    # the client's CPU is inside the latency the generator measures: 0.5 ms + 1 ms, always
+    assert costly.services["web"].p50_s == pytest.approx(1.5e-3, rel=1e-3)
+    assert costly.services["web"].p99_s == pytest.approx(1.5e-3, rel=1e-3)
+    # and the loop is longer by it: QPS = 1 / (think + client + service)
+    assert costly.services["web"].qps == pytest.approx(1 / 4.5e-3, rel=0.03)
+
+
+def test_a_delay_is_latency_without_cpu():
+    run = run_alone(one_client(cpus=2, delay={"dist": "constant", "value": "2ms"}))
+    svc, cg = run.services["web"], run.cgroups["svc"]
+    assert svc.p50_s == pytest.approx(3e-3, rel=1e-3)  # delay + service
+    assert svc.qps == pytest.approx(1 / 3e-3, rel=0.01)
+    # the CPU is the service's alone: the delay leaves the CPU idle (the gaps a batch fills)
+    assert cg.cpu_s / run.measured_s == pytest.approx(svc.qps * 1e-3, rel=0.01)
+
+
+def test_the_generator_cpu_per_request_is_its_measured_rate_over_qps():
+    # a generator using 0.3 CPU·s/s at 1000 requests/s spends 300 µs per request
+    alone = AloneRun(qps=1000.0, percentiles={50.0: 1e-3, 90.0: 1.2e-3, 99.0: 1.5e-3}, busy=1.0, generator_cpu=0.3)
+    fit = fit_service("web", alone, lambda svc, c, d: {"QPS": 1000.0, "P50": 1e-3, "P90": 1.2e-3, "P99": 1.5e-3}, ncpus=1, clients=1)
+    assert fit.client_cpu_s == pytest.approx(300e-6)
+    sc = apply_fit(one_client(), fit)
+    assert sc.workloads["web"].client_cpu.value == 300_000  # type: ignore[union-attr]
+
+
+def test_an_unmeasured_generator_is_said():
+    alone = AloneRun(qps=1000.0, percentiles={50.0: 1e-3, 90.0: 1.2e-3, 99.0: 1.5e-3}, generator_cpu=math.nan)
+    fit = fit_service("web", alone, lambda svc, c, d: {"QPS": 1000.0, "P50": 1e-3, "P90": 1.2e-3, "P99": 1.5e-3}, ncpus=1, clients=1)
+    assert fit.client_cpu_s == 0
+    assert any("not measured" in n for n in fit.notes)
+
+
+def test_a_poor_fit_is_reported_in_the_output_and_in_comparison_json():
+    good = Fit("a", "lognormal", {}, 0.0, 0.0, measured={"QPS": 100.0, "P50": 0.01}, fitted={"QPS": 104.0, "P50": 0.0105})
+    poor = Fit("b", "lognormal", {}, 0.0, 0.0, measured={"QPS": 100.0, "P50": 0.01}, fitted={"QPS": 100.0, "P50": 0.0125})
+    assert good.quality == "good" and "POOR FIT" not in good.describe()
+    assert poor.quality == "poor" and poor.poor == ["P50"]
+    assert poor.residuals["P50"] == pytest.approx(0.25)
+    assert "POOR FIT: P50" in poor.describe()
+    assert calibration_doc({"a": good})["quality"] == "good"
+    doc = calibration_doc({"a": good, "b": poor})
+    assert doc["quality"] == "poor"
+    assert doc["services"]["b"]["poor_metrics"] == ["P50"]
+    assert doc["poor_fit_threshold"] == POOR_FIT
+    # a metric the simulation could not reproduce at all is a miss, not a pass
+    lost = Fit("c", "constant", {}, 0.0, 0.0, measured={"QPS": 100.0}, fitted={"QPS": math.nan})
+    assert lost.quality == "poor"
+
+
+def test_builtin_workloads_refuse_the_generator_fields_on_the_host():
+    sc = one_client(client_cpu={"dist": "constant", "value": "10us"})
+    w = sc.workloads["web"]
+    with pytest.raises(HostError, match=r"workloads\.web\.client_cpu: does not replay with host = \"builtin\""):
+        HostWorkload("web", w, {}, "workloads.web").check()
+
+
+def test_a_zombie_generators_cpu_is_read_before_it_is_reaped():
+    # the child burns 0.3 s of its own CPU clock (not wall time) and says how much it used
+    burn = "import time\nt=time.process_time()\nwhile time.process_time()-t<0.3: pass\nprint(time.process_time())"
+    p = subprocess.Popen([sys.executable, "-c", burn], stdout=subprocess.PIPE, text=True)
+    started = time.monotonic()
+    while os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOWAIT) is None:
+        pass
+    wall = time.monotonic() - started
+    rate = generator_cpu_rate(p.pid, wall)
+    out, _ = p.communicate()
+    used = float(out)
+    tick = 1 / os.sysconf("SC_CLK_TCK")
+    assert rate * wall == pytest.approx(used, abs=3 * tick)
+
+
+def test_an_alone_run_beside_other_work_is_a_poor_calibration():
+    alone = AloneRun(qps=1000.0, percentiles={50.0: 1e-3, 90.0: 1.2e-3, 99.0: 1.5e-3}, others=0.4)
+    fit = fit_service("web", alone, lambda svc, c, d: {"QPS": 1000.0, "P50": 1e-3, "P90": 1.2e-3, "P99": 1.5e-3}, ncpus=1, clients=1)
+    assert not fit.poor  # every metric fitted ...
+    assert fit.quality == "poor"  # ... but to a disturbed window
+    assert "DISTURBED: 40%" in fit.describe()
+    assert calibration_doc({"web": fit})["services"]["web"]["disturbed"] is True
+
+
+def test_node_busy_time_is_read_from_proc_stat(tmp_path):
+    from replay.cgroupfs import read_node_busy_s
+
+    f = tmp_path / "stat"
+    # user nice system idle iowait irq softirq steal guest guest_nice: busy excludes idle,
+    # iowait and guest (already counted in user)
+    f.write_text("cpu  100 20 30 5000 70 4 6 10 50 0\ncpu0 1 2 3 4 5 6 7 8 9 0\n")
+    assert read_node_busy_s(f) == pytest.approx(170 / os.sysconf("SC_CLK_TCK"))
+
+
+def test_gaps_are_not_fitted_to_a_disturbed_alone_run():
+    # half the node idle for this service, but 40% of it busy with other tenants' work
+    alone = AloneRun(qps=1000.0, percentiles={50.0: 1e-3, 90.0: 1.2e-3, 99.0: 1.5e-3}, busy=0.5, others=0.4)
+    seen = []
+
+    def simulate(svc, c, d):
+        seen.append(d)
+        return {"QPS": 1000.0, "P50": 1e-3, "P90": 1.2e-3, "P99": 1.5e-3, "CPU share": 1.0}
+
+    fit = fit_service("web", alone, simulate, ncpus=1, clients=4)
+    assert set(seen) == {(0.0, 0.0)} and fit.delay_s == 0 and "CPU share" not in fit.measured
+    assert any("no delay fitted" in n for n in fit.notes)
+
+
+def test_validate_says_when_the_calibration_behind_its_errors_is_poor():
+    from sim.tuning.validate import table_text
+
+    variant = {"measured": {"QPS": 100.0}, "predicted": {"QPS": 90.0}}
+    poor = {"services": {"web": {"quality": "poor", "poor_metrics": ["P50"]}}}
+    good = {"services": {"web": {"quality": "good", "poor_metrics": []}}}
+    text = table_text(
+        {"best": {"variants": {"alone": variant}, "calibration": poor}, "default": {"variants": {"alone": variant}, "calibration": good}}
+    )
+    assert "best: the service model of web fits its alone run poorly (P50)" in text
+    assert "default: the service model" not in text
