@@ -73,7 +73,8 @@ impl Node {
     }
 
     /// The same accounting for an observer (samples, reads): it changes nothing the
-    /// scheduler would decide on — no runtime is pulled from a bandwidth pool — and, because
+    /// scheduler would decide on — no runtime is pulled from a bandwidth pool, min_vruntime
+    /// does not move (the next `update_curr` does both, even at the same instant) — and, because
     /// vruntime and progress keep their division remainders, splitting an interval into more
     /// updates gives bit-identical results. Sampling more often never changes a run.
     pub(crate) fn observe_curr(&mut self, cpu: CpuId) {
@@ -89,9 +90,15 @@ impl Node {
         };
         let delta = now - c.clock;
         if delta == 0 {
+            // An observer settled up to now: `update_curr` still does what it would have
+            // done had nobody looked (min_vruntime, refilling a spent silo).
+            if pull_runtime && std::mem::take(&mut c.observed) {
+                self.settle_observed(t);
+            }
             return;
         }
         c.clock = now;
+        c.observed = !pull_runtime;
         let work = delta as u128 * c.speed as u128 + c.progress_rem as u128;
         c.progress_rem = (work & (SPEED_ONE as u128 - 1)) as u64;
         let progress = (work >> SPEED_SHIFT) as u64;
@@ -110,8 +117,12 @@ impl Node {
                 s.vrem = (num % s.weight as u128) as u64;
             }
             let rq = s.parent_rq;
-            self.update_min_vruntime(rq);
             if pull_runtime {
+                // Only `update_curr` moves min_vruntime, as in the kernel (readers of
+                // cpu.stat/cpuacct call no `update_min_vruntime`): the old queue's
+                // min_vruntime that a wakeup migration re-bases on (`migrate_task_rq_fair`)
+                // is the one its last update_curr left, whoever looked since.
+                self.update_min_vruntime(rq);
                 self.account_cfs_rq_runtime(rq, delta);
             } else if self.rqs[rq].runtime_enabled {
                 self.rqs[rq].runtime_remaining -= delta as i64;
@@ -125,6 +136,20 @@ impl Node {
         self.cgroups[cg].usage_total_ns += delta;
         let ncg = self.cgroups.len();
         self.cpu_busy[cpu * ncg + cg] += delta;
+    }
+
+    /// The part of `update_curr` that `observe_curr` left out, on the queues of running task
+    /// `t`: `update_min_vruntime` and `account_cfs_rq_runtime` (of the time already charged).
+    fn settle_observed(&mut self, t: TaskId) {
+        let mut rq = self.ses[self.tasks[t].se].parent_rq;
+        loop {
+            self.update_min_vruntime(rq);
+            self.account_cfs_rq_runtime(rq, 0);
+            match self.rqs[rq].gse {
+                Some(g) => rq = self.ses[g].parent_rq,
+                None => break,
+            }
+        }
     }
 
     /// min_vruntime only moves forward: max(old, min(curr, leftmost)).
@@ -577,6 +602,7 @@ impl Node {
         }
         self.cpus[cpu].curr = next;
         self.cpus[cpu].clock = self.now;
+        self.cpus[cpu].observed = false;
         if prev != next {
             self.cpus[cpu].progress_rem = 0;
         }

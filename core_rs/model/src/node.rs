@@ -81,6 +81,9 @@ pub struct Cpu {
     /// Work done below one unit (2^-SPEED_SHIFT ns) by the running task: kept so that
     /// progress does not depend on how often it is settled.
     pub progress_rem: u64,
+    /// An observer (`observe_curr`) settled time since the last `update_curr`, which still
+    /// owes the min_vruntime update and the silo refill for it.
+    pub observed: bool,
     pub gen: u64,
     /// Time of the pending Cpu event for `gen` (Ns::MAX if none).
     pub next_event: Ns,
@@ -194,6 +197,7 @@ impl Node {
                 clock: 0,
                 speed: SPEED_ONE,
                 progress_rem: 0,
+                observed: false,
                 gen: 0,
                 next_event: Ns::MAX,
                 resched_at: Ns::MAX,
@@ -953,7 +957,20 @@ impl Node {
 
     /// The next event of `cpu`: completion of the running task's work or the tick at which
     /// its slice runs out, whichever is first.
+    ///
+    /// The plan is made from accounting settled up to now (`observe_curr`, which decides
+    /// nothing): a CPU can be reprogrammed by something that did not account its running task
+    /// (a period timer unthrottling another group, `queue_changed`), and planning from the
+    /// stale silo, sum_exec or progress would put the tick later than the kernel's. In the
+    /// kernel these ticks do not depend on who looked last: `scheduler_tick` →
+    /// `task_tick_fair` → `entity_tick` → `update_curr` → `account_cfs_rq_runtime` →
+    /// `__account_cfs_rq_runtime` notices a spent silo at the first tick after it runs out
+    /// and pulls (`assign_cfs_rq_runtime`) or reschedules then; and the readers of cpu.stat
+    /// (`cpu_cfs_stat_show`) and cpuacct pull nothing. Without this, a sample taken before an
+    /// unrelated reprogram moved that tick, and with it the pull and the burst counted at the
+    /// next `__refill_cfs_bandwidth_runtime`.
     pub(crate) fn reprogram(&mut self, cpu: CpuId) {
+        self.observe_curr(cpu);
         let at = match self.cpus[cpu].curr {
             None => Ns::MAX,
             Some(t) => {

@@ -238,3 +238,53 @@ fn work_ending_on_ticks_does_not_escape_preemption() {
     let (a, b) = (usage(&mut n, "a"), usage(&mut n, "b"));
     assert!((b as f64 / (a + b) as f64 - 0.5).abs() < 0.05, "web {a} ns, hog {b} ns");
 }
+
+/// The same invariant with the CFS period boundaries pinned at several phases, and several
+/// seeds. The two groups have different periods so that one group's period timer (which
+/// unthrottles and reprograms CPUs without accounting their running task) falls between the
+/// other's ticks: a sample taken before such a reprogram used to move the tick at which a
+/// spent silo pulls from the pool, and with it burst_time and throttling.
+#[test]
+fn sampling_changes_nothing_at_any_period_phase() {
+    for phase in [0u64, MS + 17, 37 * MS, 99_900_000] {
+        for seed in [1u64, 2, 6, 10] {
+            for sched in ["cfs", "eevdf"] {
+                let run = |interval: u64| {
+                    let mut n = node(json!({
+                        "seed": seed,
+                        "kernel": {"scheduler": sched, "cfs_period_phase_ns": phase},
+                        "topology": {"sockets": 1, "cores_per_socket": 2, "threads_per_core": 2},
+                        "cgroups": [{"name": "online", "cpu.cfs_quota_us": 105_000, "cpu.cfs_period_us": 70_000},
+                                    {"name": "offline", "cpu.shares": 300, "cpu.cfs_quota_us": 200_000, "cpu.cfs_burst_us": 100_000}],
+                        "workloads": [hog("h", "offline", 3), open_loop(700.0, 6, 1.5e6)],
+                        "sample_interval_ns": interval,
+                    }));
+                    for k in 1..=20 {
+                        n.run_until(k * 100 * MS).unwrap();
+                        if interval > 0 {
+                            n.settle();
+                        }
+                    }
+                    n.settle();
+                    (
+                        n.services[0].latencies.clone(),
+                        n.hierarchical(|g| g.stats.usage_ns),
+                        (1..n.cgroups.len())
+                            .map(|g| n.cgroups[g].cpu_stat())
+                            .collect::<Vec<_>>(),
+                    )
+                };
+                let (a, b) = (run(0), run(MS));
+                let what = format!("{sched}, phase {phase} ns, seed {seed}");
+                assert!(
+                    a.0 == b.0,
+                    "{what}: latencies differ ({} vs {} requests)",
+                    a.0.len(),
+                    b.0.len()
+                );
+                assert_eq!(a.1, b.1, "{what}: usage");
+                assert_eq!(a.2, b.2, "{what}: cpu.stat");
+            }
+        }
+    }
+}
