@@ -391,7 +391,7 @@ def fit_disk_rate(base: dict[str, Any], op: str, target: float, rounds: int = 3)
 def calibrate_services(scenario: Scenario, host: ExperimentResult, seed: int, substituted: set[Knob]) -> dict[str, Fit]:
     """Fit each service measured in the baseline (alone) run: its distribution, its load
     generator's CPU and its gaps (replay/calibration.py)."""
-    from replay.workloads import ReportedService
+    from replay.workloads import MeasuredService, ReportedService
 
     base = next(v for v in scenario.variants() if v.baseline)
     measured_base = host.runs[base.name]
@@ -410,7 +410,7 @@ def calibrate_services(scenario: Scenario, host: ExperimentResult, seed: int, su
             qps=got.qps,
             percentiles=percentiles,
             busy=cg.cpu_share if cg is not None and math.isfinite(cg.cpu_share) else None,
-            generator_cpu=got.generator_cpu if isinstance(got, ReportedService) else None,
+            generator_cpu=got.generator_cpu if isinstance(got, MeasuredService) else None,
             others=measured_base.others_cpu_share,
         )
         # a think time is fitted to the gaps only for a real server whose scenario has none:

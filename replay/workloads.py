@@ -109,14 +109,20 @@ def _wait_port(port: int, proc, what: str, timeout: float = 30.0) -> None:
 
 
 @dataclass
-class ReportedService(ServiceResult):
+class MeasuredService(ServiceResult):
+    """A real server's service as its load generator measured it."""
+
+    # the load generator's own CPU over its run (CPU·s/s; NaN: not measured). It runs in the
+    # service's cgroup, so its CPU is part of that cgroup's (replay/calibration.py models it)
+    generator_cpu: float = math.nan
+
+
+@dataclass
+class ReportedService(MeasuredService):
     """A service measured by a load generator that reports percentiles, not each request."""
 
     reported: dict[float, float] | None = None  # percentile -> seconds
     reported_qps: float = math.nan
-    # the load generator's own CPU over its run (CPU·s/s; NaN: not measured). It runs in the
-    # service's cgroup, so its CPU is part of that cgroup's (replay/calibration.py models it)
-    generator_cpu: float = math.nan
 
     def percentile(self, p: float) -> float:
         if not self.reported:
@@ -573,7 +579,7 @@ class HostWorkload:
             f = tmp / "bench.json"
             if not f.exists():
                 raise HostError(f"{self.where}: clickhouse-benchmark wrote no report: {text[-300:]}")
-            svc: ServiceResult = parse_clickhouse_json(self.name, f.read_text(), measured)
+            svc: MeasuredService = parse_clickhouse_json(self.name, f.read_text(), measured)
         elif self.program == "redis":
             svc = parse_redis_csv(self.name, text, measured, REDIS_BATCH)
         elif self.program == "postgres":
@@ -583,8 +589,7 @@ class HostWorkload:
             svc = parse_pgbench_log(self.name, [f.read_text() for f in logs], self._epoch0, warmup, duration)
         else:
             svc = parse_wrk(self.name, text, measured)
-        if isinstance(svc, ReportedService):  # (pgbench's per-transaction log is not yet costed)
-            svc.generator_cpu = self.generator_cpu
+        svc.generator_cpu = self.generator_cpu
         return svc
 
     def close(self) -> None:
@@ -633,13 +638,16 @@ def wrk_argv(clients: int, seconds: float, url: str, script: Path | None = None)
 
 
 def generator_cpu_rate(pid: int, wall_s: float) -> float:
-    """CPU·s/s process `pid` used over `wall_s`: utime + stime (fields 14 and 15 of
-    /proc/PID/stat, in clock ticks, all threads), read while it is a zombie."""
+    """CPU·s/s process `pid` and the children it reaped used over `wall_s`: fields 14-17 of
+    /proc/PID/stat (utime, stime, cutime, cstime; clock ticks, all threads), read while it is a
+    zombie."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return math.nan
-    ticks = int(fields[11]) + int(fields[12])
+    # utime + stime, and cutime + cstime: the children it waited for (`timeout` runs
+    # redis-benchmark as its child)
+    ticks = int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
     return ticks / os.sysconf("SC_CLK_TCK") / wall_s if wall_s > 0 else math.nan
 
 
@@ -690,7 +698,7 @@ def parse_redis_csv(name: str, text: str, measured_s: float, batch: int) -> Repo
     return _reported(name, len(rows) * batch, measured_s, {p: float(v.mean()) / 1e3 for p, v in ms.items()}, qps)
 
 
-def parse_pgbench_log(name: str, logs: list[str], epoch0: float, warmup_s: float, duration_s: float) -> ServiceResult:
+def parse_pgbench_log(name: str, logs: list[str], epoch0: float, warmup_s: float, duration_s: float) -> MeasuredService:
     """pgbench -l: one line per transaction, "client_id transaction_no time_us script_no
     epoch_s epoch_us" (latency in microseconds; completion in epoch time): every transaction
     that completed in the window [warmup, duration] after `epoch0` (the run's start)."""
@@ -706,7 +714,7 @@ def parse_pgbench_log(name: str, logs: list[str], epoch0: float, warmup_s: float
     order = np.argsort(completions, kind="stable")
     latencies, completions = latencies[order], completions[order]
     keep = (completions >= warmup_s) & (completions <= duration_s)
-    return ServiceResult(
+    return MeasuredService(
         name=name,
         latencies_s=latencies[keep],
         completions_s=completions[keep],

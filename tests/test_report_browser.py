@@ -55,6 +55,8 @@ PLOTS = {
     "pod_bandwidth": (CPU, NET, DECISIONS),
     "quota_burst": (LATENCY, CPU, THROTTLED, DECISIONS),
     "webserving_spark": (LATENCY, CPU, DECISIONS),
+    "probe_clickhouse_stress": (LATENCY, CPU),
+    "web_batch": (LATENCY, CPU),
     "tune_koordinator": ("Optimization history", "Trade-off", "Hyperparameter Importances", "Best against the defaults"),
     # `colosim fidelity`'s report (not an experiments/*.toml: made below from a suite scored
     # with the simulator standing in for the host)
