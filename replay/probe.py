@@ -341,7 +341,8 @@ class _Thread:
     samples: list[_Sample] = field(default_factory=list)
 
 
-def _read(path: Path) -> str | None:
+def read_proc(path: str | Path) -> str | None:
+    """A /proc file's text, or None when its task is gone (it exited between listing and reading)."""
     # os.open/os.read rather than Path.read_text: a fifth of the cost per /proc file, and the
     # probe reads thousands a second
     try:
@@ -445,7 +446,7 @@ class Probe:
                 self._sample_thread(name, tid, t, detail)
         self.percpu.append((t, {name: w.percpu() for name, w in self.watch.items()}))
         if debug and self._debug_readable:
-            text = _read(self.sched_debug_path)
+            text = read_proc(self.sched_debug_path)
             if text is None:
                 self._debug_readable = False
             else:
@@ -455,24 +456,24 @@ class Probe:
         d = self.proc / str(tid)
         th = self.threads.get(tid)
         if th is None:
-            status = _read(d / "status")
+            status = read_proc(d / "status")
             if status is None:
                 return
             th = _Thread(tid, group, pid=_tgid(status))
-            th.cgroup = parse_cpu_cgroup(_read(d / "cgroup") or "")
-            th.autogroup = parse_autogroup(_read(self.proc / str(th.pid) / "autogroup") or "")
-            leader = _read(self.proc / str(th.pid) / "stat")
+            th.cgroup = parse_cpu_cgroup(read_proc(d / "cgroup") or "")
+            th.autogroup = parse_autogroup(read_proc(self.proc / str(th.pid) / "autogroup") or "")
+            leader = read_proc(self.proc / str(th.pid) / "stat")
             th.process = parse_stat(leader).comm if leader else ""
             self.threads[tid] = th
-        sched = _read(d / "schedstat")
-        stat = _read(d / "stat")
+        sched = read_proc(d / "schedstat")
+        stat = read_proc(d / "stat")
         if sched is None or stat is None:
             return  # it exited between the listing and the read
         switches = None
         if detail or not th.samples:
-            text = _read(d / "sched")
+            text = read_proc(d / "sched")
             migr = -1 if text is None else parse_migrations(text)
-            text = text if text is not None else _read(d / "status")
+            text = text if text is not None else read_proc(d / "status")
             if text is None:
                 return
             switches = (*parse_switches(text), migr)

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from replay.cgroupfs import HostBackend, HostError
+from replay.probe import parse_schedstat, parse_stat, parse_switches, read_proc
 from replay.session import Session
 from replay.shape_estimate import (
     Fit,
@@ -49,9 +50,6 @@ from replay.shape_estimate import (
     histogram_quantiles,
     mean_from_quantiles,
     parallelism,
-    parse_processor,
-    parse_schedstat,
-    parse_switches,
     workload_toml,
     wrk_uncorrected,
 )
@@ -127,14 +125,6 @@ class ShapeRequest:
 # --- reading the threads ----------------------------------------------------------------------
 
 
-def _read(path: str) -> str | None:
-    try:
-        with open(path) as f:
-            return f.read()
-    except (FileNotFoundError, ProcessLookupError):
-        return None  # the thread exited between listing and reading
-
-
 class ThreadReader:
     """Every thread of one cgroup, as (pid, tid) pairs listed from its cgroup.procs, and the
     last counters read of each — kept for threads that have exited since (a connection's
@@ -160,7 +150,7 @@ class ThreadReader:
 
     def _read_full(self, pid: int, tid: int) -> ThreadCounters | None:
         base = f"/proc/{pid}/task/{tid}"
-        sched, status = _read(base + "/schedstat"), _read(base + "/status")
+        sched, status = read_proc(base + "/schedstat"), read_proc(base + "/status")
         if sched is None or status is None:
             return None
         return ThreadCounters(*parse_schedstat(sched), *parse_switches(status))
@@ -181,7 +171,7 @@ class ThreadReader:
             self.refresh()
         row = []
         for pid, tid in self.threads:
-            text = _read(f"/proc/{pid}/task/{tid}/schedstat")
+            text = read_proc(f"/proc/{pid}/task/{tid}/schedstat")
             if text is None:
                 continue
             run = int(text.split()[0])
@@ -198,9 +188,9 @@ class ThreadReader:
         """CPU -> threads that last ran on it."""
         cpus: dict[int, int] = {}
         for pid, tid in self.refresh():
-            text = _read(f"/proc/{pid}/task/{tid}/stat")
+            text = read_proc(f"/proc/{pid}/task/{tid}/stat")
             if text is not None:
-                cpu = parse_processor(text)
+                cpu = parse_stat(text).processor
                 cpus[cpu] = cpus.get(cpu, 0) + 1
         return dict(sorted(cpus.items()))
 

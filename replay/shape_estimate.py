@@ -67,30 +67,6 @@ def astuple(c: ThreadCounters) -> tuple[int, ...]:
     return (c.run_ns, c.wait_ns, c.slices, c.voluntary, c.involuntary)
 
 
-def parse_schedstat(text: str) -> tuple[int, int, int]:
-    """/proc/PID/task/TID/schedstat: "run_ns wait_ns timeslices"."""
-    run, wait, slices = text.split()[:3]
-    return int(run), int(wait), int(slices)
-
-
-def parse_switches(status: str) -> tuple[int, int]:
-    """/proc/PID/task/TID/status: (voluntary_ctxt_switches, nonvoluntary_ctxt_switches)."""
-    vol = invol = 0
-    for line in status.splitlines():
-        if line.startswith("voluntary_ctxt_switches:"):
-            vol = int(line.split()[1])
-        elif line.startswith("nonvoluntary_ctxt_switches:"):
-            invol = int(line.split()[1])
-    return vol, invol
-
-
-def parse_processor(stat: str) -> int:
-    """/proc/PID/task/TID/stat: field 39, the CPU the thread last ran on (fields counted after
-    the parenthesised command, which may itself hold spaces and parentheses)."""
-    rest = stat[stat.rindex(")") + 2 :].split()
-    return int(rest[39 - 3])
-
-
 def counter_delta(before: Mapping[int, ThreadCounters], after: Mapping[int, ThreadCounters]) -> ThreadCounters:
     """The threads' counters summed over a window: threads born in it count from zero, threads
     that died in it are lost (their last counts are not readable)."""

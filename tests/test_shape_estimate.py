@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from pydantic import TypeAdapter
 
+from replay.probe import parse_schedstat, parse_stat, parse_switches
 from replay.shape import ShapeRequest, parse_clickhouse_report, parse_pgbench_logs, parse_redis_csv, parse_wrk_script
 from replay.shape_estimate import (
     FIT_TOLERANCE,
@@ -26,9 +27,6 @@ from replay.shape_estimate import (
     histogram_quantiles,
     mean_from_quantiles,
     parallelism,
-    parse_processor,
-    parse_schedstat,
-    parse_switches,
     workload_toml,
     wrk_uncorrected,
 )
@@ -49,7 +47,7 @@ def test_schedstat_status_and_stat_are_read_by_their_documented_fields():
     assert parse_switches(status) == (17, 3)
     # proc(5): field 39 is processor; the command (field 2) may hold spaces and ")"
     fields = ["S"] + [str(i) for i in range(4, 39)] + ["1"] + ["0"] * 13
-    assert parse_processor("4242 (a b) c) " + " ".join(fields)) == 1
+    assert parse_stat("4242 (a b) c) " + " ".join(fields)).processor == 1
 
 
 def test_counter_delta_counts_new_threads_from_zero():
