@@ -288,6 +288,30 @@ def test_a_killed_study_resumes(tiny, tmp_path, capsys):
     assert states.count(S.COMPLETE) == 5 and len(states) == 8
 
 
+def test_leftover_placeholders_are_withdrawn_not_left_waiting(tiny, tmp_path, capsys):
+    """A placeholder this process enqueued and nobody asked for is failed when it stops asking
+    (and does not count); a peer's placeholder, and one a peer already popped, are left alone."""
+    from sim import liveness
+    from sim.tuning.study import WORKER, counted, withdraw_placeholders
+
+    out = tmp_path / "out"
+    assert tune(tiny, out, "--trials", "2") == 0
+    study = load(out)
+    before = counted(study)
+    S = optuna.trial.TrialState
+    study.enqueue_trial({}, user_attrs={"asker": liveness.me()})
+    popped = study.ask()  # a peer's pop of it: RUNNING now, that peer's trial
+    study.enqueue_trial({}, user_attrs={"asker": liveness.me()})
+    peer = {**liveness.me(), "pid": 1, "start": liveness.start_time(1)}
+    study.enqueue_trial({}, user_attrs={"asker": peer})
+    mine = study.trials[-2].number
+    assert withdraw_placeholders(study) == 1
+    trials = load(out).trials
+    assert trials[mine].state is S.FAIL and trials[mine].user_attrs["orphaned"] and trials[mine].user_attrs["worker"] == WORKER
+    assert trials[popped.number].state is S.RUNNING and trials[-1].state is S.WAITING
+    assert counted(load(out)) == before + 1  # the popped one runs; the withdrawn one does not count
+
+
 def test_a_trial_of_another_machine_fails_when_its_heartbeat_stops(tiny, tmp_path, capsys, monkeypatch):
     import sim.tuning.study
 

@@ -243,6 +243,34 @@ def fail_orphans(study: Study) -> int:
     return n
 
 
+def withdraw_placeholders(study: Study) -> int:
+    """Fail the placeholders this process enqueued that are still WAITING when it stops
+    asking. `ask` enqueues one only when it sees none waiting, but two workers asking at once
+    can each see the other's and pop a different one, leaving one behind that nobody will
+    ask for (a peer that still asks takes it first: the pop is atomic, so a placeholder is
+    either asked or withdrawn, never both). Returns how many were withdrawn."""
+    import optuna
+
+    S = optuna.trial.TrialState
+    storage = study._storage
+    me = liveness.me()
+    n = 0
+    for t in study.get_trials(deepcopy=False, states=(S.WAITING,)):
+        if t.user_attrs.get("defaults") or t.user_attrs.get("asker") != me:
+            continue
+        try:
+            if not storage.set_trial_state_values(t._trial_id, state=S.RUNNING):
+                continue  # a peer popped it just now: it is that peer's trial
+            storage.set_trial_user_attr(t._trial_id, "error", "a placeholder left over when its study process stopped asking")
+            storage.set_trial_user_attr(t._trial_id, "orphaned", True)
+            storage.set_trial_user_attr(t._trial_id, "worker", WORKER)
+            storage.set_trial_state_values(t._trial_id, state=S.FAIL)
+            n += 1
+        except optuna.exceptions.UpdateFinishedTrialError:
+            pass
+    return n
+
+
 def unclaimed(study: Study) -> bool:
     """A RUNNING trial that no process has claimed yet (normally for a moment after its ask)."""
     import optuna
@@ -480,6 +508,7 @@ def optimize(spec: TuneSpec, study: Study, jobs: int, progress: bool = True) -> 
                 bar.update(1)
                 if progress:  # reads every trial: only when someone watches
                     bar.set_postfix_str(best_line(spec, study), refresh=False)
+    withdraw_placeholders(study)
 
 
 def _duplicate_defaults(study: Study, trial: Trial) -> bool:
