@@ -343,3 +343,18 @@ def test_a_koordinator_table_with_memory_qos_and_blkio_round_trips(tmp_path):
         got = enabled(read(f))
         assert {k: v for k, v in got.items() if k != "name"} == {k: want[k] for k in got if k != "name"}, f.name
         assert got["memory_qos"]["BE"]["throttling_percent"] == 80 and got["memory_qos_be_throttling_percent"] == 0
+
+
+def test_rubiks_daemonset_manifest_gives_its_config_json():
+    # the shipped manifests: ClusterRole, ..., the rubik-config ConfigMap, the DaemonSet
+    p = read(DATA / "rubik-daemonset.yaml")
+    # its config.json enables preemption of cpu only: every other feature is off
+    assert p["name"] == "rubik" and p["net"] is False and p["quota_turbo"] == [] and p["psi"] is None and p["dyn_memory"] is None
+    assert (p["high_water_mark"], p["alarm_water_mark"]) == (60, 80)
+
+
+def test_a_file_without_extension_is_told_by_content(tmp_path):
+    nodeslo_text = (DATA / "nodeslo-quickstart.yaml").read_text()
+    assert read(write(tmp_path, "nodeslo", nodeslo_text))["cpu_suppress_threshold_percent"] == 60
+    assert read(write(tmp_path, "rubik", (DATA / "rubik-config.json").read_text()))["high_water_mark"] == 50
+    assert read(write(tmp_path, "tuned", '[policy]\nname = "rubik"\nhigh_water_mark = 42\n')) == {"name": "rubik", "high_water_mark": 42}

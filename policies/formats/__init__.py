@@ -13,6 +13,7 @@ rubik's top-level sections) and returns the same `[policy]` table a tuned_policy
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -29,14 +30,22 @@ RUBIK_FILE = "rubik-config.json"
 
 
 def is_agent_file(path: Path, text: str) -> bool:
-    """Whether `--policy` names an agent's own file rather than colosim's TOML."""
+    """Whether `--policy` names an agent's own file rather than colosim's TOML: by the
+    extension, else by the content (a TOML document with a [policy] table is colosim's)."""
     if path.suffix in (".yaml", ".yml", ".json"):
         return True
-    return path.suffix != ".toml" and text.lstrip()[:1] in ("{", "a", "k")  # JSON, or YAML's apiVersion/kind
+    if path.suffix == ".toml":
+        return False
+    try:
+        return "policy" not in tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return True
 
 
 def parse(text: str, path: Path) -> Any:
-    """The document (JSON or YAML); FormatError with the line of a syntax error."""
+    """The agent's document (JSON or YAML); FormatError with the line of a syntax error. Of a
+    YAML stream with several objects (rubik's hack/rubik-daemonset.yaml), the one holding an
+    agent's configuration."""
     if path.suffix == ".json" or text.lstrip().startswith("{"):
         try:
             return json.loads(text)
@@ -48,26 +57,62 @@ def parse(text: str, path: Path) -> Any:
         mark = getattr(err, "problem_mark", None)
         where = f" (line {mark.line + 1} column {mark.column + 1})" if mark is not None else ""
         raise FormatError(f"not YAML: {getattr(err, 'problem', None) or err}{where}") from None
-    if len(docs) != 1:
-        raise FormatError(f"one object per file: a NodeSLO or the slo-controller-config ConfigMap (found {len(docs)} documents)")
-    return docs[0]
+    if len(docs) == 1:
+        return docs[0]
+    ours = [d for d in docs if _kind(d) in ("nodeslo", "configmap", "rubik-configmap")]
+    if len(ours) != 1:
+        raise FormatError(
+            f"{len(docs)} objects, of which {len(ours)} an agent's configuration: give one (a NodeSLO, {slo_config.NAME}, {RUBIK_CONFIGMAP})"
+        )
+    return ours[0]
+
+
+# rubik's DaemonSet manifest ships config.json in this ConfigMap (hack/rubik-daemonset.yaml)
+RUBIK_CONFIGMAP = "rubik-config"
+
+
+def _kind(doc: Any) -> str | None:
+    """Which agent's configuration a document is: "nodeslo", "configmap" (Koordinator's),
+    "rubik-configmap", "other-configmap", "rubik" (config.json itself) or None."""
+    if not isinstance(doc, Mapping):
+        return None
+    if doc.get("kind") == nodeslo.KIND:
+        return "nodeslo"
+    if doc.get("kind") == "ConfigMap":
+        name = (doc.get("metadata") or {}).get("name") if isinstance(doc.get("metadata"), Mapping) else None
+        if name == RUBIK_CONFIGMAP:
+            return "rubik-configmap"
+        return "configmap" if name == slo_config.NAME else "other-configmap"
+    if "kind" not in doc and "apiVersion" not in doc:
+        return "rubik"
+    return None
 
 
 def read_policy(doc: Any) -> dict[str, Any]:
     """The `[policy]` table (with its `name`) of a NodeSLO, an slo-controller-config
-    ConfigMap or a rubik config.json."""
-    if isinstance(doc, Mapping) and doc.get("kind") == nodeslo.KIND:
+    ConfigMap or a rubik config.json (alone, or in its rubik-config ConfigMap)."""
+    kind = _kind(doc)
+    if kind == "nodeslo":
         return {"name": "koordinator", **nodeslo.read_nodeslo(doc)}
-    if isinstance(doc, Mapping) and doc.get("kind") == "ConfigMap":
+    if kind in ("configmap", "other-configmap"):  # the latter: read_configmap names the name
         return {"name": "koordinator", **slo_config.read_configmap(doc)}
-    if isinstance(doc, Mapping) and "kind" not in doc and "apiVersion" not in doc:
+    if kind == "rubik":
         return {"name": "rubik", **rubik_config.read_config(doc)}
-    kind = doc.get("kind") if isinstance(doc, Mapping) else type(doc).__name__
-    raise FormatError(
-        f"kind: colosim reads a NodeSLO, the {slo_config.NAME} ConfigMap or rubik's config.json (got {kind!r})"
-        if isinstance(doc, Mapping)
-        else f"the document: must be a mapping (a NodeSLO, a ConfigMap or rubik's config.json), got a {kind}"
-    )
+    if kind == "rubik-configmap":
+        text = (doc.get("data") or {}).get("config.json")
+        if not isinstance(text, str):
+            raise FormatError(f"data.config.json: the {RUBIK_CONFIGMAP} ConfigMap holds rubik's config.json as a string")
+        try:
+            return {"name": "rubik", **rubik_config.read_config(json.loads(text))}
+        except json.JSONDecodeError as err:
+            raise FormatError(f"data.config.json: not JSON: {err.msg} (line {err.lineno} column {err.colno} of the value)") from None
+        except FormatError as err:
+            raise FormatError(f"data.config.json: {err}") from None
+    if isinstance(doc, Mapping):
+        raise FormatError(
+            f"kind: colosim reads a NodeSLO, the {slo_config.NAME} ConfigMap or rubik's config.json (got {doc.get('kind')!r})"
+        )
+    raise FormatError(f"the document: must be a mapping (a NodeSLO, a ConfigMap or rubik's config.json), got a {type(doc).__name__}")
 
 
 class _Dumper(yaml.SafeDumper):

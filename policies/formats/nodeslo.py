@@ -260,9 +260,10 @@ def write_spec(table: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _unset(f: Field, v: Any) -> bool:
-    """0 stands for "not set" where upstream has no such value: the BE satisfaction percents
-    (BECPUEvict off)."""
-    return v == 0 and f.path.endswith(("SatisfactionUpperPercent", "SatisfactionLowerPercent"))
+    """0 stands for "not set" where upstream leaves the field out: the BE satisfaction
+    percents (BECPUEvict off) and memoryEvictLowerPercent (koordlet then takes threshold − 2;
+    an explicit 0 would evict down to an empty node)."""
+    return v == 0 and f.path.endswith(("SatisfactionUpperPercent", "SatisfactionLowerPercent", "memoryEvictLowerPercent"))
 
 
 def read_nodeslo(doc: Any) -> dict[str, Any]:
