@@ -47,7 +47,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--seed", type=int, help="seed for every run (default: scenario.seed)")
     run.add_argument("--out", type=Path, help="output directory (default: out/<scenario name>)")
-    run.add_argument("--policy", type=Path, metavar="POLICY.toml", help="run every run under this [policy] (a file colosim tune wrote)")
+    run.add_argument(
+        "--policy",
+        type=Path,
+        metavar="FILE",
+        help="run every run under this policy: a [policy] TOML (colosim tune's tuned_policy.toml), a Koordinator NodeSLO "
+        "or slo-controller-config ConfigMap (YAML), or a rubik config.json",
+    )
     run.add_argument(
         "--trace", type=Path, metavar="TRACE.parquet", help="the trace the scenario's trace-driven workloads play (their trace.file)"
     )
@@ -62,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--compare", action="store_true", help="calibrate on the online workload alone, then print measured vs predicted")
     rep.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="as for run")
     rep.add_argument("--seed", type=int, help="seed for every run (default: scenario.seed)")
-    rep.add_argument("--policy", type=Path, metavar="POLICY.toml", help="as for run")
+    rep.add_argument("--policy", type=Path, metavar="FILE", help="as for run")
     rep.add_argument("--out", type=Path, help="write comparison.json and report.html here")
     rep.add_argument("--dry-run", action="store_true", help="print every knob write it would make, run nothing")
     rep.add_argument("--cleanup", action="store_true", help="remove what a crashed replay left, and exit")

@@ -373,8 +373,8 @@ class Scenario(Table):
         return cls.from_document(document, overrides)
 
 
-def read_document(path: str | Path) -> dict[str, Any]:
-    """A TOML file's document; ScenarioError names what is wrong with the file."""
+def _read_text(path: str | Path) -> str:
+    """A file's UTF-8 text; ScenarioError names what is wrong with the file."""
     try:
         raw = Path(path).read_bytes()
     except FileNotFoundError:
@@ -384,9 +384,14 @@ def read_document(path: str | Path) -> dict[str, Any]:
     except OSError as err:
         raise ScenarioError(f"{path}: {err.strerror or err}") from None
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as err:
         raise ScenarioError(f"{path}: not UTF-8 text (byte {err.start})") from None
+
+
+def read_document(path: str | Path) -> dict[str, Any]:
+    """A TOML file's document; ScenarioError names what is wrong with the file."""
+    text = _read_text(path)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
@@ -412,8 +417,18 @@ def trace_overrides(document: Mapping[str, Any], file: str | Path) -> dict[str, 
 
 
 def policy_file(path: str | Path) -> dict[str, Any]:
-    """A policy configuration file (what `colosim tune` writes): one `[policy]` table, as an
-    override that replaces the policy in every run (`--policy FILE` of run and replay)."""
+    """A policy configuration file as an override that replaces the policy in every run
+    (`--policy FILE` of run and replay): what `colosim tune` writes (one `[policy]` table),
+    or the agent's own file — a Koordinator NodeSLO or slo-controller-config ConfigMap, a
+    rubik config.json (policies/formats), told apart by content."""
+    from policies.formats import FormatError, is_agent_file, parse, read_policy
+
+    text = _read_text(path)
+    if is_agent_file(Path(path), text):
+        try:
+            return {"policy": read_policy(parse(text, Path(path)))}
+        except FormatError as err:
+            raise ScenarioError(f"{path}: {err}") from None
     document = read_document(path)
     extra = sorted(set(document) - {"policy"})
     if extra or not isinstance(document.get("policy"), dict):

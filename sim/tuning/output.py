@@ -227,8 +227,17 @@ def write_policy(spec: TuneSpec, trial: FrozenTrial, path: Path, note: str) -> P
     return path
 
 
+def write_agent_files(spec: TuneSpec, trial: FrozenTrial, directory: Path, prefix: str = "") -> list[Path]:
+    """The trial's thresholds in the agent's own files beside its policy file (Koordinator: a
+    NodeSLO patch and the slo-controller-config ConfigMap; rubik: config.json), which
+    `--policy` reads back to the same policy (policies/formats)."""
+    from policies.formats import write_files
+
+    return write_files(policy_table(spec.fixed, trial.params, spec.dims), directory, prefix)
+
+
 def write_outputs(spec: TuneSpec, study: Study, name: str, out: Path) -> list[Path]:
-    """The policy file(s) and the HTML report."""
+    """The policy file(s), the agent's own files and the HTML report."""
     written = []
     if spec.multi:
         for t in pareto_trials(spec, study):
@@ -238,6 +247,7 @@ def write_outputs(spec: TuneSpec, study: Study, name: str, out: Path) -> list[Pa
                     spec, t, out / "pareto" / f"trial_{t.number}.toml", f"colosim tune: study {name}, Pareto trial #{t.number}: {vals}"
                 )
             )
+            written += write_agent_files(spec, t, out / "pareto", f"trial_{t.number}-")
     else:
         best = best_trial(spec, study)
         if best is not None:
@@ -250,6 +260,7 @@ def write_outputs(spec: TuneSpec, study: Study, name: str, out: Path) -> list[Pa
                     f"colosim tune: study {name}, best trial #{best.number}: {o.text} {sig3(best.values[0])} {o.unit()} (mean over seeds), every SLO held",
                 )
             )
+            written += write_agent_files(spec, best, out)
     from sim.tuning.report import write_report
 
     written.append(write_report(spec, study, name, out / "tune_report.html"))
