@@ -283,26 +283,29 @@ class Koordinator(Policy):
         base = self.base[cg]
         limit = base / cb.CFS_PERIOD_US
         out = []
-        if self.burst_policy in ("cpuBurstOnly", "auto"):
-            want = cb.static_burst_us(limit, self.values["cpu_burst_percent"])
-            if int(obs.knob(cg, Knob.CPU_CFS_BURST_US)) != want:
-                out.append(
-                    Decision(
-                        obs.now,
-                        self.name,
-                        f"CPU burst: {cg} cfs_burst_us = {want} ({self.values['cpu_burst_percent']:g}% of the limit)",
-                        (KnobWrite(cg, Knob.CPU_CFS_BURST_US, want),),
-                    )
+        # `applyCPUBurst`: without the static part (none, cfsQuotaBurstOnly) the burst is 0
+        static_on = self.burst_policy in ("cpuBurstOnly", "auto")
+        want = cb.container_static_burst_us(self.burst_policy, limit, self.values["cpu_burst_percent"])
+        if int(obs.knob(cg, Knob.CPU_CFS_BURST_US)) != want:
+            out.append(
+                Decision(
+                    obs.now,
+                    self.name,
+                    f"CPU burst: {cg} cfs_burst_us = {want} ({self.values['cpu_burst_percent'] if static_on else 0:g}% of the limit)",
+                    (KnobWrite(cg, Knob.CPU_CFS_BURST_US, want),),
                 )
-        if self.burst_policy not in ("cfsQuotaBurstOnly", "auto"):
-            return out
+            )
+        # The CFS-quota part runs under every policy: with it off (none, cpuBurstOnly) the
+        # operation is koordlet's cfsReset, which brings a quota raised earlier back to base.
         s = obs.cgroups[cg]
         periods = s.nr_periods - before.nr_periods
         ratio = (s.nr_throttled - before.nr_throttled) / periods if periods > 0 else None
-        allowed = self.limiters[cg].allow(int(used / limit * 100), dt / 1e9)
-        op = cb.node_override(cb.container_op(True, allowed, ratio), pool)
+        on = cb.quota_burst_enabled(self.burst_policy)
+        allowed = self.limiters[cg].allow(int(used / limit * 100), dt / 1e9) if on else True
         current = int(obs.knob(cg, Knob.CPU_CFS_QUOTA_US))
-        target = cb.target_quota(op, current, base, cb.quota_ceiling(base, self.values["cfs_quota_burst_percent"]))
+        c = cb.ContainerQuota(base, current, ratio, allowed)
+        op = cb.node_override(cb.container_op(on, allowed, ratio), pool)
+        _, (target,) = cb.apply_cfs_quota_burst(self.burst_policy, self.values["cfs_quota_burst_percent"], [c], -1, pool)
         if target != current:
             out.append(
                 Decision(
