@@ -86,6 +86,22 @@ class Koordinator(Policy):
             doc="memoryReclaimThresholdPercent",
         ),
         # blkioQOS of the BE class (with blkio_qos = true): 0 = no limit
+        Param(
+            "batch_cpu_threshold_percent",
+            -1,
+            1000,
+            -1,
+            integer=True,
+            doc="batchCPUThresholdPercent: batch-cpu ≤ capacity × this %; -1 = unset (no cap)",
+        ),
+        Param(
+            "batch_memory_threshold_percent",
+            -1,
+            1000,
+            -1,
+            integer=True,
+            doc="batchMemoryThresholdPercent: batch-memory ≤ capacity × this %; -1 = unset (no cap)",
+        ),
         Param("blkio_be_io_weight_percent", 1, 100, bq.IO_WEIGHT_PERCENT, integer=True, doc="beClass blkioQOS ioCfg.ioWeightPercent"),
         Param("blkio_be_read_iops", 0, 1_000_000, 0, integer=True, doc="beClass blkioQOS ioCfg.readIOPS"),
         Param("blkio_be_write_iops", 0, 1_000_000, 0, integer=True, doc="beClass blkioQOS ioCfg.writeIOPS"),
@@ -401,19 +417,27 @@ class Koordinator(Policy):
         if int(obs.now // br.REPORT_INTERVAL_S) == int((obs.now - self.interval) // br.REPORT_INTERVAL_S):
             return []  # not a report time
         n = len(self.usage_window)
-        avg = {k: sum(s.get(k, 0.0) for s in self.usage_window) / n for k in self.usage_window[-1]}
+        # The NodeMetric averages every pod reported in the window, an evicted one too: it is
+        # then "dangling" (metric, no longer listed) and counts by its metric's priority.
+        keys = {k: None for s in self.usage_window for k in s}
+        avg = {k: sum(s.get(k, 0.0) for s in self.usage_window) / n for k in keys}
         live = [p for p in self.pods if p.cgroup not in self.evicted]
         cpu_usage = {cg: v * 1000 for cg, v in avg.items() if cg != "system"}
-        hp = br.hp_sums(live, cpu_usage, "cpu")
+        hp = br.hp_sums(live, cpu_usage, "cpu", {p.cgroup: p.is_hp for p in self.pods})
         capacity = obs.node.ncpus * 1000
         reserved = int(self.reserved * 1000)
         system = int(avg["system"] * 1000)
-        cpu = br.batch_allocatable(capacity, self.values["cpu_reclaim_threshold_percent"], system, reserved, hp)
+        cap_cpu, cap_mem = (
+            self.values[k] if self.values[k] >= 0 else None for k in ("batch_cpu_threshold_percent", "batch_memory_threshold_percent")
+        )
+        cpu = br.batch_allocatable(capacity, self.values["cpu_reclaim_threshold_percent"], system, reserved, hp, threshold_percent=cap_cpu)
         memory = None
         if self.node_memory:
             # no memory model yet: every pod counts as one without a memory metric (its request)
             mem_hp = br.hp_sums(live, {}, "memory")
-            memory = br.batch_allocatable(self.node_memory, self.values["memory_reclaim_threshold_percent"], 0, 0, mem_hp)
+            memory = br.batch_allocatable(
+                self.node_memory, self.values["memory_reclaim_threshold_percent"], 0, 0, mem_hp, threshold_percent=cap_mem
+            )
         old = self.batch
         if (
             old is not None
@@ -423,7 +447,7 @@ class Koordinator(Policy):
             return []
         self.batch = (cpu, memory)
         self.batch_at = obs.now
-        margin = int(capacity * (100 - self.values["cpu_reclaim_threshold_percent"]) / 100)
+        margin = br.safety_margin(capacity, self.values["cpu_reclaim_threshold_percent"])
         mem_text = f", batch-memory {memory / 2**30:.1f} GiB" if memory is not None else ""
         return [
             Decision(
