@@ -75,7 +75,9 @@ def parse_classes(table: Any, where: str) -> dict[str, ClassConfig]:
                 raise PolicyError(f"{w}.{k}: must be an integer in [0, 1000] (got {v!r})")
             elif k == "wmark_min_adj" and (isinstance(v, bool) or not isinstance(v, int) or not -25 <= v <= 50):
                 raise PolicyError(f"{w}.{k}: must be an integer in [-25, 50] (got {v!r})")
-            elif k not in ("priority", "wmark_scale_permill", "wmark_min_adj") and (isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 100):
+            elif k not in ("priority", "wmark_scale_permill", "wmark_min_adj") and (
+                isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 100
+            ):
                 raise PolicyError(f"{w}.{k}: must be an integer percent in [0, 100] (got {v!r})")
         out[cls] = ClassConfig(**fields)
     return out
