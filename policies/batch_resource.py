@@ -31,12 +31,20 @@ class HPSums:
     max_used_req: int
 
 
-def hp_sums(pods: Iterable[Pod], usage: Mapping[str, float | None], resource: str = "cpu") -> HPSums:
-    """§5.2: Σ over high-priority pods of usage (request if no metric; LSE CPU: request),
-    request, and max(request, usage) — a pod without a metric is left out of the last (the
-    node-level quirk)."""
+def hp_sums(
+    pods: Iterable[Pod], usage: Mapping[str, float | None], resource: str = "cpu", metric_hp: Mapping[str, bool] | None = None
+) -> HPSums:
+    """§5.2 (`calculateOnNode`): Σ over the listed high-priority pods (Running or Pending —
+    the caller lists only those) of usage (request if no metric; LSE CPU: request), request,
+    and max(request, usage) — a pod without a metric is left out of the last (the
+    node-level quirk). `usage` is keyed by cgroup; a metric no listed pod claims is
+    "dangling" (the pod is gone, or no longer Running/Pending) and counts in HP used and
+    max(used, request) unless its metric's priority is batch or free (`metric_hp[key]`
+    False; a metric without a priority counts)."""
     used = request = maxur = 0
+    claimed: set[str] = set()
     for p in pods:
+        claimed.add(p.cgroup)
         if not p.is_hp:
             continue
         req = p.cpu_request if resource == "cpu" else p.memory_request
@@ -50,7 +58,18 @@ def hp_sums(pods: Iterable[Pod], usage: Mapping[str, float | None], resource: st
         else:
             used += int(u)
         maxur += max(req, int(u))
+    for key, u in usage.items():
+        if key in claimed or u is None or not (metric_hp or {}).get(key, True):
+            continue
+        used += int(u)
+        maxur += int(u)
     return HPSums(used, request, maxur)
+
+
+def safety_margin(capacity: int, reclaim_threshold_percent: float) -> int:
+    """`GetNodeSafetyMargin`: capacity × getReserveRatio, the ratio (100 − thr)/100 taken
+    first as Go does (float64, truncated); a threshold above 100 gives a negative margin."""
+    return int(capacity * ((100 - reclaim_threshold_percent) / 100))
 
 
 def batch_allocatable(
@@ -60,17 +79,24 @@ def batch_allocatable(
     reserved: int,
     hp: HPSums,
     policy: str = "usage",
+    threshold_percent: float | None = None,
 ) -> int:
-    """§5.3 in the resource's integer unit (millicores, bytes)."""
-    margin = int(capacity * (100 - reclaim_threshold_percent) / 100)
+    """§5.3 in the resource's integer unit (millicores, bytes); `threshold_percent`
+    (batchCPUThresholdPercent / batchMemoryThresholdPercent) caps it at that share of
+    capacity (`CalculateBatchResourceByPolicy`)."""
+    margin = safety_margin(capacity, reclaim_threshold_percent)
     system = max(system_used, reserved)
     if policy == "usage":
-        return max(capacity - margin - system - hp.used, 0)
-    if policy == "request":
-        return max(capacity - margin - reserved - hp.request, 0)
-    if policy == "maxUsageRequest":
-        return max(capacity - margin - system - hp.max_used_req, 0)
-    raise ValueError(f"unknown calculate policy {policy!r} (usage, request, maxUsageRequest)")
+        out = max(capacity - margin - system - hp.used, 0)
+    elif policy == "request":
+        out = max(capacity - margin - reserved - hp.request, 0)
+    elif policy == "maxUsageRequest":
+        out = max(capacity - margin - system - hp.max_used_req, 0)
+    else:
+        raise ValueError(f"unknown calculate policy {policy!r} (usage, request, maxUsageRequest)")
+    if threshold_percent is not None:
+        out = min(out, int(capacity * (threshold_percent / 100)))
+    return out
 
 
 def needs_sync(old: int | None, new: int, since_s: float) -> bool:

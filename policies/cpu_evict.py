@@ -96,3 +96,101 @@ def victims(candidates: Sequence[Candidate], release: int) -> list[Candidate]:
         out.append(c)
         freed += c.request
     return out
+
+
+# --- evictByAllocatable, CPUEvict (node usage) and CPUAllocatableEvict (§4.2–4.3) ---------
+
+MIN_ALLOCATABLE_BATCH_MILLI = 1  # defaultMinAllocatableBatchMilliCPU
+RELEASE_BUFFER_PERCENT = 2  # cpuReleaseBufferPercent: lower = threshold − 2 when unset
+PRIORITY_MID_MAX = 7999  # koord-mid's highest value: allocatable eviction never reaches prod
+
+
+def be_limit(policy: str, real: float, batch_allocatable: int | None) -> float:
+    """The "limit" BECPUEvict measures satisfaction against: the BE real limit
+    (evictByRealLimit, the default) or the node's batch-cpu allocatable
+    (evictByAllocatable; missing → −1, so nothing is evicted; 0 → 1 milli, so a node whose
+    batch resources were reclaimed to nothing still evicts)."""
+    if policy == "evictByRealLimit":
+        return real
+    if policy != "evictByAllocatable":
+        raise ValueError(f"unknown CPU evict policy {policy!r} (evictByRealLimit, evictByAllocatable)")
+    if batch_allocatable is None or batch_allocatable < 0:
+        return -1
+    return batch_allocatable or MIN_ALLOCATABLE_BATCH_MILLI
+
+
+def window_valid(window_s: int, interval_s: int, count: int) -> bool:
+    """`isAvgQueryResultValid`: the average needs samples covering a third of the window."""
+    return count * interval_s >= window_s // 3
+
+
+def satisfaction_config_error(lower: int | None, upper: int | None) -> str | None:
+    """`isSatisfactionConfigValid`: lower in (0, 60], upper in (0, 100), upper ≥ lower."""
+    if lower is None or upper is None:
+        return "CPUEvictBESatisfactionLowerPercent or CPUEvictBESatisfactionUpperPercent not config"
+    if not 0 < lower <= 60:
+        return f"CPUEvictBESatisfactionLowerPercent({lower}) is not valid! must (0,60]"
+    if not 0 < upper < 100:
+        return f"CPUEvictBESatisfactionUpperPercent({upper}) is not valid,must (0,100)"
+    if upper < lower:
+        return f"CPUEvictBESatisfactionUpperPercent({upper}) < CPUEvictBESatisfactionLowerPercent({lower})"
+    return None
+
+
+def used_threshold_config_error(threshold: int | None, lower: int | None, priority_threshold: int | None) -> str | None:
+    """`isUsedThresholdConfigValid` (CPUEvict): a threshold > 0, a lower percent (if set)
+    below it, and the eviction-enabled priority threshold set."""
+    if threshold is None:
+        return "CPUEvictThresholdPercent not config"
+    if threshold < 0:
+        return f"threshold percent({threshold}) should greater than 0"
+    low = lower if lower is not None else threshold - RELEASE_BUFFER_PERCENT
+    if low >= threshold:
+        return f"lower percent({low}) should less than threshold percent({threshold})"
+    if priority_threshold is None:
+        return "EvictEnabledPriorityThreshold not config"
+    return None
+
+
+def allocatable_config_error(threshold: int | None, lower: int | None, priority_threshold: int | None) -> str | None:
+    """`isAllocatableThresholdConfigValid` (CPUAllocatableEvict): threshold ≥ 0, lower set
+    and below it, priority threshold set and at most koord-mid's (prod is never evicted)."""
+    if threshold is None:
+        return "CPUAllocatableEvictThresholdPercent not config"
+    if threshold < 0:
+        return f"threshold percent({threshold}) should equal or greater than 0"
+    if lower is None:
+        return "CPUAllocatableEvictLowerPercent not config"
+    if lower >= threshold:
+        return f"lower percent({lower}) should less than threshold percent({threshold})"
+    if priority_threshold is None:
+        return "AllocatableEvictPriorityThreshold not config"
+    if priority_threshold > PRIORITY_MID_MAX:
+        return f"priorityThresholdPercent({priority_threshold}) should less than {PRIORITY_MID_MAX}, koor-prod pods should not be killed"
+    return None
+
+
+def release_by_used_threshold(capacity_milli: int, node_used_cores: float, threshold: int, lower: int | None = None) -> int:
+    """CPUEvict: millicores of pods' usage to release when node usage (integer percent of
+    capacity, window average) reaches the threshold, down to lower (default threshold − 2)."""
+    if capacity_milli <= 0:
+        return 0
+    usage = int(node_used_cores * 1000) * 100 // capacity_milli
+    if usage < threshold:
+        return 0
+    low = lower if lower is not None else threshold - RELEASE_BUFFER_PERCENT
+    return capacity_milli * (usage - low) // 100
+
+
+def release_by_allocatable(requested: dict[str, int], allocatable: dict[str, int | None], threshold: int, lower: int) -> dict[str, int]:
+    """CPUAllocatableEvict per extended resource (batch-cpu, mid-cpu): what its pods (those
+    at or below the priority threshold) request beyond lower% of the node's allocatable,
+    once the requests exceed threshold%; all of it when the node advertises none."""
+    out = {}
+    for res, req in requested.items():
+        alloc = allocatable.get(res)
+        if not alloc:
+            out[res] = req
+        elif req / alloc > threshold / 100:
+            out[res] = int(req - lower / 100 * alloc)
+    return out

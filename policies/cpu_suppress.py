@@ -67,40 +67,38 @@ def pick_cpus(pool: Sequence[Cpu], need: int) -> list[int]:
     used: set[int] = set()
     out: list[int] = []
     i = 0
-    # Pair phase: one HT pair per bucket per round while two or more are needed.
+    # Pair phase: round-robin, one HT sibling pair per bucket, while two or more CPUs are
+    # needed; a whole round (checked at bucket 0) that picks nothing ends it. As in Go's
+    # `for ; ; i = (i+1) % len` loop, the index advances past the bucket of the last pair
+    # before the need is tested, so the single phase starts at the *next* bucket.
+    before = -1
     while need > 1:
-        picked = False
-        for _ in range(len(ordered)):
-            if need <= 1:
+        if i == 0:
+            if before == need:
                 break
-            b = ordered[i]
-            for a, c in zip(b, b[1:], strict=False):
-                if a.cpu not in used and c.cpu not in used and a.core == c.core:
-                    used.update((a.cpu, c.cpu))
-                    out += [a.cpu, c.cpu]
-                    need -= 2
-                    picked = True
-                    break
-            if need <= 1:
+            before = need
+        b = ordered[i]
+        for a, c in zip(b, b[1:], strict=False):
+            if a.cpu not in used and a.core == c.core:
+                used.update((a.cpu, c.cpu))
+                out += [a.cpu, c.cpu]
+                need -= 2
                 break
-            i = (i + 1) % len(ordered)
-        if not picked:
-            break
-    # Single phase, from the bucket where the pair phase stopped.
+        i = (i + 1) % len(ordered)
+    # Single phase: the first unused CPU of each bucket, round-robin from where the pair
+    # phase stopped; a whole round from that start picking nothing ends it.
+    before, start = -1, i
     while need > 0:
-        picked = False
-        for _ in range(len(ordered)):
-            if need == 0:
+        if i == start:
+            if before == need:
                 break
-            free = [c for c in ordered[i] if c.cpu not in used]
-            if free:
-                used.add(free[0].cpu)
-                out.append(free[0].cpu)
-                need -= 1
-                picked = True
-            i = (i + 1) % len(ordered)
-        if not picked:
-            break
+            before = need
+        free = [c for c in ordered[i] if c.cpu not in used]
+        if free:
+            used.add(free[0].cpu)
+            out.append(free[0].cpu)
+            need -= 1
+        i = (i + 1) % len(ordered)
     return out
 
 

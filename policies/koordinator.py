@@ -86,6 +86,22 @@ class Koordinator(Policy):
             doc="memoryReclaimThresholdPercent",
         ),
         # blkioQOS of the BE class (with blkio_qos = true): 0 = no limit
+        Param(
+            "batch_cpu_threshold_percent",
+            -1,
+            1000,
+            -1,
+            integer=True,
+            doc="batchCPUThresholdPercent: batch-cpu ≤ capacity × this %; -1 = unset (no cap)",
+        ),
+        Param(
+            "batch_memory_threshold_percent",
+            -1,
+            1000,
+            -1,
+            integer=True,
+            doc="batchMemoryThresholdPercent: batch-memory ≤ capacity × this %; -1 = unset (no cap)",
+        ),
         Param("blkio_be_io_weight_percent", 1, 100, bq.IO_WEIGHT_PERCENT, integer=True, doc="beClass blkioQOS ioCfg.ioWeightPercent"),
         Param("blkio_be_read_iops", 0, 1_000_000, 0, integer=True, doc="beClass blkioQOS ioCfg.readIOPS"),
         Param("blkio_be_write_iops", 0, 1_000_000, 0, integer=True, doc="beClass blkioQOS ioCfg.writeIOPS"),
@@ -214,7 +230,9 @@ class Koordinator(Policy):
         knob = {k.v1: k for k in Knob if k.v1.startswith("memory.")}
         out = []
         for cg, values in mq.cgroup_values(self.pods, classes, self.node_memory or 0).items():
-            writes = tuple(KnobWrite(cg, knob[k], v) for k, v in values.items())
+            # memory.wmark_min_adj is decided but the node model has no such file yet (it is
+            # no Knob): it stays in the decision's text and inputs, not among its writes.
+            writes = tuple(KnobWrite(cg, knob[k], v) for k, v in values.items() if k in knob)
             shown = ", ".join(f"{k} {'max' if v < 0 else v}" for k, v in values.items())
             out.append(Decision(obs.now, self.name, f"memory QoS {cg}: {shown}", writes, {k: float(v) for k, v in values.items()}))
         return out
@@ -283,26 +301,29 @@ class Koordinator(Policy):
         base = self.base[cg]
         limit = base / cb.CFS_PERIOD_US
         out = []
-        if self.burst_policy in ("cpuBurstOnly", "auto"):
-            want = cb.static_burst_us(limit, self.values["cpu_burst_percent"])
-            if int(obs.knob(cg, Knob.CPU_CFS_BURST_US)) != want:
-                out.append(
-                    Decision(
-                        obs.now,
-                        self.name,
-                        f"CPU burst: {cg} cfs_burst_us = {want} ({self.values['cpu_burst_percent']:g}% of the limit)",
-                        (KnobWrite(cg, Knob.CPU_CFS_BURST_US, want),),
-                    )
+        # `applyCPUBurst`: without the static part (none, cfsQuotaBurstOnly) the burst is 0
+        static_on = self.burst_policy in ("cpuBurstOnly", "auto")
+        want = cb.container_static_burst_us(self.burst_policy, limit, self.values["cpu_burst_percent"])
+        if int(obs.knob(cg, Knob.CPU_CFS_BURST_US)) != want:
+            out.append(
+                Decision(
+                    obs.now,
+                    self.name,
+                    f"CPU burst: {cg} cfs_burst_us = {want} ({self.values['cpu_burst_percent'] if static_on else 0:g}% of the limit)",
+                    (KnobWrite(cg, Knob.CPU_CFS_BURST_US, want),),
                 )
-        if self.burst_policy not in ("cfsQuotaBurstOnly", "auto"):
-            return out
+            )
+        # The CFS-quota part runs under every policy: with it off (none, cpuBurstOnly) the
+        # operation is koordlet's cfsReset, which brings a quota raised earlier back to base.
         s = obs.cgroups[cg]
         periods = s.nr_periods - before.nr_periods
         ratio = (s.nr_throttled - before.nr_throttled) / periods if periods > 0 else None
-        allowed = self.limiters[cg].allow(int(used / limit * 100), dt / 1e9)
-        op = cb.node_override(cb.container_op(True, allowed, ratio), pool)
+        on = cb.quota_burst_enabled(self.burst_policy)
+        allowed = self.limiters[cg].allow(int(used / limit * 100), dt / 1e9) if on else True
         current = int(obs.knob(cg, Knob.CPU_CFS_QUOTA_US))
-        target = cb.target_quota(op, current, base, cb.quota_ceiling(base, self.values["cfs_quota_burst_percent"]))
+        c = cb.ContainerQuota(base, current, ratio, allowed)
+        op = cb.node_override(cb.container_op(on, allowed, ratio), pool)
+        _, (target,) = cb.apply_cfs_quota_burst(self.burst_policy, self.values["cfs_quota_burst_percent"], [c], -1, pool)
         if target != current:
             out.append(
                 Decision(
@@ -398,19 +419,27 @@ class Koordinator(Policy):
         if int(obs.now // br.REPORT_INTERVAL_S) == int((obs.now - self.interval) // br.REPORT_INTERVAL_S):
             return []  # not a report time
         n = len(self.usage_window)
-        avg = {k: sum(s.get(k, 0.0) for s in self.usage_window) / n for k in self.usage_window[-1]}
+        # The NodeMetric averages every pod reported in the window, an evicted one too: it is
+        # then "dangling" (metric, no longer listed) and counts by its metric's priority.
+        keys = {k: None for s in self.usage_window for k in s}
+        avg = {k: sum(s.get(k, 0.0) for s in self.usage_window) / n for k in keys}
         live = [p for p in self.pods if p.cgroup not in self.evicted]
         cpu_usage = {cg: v * 1000 for cg, v in avg.items() if cg != "system"}
-        hp = br.hp_sums(live, cpu_usage, "cpu")
+        hp = br.hp_sums(live, cpu_usage, "cpu", {p.cgroup: p.is_hp for p in self.pods})
         capacity = obs.node.ncpus * 1000
         reserved = int(self.reserved * 1000)
         system = int(avg["system"] * 1000)
-        cpu = br.batch_allocatable(capacity, self.values["cpu_reclaim_threshold_percent"], system, reserved, hp)
+        cap_cpu, cap_mem = (
+            self.values[k] if self.values[k] >= 0 else None for k in ("batch_cpu_threshold_percent", "batch_memory_threshold_percent")
+        )
+        cpu = br.batch_allocatable(capacity, self.values["cpu_reclaim_threshold_percent"], system, reserved, hp, threshold_percent=cap_cpu)
         memory = None
         if self.node_memory:
             # no memory model yet: every pod counts as one without a memory metric (its request)
             mem_hp = br.hp_sums(live, {}, "memory")
-            memory = br.batch_allocatable(self.node_memory, self.values["memory_reclaim_threshold_percent"], 0, 0, mem_hp)
+            memory = br.batch_allocatable(
+                self.node_memory, self.values["memory_reclaim_threshold_percent"], 0, 0, mem_hp, threshold_percent=cap_mem
+            )
         old = self.batch
         if (
             old is not None
@@ -420,7 +449,7 @@ class Koordinator(Policy):
             return []
         self.batch = (cpu, memory)
         self.batch_at = obs.now
-        margin = int(capacity * (100 - self.values["cpu_reclaim_threshold_percent"]) / 100)
+        margin = br.safety_margin(capacity, self.values["cpu_reclaim_threshold_percent"])
         mem_text = f", batch-memory {memory / 2**30:.1f} GiB" if memory is not None else ""
         return [
             Decision(

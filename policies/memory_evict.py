@@ -46,3 +46,44 @@ def victims(candidates: list[Candidate], release: int) -> list[Candidate]:
         out.append(c)
         got += c.used
     return out
+
+
+# --- MemoryEvict / CPUEvict / *AllocatableEvict victims over all priorities (§4.3–4.4) ------
+
+INT32 = (-(2**31), 2**31 - 1)
+
+
+@dataclass(frozen=True)
+class EvictablePod:
+    """A pod as `getPodEvictInfoAndSortByPriority` sees it. `amount` is what it is ordered by
+    last (memory or CPU used, or its request for the allocatable evictors)."""
+
+    name: str
+    priority: int  # spec.priority
+    amount: float
+    phase: str = "Running"
+    evict_enabled: bool = True  # label koordinator.sh/eviction-enabled = "true"
+    label_priority: int | None = None  # label koordinator.sh/priority (default: spec.priority)
+    eviction_priority: str | None = None  # annotation koordinator.sh/eviction-priority
+
+
+def eviction_priority(text: str | None) -> int:
+    """The annotation as an int32; missing or not an int32 → 0."""
+    try:
+        v = int(text) if text is not None else 0
+    except ValueError:
+        return 0
+    return v if INT32[0] <= v <= INT32[1] else 0
+
+
+def eviction_order(pods: list[EvictablePod], priority_threshold: int) -> list[EvictablePod]:
+    """Candidates Running or Pending, labelled eviction-enabled, at or below the priority
+    threshold; ordered by the eviction-priority annotation, spec.priority, the priority
+    label (ascending each), then `amount` descending."""
+    keep = [p for p in pods if p.phase in ("Running", "Pending") and p.evict_enabled and p.priority <= priority_threshold]
+
+    def key(p: EvictablePod) -> tuple[int, int, int, float]:
+        label = p.label_priority if p.label_priority is not None else p.priority
+        return (eviction_priority(p.eviction_priority), p.priority, label, -p.amount)
+
+    return sorted(keep, key=key)

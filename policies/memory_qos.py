@@ -43,6 +43,10 @@ class ClassConfig:
     # (wmarkScalePermill is per ten-thousand in the kernel file) and the OOM priority
     wmark_ratio: int = 0
     wmark_scale_permill: int = 0
+    # memory.wmark_min_adj in [−25, 50]: below 0 lowers the memcg's share of the global min
+    # watermark (reclaimed later: protects LS), above 0 raises it towards low (reclaimed
+    # earlier: penalises BE); recommended −25 for LSR/LS, 50 for BE (`DefaultMemoryQOS`)
+    wmark_min_adj: int = 0
     priority_enable: bool = False
     priority: int = 0
 
@@ -69,7 +73,11 @@ def parse_classes(table: Any, where: str) -> dict[str, ClassConfig]:
                 raise PolicyError(f"{w}.{k}: must be an integer in [0, 12] (got {v!r})")
             elif k == "wmark_scale_permill" and (isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 1000):
                 raise PolicyError(f"{w}.{k}: must be an integer in [0, 1000] (got {v!r})")
-            elif k not in ("priority", "wmark_scale_permill") and (isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 100):
+            elif k == "wmark_min_adj" and (isinstance(v, bool) or not isinstance(v, int) or not -25 <= v <= 50):
+                raise PolicyError(f"{w}.{k}: must be an integer in [-25, 50] (got {v!r})")
+            elif k not in ("priority", "wmark_scale_permill", "wmark_min_adj") and (
+                isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 100
+            ):
                 raise PolicyError(f"{w}.{k}: must be an integer percent in [0, 100] (got {v!r})")
         out[cls] = ClassConfig(**fields)
     return out
@@ -125,6 +133,8 @@ def cgroup_values(pods: tuple[Pod, ...], classes: Mapping[str, ClassConfig], all
                 out[p.cgroup]["memory.wmark_ratio"] = cfg.wmark_ratio
             if cfg.wmark_scale_permill:
                 out[p.cgroup]["memory.wmark_scale_factor"] = cfg.wmark_scale_permill
+            if cfg.wmark_min_adj:
+                out[p.cgroup]["memory.wmark_min_adj"] = cfg.wmark_min_adj
             if cfg.priority_enable:
                 out[p.cgroup]["memory.use_priority_oom"] = 1
                 out[p.cgroup]["memory.priority"] = cfg.priority
