@@ -9,7 +9,7 @@ parameter the koordinator policy gains is one line here.
 Not modelled, accepted as upstream writes them: cpuSuppressMinPercent, the allocatable and
 real-limit CPU/memory evictions (cpuEvictThresholdPercent, cpuEvictLowerPercent,
 cpuEvictPolicy, memoryAllocatableEvict*, cpuAllocatableEvict*, *PriorityThreshold), every
-class's cpuQOS, resctrlQOS and networkQOS, memoryQOS's wmarkMinAdj and pageCache*, the
+class's cpuQOS, resctrlQOS and networkQOS, memoryQOS's pageCache*, the
 blkioQOS of classes other than BE and all but one BE block, resourceQOSStrategy.policies,
 systemStrategy, extensions, hostApplications.
 """
@@ -47,7 +47,7 @@ def _memory_qos(cls: str, qos: str) -> list[Field]:
         _percent(f"{p}.throttlingPercent", f"{m}.throttling_percent", 0),
         _percent(f"{p}.wmarkRatio", f"{m}.wmark_ratio", 0 if system else 95),
         Field(f"{p}.wmarkScalePermill", f"{m}.wmark_scale_permill", "int", 1, 1000, 50 if system else 20),
-        Field(f"{p}.wmarkMinAdj", None, "int", -25, 50),
+        Field(f"{p}.wmarkMinAdj", f"{m}.wmark_min_adj", "int", -25, 50, 0),
         Field(f"{p}.priorityEnable", f"{m}.priority_enable", "flag", default=0),
         Field(f"{p}.priority", f"{m}.priority", "int", 0, 12, 0),
         Field(f"{p}.oomKillGroup", f"{m}.oom_kill_group", "flag", default=0),

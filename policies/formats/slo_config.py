@@ -39,6 +39,9 @@ COLOCATION_FIELDS: tuple[Field, ...] = (
     Field("enable", None, "bool", default=False),
     Field("cpuReclaimThresholdPercent", "cpu_reclaim_threshold_percent", "int", 0, None, 60),
     Field("memoryReclaimThresholdPercent", "memory_reclaim_threshold_percent", "int", 0, None, 65),
+    # caps on batch allocatable (percent of node capacity); upstream's nil is the policy's −1
+    Field("batchCPUThresholdPercent", "batch_cpu_threshold_percent", "int", 0),
+    Field("batchMemoryThresholdPercent", "batch_memory_threshold_percent", "int", 0),
     Field("metricAggregateDurationSeconds", None, "int", 1),
     Field("metricReportIntervalSeconds", None, "int", 1),
     Field("cpuCalculatePolicy", None, "str", choices=("usage", "request", "maxUsageRequest")),
@@ -57,8 +60,6 @@ COLOCATION_FIELDS: tuple[Field, ...] = (
             "midUnallocatedPercent",
             "midStaticCPUReservedPercent",
             "midStaticMemoryReservedPercent",
-            "batchCPUThresholdPercent",
-            "batchMemoryThresholdPercent",
             "extensions",
             "nodeConfigs",
         )
@@ -118,7 +119,7 @@ def configmap(table: Mapping[str, Any], namespace: str = "koordinator-system") -
         for key, section in STRATEGIES.items()
         if section in spec and SECTIONS[section]
     }
-    colocation = write(effective(table), COLOCATION_FIELDS)
+    colocation = write(effective(table), COLOCATION_FIELDS, skip=lambda f, v: f.path.startswith("batch") and v < 0)
     data[COLOCATION] = json.dumps({"enable": True, **colocation}, indent=2) + "\n"
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": NAME, "namespace": namespace}, "data": data}
 
