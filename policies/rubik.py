@@ -75,12 +75,12 @@ class Rubik(Policy):
         self.evicted: set[str] = set()
         self.prev_usage: dict[str, int] = {}
         super().__init__(config, where)
-        if not self.values["high_water_mark"] < self.values["alarm_water_mark"]:
+        if qt.check_marks(self.values["high_water_mark"], self.values["alarm_water_mark"]) is not None:
             raise PolicyError(f"{where}.high_water_mark: must be below alarm_water_mark")
         if not self.values["net_low_mb"] < self.values["net_high_mb"]:
             raise PolicyError(f"{where}.net_low_mb: must be below net_high_mb (rubik: bandwidthLow < bandwidthHigh)")
         self.containers: list[qt.Container] = []
-        self.util_history: list[tuple[float, float]] = []
+        self.util_history: list[tuple[int, float]] = []  # (t ns, node util %)
         self.prev_node: NodeStats | None = None
 
     def use_pods(self, pods: tuple[Pod, ...]) -> None:
@@ -97,7 +97,7 @@ class Rubik(Policy):
         for cg in self.turbo:
             yield (cg, Knob.CPU_CFS_QUOTA_US)
             yield (cg, Knob.CPU_CFS_PERIOD_US)
-            for anc in qt.ancestors_to_adjust(cg):
+            for anc in qt.quota_chain(cg)[1:]:
                 yield (anc, Knob.CPU_CFS_QUOTA_US)
         for cg in self.burst:
             yield (cg, Knob.CPU_CFS_QUOTA_US)
@@ -137,14 +137,20 @@ class Rubik(Policy):
         for cg in self.turbo:
             quota, period = int(obs.knob(cg, Knob.CPU_CFS_QUOTA_US)), int(obs.knob(cg, Knob.CPU_CFS_PERIOD_US))
             limit = quota / period if quota > 0 else 0.0
-            if not 0 < limit < ncpus:  # a container qualifies only if 0 < cpuLimit < NumCPU
-                out.append(Decision(obs.now, self.name, f"{cg}: not under quotaTurbo (limit {limit:g} CPUs)"))
-                continue
             s = obs.cgroups[cg]
-            c = qt.Container(cg, limit, period, quota, s.nr_throttled, s.throttled_ns, s.nr_throttled, s.throttled_ns)
-            self.containers.append(c)
+            readings = {
+                "period": period,
+                "quota": quota,
+                "nr_throttled": s.nr_throttled,
+                "throttled_ns": s.throttled_ns,
+                "usage": s.usage_ns,
+            }
+            try:  # AddCgroup: 0 < cpuLimit < NumCPU; its first usage sample is taken now
+                self.containers.append(qt.new_container(cg, limit, ncpus, True, readings, round(obs.now * 1e9)))
+            except qt.QuotaTurboError:
+                out.append(Decision(obs.now, self.name, f"{cg}: not under quotaTurbo (limit {limit:g} CPUs)"))
         self.prev_node = obs.node
-        self.util_history = [(obs.now, 0.0)]  # the very first sample records 0 (rubik.md §2.2)
+        self.util_history = [(round(obs.now * 1e9), 0.0)]  # the very first sample records 0 (rubik.md §2.2)
         if self.dyn_memory:
             out += self._fssr_start(obs)
         return out + self._io_net(obs)
@@ -263,15 +269,28 @@ class Rubik(Policy):
             )
         return out
 
+    def _turbo_sync(self, obs: Observation) -> list[Decision]:
+        """syncCgroups: a quotaTurbo container that left (here: its pod was evicted) gets its
+        quota back to cpuLimit × period before it is forgotten (RemoveCgroup)."""
+        wanted = {cg: 0.0 for cg in self.turbo if cg not in self.evicted}
+        remove, _ = qt.sync_plan([c.cgroup for c in self.containers], wanted)
+        out = []
+        for c in [c for c in self.containers if c.cgroup in remove]:
+            self.containers.remove(c)
+            quotas = {cg: int(obs.knob(cg, Knob.CPU_CFS_QUOTA_US)) for cg in qt.quota_chain(c.cgroup)}
+            writes = tuple(qt.recover_quota(c, True, quotas))
+            out.append(Decision(obs.now, self.name, f"quotaTurbo {c.cgroup} left: quota back to {c.origin} µs", writes))
+        return out
+
     def tick(self, obs: Observation) -> list[Decision]:
         fssr = self._fssr_tick(obs) + self._psi_tick(obs)
+        fssr += self._turbo_sync(obs)
         if not self.containers:
             return fssr
         assert self.prev_node is not None  # attach sets it, and fills self.containers
         util = utilisation(self.prev_node, obs.node)
         self.prev_node = obs.node
-        self.util_history = [(t, u) for t, u in self.util_history if obs.now - t < qt.UTIL_HISTORY_S]
-        self.util_history.append((obs.now, util))
+        self.util_history = qt.record_util(self.util_history, round(obs.now * 1e9), util)
         for c in self.containers:
             s = obs.cgroups[c.cgroup]
             c.period = int(obs.knob(c.cgroup, Knob.CPU_CFS_PERIOD_US))
@@ -280,29 +299,17 @@ class Rubik(Policy):
             c.nr_throttled, c.throttled_ns = s.nr_throttled, s.throttled_ns
             c.usage.append((round(obs.now * 1e9), s.usage_ns))
         v = self.values
-        nxt = qt.adjust_quota(
-            self.containers,
-            util,
-            [u for _, u in self.util_history],
-            obs.node.ncpus,
-            v["high_water_mark"],
-            v["alarm_water_mark"],
-            v["elevate_limit"],
-            v["slow_fallback_ratio"],
-            v["cpu_floating_limit"],
-        )
+        marks = qt.Marks(v["high_water_mark"], v["alarm_water_mark"], v["elevate_limit"], v["slow_fallback_ratio"], v["cpu_floating_limit"])
+        nxt = qt.adjust_quota(self.containers, util, [u for _, u in self.util_history], obs.node.ncpus, marks)
         out = []
         for c in self.containers:
             delta = nxt[c.cgroup] - c.quota
             if delta == 0:
                 continue
-            # The same delta on the pod cgroups above; parents first when growing.
-            chain = [(c.cgroup, c.quota)] + [
-                (a, q) for a in qt.ancestors_to_adjust(c.cgroup) if (q := int(obs.knob(a, Knob.CPU_CFS_QUOTA_US))) != -1
-            ]
-            if delta > 0:
-                chain.reverse()
-            writes = tuple(KnobWrite(cg, Knob.CPU_CFS_QUOTA_US, q + delta) for cg, q in chain)
+            # The same delta on the pod cgroups above (quota_writes: parents first when growing).
+            quotas = {cg: int(obs.knob(cg, Knob.CPU_CFS_QUOTA_US)) for cg in qt.quota_chain(c.cgroup)}
+            quotas[c.cgroup] = c.quota
+            writes = tuple(qt.quota_writes(c.cgroup, quotas, delta))
             why = f"throttled {c.new_nr_throttled} periods" if c.new_nr_throttled else "not throttled"
             out.append(
                 Decision(
