@@ -21,6 +21,7 @@ from typing import Any
 from policies import dyn_memory as dm
 from policies import io_cost as ic
 from policies import net_qos as nq
+from policies import preemption as pre
 from policies import psi_evict as pe
 from policies import quota_turbo as qt
 from policies.cgroup import Knob, KnobWrite, NodeStats, utilisation
@@ -112,9 +113,16 @@ class Rubik(Policy):
         return cgs | set(self.offline) if self.psi else cgs
 
     def attach(self, obs: Observation) -> list[Decision]:
+        # preemption (policies/preemption.py): an offline pod's cpu.qos_level = -1
         out = [
             Decision(
-                obs.now, self.name, f"{cg} is offline: cpu.qos_level = -1 (absolute preemption)", (KnobWrite(cg, Knob.CPU_QOS_LEVEL, -1),)
+                obs.now,
+                self.name,
+                f"{cg} is offline: cpu.qos_level = -1 (absolute preemption)",
+                tuple(
+                    KnobWrite(q.cgroup, Knob.named(q.file), int(q.value))
+                    for q in pre.set_qos_level(pre.PodInfo(cg, (), pre.OFFLINE_POD), ("cpu",))
+                ),
             )
             for cg in self.offline
         ]
