@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from policies.file_write import FileWrite
 from policies.policy import PolicyError
 
 PREEMPTABLE = "volcano.sh/preemptable"
@@ -30,15 +31,6 @@ FILES = {
 
 class PreemptionError(ValueError):
     """What rubik's AddPod / UpdatePod return as an error."""
-
-
-@dataclass(frozen=True)
-class QosWrite:
-    """One file rubik writes: the cgroup, the file's name, the text written."""
-
-    cgroup: str
-    file: str
-    value: str
 
 
 @dataclass(frozen=True)
@@ -75,7 +67,7 @@ def validate(resources: Iterable[str], where: str = "preemption.resource") -> tu
     return res
 
 
-def set_qos_level(pod: PodInfo | None, resources: Iterable[str]) -> list[QosWrite]:
+def set_qos_level(pod: PodInfo | None, resources: Iterable[str]) -> list[FileWrite]:
     """SetQoSLevel: an offline pod's level on the pod and every container, per resource; an
     online pod gets nothing."""
     if pod is None:
@@ -85,22 +77,22 @@ def set_qos_level(pod: PodInfo | None, resources: Iterable[str]) -> list[QosWrit
     out = []
     for r in resources:
         file, offline, _ = FILES[r]
-        out += [QosWrite(cg, file, offline) for cg in (pod.cgroup, *pod.containers)]
+        out += [FileWrite(cg, file, offline) for cg in (pod.cgroup, *pod.containers)]
     return out
 
 
-def expected(pod: PodInfo, resources: Iterable[str]) -> list[QosWrite]:
+def expected(pod: PodInfo, resources: Iterable[str]) -> list[FileWrite]:
     """validateConfig: the value every file of the pod should hold for its level."""
     i = 1 if qos_level(pod) == OFFLINE else 2
-    return [QosWrite(cg, FILES[r][0], FILES[r][i]) for r in resources for cg in (pod.cgroup, *pod.containers)]
+    return [FileWrite(cg, FILES[r][0], FILES[r][i]) for r in resources for cg in (pod.cgroup, *pod.containers)]
 
 
-def add_pod(pod: PodInfo | None, resources: Iterable[str]) -> list[QosWrite]:
+def add_pod(pod: PodInfo | None, resources: Iterable[str]) -> list[FileWrite]:
     """AddPod: set the level (validateConfig then finds the files as set)."""
     return set_qos_level(pod, tuple(resources))
 
 
-def update_pod(old: PodInfo, new: PodInfo, files: Mapping[tuple[str, str], str], resources: Iterable[str]) -> list[QosWrite]:
+def update_pod(old: PodInfo, new: PodInfo, files: Mapping[tuple[str, str], str], resources: Iterable[str]) -> list[FileWrite]:
     """UpdatePod: same level → nothing; offline → online is refused; online → offline writes
     the offline level unless `files` (cgroup, file) → current text already hold it."""
     res = tuple(resources)

@@ -57,11 +57,15 @@ class Rubik(Policy):
         if not isinstance(burst, Mapping) or not all(isinstance(v, int) and v >= 0 for v in burst.values()):
             raise PolicyError(f"{where}.quota_burst: must map cgroup names to burst µs (integers >= 0)")
         self.burst: dict[str, int] = dict(burst)
-        # dynMemory: {"policy": "fssr"} in rubik's config, the only policy it accepts
+        # dynMemory: {"policy": "fssr"} in rubik's config (the only policy rubik 2 accepts), or
+        # rubik 1.0's "dynlevel" strategy
         self.dyn_memory = config.pop("dyn_memory", None)
-        if self.dyn_memory not in (None, "fssr"):
-            raise PolicyError(f'{where}.dyn_memory: rubik\'s only dynMemory policy is "fssr" (got {self.dyn_memory!r})')
+        if self.dyn_memory not in (None, "fssr", "dynlevel"):
+            raise PolicyError(
+                f'{where}.dyn_memory: "fssr" (rubik\'s dynMemory policy) or "dynlevel" (rubik 1.0\'s) (got {self.dyn_memory!r})'
+            )
         self.fssr: dm.Fssr | None = None
+        self.dynlevel: dm.DynLevel | None = None
         self.next_fssr = 0.0
         # PSI interference eviction: which cgroups are online (default: the pods that are
         # not offline)
@@ -107,10 +111,13 @@ class Rubik(Policy):
             for cg in self.online:
                 for r in self.psi:
                     yield (cg, Knob.CPU_PRESSURE if r == "cpu" else Knob.MEMORY_PRESSURE)
+        if self.dyn_memory == "dynlevel":
+            for cg in self.offline:
+                yield (cg, Knob.MEMORY_LIMIT)
 
     def watched_cgroups(self) -> Iterable[str]:
         cgs = {cg for cg, _ in self.watch()}
-        return cgs | set(self.offline) if self.psi else cgs
+        return cgs | set(self.offline) if self.psi or self.dyn_memory == "dynlevel" else cgs
 
     def attach(self, obs: Observation) -> list[Decision]:
         # preemption (policies/preemption.py): an offline pod's cpu.qos_level = -1
@@ -119,10 +126,7 @@ class Rubik(Policy):
                 obs.now,
                 self.name,
                 f"{cg} is offline: cpu.qos_level = -1 (absolute preemption)",
-                tuple(
-                    KnobWrite(q.cgroup, Knob.named(q.file), int(q.value))
-                    for q in pre.set_qos_level(pre.PodInfo(cg, (), pre.OFFLINE_POD), ("cpu",))
-                ),
+                tuple(k for q in pre.set_qos_level(pre.PodInfo(cg, (), pre.OFFLINE_POD), ("cpu",)) if (k := q.knob_write())),
             )
             for cg in self.offline
         ]
@@ -159,8 +163,11 @@ class Rubik(Policy):
                 out.append(Decision(obs.now, self.name, f"{cg}: not under quotaTurbo (limit {limit:g} CPUs)"))
         self.prev_node = obs.node
         self.util_history = [(round(obs.now * 1e9), 0.0)]  # the very first sample records 0 (rubik.md §2.2)
-        if self.dyn_memory:
+        if self.dyn_memory == "fssr":
             out += self._fssr_start(obs)
+        elif self.dyn_memory == "dynlevel":
+            self.dynlevel = dm.DynLevel()
+            self.next_fssr = obs.now + dm.FSSR_INTERVAL_S
         return out + self._io_net(obs)
 
     def _io_net(self, obs: Observation) -> list[Decision]:
@@ -221,6 +228,29 @@ class Rubik(Policy):
 
     def _fssr_write(self, now: float, high: int, what: str, inputs: dict[str, float]) -> Decision:
         return Decision(now, self.name, what, tuple(KnobWrite(cg, Knob.MEMORY_HIGH, high) for cg in self.offline), inputs)
+
+    def _dynlevel_tick(self, obs: Observation) -> list[Decision]:
+        """rubik 1.0's dynlevel (policies/dyn_memory.py), every checkInterval (5 s): the
+        pressure level from MemFree / MemTotal, then that level's writes to the offline
+        cgroups. memory.limit_in_bytes is applied; the files the simulator has no knob for
+        (soft limit, force_empty, drop_caches) are recorded in the decision only."""
+        d = self.dynlevel
+        if d is None or obs.now < self.next_fssr or obs.node.mem_total <= 0:
+            return []
+        self.next_fssr += dm.FSSR_INTERVAL_S
+        free = obs.node.mem_free
+        before = d.level
+        d.transition(free / obs.node.mem_total)
+        live = [cg for cg in self.offline if cg not in self.evicted]
+        usage = {cg: obs.cgroups[cg].memory_bytes for cg in live}
+        limits = {cg: int(obs.knob(cg, Knob.MEMORY_LIMIT)) for cg in live}
+        writes = d.reclaim(free, usage, limits)
+        if not writes and d.level == before:
+            return []
+        applied = tuple(k for w in writes if (k := w.knob_write()) is not None)
+        unmodelled = "; ".join(str(w) for w in writes if w.knob_write() is None)
+        what = f"dynMemory dynlevel: {before.name.lower()} → {d.level.name.lower()} (MemFree {free / 2**30:.2f} GiB)"
+        return [Decision(obs.now, self.name, what + (f"; not modelled: {unmodelled}" if unmodelled else ""), applied, {"mem_free": free})]
 
     def _fssr_tick(self, obs: Observation) -> list[Decision]:
         if self.fssr is None or obs.now < self.next_fssr:
@@ -291,7 +321,7 @@ class Rubik(Policy):
         return out
 
     def tick(self, obs: Observation) -> list[Decision]:
-        fssr = self._fssr_tick(obs) + self._psi_tick(obs)
+        fssr = self._fssr_tick(obs) + self._dynlevel_tick(obs) + self._psi_tick(obs)
         fssr += self._turbo_sync(obs)
         if not self.containers:
             return fssr

@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 
 from policies import preemption as pre
+from policies.file_write import FileWrite
 from policies.policy import PolicyError
 
 F = "pkg/services/preemption/preemption_test.go"
@@ -76,7 +77,7 @@ def test_update_pod(case):
         assert writes == []
     else:  # the pod and its three containers, cpu.qos_level = -1
         assert sorted(writes, key=lambda q: q.cgroup) == sorted(
-            (pre.QosWrite(cg, "cpu.qos_level", want) for cg in (new.cgroup, *new.containers)), key=lambda q: q.cgroup
+            (FileWrite(cg, "cpu.qos_level", want) for cg in (new.cgroup, *new.containers)), key=lambda q: q.cgroup
         )
 
 
