@@ -24,6 +24,7 @@ from policies import net_qos as nq
 from policies import preemption as pre
 from policies import psi_evict as pe
 from policies import quota_turbo as qt
+from policies import watermark_evict as we
 from policies.cgroup import Knob, KnobWrite, NodeStats, utilisation
 from policies.pods import Pod
 from policies.policy import Decision, Observation, Param, Policy, PolicyError, cgroup_names
@@ -78,7 +79,14 @@ class Rubik(Policy):
         if not isinstance(self.net, bool):
             raise PolicyError(f'{where}.net: must be true or false (rubik\'s preemption.resource contains "net")')
         self.evicted: set[str] = set()
-        self.prev_usage: dict[str, int] = {}
+        # each service's last reading of the offline pods' CPU usage (its own sample pairs)
+        self.prev_usage: dict[str, dict[str, int]] = {}
+        # the node watermark eviction services (policies/watermark_evict.py)
+        self.cpu_evict = None if (t := config.pop("cpu_evict", None)) is None else we.cpu_config(t, f"{where}.cpu_evict")
+        self.memory_evict = None if (t := config.pop("memory_evict", None)) is None else we.memory_config(t, f"{where}.memory_evict")
+        self.cpu_window = we.CpuWindow(self.cpu_evict.windows if self.cpu_evict else 0)
+        self.cooldowns = {"cpu": we.Cooldown(), "memory": we.Cooldown()}
+        self.next_evict = {"cpu": 0.0, "memory": 0.0}
         super().__init__(config, where)
         if qt.check_marks(self.values["high_water_mark"], self.values["alarm_water_mark"]) is not None:
             raise PolicyError(f"{where}.high_water_mark: must be below alarm_water_mark")
@@ -117,7 +125,9 @@ class Rubik(Policy):
 
     def watched_cgroups(self) -> Iterable[str]:
         cgs = {cg for cg, _ in self.watch()}
-        return cgs | set(self.offline) if self.psi or self.dyn_memory == "dynlevel" else cgs
+        evict = self.cpu_evict or self.memory_evict
+        pods = set(self.offline) | (set(self.online) if self.memory_evict else set())
+        return cgs | pods if self.psi or self.dyn_memory == "dynlevel" or evict else cgs
 
     def attach(self, obs: Observation) -> list[Decision]:
         # preemption (policies/preemption.py): an offline pod's cpu.qos_level = -1
@@ -271,14 +281,59 @@ class Rubik(Policy):
             )
         ]
 
+    def _cpu_used(self, obs: Observation, live: list[str], service: str) -> dict[str, float]:
+        """Each offline pod's CPU time since `service` last looked (the pod CPU utilisation
+        rubik's analyzer computes from its last two samples, up to the common 1/Δt factor)."""
+        prev = self.prev_usage.get(service, {})
+        self.prev_usage[service] = {cg: obs.cgroups[cg].usage_ns for cg in live}
+        return {cg: float(obs.cgroups[cg].usage_ns - prev.get(cg, 0)) for cg in live}
+
+    def _evict_tick(self, obs: Observation) -> list[Decision]:
+        """cpuevict and memoryevict (policies/watermark_evict.py): each at its interval,
+        unless cooling down after its last check."""
+        out = []
+        for kind, cfg in (("cpu", self.cpu_evict), ("memory", self.memory_evict)):
+            if cfg is None or obs.now + we.EPS < self.next_evict[kind]:
+                continue
+            self.next_evict[kind] = obs.now + cfg.interval
+            if kind == "cpu":
+                self.cpu_window.collect(obs.now, obs.node)  # sampled even while blocked
+            if not self.cooldowns[kind].ready(obs.now):
+                continue
+            live = [cg for cg in self.offline if cg not in self.evicted]
+            self.cooldowns[kind].start(obs.now, cfg.cooldown)  # every check, evicting or not
+            if not live:
+                continue
+            if kind == "cpu":
+                level, usage = self.cpu_window.util(), self._cpu_used(obs, live, "cpuevict")
+            else:
+                cached = sum(obs.cgroups[cg].memory_file for cg in set(self.online) | set(live))  # Cached, as far as seen
+                level = we.mem_used_percent(obs.node.mem_total, obs.node.mem_free, cached=cached)
+                usage = {cg: float(obs.cgroups[cg].memory_bytes) for cg in live}
+            if level < cfg.threshold:
+                continue
+            victim = pe.pick(kind, live, usage)
+            if victim is None:
+                continue
+            self.evicted.add(victim)
+            out.append(
+                Decision(
+                    obs.now,
+                    self.name,
+                    f"{kind}evict: node {kind} {level:.1f}% >= {cfg.threshold}%: evict {victim}",
+                    (KnobWrite(victim, Knob.CGROUP_KILL, 1),),
+                    {"util": level},
+                )
+            )
+        return out
+
     def _psi_tick(self, obs: Observation) -> list[Decision]:
         """PSI interference eviction (policies/psi_evict.py)."""
         if not self.psi or obs.now < self.next_psi:
             return []
         self.next_psi = obs.now + self.values["psi_interval"]
         live = [cg for cg in self.offline if cg not in self.evicted]
-        cpu_used = {cg: obs.cgroups[cg].usage_ns - self.prev_usage.get(cg, 0) for cg in live}
-        self.prev_usage = {cg: obs.cgroups[cg].usage_ns for cg in live}
+        cpu_used = self._cpu_used(obs, live, "psi")
         if not self.online or not live:
             return []
         out = []
@@ -321,7 +376,7 @@ class Rubik(Policy):
         return out
 
     def tick(self, obs: Observation) -> list[Decision]:
-        fssr = self._fssr_tick(obs) + self._dynlevel_tick(obs) + self._psi_tick(obs)
+        fssr = self._fssr_tick(obs) + self._dynlevel_tick(obs) + self._psi_tick(obs) + self._evict_tick(obs)
         fssr += self._turbo_sync(obs)
         if not self.containers:
             return fssr

@@ -127,3 +127,14 @@ def test_dynlevel_caps_the_offline_job_under_pressure():
     cap = caps[0]["writes"][0]
     assert cap["cgroup"] == "offline" and cap["value"] < 2800 * 2**20 + 4 * GI // 50
     assert r.cgroups["offline"].memory["current"] <= min(w["writes"][0]["value"] for w in caps)
+
+
+def test_memoryevict_when_the_online_job_grows():
+    """rubik's memoryevict (policies/watermark_evict.py) on the same node: 2800 MiB of 4 GiB
+    (68%) is below 80%; once the online job's 1 GiB arrives (12 s) the node is over it and the
+    offline pod goes, at a check (every 4 s from the first at 0.1 s: the cool-down)."""
+    r = run("memory_evict = { threshold = 80 }")
+    ev = [d for d in r.decisions if d["what"].startswith("memoryevict")]
+    assert len(ev) == 1 and ev[0]["writes"][0]["cgroup"] == "offline"
+    assert ev[0]["t_s"] >= 12.0 and ev[0]["inputs"]["util"] >= 80
+    assert round(ev[0]["t_s"] - 0.1, 6) % 4 == 0
