@@ -23,6 +23,7 @@ from policies import io_cost as ic
 from policies import net_qos as nq
 from policies import preemption as pre
 from policies import psi_evict as pe
+from policies import quota_burst as qb
 from policies import quota_turbo as qt
 from policies import watermark_evict as we
 from policies.cgroup import Knob, KnobWrite, NodeStats, utilisation
@@ -143,8 +144,11 @@ class Rubik(Policy):
         ncpus = obs.node.ncpus
         for cg, burst in self.burst.items():
             quota, period = int(obs.knob(cg, Knob.CPU_CFS_QUOTA_US)), int(obs.knob(cg, Knob.CPU_CFS_PERIOD_US))
-            # quotaburst.go: only below the node's capacity and not above the quota.
-            if 0 <= quota < period * ncpus and quota >= burst:
+            # quotaburst.go's checks (policies/quota_burst.py): below the node's capacity and
+            # not above the quota; each configured cgroup is a container of its own
+            files = {qb.BURST: "0", qb.QUOTA: str(quota), qb.PERIOD: str(period)}
+            why = qb.refusal(burst, files, ncpus)
+            if why is None:
                 out.append(
                     Decision(
                         obs.now,
@@ -155,7 +159,7 @@ class Rubik(Policy):
                     )
                 )
             else:
-                out.append(Decision(obs.now, self.name, f"{cg}: quota burst {burst} µs refused (quota {quota} µs)"))
+                out.append(Decision(obs.now, self.name, f"{cg}: quota burst {burst} µs refused ({why})"))
         for cg in self.turbo:
             quota, period = int(obs.knob(cg, Knob.CPU_CFS_QUOTA_US)), int(obs.knob(cg, Knob.CPU_CFS_PERIOD_US))
             limit = quota / period if quota > 0 else 0.0
