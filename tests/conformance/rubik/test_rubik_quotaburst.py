@@ -79,3 +79,11 @@ def test_pre_start_pod_without_annotation():
 def test_same_sees_new_containers():
     """ours: UpdatePod's `same` also looks at the container count and ids."""
     assert not qb.same("10", "10", ["a"], ["a", "b"]) and not qb.same("10", "10", ["a"], ["b"])
+
+
+def test_burst_equal_to_quota_is_taken():
+    """ours: the doc's "burst <= quota" and matchQuota's `quota < burst` refusal meet at
+    equality, which is accepted; a quota of -1 (unlimited) is refused."""
+    fs = {B: "0", P: "100000", Q: "50000"}
+    assert qb.refusal(50_000, fs, 8) is None and qb.refusal(50_001, fs, 8) is not None
+    assert qb.refusal(0, {**fs, Q: "-1"}, 8) is not None

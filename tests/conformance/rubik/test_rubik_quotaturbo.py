@@ -424,3 +424,23 @@ SYNC = [
 def test_sync_cgroups(case):
     _, tracked, wanted, remove, add = case
     assert qt.sync_plan(tracked, wanted) == (remove, add)
+
+
+def test_boundaries_by_hand():
+    """ours (driverevent.go's comparisons, which upstream's cases do not reach): elevation
+    still happens when the alarm mark is exactly elevate_limit away (a − U >= R); the slow
+    fallback starts at U = H and the fast one at U = A."""
+    m = marks(high=60, alarm=80, elevate=1.0, ratio=0.1)
+    c = con(limit=1, period=100_000, quota=100_000, cur=(1, 1_000_000), pre=(0, 0))
+    qt.elevate([c], 79.0, m, 64)
+    assert c.delta == pytest.approx(1000.0)  # 1 ms short in one period: +1% of the period
+    c = con(limit=1, period=100_000, quota=150_000)
+    qt.slow_fallback([c], 60.0, m)
+    assert c.delta == 0.0  # k = 0 at U = H: entered, nothing returned
+    qt.slow_fallback([c], 70.0, m)
+    assert c.delta == pytest.approx(0.05 * -50_000)
+    c = con(limit=1, period=100_000, quota=150_000)
+    qt.fast_fallback([c], 80.0, m, 64)
+    assert c.delta == 0.0  # S = 0 at U = A
+    qt.fast_fallback([c], 81.0, m, 64)
+    assert c.delta == pytest.approx(-0.01 * 64 * 100_000)
