@@ -1,16 +1,22 @@
-"""openEuler rubik's CPU features as a `Policy` (../shared/reference/rubik.md): absolute
-preemption (offline cgroups get cpu.qos_level = -1; the SMT expeller is the kernel's
-`kernel.smt_expeller`), quota burst (cpu.cfs_burst_us from the pod's annotation, with rubik's
-checks), quotaTurbo (policies/quota_turbo.py) at its syncInterval, and dynMemory's FSSR
-(policies/dyn_memory.py: the offline pods' memory.high from MemFree every 5 s), PSI
-interference eviction (policies/psi_evict.py), ioCost and ioLimit (policies/io_cost.py) and
-pod bandwidth management (policies/net_qos.py).
+"""openEuler rubik's features as a `Policy` (../shared/reference/rubik.md): absolute
+preemption (offline cgroups get cpu.qos_level = -1, policies/preemption.py; the SMT expeller
+is the kernel's `kernel.smt_expeller`), quota burst (policies/quota_burst.py), quotaTurbo
+(policies/quota_turbo.py) at its syncInterval, dynMemory (policies/dyn_memory.py: FSSR, the
+offline pods' memory.high from MemFree every 5 s, or rubik 1.0's dynlevel), PSI interference
+eviction (policies/psi_evict.py), the node watermark evictions cpuevict / memoryevict
+(policies/watermark_evict.py), ioCost and ioLimit (policies/io_cost.py), pod bandwidth
+management (policies/net_qos.py) and dynCache's resctrl writes, recorded only
+(policies/dyn_cache.py). docs/conformance-rubik.md: how each follows rubik's own unit tests.
 
 Configuration (the scenario's `[policy]` table): which cgroups are offline, which are under
-quotaTurbo, the burst of each quota-burst cgroup, `dyn_memory = "fssr"`, `psi = { resource =
-["memory"] }` (with `online`, default the pods that are not offline), and quotaTurbo's
-tunables with rubik's defaults; `io_cost = { rbps = …, … }` (the linear model), `io_limit =
-{ cgroup = { device_write_bps = … } }`, `net = true` (preemption of the network).
+quotaTurbo, the burst of each quota-burst cgroup, `dyn_memory = "fssr"` or `"dynlevel"`,
+`psi = { resource = ["memory"] }` (with `online`, default the pods that are not offline),
+`cpu_evict = { interval, windows, threshold, cooldown }`, `memory_evict = { interval,
+threshold, cooldown }`, `dyn_cache = { default_limit_mode, adjust_interval, perf_duration,
+l3_percent = {low, mid, high}, mem_band_percent = {…}, cbm_mask }` with `cache_limit = {
+cgroup = level }`, and quotaTurbo's tunables with rubik's defaults; `io_cost = { rbps = …, …
+}` (the linear model), `io_limit = { cgroup = { device_write_bps = … } }`, `net = true`
+(preemption of the network).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from policies import dyn_cache as dc
 from policies import dyn_memory as dm
 from policies import io_cost as ic
 from policies import net_qos as nq
@@ -76,6 +83,21 @@ class Rubik(Policy):
         self.next_psi = 0.0
         self.io_model = ic.parse_model(config.pop("io_cost", None), f"{where}.io_cost")
         self.io_limits = ic.parse_limits(config.pop("io_limit", None), f"{where}.io_limit")
+        # dynCache (policies/dyn_cache.py): its configuration, each offline pod's
+        # `volcano.sh/cache-limit` level, and the node's L3 cbm_mask (hex)
+        dyn_cache = config.pop("dyn_cache", None)
+        self.cbm_mask = "7ff"
+        if isinstance(dyn_cache, Mapping):
+            dyn_cache = dict(dyn_cache)
+            self.cbm_mask = str(dyn_cache.pop("cbm_mask", self.cbm_mask))
+        self.dyn_cache = dc.parse(dyn_cache, f"{where}.dyn_cache")
+        try:
+            dc.cbm_ways(self.cbm_mask)
+        except dc.DynCacheError as err:
+            raise PolicyError(f"{where}.dyn_cache.cbm_mask: {err}") from None
+        self.cache_limit = config.pop("cache_limit", {})
+        if not isinstance(self.cache_limit, Mapping) or not all(v in dc.LEVELS for v in self.cache_limit.values()):
+            raise PolicyError(f"{where}.cache_limit: must map offline cgroups to a level ({', '.join(dc.LEVELS)})")
         self.net = config.pop("net", False)
         if not isinstance(self.net, bool):
             raise PolicyError(f'{where}.net: must be true or false (rubik\'s preemption.resource contains "net")')
@@ -182,7 +204,20 @@ class Rubik(Policy):
         elif self.dyn_memory == "dynlevel":
             self.dynlevel = dm.DynLevel()
             self.next_fssr = obs.now + dm.FSSR_INTERVAL_S
-        return out + self._io_net(obs)
+        return out + self._io_net(obs) + self._dyn_cache(obs)
+
+    def _dyn_cache(self, obs: Observation) -> list[Decision]:
+        """dynCache's resctrl writes, recorded and not applied: the simulator has no model of
+        the last-level cache or memory bandwidth yet, and resctrl is missing on this host."""
+        if self.dyn_cache is None:
+            return []
+        groups = dc.groups(self.dyn_cache, len({c.node for c in obs.cpus}) or 1, self.cbm_mask)
+        text = "; ".join(f"{g}/schemata = {v.strip()!r}" for g, v in groups.items())
+        out = [Decision(obs.now, self.name, f"dynCache (not modelled: no cache model, no resctrl): {text}")]
+        for cg in self.offline:
+            tasks, _ = dc.placement(self.cache_limit.get(cg), self.dyn_cache.default_limit_mode, [])
+            out.append(Decision(obs.now, self.name, f"dynCache (not modelled): {cg}'s tasks → {tasks}"))
+        return out
 
     def _io_net(self, obs: Observation) -> list[Decision]:
         """ioCost, ioLimit and the network's preemption: static, written once at start."""

@@ -142,3 +142,22 @@ def test_dynamic_steps_by_hand():
     assert dc.next_dynamic((30, 30), c, [(12, 0), (3, 3)]) == (30, 30)  # between: unchanged
     assert dc.next_dynamic((30, 30), c, [(12, 0), (0, 20)]) == (20, 10)  # a later pod at maxMiss still lowers
     assert dc.miss_percent(19, 99) == 19 and dc.miss_percent(0, 0) == 0
+
+
+def test_the_policy_records_the_writes_it_cannot_make():
+    """ours: the rubik policy with dyn_cache records each group's schemata (two NUMA nodes
+    here) and each offline pod's group, and applies nothing (no cache model, no resctrl)."""
+    from policies import build_policy
+    from policies.cgroup import Cpu, NodeStats
+    from policies.policy import Observation
+
+    p = build_policy({"name": "rubik", "offline": ["be"], "dyn_cache": {"cbm_mask": "7fff"}, "cache_limit": {"be": "low"}})
+    obs = Observation(0.0, NodeStats(4, 0, 0), {}, {}, tuple(Cpu(i, i, 0, i // 2) for i in range(4)))
+    cache = [d for d in p.attach(obs) if d.what.startswith("dynCache")]
+    assert "rubik_high/schemata = 'L3:0=7f;1=7f\\nMB:0=50;1=50'" in cache[0].what
+    assert cache[1].what.endswith("be's tasks → rubik_low/tasks")
+    assert all(not d.writes for d in cache)
+    with pytest.raises(PolicyError, match="dyn_cache.cbm_mask"):
+        build_policy({"name": "rubik", "dyn_cache": {"cbm_mask": "xyz"}})
+    with pytest.raises(PolicyError, match="cache_limit"):
+        build_policy({"name": "rubik", "cache_limit": {"be": "mid"}})  # the docs' "mid"; the code's level is "middle"
