@@ -1,16 +1,22 @@
-"""openEuler rubik's CPU features as a `Policy` (../shared/reference/rubik.md): absolute
-preemption (offline cgroups get cpu.qos_level = -1; the SMT expeller is the kernel's
-`kernel.smt_expeller`), quota burst (cpu.cfs_burst_us from the pod's annotation, with rubik's
-checks), quotaTurbo (policies/quota_turbo.py) at its syncInterval, and dynMemory's FSSR
-(policies/dyn_memory.py: the offline pods' memory.high from MemFree every 5 s), PSI
-interference eviction (policies/psi_evict.py), ioCost and ioLimit (policies/io_cost.py) and
-pod bandwidth management (policies/net_qos.py).
+"""openEuler rubik's features as a `Policy` (../shared/reference/rubik.md): absolute
+preemption (offline cgroups get cpu.qos_level = -1, policies/preemption.py; the SMT expeller
+is the kernel's `kernel.smt_expeller`), quota burst (policies/quota_burst.py), quotaTurbo
+(policies/quota_turbo.py) at its syncInterval, dynMemory (policies/dyn_memory.py: FSSR, the
+offline pods' memory.high from MemFree every 5 s, or rubik 1.0's dynlevel), PSI interference
+eviction (policies/psi_evict.py), the node watermark evictions cpuevict / memoryevict
+(policies/watermark_evict.py), ioCost and ioLimit (policies/io_cost.py), pod bandwidth
+management (policies/net_qos.py) and dynCache's resctrl writes, recorded only
+(policies/dyn_cache.py). docs/conformance-rubik.md: how each follows rubik's own unit tests.
 
 Configuration (the scenario's `[policy]` table): which cgroups are offline, which are under
-quotaTurbo, the burst of each quota-burst cgroup, `dyn_memory = "fssr"`, `psi = { resource =
-["memory"] }` (with `online`, default the pods that are not offline), and quotaTurbo's
-tunables with rubik's defaults; `io_cost = { rbps = …, … }` (the linear model), `io_limit =
-{ cgroup = { device_write_bps = … } }`, `net = true` (preemption of the network).
+quotaTurbo, the burst of each quota-burst cgroup, `dyn_memory = "fssr"` or `"dynlevel"`,
+`psi = { resource = ["memory"] }` (with `online`, default the pods that are not offline),
+`cpu_evict = { interval, windows, threshold, cooldown }`, `memory_evict = { interval,
+threshold, cooldown }`, `dyn_cache = { default_limit_mode, adjust_interval, perf_duration,
+l3_percent = {low, mid, high}, mem_band_percent = {…}, cbm_mask }` with `cache_limit = {
+cgroup = level }`, and quotaTurbo's tunables with rubik's defaults; `io_cost = { rbps = …, …
+}` (the linear model), `io_limit = { cgroup = { device_write_bps = … } }`, `net = true`
+(preemption of the network).
 """
 
 from __future__ import annotations
@@ -18,11 +24,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from policies import dyn_cache as dc
 from policies import dyn_memory as dm
 from policies import io_cost as ic
 from policies import net_qos as nq
+from policies import preemption as pre
 from policies import psi_evict as pe
+from policies import quota_burst as qb
 from policies import quota_turbo as qt
+from policies import watermark_evict as we
 from policies.cgroup import Knob, KnobWrite, NodeStats, utilisation
 from policies.pods import Pod
 from policies.policy import Decision, Observation, Param, Policy, PolicyError, cgroup_names
@@ -56,11 +66,15 @@ class Rubik(Policy):
         if not isinstance(burst, Mapping) or not all(isinstance(v, int) and v >= 0 for v in burst.values()):
             raise PolicyError(f"{where}.quota_burst: must map cgroup names to burst µs (integers >= 0)")
         self.burst: dict[str, int] = dict(burst)
-        # dynMemory: {"policy": "fssr"} in rubik's config, the only policy it accepts
+        # dynMemory: {"policy": "fssr"} in rubik's config (the only policy rubik 2 accepts), or
+        # rubik 1.0's "dynlevel" strategy
         self.dyn_memory = config.pop("dyn_memory", None)
-        if self.dyn_memory not in (None, "fssr"):
-            raise PolicyError(f'{where}.dyn_memory: rubik\'s only dynMemory policy is "fssr" (got {self.dyn_memory!r})')
+        if self.dyn_memory not in (None, "fssr", "dynlevel"):
+            raise PolicyError(
+                f'{where}.dyn_memory: "fssr" (rubik\'s dynMemory policy) or "dynlevel" (rubik 1.0\'s) (got {self.dyn_memory!r})'
+            )
         self.fssr: dm.Fssr | None = None
+        self.dynlevel: dm.DynLevel | None = None
         self.next_fssr = 0.0
         # PSI interference eviction: which cgroups are online (default: the pods that are
         # not offline)
@@ -69,18 +83,40 @@ class Rubik(Policy):
         self.next_psi = 0.0
         self.io_model = ic.parse_model(config.pop("io_cost", None), f"{where}.io_cost")
         self.io_limits = ic.parse_limits(config.pop("io_limit", None), f"{where}.io_limit")
+        # dynCache (policies/dyn_cache.py): its configuration, each offline pod's
+        # `volcano.sh/cache-limit` level, and the node's L3 cbm_mask (hex)
+        dyn_cache = config.pop("dyn_cache", None)
+        self.cbm_mask = "7ff"
+        if isinstance(dyn_cache, Mapping):
+            dyn_cache = dict(dyn_cache)
+            self.cbm_mask = str(dyn_cache.pop("cbm_mask", self.cbm_mask))
+        self.dyn_cache = dc.parse(dyn_cache, f"{where}.dyn_cache")
+        try:
+            dc.cbm_ways(self.cbm_mask)
+        except dc.DynCacheError as err:
+            raise PolicyError(f"{where}.dyn_cache.cbm_mask: {err}") from None
+        self.cache_limit = config.pop("cache_limit", {})
+        if not isinstance(self.cache_limit, Mapping) or not all(v in dc.LEVELS for v in self.cache_limit.values()):
+            raise PolicyError(f"{where}.cache_limit: must map offline cgroups to a level ({', '.join(dc.LEVELS)})")
         self.net = config.pop("net", False)
         if not isinstance(self.net, bool):
             raise PolicyError(f'{where}.net: must be true or false (rubik\'s preemption.resource contains "net")')
         self.evicted: set[str] = set()
-        self.prev_usage: dict[str, int] = {}
+        # each service's last reading of the offline pods' CPU usage (its own sample pairs)
+        self.prev_usage: dict[str, dict[str, int]] = {}
+        # the node watermark eviction services (policies/watermark_evict.py)
+        self.cpu_evict = None if (t := config.pop("cpu_evict", None)) is None else we.cpu_config(t, f"{where}.cpu_evict")
+        self.memory_evict = None if (t := config.pop("memory_evict", None)) is None else we.memory_config(t, f"{where}.memory_evict")
+        self.cpu_window = we.CpuWindow(self.cpu_evict.windows if self.cpu_evict else 0)
+        self.cooldowns = {"cpu": we.Cooldown(), "memory": we.Cooldown()}
+        self.next_evict = {"cpu": 0.0, "memory": 0.0}
         super().__init__(config, where)
-        if not self.values["high_water_mark"] < self.values["alarm_water_mark"]:
+        if qt.check_marks(self.values["high_water_mark"], self.values["alarm_water_mark"]) is not None:
             raise PolicyError(f"{where}.high_water_mark: must be below alarm_water_mark")
         if not self.values["net_low_mb"] < self.values["net_high_mb"]:
             raise PolicyError(f"{where}.net_low_mb: must be below net_high_mb (rubik: bandwidthLow < bandwidthHigh)")
         self.containers: list[qt.Container] = []
-        self.util_history: list[tuple[float, float]] = []
+        self.util_history: list[tuple[int, float]] = []  # (t ns, node util %)
         self.prev_node: NodeStats | None = None
 
     def use_pods(self, pods: tuple[Pod, ...]) -> None:
@@ -97,7 +133,7 @@ class Rubik(Policy):
         for cg in self.turbo:
             yield (cg, Knob.CPU_CFS_QUOTA_US)
             yield (cg, Knob.CPU_CFS_PERIOD_US)
-            for anc in qt.ancestors_to_adjust(cg):
+            for anc in qt.quota_chain(cg)[1:]:
                 yield (anc, Knob.CPU_CFS_QUOTA_US)
         for cg in self.burst:
             yield (cg, Knob.CPU_CFS_QUOTA_US)
@@ -106,23 +142,35 @@ class Rubik(Policy):
             for cg in self.online:
                 for r in self.psi:
                     yield (cg, Knob.CPU_PRESSURE if r == "cpu" else Knob.MEMORY_PRESSURE)
+        if self.dyn_memory == "dynlevel":
+            for cg in self.offline:
+                yield (cg, Knob.MEMORY_LIMIT)
 
     def watched_cgroups(self) -> Iterable[str]:
         cgs = {cg for cg, _ in self.watch()}
-        return cgs | set(self.offline) if self.psi else cgs
+        evict = self.cpu_evict or self.memory_evict
+        pods = set(self.offline) | (set(self.online) if self.memory_evict else set())
+        return cgs | pods if self.psi or self.dyn_memory == "dynlevel" or evict else cgs
 
     def attach(self, obs: Observation) -> list[Decision]:
+        # preemption (policies/preemption.py): an offline pod's cpu.qos_level = -1
         out = [
             Decision(
-                obs.now, self.name, f"{cg} is offline: cpu.qos_level = -1 (absolute preemption)", (KnobWrite(cg, Knob.CPU_QOS_LEVEL, -1),)
+                obs.now,
+                self.name,
+                f"{cg} is offline: cpu.qos_level = -1 (absolute preemption)",
+                tuple(k for q in pre.set_qos_level(pre.PodInfo(cg, (), pre.OFFLINE_POD), ("cpu",)) if (k := q.knob_write())),
             )
             for cg in self.offline
         ]
         ncpus = obs.node.ncpus
         for cg, burst in self.burst.items():
             quota, period = int(obs.knob(cg, Knob.CPU_CFS_QUOTA_US)), int(obs.knob(cg, Knob.CPU_CFS_PERIOD_US))
-            # quotaburst.go: only below the node's capacity and not above the quota.
-            if 0 <= quota < period * ncpus and quota >= burst:
+            # quotaburst.go's checks (policies/quota_burst.py): below the node's capacity and
+            # not above the quota; each configured cgroup is a container of its own
+            files = {qb.BURST: "0", qb.QUOTA: str(quota), qb.PERIOD: str(period)}
+            why = qb.refusal(burst, files, ncpus)
+            if why is None:
                 out.append(
                     Decision(
                         obs.now,
@@ -133,21 +181,43 @@ class Rubik(Policy):
                     )
                 )
             else:
-                out.append(Decision(obs.now, self.name, f"{cg}: quota burst {burst} µs refused (quota {quota} µs)"))
+                out.append(Decision(obs.now, self.name, f"{cg}: quota burst {burst} µs refused ({why})"))
         for cg in self.turbo:
             quota, period = int(obs.knob(cg, Knob.CPU_CFS_QUOTA_US)), int(obs.knob(cg, Knob.CPU_CFS_PERIOD_US))
             limit = quota / period if quota > 0 else 0.0
-            if not 0 < limit < ncpus:  # a container qualifies only if 0 < cpuLimit < NumCPU
-                out.append(Decision(obs.now, self.name, f"{cg}: not under quotaTurbo (limit {limit:g} CPUs)"))
-                continue
             s = obs.cgroups[cg]
-            c = qt.Container(cg, limit, period, quota, s.nr_throttled, s.throttled_ns, s.nr_throttled, s.throttled_ns)
-            self.containers.append(c)
+            readings = {
+                "period": period,
+                "quota": quota,
+                "nr_throttled": s.nr_throttled,
+                "throttled_ns": s.throttled_ns,
+                "usage": s.usage_ns,
+            }
+            try:  # AddCgroup: 0 < cpuLimit < NumCPU; its first usage sample is taken now
+                self.containers.append(qt.new_container(cg, limit, ncpus, True, readings, round(obs.now * 1e9)))
+            except qt.QuotaTurboError:
+                out.append(Decision(obs.now, self.name, f"{cg}: not under quotaTurbo (limit {limit:g} CPUs)"))
         self.prev_node = obs.node
-        self.util_history = [(obs.now, 0.0)]  # the very first sample records 0 (rubik.md §2.2)
-        if self.dyn_memory:
+        self.util_history = [(round(obs.now * 1e9), 0.0)]  # the very first sample records 0 (rubik.md §2.2)
+        if self.dyn_memory == "fssr":
             out += self._fssr_start(obs)
-        return out + self._io_net(obs)
+        elif self.dyn_memory == "dynlevel":
+            self.dynlevel = dm.DynLevel()
+            self.next_fssr = obs.now + dm.FSSR_INTERVAL_S
+        return out + self._io_net(obs) + self._dyn_cache(obs)
+
+    def _dyn_cache(self, obs: Observation) -> list[Decision]:
+        """dynCache's resctrl writes, recorded and not applied: the simulator has no model of
+        the last-level cache or memory bandwidth yet, and resctrl is missing on this host."""
+        if self.dyn_cache is None:
+            return []
+        groups = dc.groups(self.dyn_cache, len({c.node for c in obs.cpus}) or 1, self.cbm_mask)
+        text = "; ".join(f"{g}/schemata = {v.strip()!r}" for g, v in groups.items())
+        out = [Decision(obs.now, self.name, f"dynCache (not modelled: no cache model, no resctrl): {text}")]
+        for cg in self.offline:
+            tasks, _ = dc.placement(self.cache_limit.get(cg), self.dyn_cache.default_limit_mode, [])
+            out.append(Decision(obs.now, self.name, f"dynCache (not modelled): {cg}'s tasks → {tasks}"))
+        return out
 
     def _io_net(self, obs: Observation) -> list[Decision]:
         """ioCost, ioLimit and the network's preemption: static, written once at start."""
@@ -208,6 +278,29 @@ class Rubik(Policy):
     def _fssr_write(self, now: float, high: int, what: str, inputs: dict[str, float]) -> Decision:
         return Decision(now, self.name, what, tuple(KnobWrite(cg, Knob.MEMORY_HIGH, high) for cg in self.offline), inputs)
 
+    def _dynlevel_tick(self, obs: Observation) -> list[Decision]:
+        """rubik 1.0's dynlevel (policies/dyn_memory.py), every checkInterval (5 s): the
+        pressure level from MemFree / MemTotal, then that level's writes to the offline
+        cgroups. memory.limit_in_bytes is applied; the files the simulator has no knob for
+        (soft limit, force_empty, drop_caches) are recorded in the decision only."""
+        d = self.dynlevel
+        if d is None or obs.now < self.next_fssr or obs.node.mem_total <= 0:
+            return []
+        self.next_fssr += dm.FSSR_INTERVAL_S
+        free = obs.node.mem_free
+        before = d.level
+        d.transition(free / obs.node.mem_total)
+        live = [cg for cg in self.offline if cg not in self.evicted]
+        usage = {cg: obs.cgroups[cg].memory_bytes for cg in live}
+        limits = {cg: int(obs.knob(cg, Knob.MEMORY_LIMIT)) for cg in live}
+        writes = d.reclaim(free, usage, limits)
+        if not writes and d.level == before:
+            return []
+        applied = tuple(k for w in writes if (k := w.knob_write()) is not None)
+        unmodelled = "; ".join(str(w) for w in writes if w.knob_write() is None)
+        what = f"dynMemory dynlevel: {before.name.lower()} → {d.level.name.lower()} (MemFree {free / 2**30:.2f} GiB)"
+        return [Decision(obs.now, self.name, what + (f"; not modelled: {unmodelled}" if unmodelled else ""), applied, {"mem_free": free})]
+
     def _fssr_tick(self, obs: Observation) -> list[Decision]:
         if self.fssr is None or obs.now < self.next_fssr:
             return []
@@ -227,14 +320,59 @@ class Rubik(Policy):
             )
         ]
 
+    def _cpu_used(self, obs: Observation, live: list[str], service: str) -> dict[str, float]:
+        """Each offline pod's CPU time since `service` last looked (the pod CPU utilisation
+        rubik's analyzer computes from its last two samples, up to the common 1/Δt factor)."""
+        prev = self.prev_usage.get(service, {})
+        self.prev_usage[service] = {cg: obs.cgroups[cg].usage_ns for cg in live}
+        return {cg: float(obs.cgroups[cg].usage_ns - prev.get(cg, 0)) for cg in live}
+
+    def _evict_tick(self, obs: Observation) -> list[Decision]:
+        """cpuevict and memoryevict (policies/watermark_evict.py): each at its interval,
+        unless cooling down after its last check."""
+        out = []
+        for kind, cfg in (("cpu", self.cpu_evict), ("memory", self.memory_evict)):
+            if cfg is None or obs.now + we.EPS < self.next_evict[kind]:
+                continue
+            self.next_evict[kind] = obs.now + cfg.interval
+            if kind == "cpu":
+                self.cpu_window.collect(obs.now, obs.node)  # sampled even while blocked
+            if not self.cooldowns[kind].ready(obs.now):
+                continue
+            live = [cg for cg in self.offline if cg not in self.evicted]
+            self.cooldowns[kind].start(obs.now, cfg.cooldown)  # every check, evicting or not
+            if not live:
+                continue
+            if kind == "cpu":
+                level, usage = self.cpu_window.util(), self._cpu_used(obs, live, "cpuevict")
+            else:
+                cached = sum(obs.cgroups[cg].memory_file for cg in set(self.online) | set(live))  # Cached, as far as seen
+                level = we.mem_used_percent(obs.node.mem_total, obs.node.mem_free, cached=cached)
+                usage = {cg: float(obs.cgroups[cg].memory_bytes) for cg in live}
+            if level < cfg.threshold:
+                continue
+            victim = pe.pick(kind, live, usage)
+            if victim is None:
+                continue
+            self.evicted.add(victim)
+            out.append(
+                Decision(
+                    obs.now,
+                    self.name,
+                    f"{kind}evict: node {kind} {level:.1f}% >= {cfg.threshold}%: evict {victim}",
+                    (KnobWrite(victim, Knob.CGROUP_KILL, 1),),
+                    {"util": level},
+                )
+            )
+        return out
+
     def _psi_tick(self, obs: Observation) -> list[Decision]:
         """PSI interference eviction (policies/psi_evict.py)."""
         if not self.psi or obs.now < self.next_psi:
             return []
         self.next_psi = obs.now + self.values["psi_interval"]
         live = [cg for cg in self.offline if cg not in self.evicted]
-        cpu_used = {cg: obs.cgroups[cg].usage_ns - self.prev_usage.get(cg, 0) for cg in live}
-        self.prev_usage = {cg: obs.cgroups[cg].usage_ns for cg in live}
+        cpu_used = self._cpu_used(obs, live, "psi")
         if not self.online or not live:
             return []
         out = []
@@ -263,15 +401,28 @@ class Rubik(Policy):
             )
         return out
 
+    def _turbo_sync(self, obs: Observation) -> list[Decision]:
+        """syncCgroups: a quotaTurbo container that left (here: its pod was evicted) gets its
+        quota back to cpuLimit × period before it is forgotten (RemoveCgroup)."""
+        wanted = {cg: 0.0 for cg in self.turbo if cg not in self.evicted}
+        remove, _ = qt.sync_plan([c.cgroup for c in self.containers], wanted)
+        out = []
+        for c in [c for c in self.containers if c.cgroup in remove]:
+            self.containers.remove(c)
+            quotas = {cg: int(obs.knob(cg, Knob.CPU_CFS_QUOTA_US)) for cg in qt.quota_chain(c.cgroup)}
+            writes = tuple(qt.recover_quota(c, True, quotas))
+            out.append(Decision(obs.now, self.name, f"quotaTurbo {c.cgroup} left: quota back to {c.origin} µs", writes))
+        return out
+
     def tick(self, obs: Observation) -> list[Decision]:
-        fssr = self._fssr_tick(obs) + self._psi_tick(obs)
+        fssr = self._fssr_tick(obs) + self._dynlevel_tick(obs) + self._psi_tick(obs) + self._evict_tick(obs)
+        fssr += self._turbo_sync(obs)
         if not self.containers:
             return fssr
         assert self.prev_node is not None  # attach sets it, and fills self.containers
         util = utilisation(self.prev_node, obs.node)
         self.prev_node = obs.node
-        self.util_history = [(t, u) for t, u in self.util_history if obs.now - t < qt.UTIL_HISTORY_S]
-        self.util_history.append((obs.now, util))
+        self.util_history = qt.record_util(self.util_history, round(obs.now * 1e9), util)
         for c in self.containers:
             s = obs.cgroups[c.cgroup]
             c.period = int(obs.knob(c.cgroup, Knob.CPU_CFS_PERIOD_US))
@@ -280,29 +431,17 @@ class Rubik(Policy):
             c.nr_throttled, c.throttled_ns = s.nr_throttled, s.throttled_ns
             c.usage.append((round(obs.now * 1e9), s.usage_ns))
         v = self.values
-        nxt = qt.adjust_quota(
-            self.containers,
-            util,
-            [u for _, u in self.util_history],
-            obs.node.ncpus,
-            v["high_water_mark"],
-            v["alarm_water_mark"],
-            v["elevate_limit"],
-            v["slow_fallback_ratio"],
-            v["cpu_floating_limit"],
-        )
+        marks = qt.Marks(v["high_water_mark"], v["alarm_water_mark"], v["elevate_limit"], v["slow_fallback_ratio"], v["cpu_floating_limit"])
+        nxt = qt.adjust_quota(self.containers, util, [u for _, u in self.util_history], obs.node.ncpus, marks)
         out = []
         for c in self.containers:
             delta = nxt[c.cgroup] - c.quota
             if delta == 0:
                 continue
-            # The same delta on the pod cgroups above; parents first when growing.
-            chain = [(c.cgroup, c.quota)] + [
-                (a, q) for a in qt.ancestors_to_adjust(c.cgroup) if (q := int(obs.knob(a, Knob.CPU_CFS_QUOTA_US))) != -1
-            ]
-            if delta > 0:
-                chain.reverse()
-            writes = tuple(KnobWrite(cg, Knob.CPU_CFS_QUOTA_US, q + delta) for cg, q in chain)
+            # The same delta on the pod cgroups above (quota_writes: parents first when growing).
+            quotas = {cg: int(obs.knob(cg, Knob.CPU_CFS_QUOTA_US)) for cg in qt.quota_chain(c.cgroup)}
+            quotas[c.cgroup] = c.quota
+            writes = tuple(qt.quota_writes(c.cgroup, quotas, delta))
             why = f"throttled {c.new_nr_throttled} periods" if c.new_nr_throttled else "not throttled"
             out.append(
                 Decision(

@@ -109,8 +109,32 @@ def test_fssr_without_node_memory_says_so():
     assert any("the node's memory is unknown" in d["what"] for d in r.decisions)
 
 
-def test_only_fssr_is_a_dyn_memory_policy():
+def test_dyn_memory_policies_are_fssr_and_dynlevel():
     from policies import PolicyError, build_policy
 
-    with pytest.raises(PolicyError, match='dyn_memory: rubik\'s only dynMemory policy is "fssr"'):
-        build_policy({"name": "rubik", "dyn_memory": "dynlevel"})
+    build_policy({"name": "rubik", "dyn_memory": "dynlevel"})  # rubik 1.0's strategy
+    with pytest.raises(PolicyError, match='dyn_memory: "fssr" .* or "dynlevel"'):
+        build_policy({"name": "rubik", "dyn_memory": "fast"})
+
+
+def test_dynlevel_caps_the_offline_job_under_pressure():
+    """rubik 1.0's dynlevel on the same node: when the online job's 1 GiB leaves MemFree at
+    most 10% of total (high or critical), the offline job's hard limit becomes its usage + 2%
+    of MemFree, and it is held there."""
+    r = run('dyn_memory = "dynlevel"')
+    caps = [d for d in r.decisions if "dynlevel" in d["what"] and any(w["knob"] == "memory.limit_in_bytes" for w in d["writes"])]
+    assert caps and ("→ high" in caps[0]["what"] or "→ critical" in caps[0]["what"])
+    cap = caps[0]["writes"][0]
+    assert cap["cgroup"] == "offline" and cap["value"] < 2800 * 2**20 + 4 * GI // 50
+    assert r.cgroups["offline"].memory["current"] <= min(w["writes"][0]["value"] for w in caps)
+
+
+def test_memoryevict_when_the_online_job_grows():
+    """rubik's memoryevict (policies/watermark_evict.py) on the same node: 2800 MiB of 4 GiB
+    (68%) is below 80%; once the online job's 1 GiB arrives (12 s) the node is over it and the
+    offline pod goes, at a check (every 4 s from the first at 0.1 s: the cool-down)."""
+    r = run("memory_evict = { threshold = 80 }")
+    ev = [d for d in r.decisions if d["what"].startswith("memoryevict")]
+    assert len(ev) == 1 and ev[0]["writes"][0]["cgroup"] == "offline"
+    assert ev[0]["t_s"] >= 12.0 and ev[0]["inputs"]["util"] >= 80
+    assert round(ev[0]["t_s"] - 0.1, 6) % 4 == 0

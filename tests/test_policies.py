@@ -59,8 +59,8 @@ def test_quota_never_leaves_limit_to_twice_limit():
 
 
 def test_pod_cgroups_move_with_the_container():
-    assert qt.ancestors_to_adjust("kubepods/burstable/pod1/c1") == ["kubepods/burstable/pod1", "kubepods/burstable"]
-    assert qt.ancestors_to_adjust("online") == []
+    assert qt.quota_chain("kubepods/burstable/pod1/c1")[1:] == ["kubepods/burstable/pod1", "kubepods/burstable"]
+    assert qt.quota_chain("online") == ["online"]
 
 
 def test_seam_conversions():
