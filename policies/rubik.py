@@ -6,7 +6,7 @@ offline pods' memory.high from MemFree every 5 s, or rubik 1.0's dynlevel), PSI 
 eviction (policies/psi_evict.py), the node watermark evictions cpuevict / memoryevict
 (policies/watermark_evict.py), ioCost and ioLimit (policies/io_cost.py), pod bandwidth
 management (policies/net_qos.py) and dynCache's resctrl writes, recorded only
-(policies/dyn_cache.py). docs/conformance-rubik.md: how each follows rubik's own unit tests.
+(policies/dyn_cache.py). docs/conformance.md ("rubik"): how each follows rubik's own unit tests.
 
 Configuration (the scenario's `[policy]` table): which cgroups are offline, which are under
 quotaTurbo, the burst of each quota-burst cgroup, `dyn_memory = "fssr"` or `"dynlevel"`,

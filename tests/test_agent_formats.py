@@ -312,6 +312,8 @@ def test_a_rubik_config_with_every_modelled_feature_round_trips(tmp_path):
         "net_low_mb": 10,
         "net_high_mb": 200,
         "io_cost": dict.fromkeys(("rbps", "rseqiops", "rrandiops", "wbps", "wseqiops", "wrandiops"), 1000),
+        "cpu_evict": {"interval": 2, "windows": 6, "threshold": 70, "cooldown": 30},
+        "memory_evict": {"interval": 1, "threshold": 85, "cooldown": 4},
     }
     path = write(tmp_path, "r.json", json.dumps(rubik_config.config_json(table)))
     got = read(path)
@@ -321,6 +323,18 @@ def test_a_rubik_config_with_every_modelled_feature_round_trips(tmp_path):
         "resource": ["cpu", "net"],
         "net": {"waterline": 50, "bandwidthLow": 10, "bandwidthHigh": 200},
     }
+    assert json.loads(path.read_text())["cpuevict"]["windows"] == 6 and got["memory_evict"]["threshold"] == 85
+
+
+def test_rubik_eviction_sections_are_validated_as_rubik_does(tmp_path):
+    """cpuevict's windows must be a multiple of its interval (services/eviction/cpu/config.go);
+    memoryevict needs a threshold; a section whose feature is not enabled is off."""
+    base = {"agent": {"enabledFeatures": ["preemption", "cpuevict"]}, "preemption": {"resource": ["cpu"]}}
+    bad = write(tmp_path, "c.json", json.dumps({**base, "cpuevict": {"interval": 2, "windows": 3}}))
+    with pytest.raises(ScenarioError, match=r"cpuevict\.windows: windows 3 must be an integral multiple of interval 2"):
+        read(bad)
+    ok = read(write(tmp_path, "d.json", json.dumps({**base, "cpuEvict": {"Threshold": 50}})))
+    assert ok["cpu_evict"] == {"threshold": 50} and ok["memory_evict"] is None
 
 
 def test_a_koordinator_table_with_memory_qos_and_blkio_round_trips(tmp_path):

@@ -15,8 +15,7 @@ service reads only the water marks and syncInterval and ignores them (Go drops u
 keys), so they are written only when they differ from the library's defaults.
 
 Not modelled, accepted as rubik validates them: the agent's log and cgroup settings,
-dynCache, ioLimit's and quotaBurst's (annotation-driven) feature switches, cpi, cpuevict,
-memoryevict, and the ioCost entries' nodeName.
+dynCache, ioLimit's and quotaBurst's (annotation-driven) feature switches, cpi, and the ioCost entries' nodeName.
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ from typing import Any
 from policies import io_cost as ic
 from policies import net_qos as nq
 from policies import quota_turbo as qt
+from policies import watermark_evict as we
 from policies.formats.fields import Field, FormatError, get, read, write
 from policies.policy import PolicyError
 from policies.rubik import Rubik
@@ -72,9 +72,11 @@ FIELDS: tuple[Field, ...] = (
     Field("psi.avg10threshold", "psi_avg10_threshold", "float", 5.0, 100.0, 5.0),
     Field("psi.resource", None, "strs", choices=("cpu", "memory", "io")),
     # dynMemory (services/dynmemory): "fssr" is the only policy
-    Field("dynMemory.policy", None, "str", choices=("fssr",)),
+    Field("dynMemory.policy", None, "str", choices=("fssr", "dynlevel")),  # dynlevel: rubik 1.0's
     Field("ioCost", None, "any"),
     *(Field(k, None, "any") for k in ("dynCache", "ioLimit", "quotaBurst", "cpi", "cpuevict", "memoryevict")),
+    # cpuevict / memoryevict (services/eviction/{cpu,memory}/config.go) are read whole by
+    # `_evict`, their ranges checked by policies/watermark_evict.py, as rubik's Validate does
 )
 MODEL = "linear"
 
@@ -112,7 +114,21 @@ def read_config(doc: Any) -> dict[str, Any]:
     out["dyn_memory"] = _dyn_memory(doc) if "dynMemory" in features else None
     out["psi"] = _psi(doc) if "psi" in features else None
     out["io_cost"] = _io_cost(doc) if "ioCost" in features else None
+    for feature, key, check in (("cpuevict", "cpu_evict", we.cpu_config), ("memoryevict", "memory_evict", we.memory_config)):
+        out[key] = _evict(doc, feature, check) if feature in features else None
     return out
+
+
+def _evict(doc: Any, feature: str, check: Any) -> dict[str, int]:
+    """A cpuevict / memoryevict section as the policy's table (same keys: interval, windows,
+    threshold, cooldown — rubik's JSON names), validated as rubik validates it."""
+    section, found = get(doc, (feature,), fold=True)
+    table = {k.lower(): v for k, v in section.items()} if found and isinstance(section, Mapping) else {}
+    try:
+        check(table, feature)
+    except PolicyError as err:
+        raise FormatError(str(err)) from None
+    return table
 
 
 def _dyn_memory(doc: Any) -> str:
@@ -186,6 +202,8 @@ def effective(table: Mapping[str, Any]) -> dict[str, Any]:
         quota_burst=p.burst,
         # ioLimit's per-pod limits stay the scenario's (annotations); off: None
         io_limit=table.get("io_limit") or None,
+        cpu_evict=table.get("cpu_evict") or None,
+        memory_evict=table.get("memory_evict") or None,
     )
     return out
 
@@ -210,6 +228,10 @@ def config_json(policy: Mapping[str, Any]) -> dict[str, Any]:
     if table.get("io_cost"):
         features.append("ioCost")
         doc["ioCost"] = [{"nodeName": "NODE", "config": [{"dev": "DEV", "enable": True, "model": MODEL, "param": dict(table["io_cost"])}]}]
+    for feature, key in (("cpuevict", "cpu_evict"), ("memoryevict", "memory_evict")):
+        if table.get(key):
+            features.append(feature)
+            doc[feature] = dict(table[key])
     return {"agent": {"enabledFeatures": features}, **doc}
 
 

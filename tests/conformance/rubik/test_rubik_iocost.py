@@ -2,7 +2,7 @@
 1b6fece), where its cases do not need an openEuler kernel's blkio.cost files; ids
 "<upstream file>::<Test>/<case>".
 
-Two cases are ported but deliberately not followed (docs/conformance-rubik.md): for a model
+Two cases are ported but deliberately not followed (docs/conformance.md ("rubik")): for a model
 other than "linear" or a parameter of 0 rubik logs an error and leaves the device's iocost off
 (`enable=0`); the simulator refuses such a configuration with a message naming the field,
 as it does all bad input.

@@ -8,7 +8,7 @@ timestamps, utilisation in %); a field a Go struct literal leaves out is its zer
 too (e.g. `Config{AlarmWaterMark: 60}` has ElevateLimit 0). Expectations are upstream's
 assertions; where upstream computes one from runtime.NumCPU(), the case is checked for several
 CPU counts. Cases that only exercise file I/O, logging or goroutines are listed in
-docs/conformance-rubik.md as not ported.
+docs/conformance.md ("rubik") as not ported.
 """
 
 from __future__ import annotations
