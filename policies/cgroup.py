@@ -199,15 +199,15 @@ V1_MEMORY_REFUSALS: dict[Knob, str] = {
         "nothing — not replayed"
     ),
     Knob.MEMORY_MIN: "cgroup v1 has no memory.min (hard protection from reclaim) and nothing stands in for it — not replayed",
-    Knob.MEMORY_OOM_GROUP: (
-        "cgroup v1 has no memory.oom.group: its OOM killer kills one process, never the whole group — not replayed"
-    ),
+    Knob.MEMORY_OOM_GROUP: ("cgroup v1 has no memory.oom.group: its OOM killer kills one process, never the whole group — not replayed"),
 }
 
 
 def memory_refusal(knob: Knob, where: str = "") -> str:
     """Why a memcg knob this host's kernel lacks is not replayed (one message)."""
-    why = V1_MEMORY_REFUSALS.get(knob, f"this kernel has no {knob.v1} (a vendor memcg file: Alibaba Cloud Linux or openEuler) — not replayed")
+    why = V1_MEMORY_REFUSALS.get(
+        knob, f"this kernel has no {knob.v1} (a vendor memcg file: Alibaba Cloud Linux or openEuler) — not replayed"
+    )
     return f"{where}: {why}; the simulator models it (colosim run)" if where else f"{why}; the simulator models it (colosim run)"
 
 

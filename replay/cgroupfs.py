@@ -562,7 +562,9 @@ class HostBackend:
                     try:
                         _rmdir_retry(self.fs, d)
                     except OSError as err:
-                        self.leftovers.append(f"{d}: not removed ({os.strerror(err.errno) if err.errno else err}); colosim replay --cleanup")
+                        self.leftovers.append(
+                            f"{d}: not removed ({os.strerror(err.errno) if err.errno else err}); colosim replay --cleanup"
+                        )
                     continue
                 _rmdir_retry(self.fs, d)
         self._created.clear()

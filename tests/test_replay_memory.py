@@ -129,7 +129,11 @@ def test_what_v1_lacks_is_refused_naming_the_stand_in(tmp_path, knob, words):
     b.create([])
     value = 1 if knob == "memory.oom.group" else "64Mi"
     sc = Scenario.from_document(
-        {"scenario": {"name": "s", "duration": "1s"}, "cgroups": {"x": {knob: value}}, "workloads": {"h": {"kind": "hog", "cgroup": "x", "threads": 1}}}
+        {
+            "scenario": {"name": "s", "duration": "1s"},
+            "cgroups": {"x": {knob: value}},
+            "workloads": {"h": {"kind": "hog", "cgroup": "x", "threads": 1}},
+        }
     )
     missing = {k for k in Knob if k.controller == "memory" and not k.read_only and not b.has_file("", k)}
     with pytest.raises(HostError) as err:
@@ -253,7 +257,9 @@ def test_a_memory_hog_is_stress_vm_in_each_mode():
 
 
 def test_memory_workloads_the_host_cannot_run_are_refused_with_what_to_use():
-    with pytest.raises(HostError, match=r'workloads.hog.host.program: a memory_hog runs on the host as `stress --vm` only \(host = "stress"\)'):
+    with pytest.raises(
+        HostError, match=r'workloads.hog.host.program: a memory_hog runs on the host as `stress --vm` only \(host = "stress"\)'
+    ):
         hog(host='"builtin"').check()
     with pytest.raises(HostError, match="stress --vm-hang takes whole seconds"):
         hog('mode = "hang"\nhang = "1500ms"\n').check()
@@ -276,7 +282,14 @@ def test_oom_kills_go_to_the_workload_of_their_cgroup():
 def test_v2_writes_max_for_no_limit(tmp_path):
     own = tmp_path / "unified/me"
     own.mkdir(parents=True)
-    files = {"cgroup.procs": "", "cgroup.subtree_control": "", "cpuset.cpus": "", "cpuset.mems": "", "memory.max": "max", "memory.high": "max"}
+    files = {
+        "cgroup.procs": "",
+        "cgroup.subtree_control": "",
+        "cpuset.cpus": "",
+        "cpuset.mems": "",
+        "memory.max": "max",
+        "memory.high": "max",
+    }
     for n, t in files.items():
         (own / n).write_text(t)
     b = HostBackend(Layout(2, {"": tmp_path / "unified"}, {"": "/me"}, memory_v2=True), "t2", fs=FakeKernel(files))

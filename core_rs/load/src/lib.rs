@@ -142,7 +142,10 @@ fn read_file(file: &std::fs::File, size: u64, buf: &mut [u8]) -> std::io::Result
         }
         let n = file.read_at(&mut buf[..want], off)?;
         if n == 0 {
-            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "file shorter than file_bytes"));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "file shorter than file_bytes",
+            ));
         }
         off += n as u64;
     }
@@ -153,10 +156,24 @@ fn read_file(file: &std::fs::File, size: u64, buf: &mut [u8]) -> std::io::Result
 /// reads one file picked uniformly from `files` (the working set, each `size` bytes) through
 /// the page cache, then takes its CPU (`service`), then the client thinks. A request's latency
 /// counts from issue to the end of its CPU, the disk read of a miss included.
-fn file_server(run: &Run, seed: u64, files: Arc<Vec<std::fs::File>>, size: u64, clients: u32, service: Dist, think: Option<Dist>) -> Record {
+fn file_server(
+    run: &Run,
+    seed: u64,
+    files: Arc<Vec<std::fs::File>>,
+    size: u64,
+    clients: u32,
+    service: Dist,
+    think: Option<Dist>,
+) -> Record {
     let mut handles = Vec::new();
     for c in 0..clients {
-        let (stop, start, files, service, think) = (run.stop.clone(), run.start, files.clone(), service.clone(), think.clone());
+        let (stop, start, files, service, think) = (
+            run.stop.clone(),
+            run.start,
+            files.clone(),
+            service.clone(),
+            think.clone(),
+        );
         handles.push(thread::spawn(move || {
             let mut rng = Rng::stream(seed, 1_000 + c as u64);
             let mut rec = Record::default();
@@ -427,6 +444,8 @@ struct Args {
     files: Option<String>,
 }
 
+const USAGE: &str = "--spec JSON --duration-ns N [--seed N] [--out FILE] [--files DIR]";
+
 fn parse_args(argv: Vec<String>) -> Result<Args, String> {
     let mut spec = None;
     let (mut seed, mut duration_ns, mut out, mut files) = (1, None, None, None);
@@ -439,11 +458,7 @@ fn parse_args(argv: Vec<String>) -> Result<Args, String> {
             "--duration-ns" => duration_ns = Some(value()?.parse().map_err(|e| format!("--duration-ns: {e}"))?),
             "--out" => out = Some(value()?),
             "--files" => files = Some(value()?),
-            other => {
-                return Err(format!(
-                    "unknown argument {other:?} (usage: --spec JSON --duration-ns N [--seed N] [--out FILE] [--files DIR])"
-                ))
-            }
+            other => return Err(format!("unknown argument {other:?} (usage: {USAGE})")),
         }
     }
     Ok(Args {
@@ -514,7 +529,9 @@ pub fn run(argv: Vec<String>) -> u8 {
             ..
         } => {
             let Some(dir) = &args.files else {
-                eprintln!("colosim-load: error: --files: required for a file_server (the directory of its working set)");
+                eprintln!(
+                    "colosim-load: error: --files: required for a file_server (the directory of its working set)"
+                );
                 return 2;
             };
             let files = match open_files(dir, working_set_bytes, file_bytes) {
