@@ -699,6 +699,11 @@ class HostBackend:
         """Validate each write, order nested limits, skip unchanged values, write and log."""
         for w in writes:
             check_value(w)
+            if w.knob in MEMORY_KNOBS and not self.layout.memory:
+                raise HostError(
+                    f"{w.cgroup or 'the run folder'}/{w.knob.v1}: this run did not open the memory controller (its scenario "
+                    "sets no memory knob, memory workload or [node] memory); set [node] memory for replay to manage memory"
+                )
             if w.knob in MEMORY_KNOBS and not self.has_file(w.cgroup, w.knob):
                 raise HostError(memory_refusal(w.knob, f"{w.cgroup or 'the run folder'}/{w.knob.v1}"))
         for w in _nesting_order(writes, self) if len(writes) > 1 else writes:

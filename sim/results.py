@@ -101,6 +101,8 @@ class ServiceResult:
             "started": self.started,
             "completed": self.completed,
             "dropped": self.dropped,
+            # a file server's page-cache hits and misses (other kinds: none)
+            **({"hits": self.hits, "misses": self.misses} if self.hits is not None else {}),
         }
 
 

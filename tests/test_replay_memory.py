@@ -299,3 +299,45 @@ def test_v2_writes_max_for_no_limit(tmp_path):
     assert (own / "colosim-t2/a/memory.high").read_text() == "999424"
     b.write(KnobWrite("a", Knob.MEMORY_LIMIT, -1))
     assert b.read("a", Knob.MEMORY_LIMIT) == -1
+
+
+def test_a_memory_write_in_a_run_without_the_memory_controller_says_how_to_get_it(tmp_path):
+    b, fake = v1_backend(tmp_path)  # cpu, cpuacct, cpuset only
+    b.create(["a"])
+    with pytest.raises(HostError, match=r"a/memory.limit_in_bytes: this run did not open the memory controller .* set \[node\] memory"):
+        b.write(KnobWrite("a", Knob.MEMORY_LIMIT, 1 << 26))
+
+
+def test_the_predicted_hit_ratio_is_the_cached_share_of_a_uniformly_read_set():
+    """Uniform reads over W bytes with C of them cached hit with probability C / W (the
+    independent-reference model: any replacement policy). A 64 MiB set under a 32 MiB limit
+    holds ~32 MiB once warm: hit ratio ~0.5; without the limit, every read after the first
+    pass hits."""
+    pytest.importorskip("sim._core")
+    from sim.runner import run_variant
+    from sim.scenario import Variant
+
+    doc = """
+[scenario]
+name = "h"
+duration = "6s"
+warmup = "3s"
+[node]
+cores_per_socket = 2
+memory = "4Gi"
+[cgroups.web]
+"memory.limit_in_bytes" = "32Mi"
+[workloads.web]
+kind = "file_server"
+cgroup = "web"
+clients = 2
+service = { dist = "constant", value = "50us" }
+working_set = "64Mi"
+file_size = "1Mi"
+"""
+    limited = run_variant(Variant("h", True, Scenario.from_toml(doc)), 1).services["web"]
+    assert limited.hits is not None and limited.misses is not None
+    ratio = limited.hits / (limited.hits + limited.misses)
+    assert abs(ratio - 0.5) < 0.05, ratio
+    free = run_variant(Variant("h", True, Scenario.from_toml(doc.replace('"memory.limit_in_bytes" = "32Mi"', ""))), 1).services["web"]
+    assert free.misses == 0 and free.hits == free.started
