@@ -139,8 +139,9 @@ class Knob(enum.Enum):
         raise ValueError(f"unknown knob {name!r} (known: {known})")
 
 
-# The memcg knobs: the simulator models them; replay does not manage the memory controller
-# yet, so on the host they read as missing.
+# The memcg knobs: the simulator models them all; replay writes those the host's kernel has
+# (cgroup v1: memory.limit_in_bytes; v2: memory.max/high/low/min/oom.group) and refuses the
+# others with the stand-in the kernel lacks (V1_MEMORY_REFUSALS).
 # The pressure files are read, never written: replay does not probe them.
 PRESSURE_KNOBS = frozenset(k for k in Knob if k.read_only)
 MEMORY_KNOBS = frozenset(k for k in Knob if k.controller == "memory" and not k.read_only)
@@ -148,6 +149,66 @@ BLKIO_KNOBS = frozenset(k for k in Knob if k.controller == "blkio")
 NET_KNOBS = frozenset(k for k in Knob if k.controller in ("net", "net_cls"))
 # files that exist only at the root: node-wide settings
 ROOT_KNOBS = frozenset(k for k in Knob if k.root_only)
+
+
+# --- memcg sizes as the kernel keeps them ------------------------------------------------
+
+# The page the memcg page counters count in (mm/page_counter.c: limits and usage are whole
+# pages); 4 KiB on x86-64 and on this host (getconf PAGESIZE).
+PAGE_SIZE = 4096
+# Pages a memcg charges ahead per CPU (include/linux/memcontrol.h MEMCG_CHARGE_BATCH 64U):
+# try_charge_memcg charges a batch and keeps the surplus as per-CPU stock; a charge that must
+# not fail (a dying or OOM-killed task's, __GFP_NOFAIL: its "force" label) is taken past the
+# limit, by at most the pages asked — so a usage reading may pass the limit by this much.
+MEMCG_CHARGE_BATCH = 64
+# "No limit" as the page counter stores it: PAGE_COUNTER_MAX pages, which v1's
+# memory.limit_in_bytes reads back as LONG_MAX rounded down to a page (9223372036854771712).
+PAGE_COUNTER_MAX_BYTES = (2**63 - 1) // PAGE_SIZE * PAGE_SIZE
+
+
+def memory_limit_pages(value: int) -> int:
+    """A memory limit in bytes as the kernel stores it, in bytes again: -1 stays -1 (no
+    limit); otherwise rounded down to whole pages, as page_counter_memparse does
+    (memparse(buf) / PAGE_SIZE), so 1000000 becomes 999424."""
+    if value < 0:
+        return -1
+    return value // PAGE_SIZE * PAGE_SIZE
+
+
+def parse_memory_limit(text: str) -> int:
+    """memory.limit_in_bytes (v1: PAGE_COUNTER_MAX_BYTES for no limit) or memory.max /
+    memory.high (v2: "max") → bytes, -1 for no limit."""
+    t = text.strip()
+    if t == "max" or int(t) >= PAGE_COUNTER_MAX_BYTES:
+        return -1
+    return int(t)
+
+
+# What cgroup v1 (mainline) lacks of the simulator's memcg knobs, and what would stand in for
+# each — none of which replay writes, because none promises what the knob does. (Alibaba
+# Cloud Linux and openEuler add some of these files to v1; a kernel that has the file gets
+# the write.)
+V1_MEMORY_REFUSALS: dict[Knob, str] = {
+    Knob.MEMORY_HIGH: (
+        "cgroup v1 has no memory.high; this host's stand-in would be memory.soft_limit_in_bytes, which only acts "
+        "under global pressure (no throttling of the group's allocations) — not replayed"
+    ),
+    Knob.MEMORY_LOW: (
+        "cgroup v1 has no memory.low (best-effort protection from reclaim); v1's only reclaim preference is "
+        "memory.soft_limit_in_bytes, which reclaims groups above it first under global pressure and protects "
+        "nothing — not replayed"
+    ),
+    Knob.MEMORY_MIN: "cgroup v1 has no memory.min (hard protection from reclaim) and nothing stands in for it — not replayed",
+    Knob.MEMORY_OOM_GROUP: ("cgroup v1 has no memory.oom.group: its OOM killer kills one process, never the whole group — not replayed"),
+}
+
+
+def memory_refusal(knob: Knob, where: str = "") -> str:
+    """Why a memcg knob this host's kernel lacks is not replayed (one message)."""
+    why = V1_MEMORY_REFUSALS.get(
+        knob, f"this kernel has no {knob.v1} (a vendor memcg file: Alibaba Cloud Linux or openEuler) — not replayed"
+    )
+    return f"{where}: {why}; the simulator models it (colosim run)" if where else f"{why}; the simulator models it (colosim run)"
 
 
 # --- unit conversions between the v1 and v2 files ---------------------------------------
@@ -219,6 +280,9 @@ class CgroupStats:
     # memory.current and its page cache (bytes; 0 where memory is not known)
     memory_bytes: int = 0
     memory_file: int = 0
+    # memory.events max / oom_kill (v1: memory.failcnt, memory.oom_control's oom_kill)
+    memory_max_events: int = 0
+    memory_oom_kills: int = 0
     # blkio.throttle.io_service_bytes / io_serviced totals and bytes sent (0 where not known)
     io_bytes: int = 0
     io_ios: int = 0
@@ -317,6 +381,8 @@ class SimBackend:
             nr_running=s["nr_running"],
             memory_bytes=s.get("memory_current", 0),
             memory_file=s.get("memory_file", 0),
+            memory_max_events=s.get("memory_events_max", 0),
+            memory_oom_kills=s.get("memory_events_oom_kill", 0),
             io_bytes=s.get("io_read_bytes", 0) + s.get("io_write_bytes", 0),
             io_ios=s.get("io_read_ios", 0) + s.get("io_write_ios", 0),
             net_tx_bytes=s.get("net_tx_bytes", 0),

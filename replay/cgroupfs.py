@@ -25,7 +25,9 @@ from pathlib import Path
 
 from policies.cgroup import (
     BLKIO_KNOBS,
+    MEMORY_KNOBS,
     NET_KNOBS,
+    PAGE_COUNTER_MAX_BYTES,
     ROOT_KNOBS,
     CgroupStats,
     Cpu,
@@ -33,17 +35,21 @@ from policies.cgroup import (
     KnobWrite,
     NodeStats,
     cpu_max,
+    memory_limit_pages,
+    memory_refusal,
     parse_cpu_max,
     parse_cpus,
+    parse_memory_limit,
     shares_to_weight,
     weight_to_shares,
 )
 from sim.errors import HostError, ScenarioError, WriteRefused
 
 # The controllers replay needs in v1, each possibly co-mounted ("cpu,cpuacct"); blkio too
-# when a scenario does IO.
+# when a scenario does IO, memory when it limits or measures memory.
 V1_CONTROLLERS = ("cpu", "cpuacct", "cpuset")
 V1_IO = "blkio"
+V1_MEMORY = "memory"
 RUN_PREFIX = "colosim-"
 USER_HZ_NS = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 
@@ -88,6 +94,12 @@ DEFAULTS = {
     "cpuset.cpus": "",
     "cpuset.mems": "",
     "cgroup.subtree_control": "",
+    "memory.limit_in_bytes": str(PAGE_COUNTER_MAX_BYTES),
+    "memory.max": "max",
+    "memory.high": "max",
+    "memory.low": "0",
+    "memory.min": "0",
+    "memory.oom.group": "0",
 }
 
 
@@ -110,11 +122,18 @@ class Layout:
     own: dict[str, str]
     # v2: whether the io controller is used (v1: a "blkio" key in mounts)
     io_v2: bool = False
+    # v2: whether the memory controller is used (v1: a "memory" key in mounts)
+    memory_v2: bool = False
 
     @property
     def io(self) -> bool:
         """Whether this layout holds the block IO controller (v1 blkio, v2 io)."""
         return V1_IO in self.mounts if self.version == 1 else self.io_v2
+
+    @property
+    def memory(self) -> bool:
+        """Whether this layout holds the memory controller (v1 memory, v2 memory)."""
+        return V1_MEMORY in self.mounts if self.version == 1 else self.memory_v2
 
     def own_dir(self, controller: str) -> Path:
         return self.mounts[controller] / self.own[controller].lstrip("/")
@@ -124,7 +143,9 @@ class Layout:
         return list(self.mounts)
 
 
-def detect_layout(mountinfo: str | None = None, self_cgroup: str | None = None, io: bool | None = False) -> Layout:
+def detect_layout(
+    mountinfo: str | None = None, self_cgroup: str | None = None, io: bool | None = False, memory: bool | None = False
+) -> Layout:
     """Which cgroup version holds the cpu controller here, and where we sit in it.
 
     A v1 cpu hierarchy wins when there is one (a v2 mount beside it, as on this kind of host,
@@ -132,7 +153,7 @@ def detect_layout(mountinfo: str | None = None, self_cgroup: str | None = None, 
 
     `io`: True — the block IO controller is needed too (v1 blkio hierarchy; v2 io, which
     check_writable requires enabled for our children); None — used where it is mounted
-    (cleanup); False — not used."""
+    (cleanup); False — not used. `memory`: the same for the memory controller."""
     if mountinfo is None:
         mountinfo = Path("/proc/self/mountinfo").read_text()
     if self_cgroup is None:
@@ -147,7 +168,7 @@ def detect_layout(mountinfo: str | None = None, self_cgroup: str | None = None, 
         fstype, options = rfields[0], rfields[2].split(",")
         mount = Path(fields[4])
         if fstype == "cgroup":
-            for c in (*V1_CONTROLLERS, V1_IO):
+            for c in (*V1_CONTROLLERS, V1_IO, V1_MEMORY):
                 if c in options:
                     v1[c] = mount
         elif fstype == "cgroup2":
@@ -160,7 +181,7 @@ def detect_layout(mountinfo: str | None = None, self_cgroup: str | None = None, 
         if num == "0" and controllers == "":
             own_v2 = path
         for c in controllers.split(","):
-            if c in (*V1_CONTROLLERS, V1_IO):
+            if c in (*V1_CONTROLLERS, V1_IO, V1_MEMORY):
                 own_v1[c] = path
     if "cpu" in v1:
         missing = [c for c in V1_CONTROLLERS if c not in v1 or c not in own_v1]
@@ -172,16 +193,22 @@ def detect_layout(mountinfo: str | None = None, self_cgroup: str | None = None, 
             raise HostError("the scenario does block IO but cgroup v1 has no blkio hierarchy mounted here")
         if io is not False and has_io:
             wanted.append(V1_IO)
+        has_memory = V1_MEMORY in v1 and V1_MEMORY in own_v1
+        if memory and not has_memory:
+            raise HostError("the scenario limits or measures memory but cgroup v1 has no memory hierarchy mounted here")
+        if memory is not False and has_memory:
+            wanted.append(V1_MEMORY)
         return Layout(1, {c: v1[c] for c in wanted}, {c: own_v1[c] for c in wanted})
     if unified is not None and own_v2 is not None:
-        return Layout(2, {"": unified}, {"": own_v2}, io_v2=bool(io))
+        return Layout(2, {"": unified}, {"": own_v2}, io_v2=bool(io), memory_v2=bool(memory))
     raise HostError("no cgroup hierarchy with the cpu controller is mounted (looked in /proc/self/mountinfo)")
 
 
 # --- knob ranges: what the kernel would accept (checked before writing) -----------------
 
-# the controllers whose per-cgroup files replay writes (memcg is the simulator's only, yet)
-REPLAY_CONTROLLERS = ("cpu", "cpuset", "cgroup", "blkio")
+# the controllers whose per-cgroup files replay writes (memcg: the files the kernel has; a
+# missing one is refused with its stand-in, policies.cgroup.memory_refusal)
+REPLAY_CONTROLLERS = ("cpu", "cpuset", "cgroup", "blkio", "memory")
 
 
 def check_value(w: KnobWrite) -> None:
@@ -397,6 +424,8 @@ class HostBackend:
     missing: set[Knob] = field(default_factory=set)
     # the disk replay's IO goes to (blk-throttle's and io.max's MAJ:MIN); set when IO is used
     device: BlockDevice | None = None
+    # what cleanup could not do (a memory cgroup the kernel kept, charges it kept): said, not raised
+    leftovers: list[str] = field(default_factory=list)
     _created: list[str] = field(default_factory=list)
     _shadow: dict[Path, str] = field(default_factory=dict)  # dry run: what would be in the files
     _t0: float = field(default_factory=time.monotonic)
@@ -443,7 +472,8 @@ class HostBackend:
         if self.layout.version == 2:
             own = self.layout.own_dir("")
             enabled = self.fs.read(own / "cgroup.subtree_control").split()
-            missing = [c for c in ("cpu", "cpuset", *(("io",) if self.layout.io else ())) if c not in enabled]
+            wanted = ("cpu", "cpuset", *(("io",) if self.layout.io else ()), *(("memory",) if self.layout.memory else ()))
+            missing = [c for c in wanted if c not in enabled]
             if missing:
                 raise HostError(
                     f"{own}: controller(s) {', '.join(missing)} not enabled for children "
@@ -478,7 +508,7 @@ class HostBackend:
         else:
             # Children of this cgroup get the cpu and cpuset controllers (cgroup v2 needs the
             # parent to enable them; the run folder and its inner cgroups hold no processes).
-            controllers = "+cpu +cpuset +io" if self.layout.io else "+cpu +cpuset"
+            controllers = "+cpu +cpuset" + (" +io" if self.layout.io else "") + (" +memory" if self.layout.memory else "")
             self._write_file(self.dir("", cgroup) / "cgroup.subtree_control", controllers)
 
     def activate_io_accounting(self) -> str:
@@ -519,13 +549,50 @@ class HostBackend:
         return [self.dir(key, cgroup) / "cgroup.procs" for key in self.layout.keys]
 
     def remove(self) -> None:
-        """Remove every cgroup this run made, children first (each must be empty)."""
+        """Remove every cgroup this run made, children first (each must be empty). A memory
+        cgroup is emptied first (release_memory); one the kernel keeps is reported in
+        `leftovers`, never raised: cleanup goes on with the rest."""
         for cg in sorted(self._created, key=lambda c: -(c.count("/") + 1) if c else 0):
             for key in self.layout.keys:
                 d = self.dir(key, cg)
-                if not self.dry_run and self.fs.exists(d):
-                    _rmdir_retry(self.fs, d)
+                if self.dry_run or not self.fs.exists(d):
+                    continue
+                if key == V1_MEMORY or (self.layout.version == 2 and self.layout.memory):
+                    self.release_memory(cg)
+                    try:
+                        _rmdir_retry(self.fs, d)
+                    except OSError as err:
+                        self.leftovers.append(
+                            f"{d}: not removed ({os.strerror(err.errno) if err.errno else err}); colosim replay --cleanup"
+                        )
+                    continue
+                _rmdir_retry(self.fs, d)
         self._created.clear()
+
+    def release_memory(self, cgroup: str) -> None:
+        """Before a memory cgroup of ours is removed: a task still in it (one the kill did
+        not reach) moves to the run folder, which goes last; then, on v1, memory.force_empty
+        reclaims what the group still has charged (its page cache) — otherwise rmdir leaves
+        an offline memcg holding those pages until global reclaim finds them. What cannot be
+        reclaimed (anon memory without swap) is said in `leftovers`."""
+        key = V1_MEMORY if self.layout.version == 1 else ""
+        d = self.dir(key, cgroup)
+        if cgroup:
+            for pid in self.fs.read(d / "cgroup.procs").split() if self.fs.exists(d / "cgroup.procs") else []:
+                try:
+                    self.fs.write(self.dir(key, "") / "cgroup.procs", pid)
+                except OSError:
+                    pass  # it exited meanwhile
+        if self.layout.version != 1 or not self.fs.exists(d / "memory.force_empty"):
+            return
+        try:
+            self.fs.write(d / "memory.force_empty", "0")
+        except OSError as err:
+            left = self.fs.read(d / "memory.usage_in_bytes").strip() if self.fs.exists(d / "memory.usage_in_bytes") else "?"
+            self.leftovers.append(
+                f"{d}: memory.force_empty could not reclaim everything ({os.strerror(err.errno) if err.errno else err}; "
+                f"{left} bytes still charged, released when the kernel reclaims them)"
+            )
 
     # -- the Backend protocol -------------------------------------------------------------
 
@@ -546,6 +613,8 @@ class HostBackend:
             return True  # emulated where the kernel lacks it (see `kill`)
         if knob in ROOT_KNOBS or knob in NET_KNOBS:
             return False  # node-wide or network: never written by replay (not_replayable)
+        if knob.controller == "memory" and not self.layout.memory:
+            return False
         if knob in BLKIO_KNOBS:
             if not self.layout.io:
                 return False
@@ -607,6 +676,9 @@ class HostBackend:
             return 0  # write-only in the kernel
         if knob in BLKIO_KNOBS and knob not in ROOT_KNOBS:
             return self._read_blkio(cgroup, knob)
+        if knob in (Knob.MEMORY_LIMIT, Knob.MEMORY_HIGH):
+            name = knob.v1 if self.layout.version == 1 else self._v2_file(knob)
+            return parse_memory_limit(self._read_file(self.path(cgroup, name)))
         if self.layout.version == 1:
             text = self._read_file(self.path(cgroup, knob.v1)).strip()
             return text if knob in (Knob.CPUSET_CPUS, Knob.CPUSET_MEMS) else int(text)
@@ -627,10 +699,20 @@ class HostBackend:
         """Validate each write, order nested limits, skip unchanged values, write and log."""
         for w in writes:
             check_value(w)
+            if w.knob in MEMORY_KNOBS and not self.layout.memory:
+                raise HostError(
+                    f"{w.cgroup or 'the run folder'}/{w.knob.v1}: this run did not open the memory controller (its scenario "
+                    "sets no memory knob, memory workload or [node] memory); set [node] memory for replay to manage memory"
+                )
+            if w.knob in MEMORY_KNOBS and not self.has_file(w.cgroup, w.knob):
+                raise HostError(memory_refusal(w.knob, f"{w.cgroup or 'the run folder'}/{w.knob.v1}"))
         for w in _nesting_order(writes, self) if len(writes) > 1 else writes:
             if w.knob is Knob.CGROUP_KILL:
                 self.kill(w.cgroup)
                 continue
+            if w.knob in (Knob.MEMORY_LIMIT, Knob.MEMORY_HIGH):
+                # the kernel keeps whole pages: compare (and write) what it will hold
+                w = KnobWrite(w.cgroup, w.knob, memory_limit_pages(int(w.value)))
             if self.read(w.cgroup, w.knob) == w.value:
                 continue
             path, text = self._file_for(w)
@@ -666,6 +748,8 @@ class HostBackend:
             return self.path(w.cgroup, w.knob.v1), str(w.value)
         d = self.dir("", w.cgroup)
         k, v = w.knob, w.value
+        if k in (Knob.MEMORY_LIMIT, Knob.MEMORY_HIGH):
+            return d / self._v2_file(k), "max" if int(v) < 0 else str(v)
         if k is Knob.CPU_SHARES:
             return d / "cpu.weight", str(shares_to_weight(int(v)))
         if k is Knob.CPU_CFS_QUOTA_US:
@@ -687,7 +771,7 @@ class HostBackend:
             self.fs.write(path, text)
         except OSError as err:
             reason = os.strerror(err.errno) if err.errno else str(err)
-            raise WriteRefused(f"{path}: the kernel refused {text!r}: {reason}") from None
+            raise WriteRefused(f"{path}: the kernel refused {text!r}: {reason}{_why_refused(path.name, err.errno)}") from None
 
     def stats(self, cgroup: str) -> CgroupStats:
         if self.layout.version == 1:
@@ -703,7 +787,12 @@ class HostBackend:
             scale = 1000
             psi = _psi_total(self.fs.read(d / "cpu.pressure")) if self.fs.exists(d / "cpu.pressure") else 0
         io = self.io_stats(cgroup) if self.layout.io else None
+        mem = self.memory_stats(cgroup) if self.layout.memory else {}
         return CgroupStats(
+            memory_bytes=mem.get("current", 0),
+            memory_file=mem.get("file", 0),
+            memory_max_events=mem.get("events_max", 0),
+            memory_oom_kills=mem.get("events_oom_kill", 0),
             io_bytes=io["read_bytes"] + io["write_bytes"] if io else 0,
             io_ios=io["read_ios"] + io["write_ios"] if io else 0,
             usage_ns=usage,
@@ -731,6 +820,53 @@ class HostBackend:
             r, w = parse_v1_io(self.fs.read(f))
             out[f"read_{what}"], out[f"write_{what}"] = r, w
         return out
+
+    def memory_stats(self, cgroup: str) -> dict[str, int]:
+        """The cgroup's memory under the simulator's names (sim.results CgroupResult.memory):
+        v1 (Documentation/admin-guide/cgroup-v1/memory.rst) current = memory.usage_in_bytes,
+        anon / file / swap = memory.stat total_rss / total_cache / total_swap (the subtree's),
+        peak = memory.max_usage_in_bytes, events_max = memory.failcnt (v1 counts every failed
+        page-counter charge, the batch's too — more than v2's one "max" event per charge
+        that reclaims), events_oom_kill = memory.oom_control's oom_kill (this group's own kills:
+        v1 does not add a child's), events_high = 0 (v1 has no memory.high), and
+        pgmajfault, under_oom. v2: memory.current, memory.stat anon/file/…, memory.peak,
+        memory.events."""
+        if self.layout.version == 2:
+            d = self.dir("", cgroup)
+            st = _keyed(self.fs.read(d / "memory.stat"))
+            ev = _keyed(self.fs.read(d / "memory.events"))
+            peak = d / "memory.peak"
+            return {
+                "current": int(self.fs.read(d / "memory.current")),
+                "anon": st.get("anon", 0),
+                "file": st.get("file", 0),
+                "swap": int(self.fs.read(d / "memory.swap.current")) if self.fs.exists(d / "memory.swap.current") else 0,
+                "peak": int(self.fs.read(peak)) if self.fs.exists(peak) else 0,
+                "events_low": ev.get("low", 0),
+                "events_high": ev.get("high", 0),
+                "events_max": ev.get("max", 0),
+                "events_oom": ev.get("oom", 0),
+                "events_oom_kill": ev.get("oom_kill", 0),
+                "pgmajfault": st.get("pgmajfault", 0),
+                "under_oom": 0,
+            }
+        d = self.dir(V1_MEMORY, cgroup)
+        st = _keyed(self.fs.read(d / "memory.stat"))
+        oom = _keyed(self.fs.read(d / "memory.oom_control"))
+        return {
+            "current": int(self.fs.read(d / "memory.usage_in_bytes")),
+            "anon": st.get("total_rss", 0),
+            "file": st.get("total_cache", 0),
+            "swap": st.get("total_swap", 0),
+            "peak": int(self.fs.read(d / "memory.max_usage_in_bytes")),
+            "events_low": 0,
+            "events_high": 0,
+            "events_max": int(self.fs.read(d / "memory.failcnt")),
+            "events_oom": 0,
+            "events_oom_kill": oom.get("oom_kill", 0),
+            "pgmajfault": st.get("total_pgmajfault", 0),
+            "under_oom": oom.get("under_oom", 0),
+        }
 
     def percpu_usage(self, cgroup: str) -> list[int] | None:
         """cpuacct.usage_percpu (v1 only): ns each CPU ran this cgroup's tasks."""
@@ -780,6 +916,19 @@ def _rmdir_retry(fs: Fs, d: Path) -> None:
                 raise
             time.sleep(0.02)
     fs.rmdir(d)
+
+
+def _why_refused(name: str, err: int | None) -> str:
+    """What a refused memcg limit write means (mm/memcontrol-v1.c mem_cgroup_resize_max):
+    EBUSY — the group could not be reclaimed below the new limit (v1 refuses where v2's
+    memory.max would OOM-kill); EINVAL — memory.limit_in_bytes above memory.memsw.limit_in_bytes."""
+    if name != "memory.limit_in_bytes":
+        return ""
+    if err == errno.EBUSY:
+        return " (the group's usage could not be reclaimed below it: cgroup v1 refuses a limit under unreclaimable usage)"
+    if err == errno.EINVAL:
+        return " (cgroup v1 keeps memory.limit_in_bytes <= memory.memsw.limit_in_bytes)"
+    return ""
 
 
 def _keyed(text: str) -> dict[str, int]:
@@ -860,5 +1009,10 @@ def remove_tree(folder: Path, fs: Fs | None = None, kill=None) -> int:
             for pid in fs.read(procs).split():
                 kill(int(pid))
     for d in dirs:
+        if fs.exists(d / "memory.force_empty"):  # a v1 memory cgroup: its page cache goes first
+            try:
+                fs.write(d / "memory.force_empty", "0")
+            except OSError:
+                pass  # what stays charged goes with the offline memcg
         _rmdir_retry(fs, d)
     return len(dirs)

@@ -13,6 +13,13 @@ A scenario that does block IO (dd workloads, blkio knobs) also runs in the blkio
 is the scratch disk's (/sys/block/<dev>/queue/scheduler) and wbps / rbps are calibrated by a
 short solo direct dd (1 MiB blocks) before the runs, fitted so that the simulator's solo dd
 moves what the host's did. Network limits do not replay here (replay.cgroupfs.network_refusal).
+
+A scenario that limits or uses memory (memory knobs, memory workloads, [node] memory) also runs
+in the memory hierarchy (v2: the memory controller), and the prediction describes this host's
+memory: [node] memory and swap are /proc/meminfo's MemTotal and SwapTotal. cgroup v1 has only
+memory.limit_in_bytes of the simulator's memcg knobs; the others are refused with the stand-in
+the kernel lacks (policies.cgroup.V1_MEMORY_REFUSALS). The table sets each memory workload's
+cgroup usage, page cache and OOM kills, and a file server's hit ratio, beside the prediction.
 """
 
 from __future__ import annotations
@@ -27,14 +34,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from policies.cgroup import BLKIO_KNOBS, Knob
+from policies.cgroup import BLKIO_KNOBS, MEMORY_KNOBS, Knob
 from replay.calibration import AloneRun, Fit, apply_fit, calibration_doc, fit_service, shortened, simulator_of
-from replay.cgroupfs import BlockDevice, HostError, host_cpus, network_refusal
+from replay.cgroupfs import BlockDevice, HostError, host_cpus, network_refusal, read_meminfo
 from replay.host_run import CGROUP_KNOBS, HostRun, check_knobs, host_equivalent, host_topology, missing_knobs, run_on_host
 from replay.session import Session
 from sim.results import ExperimentResult, RunResult, finite, markdown, sig3
 from sim.scenario import (
     IO_KINDS,
+    MEMORY_KINDS,
     ClosedLoop,
     Lognormal,
     OpenLoop,
@@ -51,6 +59,7 @@ DISK_CALIBRATION_SETTLE_S = 0.3
 DISK_CALIBRATION_BLOCK = 1 << 20
 # the scenario's blkio knobs, with the defaults replay leaves unwritten
 BLKIO_DEFAULTS = {attr: default for attr, knob, default in CGROUP_KNOBS if knob in BLKIO_KNOBS}
+MEMORY_DEFAULTS = {attr: default for attr, knob, default in CGROUP_KNOBS if knob in MEMORY_KNOBS}
 
 
 def load_for_host(path: Path, overrides: list[str] | dict[str, Any], disk: dict[str, Any] | None = None) -> Scenario:
@@ -68,7 +77,26 @@ def load_for_host(path: Path, overrides: list[str] | dict[str, Any], disk: dict[
         disk = {"scheduler": block_device(tempfile.gettempdir()).scheduler}
     if disk:
         topo["node.disk"] = _disk_table(disk)
+    if _document_uses_memory(read_document(path)):
+        topo.update(host_memory())
     return load_scenario(path, combine(topo, overrides))
+
+
+def host_memory(meminfo: str | None = None) -> dict[str, int]:
+    """`[node]` memory and swap of this host (/proc/meminfo MemTotal, SwapTotal; bytes)."""
+    if meminfo is None:
+        meminfo = Path("/proc/meminfo").read_text()
+    swap = next((int(line.split()[1]) * 1024 for line in meminfo.splitlines() if line.startswith("SwapTotal:")), 0)
+    return {"node.memory": read_meminfo(meminfo)["mem_total"], "node.swap": swap}
+
+
+def _document_uses_memory(doc: dict[str, Any]) -> bool:
+    if (doc.get("node") or {}).get("memory") is not None:
+        return True
+    workloads = doc.get("workloads") or {}
+    if any(isinstance(w, dict) and w.get("kind") in MEMORY_KINDS for w in workloads.values()):
+        return True
+    return any(isinstance(cg, dict) and any(str(k).startswith("memory.") for k in cg) for cg in (doc.get("cgroups") or {}).values())
 
 
 def _document_does_io(doc: dict[str, Any]) -> bool:
@@ -85,6 +113,18 @@ def uses_io(variants: list[Variant]) -> bool:
             return True
         for cg in v.scenario.cgroups.values():
             if any(getattr(cg, a) != d for a, d in BLKIO_DEFAULTS.items()):
+                return True
+    return False
+
+
+def uses_memory(variants: list[Variant]) -> bool:
+    """Whether any run limits or measures memory: [node] memory modelled (which memory
+    workloads need), or a memcg knob off its default."""
+    for v in variants:
+        if v.scenario.node.memory is not None:
+            return True
+        for cg in v.scenario.cgroups.values():
+            if any(getattr(cg, a) != d for a, d in MEMORY_DEFAULTS.items()):
                 return True
     return False
 
@@ -135,6 +175,29 @@ def metrics(run: RunResult, scenario: Scenario) -> dict[str, float]:
         io = run.cgroups[c].io if c in run.cgroups else None
         if io is not None and m > 0:
             out[f"{c} {op} (MB/s)"] = io.get(f"{op}_bytes", 0) / m / 1e6
+    out.update(memory_metrics(run, scenario))
+    return out
+
+
+def memory_metrics(run: RunResult, scenario: Scenario) -> dict[str, float]:
+    """Per cgroup of a memory workload: its memory usage and page cache at the end of the
+    run, its peak, and the OOM kills since it was made; per file server, the share of its
+    requests that found their file in the page cache over the measured window."""
+    out: dict[str, float] = {}
+    mib = 1 << 20
+    for c in dict.fromkeys(w.cgroup for w in scenario.workloads.values() if w.enabled and w.kind in MEMORY_KINDS):
+        cg = run.cgroups.get(c)
+        mem = cg.memory if cg is not None else None
+        if mem is None:
+            continue
+        out[f"{c} memory (MiB)"] = mem["current"] / mib
+        out[f"{c} peak (MiB)"] = mem["peak"] / mib
+        out[f"{c} cache (MiB)"] = mem["file"] / mib
+        out[f"{c} OOM kills"] = float(mem["events_oom_kill"])
+    for name, svc in run.services.items():
+        hits, misses = getattr(svc, "hits", None), getattr(svc, "misses", None)
+        if hits is not None and misses is not None and hits + misses:
+            out[f"{name} hit ratio"] = hits / (hits + misses)
     return out
 
 
@@ -182,7 +245,7 @@ def replay(
     precheck(variants)
     io = uses_io(variants)
     disk: dict[str, Any] | None = None
-    with Session(dry_run=dry_run, log=say, io=io) as session:
+    with Session(dry_run=dry_run, log=say, io=io, memory=uses_memory(variants)) as session:
         substituted = check_knobs([v.scenario for v in variants], missing_knobs(session), say)
         if io:
             disk = host_disk(session, dd_ops(variants) if compare else [], scenario, say)
@@ -227,7 +290,8 @@ def replay(
 
 def precheck(variants: list[Variant]) -> None:
     """Every program every run needs is on this host, before anything is created; and
-    nothing the host cannot replay (memory knobs, network limits) is asked for."""
+    nothing the host cannot replay (network limits) is asked for. (Memory knobs the kernel
+    lacks are refused once the session knows the layout: host_run.check_knobs.)"""
     from replay.workloads import HostWorkload
 
     for v in variants:
@@ -237,13 +301,7 @@ def precheck(variants: list[Variant]) -> None:
                     alias = type(cg).model_fields[attr].alias
                     raise HostError(network_refusal(f'cgroups."{path}"."{alias}"'))
 
-    memory_knobs = ("memory_limit", "memory_high", "memory_low", "memory_min", "memory_oom_group")
     for v in variants:
-        for path, cg in v.scenario.cgroups.items():
-            for attr in memory_knobs:
-                if getattr(cg, attr) != type(cg).model_fields[attr].default:
-                    alias = type(cg).model_fields[attr].alias
-                    raise HostError(f'cgroups."{path}"."{alias}": memory knobs do not replay on the host yet (the simulator models them)')
         for name, w in v.scenario.workloads.items():
             if w.enabled:
                 HostWorkload(name, w, {}, f"workloads.{name}").check()
@@ -530,7 +588,7 @@ def cleanup(say: Callable[[str], Any] = _say) -> int:
         else:
             runs.append(run)
     # the cgroups first (their processes die with them), then the file system
-    folders = [f for f in leftover_folders(detect_layout(io=None)) if f.name not in live]
+    folders = [f for f in leftover_folders(detect_layout(io=None, memory=None)) if f.name not in live]
     for f in folders:
         n = remove_tree(f, kill=kill)
         say(f"removed {f} ({n} cgroup{'s' if n != 1 else ''})")

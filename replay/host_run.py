@@ -18,7 +18,20 @@ from typing import Any
 
 import numpy as np
 
-from policies.cgroup import BLKIO_KNOBS, NET_KNOBS, PRESSURE_KNOBS, ROOT_KNOBS, SUBSTITUTES, CgroupStats, Knob, KnobWrite, Substituting
+from policies.cgroup import (
+    BLKIO_KNOBS,
+    MEMORY_KNOBS,
+    NET_KNOBS,
+    PRESSURE_KNOBS,
+    ROOT_KNOBS,
+    SUBSTITUTES,
+    CgroupStats,
+    Knob,
+    KnobWrite,
+    Substituting,
+    memory_limit_pages,
+    memory_refusal,
+)
 from replay.cgroupfs import HostBackend, HostError, WriteRecord, read_disk_stat, read_node_busy_s
 from replay.probe import Probe, ProbeResult, Watch
 from replay.session import Session
@@ -45,6 +58,13 @@ _REPLAYED = (
     Knob.BLKIO_WRITE_BPS,
     Knob.BLKIO_READ_IOPS,
     Knob.BLKIO_WRITE_IOPS,
+    # memcg (the memory hierarchy / v2 memory controller): the limit before memory.high,
+    # which the scenario keeps at or below it; v1 has only the limit (V1_MEMORY_REFUSALS)
+    Knob.MEMORY_LIMIT,
+    Knob.MEMORY_HIGH,
+    Knob.MEMORY_LOW,
+    Knob.MEMORY_MIN,
+    Knob.MEMORY_OOM_GROUP,
 )
 _FIELD = {f.alias: name for name, f in Cgroup.model_fields.items()}
 CGROUP_KNOBS = tuple((_FIELD[k.v1], k, Cgroup.model_fields[_FIELD[k.v1]].default) for k in _REPLAYED)
@@ -71,6 +91,8 @@ def missing_knobs(session: Session) -> set[Knob]:
     skip = set(PRESSURE_KNOBS) | ROOT_KNOBS | NET_KNOBS
     if not backend.layout.io:
         skip |= BLKIO_KNOBS
+    if not backend.layout.memory:
+        skip |= MEMORY_KNOBS
     return {k for k in Knob if k not in skip and not backend.has_file("", k)}
 
 
@@ -90,17 +112,24 @@ def check_knobs(scenarios: list[Scenario], missing: set[Knob], say: Callable[[st
                 f"simulates {stand_in.v1} too"
             )
     for knob in sorted(used & missing - substituted, key=lambda k: k.v1):
+        if knob in MEMORY_KNOBS:
+            where = next(f'cgroups."{w.cgroup}"."{knob.v1}"' for sc in scenarios for w in cgroup_writes(sc) if w.knob is knob)
+            raise HostError(memory_refusal(knob, where))
         raise HostError(f"the scenario sets {knob.v1}, which this host's kernel does not have")
     return substituted
 
 
 def host_equivalent(scenario: Scenario, substituted: set[Knob]) -> Scenario:
-    """The scenario as the host runs it: knobs it lacks replaced by their stand-ins."""
-    if Knob.CPU_QOS_LEVEL not in substituted:
+    """The scenario as the host runs it: knobs it lacks replaced by their stand-ins, and
+    memory limits as the kernel holds them (whole pages, policies.cgroup.memory_limit_pages)."""
+    paged = any(memory_limit_pages(v) != v for cg in scenario.cgroups.values() for v in (cg.memory_limit, cg.memory_high))
+    if Knob.CPU_QOS_LEVEL not in substituted and not paged:
         return scenario
     out = scenario.model_copy(deep=True)
     for cg in out.cgroups.values():
-        if cg.cpu_qos_level == -1:
+        cg.memory_limit = memory_limit_pages(cg.memory_limit)
+        cg.memory_high = memory_limit_pages(cg.memory_high)
+        if Knob.CPU_QOS_LEVEL in substituted and cg.cpu_qos_level == -1:
             cg.cpu_qos_level = 0
             cg.cpu_idle = 1
     return out
@@ -200,6 +229,8 @@ def run_on_host(
         if disk is not None:
             snap["io"] = {c: backend.io_stats(c) for c in order}
             snap["disk"] = read_disk_stat(disk)
+        if backend.layout.memory:
+            snap["memory"] = {c: backend.memory_stats(c) for c in order}
         return snap
 
     try:
@@ -285,6 +316,8 @@ def run_on_host(
         backend.create([])
 
     result = _run_result(variant.name, ncpus, duration, warmup, order, at_warmup, at_end, samples, services, session.dry_run)
+    if "memory" in at_end:
+        result.oom_kills = oom_kills_by_workload(sc, at_end["memory"])
     if runner is not None:
         result.decisions = [d.to_dict() for d in runner.decisions]
     if probed is not None:
@@ -329,6 +362,8 @@ def _run_result(name, ncpus, duration, warmup, order, a, b, samples, services, d
             burst_s=(st1.burst_ns - st0.burst_ns) / 1e9,
             psi_some_s=(st1.psi_some_ns - st0.psi_some_ns) / 1e9,
             io=_io_delta(a, b, c) if not dry else None,
+            # at the end of the run, events since the cgroup was made (as the simulator's)
+            memory=dict(b["memory"][c]) if not dry and "memory" in b else None,
         )
     names = ["", *order]
     leaves = [c for c in order if not any(o.startswith(c + "/") for o in order)]
@@ -354,6 +389,22 @@ def _run_result(name, ncpus, duration, warmup, order, a, b, samples, services, d
         node_io=_disk_delta(a, b) if not dry else None,
         others_cpu_share=_others_share(a, b, cgroups, order, capacity) if not dry else None,
     )
+
+
+def oom_kills_by_workload(scenario: Scenario, memory: dict[str, dict[str, int]]) -> dict[str, int]:
+    """The OOM kills of each cgroup (its own count: v1's oom_control oom_kill), given to the
+    workload that runs there, as the simulator counts the tasks each workload lost; a cgroup
+    holding several workloads gives its kills to the first (the host cannot tell whose)."""
+    out: dict[str, int] = {}
+    given: set[str] = set()
+    for name, w in scenario.workloads.items():
+        if not w.enabled or w.cgroup in given or w.cgroup not in memory:
+            continue
+        given.add(w.cgroup)
+        kills = memory[w.cgroup].get("events_oom_kill", 0)
+        if kills:
+            out[name] = kills
+    return out
 
 
 def _others_share(a, b, cgroups, order, capacity) -> float | None:

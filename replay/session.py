@@ -82,9 +82,10 @@ class Session:
         check_root: bool = True,
         log=None,
         io: bool = False,
+        memory: bool = False,
     ) -> None:
         self.run_id = run_id or time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
-        self.layout = layout or detect_layout(io=io)
+        self.layout = layout or detect_layout(io=io, memory=memory)
         self.backend = HostBackend(self.layout, self.run_id, fs=fs or Fs(), dry_run=dry_run)
         self.dry_run = dry_run
         self.check_root = check_root
@@ -276,6 +277,9 @@ class Session:
             self.kill_all()
             self._remove_dir()
             self.backend.remove()
+            for left in self.backend.leftovers:  # said once, never raised: the rest is cleaned up
+                self.say(f"warning: {left}")
+            self.backend.leftovers.clear()
             if self._record is not None:
                 self._record.unlink(missing_ok=True)
                 self._record = None

@@ -10,6 +10,20 @@
     redis       redis-server + redis-benchmark -c C -t TEST -l --csv     — closed_loop
     postgres    postgres (as the postgres user) + pgbench -c C -b SCRIPT — closed_loop
     (dd)        coreutils dd, one copy per thread, 1 IO in flight        — dd (its "builtin")
+    stress      `stress --vm N --vm-bytes B [--vm-keep|--vm-hang S]`     — memory_hog
+    builtin     colosim-load's file reader over the working set's files  — file_server
+    builtin     buffered dd rewriting a file per thread, forever         — cache_writer
+
+Memory (docs/replay.md, "Memory on the host"): a memory_hog is `stress --vm`, whose workers
+are processes of their own, as the simulator's OOM killer sees them; its oom_score_adj is set
+with choom. A file_server's working set is working_set / file_size files of file_size made
+before the run by replay and dropped from the page cache (fsync, then POSIX_FADV_DONTNEED),
+so that the server's own reads fault them in, charged to its cgroup; colosim-load reads a
+file per request through the page cache and tells a hit from a miss with preadv2(RWF_NOWAIT).
+A cache_writer writes CACHE_WRITER_BYTES per thread through the page cache, over and over
+(`dd conv=notrunc`): under a memory limit smaller than that, reclaim must take the oldest
+pages as the simulator's endless writer has it; without one, the host's cache stops growing
+at the file's size.
 
 A dd workload writes (or reads) its own file per thread in the session's scratch directory
 (io/ in the run's directory, removed on exit): `dd if=/dev/zero of=FILE oflag=direct bs=BLOCK count=N conv=notrunc`, or
@@ -61,6 +75,8 @@ REPO = Path(__file__).resolve().parents[1]
 DD_LOOP_BYTES = 512 << 20
 # redis-benchmark's batch (-n with -l): ~0.3 s at this host's ~150k GET/s alone
 REDIS_BATCH = 50_000
+# a cache_writer rewrites a file this large (per thread) through the page cache
+CACHE_WRITER_BYTES = 1 << 30
 # pgbench -i's scale (100,000 rows of pgbench_accounts per unit: a few MB, in memory)
 PGBENCH_SCALE = 1
 
@@ -166,6 +182,27 @@ class HostWorkload:
         if not self.model.replays or getattr(self.model, "trace", None):
             what = "a trace-driven workload" if getattr(self.model, "trace", None) else f"a {self.model.kind} workload"
             raise HostError(f"{self.where}: {what} does not replay on the host yet (the simulator models it)")
+        if self.model.kind == "memory_hog":
+            if p != "stress":
+                raise HostError(
+                    f'{where}: a memory_hog runs on the host as `stress --vm` only (host = "stress"): colosim-load does not '
+                    "allocate memory, and stress's workers are the separate processes the OOM killer chooses among"
+                )
+            if self.model.mode == "hang" and self.model.hang % 1_000_000_000:
+                raise HostError(f"{self.where}.hang: stress --vm-hang takes whole seconds (got {self.model.hang / 1e9:g} s)")
+            _need("stress", where, "stress")
+            if self.model.oom_score_adj:
+                _need("choom", where, "util-linux")
+            return
+        if self.model.kind == "file_server" and p != "builtin":
+            raise HostError(
+                f'{where}: a file_server replays with colosim-load\'s file reader only (host = "builtin"), which tells a page-cache '
+                "hit from a miss; nginx + wrk cannot say which requests hit"
+            )
+        if self.model.kind == "cache_writer" and p == "builtin":
+            _need("dd", where, "coreutils")
+            _need("sh", where, "dash")
+            return
         if self.model.kind == "dd":
             if self.model.random:
                 raise HostError(
@@ -225,17 +262,24 @@ class HostWorkload:
         if self.program == "postgres" and self.model.kind != "dd":
             self._prepare_postgres(session)
             return
+        if self.model.kind == "file_server":
+            self._prepare_files(session)
+            return
+        if self.model.kind == "cache_writer" and self.program == "builtin":
+            d = session.scratch() / self.name
+            if not session.dry_run:
+                d.mkdir(exist_ok=True)
+                _check_space(d, self.model.threads * CACHE_WRITER_BYTES, self.where)
+            self._files = [d / f"w-{i}" for i in range(self.model.threads)]
+            return
         if self.model.kind != "dd":
             return
         d = session.scratch() / self.name
         if not session.dry_run:
             d.mkdir(exist_ok=True)
         self._files = [d / f"dd-{i}" for i in range(self.model.threads)]
-        need = len(self._files) * self._dd_count() * self.model.block
         if not session.dry_run:
-            free = shutil.disk_usage(d).free
-            if need > free - (1 << 30):
-                raise HostError(f"{self.where}: needs {need >> 20} MiB of scratch space in {d.parent}, {free >> 20} MiB free (set TMPDIR)")
+            _check_space(d, len(self._files) * self._dd_count() * self.model.block, self.where)
         if self.model.op != "read":
             return
         for f in self._files:
@@ -247,7 +291,43 @@ class HostWorkload:
             if done.returncode != 0:
                 raise HostError(f"{self.where}: could not make dd's input file {f}: {done.stderr.strip()[-300:]}")
 
+    def _prepare_files(self, session) -> None:
+        """A file server's working set: working_set / file_size files (f-0, f-1, …) of
+        file_size bytes of data (not holes: a sparse file's reads would never reach the
+        disk), written by replay in its own cgroup, flushed and dropped from the page cache
+        (fsync, POSIX_FADV_DONTNEED) so that none of it is cached, nor charged to anyone,
+        when the server starts."""
+        m = self.model
+        d = session.scratch() / self.name
+        n = max(1, m.working_set // m.file_size)
+        self._files = [d / f"f-{i}" for i in range(n)]
+        if session.dry_run:
+            session.say(f"would prepare {n} files of {m.file_size} bytes in {d}, dropped from the page cache")
+            return
+        d.mkdir(exist_ok=True)
+        _check_space(d, n * m.file_size, self.where)
+        block = bytes(range(256)) * 4096  # 1 MiB of data
+        for f in self._files:
+            fd = os.open(f, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                left = m.file_size
+                while left > 0:
+                    left -= os.write(fd, block[: min(left, len(block))])
+                os.fsync(fd)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+
+    def _cache_writer_argv(self, f: Path) -> list[str]:
+        """A buffered dd rewriting `f` (CACHE_WRITER_BYTES) in the writer's chunks, pass
+        after pass until the run ends."""
+        count = max(1, CACHE_WRITER_BYTES // self.model.chunk)
+        dd = ["dd", "if=/dev/zero", f"of={f}", f"bs={self.model.chunk}", f"count={count}", "conv=notrunc", "status=none"]
+        return ["sh", "-c", 'while :; do "$@" || exit $?; done', "dd-loop", *dd]
+
     def _dd_argv(self, f: Path) -> list[str]:
+        if self.model.kind == "cache_writer":
+            return self._cache_writer_argv(f)
         m = self.model
         count = self._dd_count()
         if m.op == "write":
@@ -283,9 +363,12 @@ class HostWorkload:
                 err.close()
             self._procs.append(proc)
 
+    def _runs_dd(self) -> bool:
+        return self.model.kind == "dd" or (self.model.kind == "cache_writer" and self.program == "builtin")
+
     def dd_failure(self) -> str | None:
         """A dd that exited with an error before the end of the run: what it said."""
-        if self.model.kind != "dd":
+        if not self._runs_dd():
             return None
         for p, f in zip(self._procs, self._files, strict=False):
             if p is not None and p.poll() is not None and p.returncode != 0:
@@ -296,7 +379,7 @@ class HostWorkload:
 
     def start(self, session, t0: float, duration_s: float, warmup_s: float, seed: int) -> None:
         """Start at `t0` (time.monotonic()); services measure from t0 + warmup."""
-        if self.model.kind == "dd":
+        if self._runs_dd():
             self._t0 = t0
             self._window = (warmup_s, duration_s)
             self._start_dd(session)
@@ -310,7 +393,9 @@ class HostWorkload:
         self._window = (warmup_s, duration_s)
         cg = self.model.cgroup
         p = self.program
-        if p == "builtin":
+        if self.model.kind == "memory_hog":
+            self._procs.append(session.spawn(self.stress_vm_argv(duration_s), cg))
+        elif p == "builtin":
             argv = [
                 *load_command(),
                 "--spec",
@@ -322,6 +407,8 @@ class HostWorkload:
                 "--out",
                 str(tmp / "result.json"),
             ]
+            if self.model.kind == "file_server":
+                argv += ["--files", str(self._files[0].parent)]
             self._procs.append(session.spawn(argv, cg))
         elif p == "stress":
             self._procs.append(session.spawn(["stress", "--cpu", str(self.model.threads), "--timeout", f"{math.ceil(duration_s)}s"], cg))
@@ -342,6 +429,19 @@ class HostWorkload:
             self._start_redis(session, tmp, cg, duration_s - warmup_s)
         elif p == "postgres":
             self._start_pgbench(tmp, duration_s - warmup_s)
+
+    def stress_vm_argv(self, duration_s: float) -> list[str]:
+        """`stress --vm`: the memory_hog's workers, each allocating `bytes` and touching every
+        page (stress's stride, 4096), then re-dirtying it (keep), sleeping on it (hang) or
+        freeing it at once (churn, stress's default); choom first for an oom_score_adj."""
+        m = self.model
+        argv = ["stress", "--vm", str(m.threads), "--vm-bytes", str(m.bytes)]
+        if m.mode == "keep":
+            argv.append("--vm-keep")
+        elif m.mode == "hang":
+            argv += ["--vm-hang", str(m.hang // 1_000_000_000)]
+        argv += ["--timeout", f"{math.ceil(duration_s)}s"]
+        return ["choom", "-n", str(m.oom_score_adj), "--", *argv] if m.oom_score_adj else argv
 
     def _start_clickhouse(self, session, tmp: Path, cg: str, seconds: float) -> None:
         port = _free_port()
@@ -539,7 +639,7 @@ class HostWorkload:
     def wait(self, timeout: float) -> None:
         """Wait for what ends by itself (workloads with a duration, load generators); servers
         run until the session kills them, and so do dd workloads (they stop with the run)."""
-        if self.model.kind == "dd":
+        if self._runs_dd():
             return
         if getattr(self, "_gen_proc", None) is not None:
             self._wait_generator(timeout)
@@ -566,6 +666,10 @@ class HostWorkload:
             done = (np.asarray(doc["completions_ns"], dtype=np.int64) - t0_ns) / 1e9
             lat = np.asarray(doc["latencies_ns"], dtype=np.float64) / 1e9
             keep = (done >= warmup) & (done <= duration)
+            hits = {}
+            if "hits" in doc:  # a file server: which requests found their file cached
+                h = np.asarray(doc["hits"], dtype=bool)[keep]
+                hits = {"hits": int(h.sum()), "misses": int((~h).sum())}
             return ServiceResult(
                 name=self.name,
                 latencies_s=lat[keep],
@@ -573,6 +677,7 @@ class HostWorkload:
                 started=int(doc["started"]),
                 completed=int(keep.sum()),
                 measured_s=measured,
+                **hits,
             )
         text = (tmp / "generator.out").read_text() if (tmp / "generator.out").exists() else ""
         if self.program == "clickhouse":
@@ -605,6 +710,13 @@ class HostWorkload:
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
+
+
+def _check_space(d: Path, need: int, where: str) -> None:
+    """Room for `need` bytes of scratch files in `d`, with 1 GiB to spare."""
+    free = shutil.disk_usage(d).free
+    if need > free - (1 << 30):
+        raise HostError(f"{where}: needs {need >> 20} MiB of scratch space in {d.parent}, {free >> 20} MiB free (set TMPDIR)")
 
 
 def clickhouse_benchmark_argv(port: int, clients: int, seconds: float, json_path: Path) -> list[str]:

@@ -37,6 +37,12 @@ def nearest_rank(sorted_values: np.ndarray, p: float) -> float:
     return float(sorted_values[rank - 1])
 
 
+def _hits(stats: dict[str, Any]) -> dict[str, int]:
+    """A file server's hits and misses, when it served any (other kinds report 0 of each)."""
+    hits, misses = int(stats.get("hits", 0)), int(stats.get("misses", 0))
+    return {"hits": hits, "misses": misses} if hits + misses else {}
+
+
 @dataclass
 class ServiceResult:
     """One request-serving workload (closed_loop or open_loop)."""
@@ -48,6 +54,10 @@ class ServiceResult:
     completed: int
     measured_s: float
     dropped: int = 0  # an open loop's arrivals refused: its backlog was full
+    # a file server's requests that found their file in the page cache / waited for the disk
+    # (None for other kinds)
+    hits: int | None = None
+    misses: int | None = None
 
     @cached_property
     def sorted_latencies_s(self) -> np.ndarray:
@@ -91,6 +101,8 @@ class ServiceResult:
             "started": self.started,
             "completed": self.completed,
             "dropped": self.dropped,
+            # a file server's page-cache hits and misses (other kinds: none)
+            **({"hits": self.hits, "misses": self.misses} if self.hits is not None else {}),
         }
 
 
@@ -266,6 +278,7 @@ class RunResult:
                 completed=int(stats["completed"]),
                 dropped=int(stats.get("dropped", 0)),
                 measured_s=measured,
+                **_hits(stats),
             )
         cgroups = {}
         for cg in cgroup_names:

@@ -310,6 +310,7 @@ class MemoryHog(_Workload):
     role = "batch"
     requests = False
     host_programs = ("builtin", "stress")
+    replays = True
     needs = "memory"
     threads: int = Field(default=1, ge=1, le=PID_MAX_LIMIT)
     bytes: Annotated[int, BeforeValidator(memory_bytes), Field(gt=0)]
@@ -353,6 +354,7 @@ class FileServer(_Workload):
     role = "service"
     requests = True
     host_programs = ("builtin", "nginx")
+    replays = True
     needs = "memory"
     clients: int = Field(ge=1, le=PID_MAX_LIMIT)
     service: Distribution
@@ -395,6 +397,7 @@ class CacheWriter(_Workload):
     role = "batch"
     requests = False
     host_programs = ("builtin", "command")
+    replays = True
     needs = "memory"
     threads: int = Field(default=1, ge=1, le=PID_MAX_LIMIT)
     chunk: Annotated[int, BeforeValidator(memory_bytes), Field(ge=4096)] = 1 << 20

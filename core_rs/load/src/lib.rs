@@ -96,6 +96,9 @@ struct Record {
     started: u64,
     latencies: Vec<u64>,
     completions: Vec<u64>,
+    /// A file server's requests, in completion order: whether each found its whole file in
+    /// the page cache (empty for other kinds).
+    hits: Vec<bool>,
 }
 
 impl Record {
@@ -109,7 +112,115 @@ impl Record {
         self.started += other.started;
         self.latencies.extend(other.latencies);
         self.completions.extend(other.completions);
+        self.hits.extend(other.hits);
     }
+}
+
+/// Read all of `file` (`size` bytes) through the page cache; whether every byte was already
+/// there. Each part is first asked for with RWF_NOWAIT (preadv2(2): EAGAIN — or a short read —
+/// when the data is not in the page cache, Linux >= 4.14); the first part that is not is read
+/// the ordinary way, faulting it in and charging it to this process's memory cgroup, and the
+/// rest of the file with it.
+fn read_file(file: &std::fs::File, size: u64, buf: &mut [u8]) -> std::io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    use std::os::unix::io::AsRawFd;
+    let (mut off, mut cached) = (0u64, true);
+    while off < size {
+        let want = (size - off).min(buf.len() as u64) as usize;
+        if cached {
+            let iov = libc::iovec {
+                iov_base: buf.as_mut_ptr().cast(),
+                iov_len: want,
+            };
+            // SAFETY: one iovec over `buf`, which we own and which outlives the call.
+            let n = unsafe { libc::preadv2(file.as_raw_fd(), &iov, 1, off as libc::off_t, libc::RWF_NOWAIT) };
+            if n > 0 && n as usize == want {
+                off += want as u64;
+                continue;
+            }
+            cached = false; // not (all) in the page cache: a miss, read from here on
+        }
+        let n = file.read_at(&mut buf[..want], off)?;
+        if n == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "file shorter than file_bytes",
+            ));
+        }
+        off += n as u64;
+    }
+    Ok(cached)
+}
+
+/// A file server (nginx serving static files): `clients` closed-loop clients, each request
+/// reads one file picked uniformly from `files` (the working set, each `size` bytes) through
+/// the page cache, then takes its CPU (`service`), then the client thinks. A request's latency
+/// counts from issue to the end of its CPU, the disk read of a miss included.
+fn file_server(
+    run: &Run,
+    seed: u64,
+    files: Arc<Vec<std::fs::File>>,
+    size: u64,
+    clients: u32,
+    service: Dist,
+    think: Option<Dist>,
+) -> Record {
+    let mut handles = Vec::new();
+    for c in 0..clients {
+        let (stop, start, files, service, think) = (
+            run.stop.clone(),
+            run.start,
+            files.clone(),
+            service.clone(),
+            think.clone(),
+        );
+        handles.push(thread::spawn(move || {
+            let mut rng = Rng::stream(seed, 1_000 + c as u64);
+            let mut rec = Record::default();
+            let mut buf = vec![0u8; size.min(1 << 20) as usize];
+            if sleep_until(start, &stop) {
+                loop {
+                    let issued = mono_ns();
+                    rec.started += 1;
+                    let i = ((rng.uniform() * files.len() as f64) as usize).min(files.len() - 1);
+                    let hit = match read_file(&files[i], size, &mut buf) {
+                        Ok(hit) => hit,
+                        Err(e) => {
+                            eprintln!("colosim-load: error: reading file {i}: {e}");
+                            std::process::exit(1);
+                        }
+                    };
+                    if !serve(service.sample(&mut rng).max(1), &None, &mut rng, &stop) {
+                        break;
+                    }
+                    rec.done(issued);
+                    rec.hits.push(hit);
+                    let pause = think.as_ref().map(|d| d.sample(&mut rng)).unwrap_or(0);
+                    if pause > 0 && !sleep_until(mono_ns() + pause, &stop) {
+                        break;
+                    }
+                }
+            }
+            rec
+        }));
+    }
+    let mut rec = Record::default();
+    for h in handles {
+        rec.merge(h.join().unwrap_or_default());
+    }
+    rec
+}
+
+/// The working set of a file server: `working_set / size` files named f-0, f-1, … in `dir`
+/// (made by the replay driver before the run, and dropped from the page cache).
+fn open_files(dir: &str, working_set: u64, size: u64) -> Result<Vec<std::fs::File>, String> {
+    let n = (working_set / size.max(1)).max(1);
+    (0..n)
+        .map(|i| {
+            let path = format!("{dir}/f-{i}");
+            std::fs::File::open(&path).map_err(|e| format!("--files: {path}: {e}"))
+        })
+        .collect()
 }
 
 struct Run {
@@ -330,11 +441,14 @@ struct Args {
     seed: u64,
     duration_ns: u64,
     out: Option<String>,
+    files: Option<String>,
 }
+
+const USAGE: &str = "--spec JSON --duration-ns N [--seed N] [--out FILE] [--files DIR]";
 
 fn parse_args(argv: Vec<String>) -> Result<Args, String> {
     let mut spec = None;
-    let (mut seed, mut duration_ns, mut out) = (1, None, None);
+    let (mut seed, mut duration_ns, mut out, mut files) = (1, None, None, None);
     let mut it = argv.into_iter().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or(format!("{flag}: needs a value"));
@@ -343,11 +457,8 @@ fn parse_args(argv: Vec<String>) -> Result<Args, String> {
             "--seed" => seed = value()?.parse().map_err(|e| format!("--seed: {e}"))?,
             "--duration-ns" => duration_ns = Some(value()?.parse().map_err(|e| format!("--duration-ns: {e}"))?),
             "--out" => out = Some(value()?),
-            other => {
-                return Err(format!(
-                    "unknown argument {other:?} (usage: --spec JSON --duration-ns N [--seed N] [--out FILE])"
-                ))
-            }
+            "--files" => files = Some(value()?),
+            other => return Err(format!("unknown argument {other:?} (usage: {USAGE})")),
         }
     }
     Ok(Args {
@@ -355,6 +466,7 @@ fn parse_args(argv: Vec<String>) -> Result<Args, String> {
         seed,
         duration_ns: duration_ns.ok_or("--duration-ns: required")?,
         out,
+        files,
     })
 }
 
@@ -408,12 +520,34 @@ pub fn run(argv: Vec<String>) -> u8 {
     };
     let rec = match spec {
         WorkloadSpec::Hog { threads, .. } => hog(&run, threads),
+        WorkloadSpec::FileServer {
+            clients,
+            service,
+            think,
+            working_set_bytes,
+            file_bytes,
+            ..
+        } => {
+            let Some(dir) = &args.files else {
+                eprintln!(
+                    "colosim-load: error: --files: required for a file_server (the directory of its working set)"
+                );
+                return 2;
+            };
+            let files = match open_files(dir, working_set_bytes, file_bytes) {
+                Ok(f) => Arc::new(f),
+                Err(e) => {
+                    eprintln!("colosim-load: error: {e}");
+                    return 2;
+                }
+            };
+            file_server(&run, args.seed, files, file_bytes, clients.max(1), service, think)
+        }
         WorkloadSpec::MemoryHog { .. }
-        | WorkloadSpec::FileServer { .. }
         | WorkloadSpec::CacheWriter { .. }
         | WorkloadSpec::Analytics { .. }
         | WorkloadSpec::Duty { .. } => {
-            eprintln!("colosim-load: error: --spec: memory and trace-driven workloads do not run under colosim-load");
+            eprintln!("colosim-load: error: --spec: memory hogs, cache writers and trace-driven workloads do not run under colosim-load (replay runs stress and dd for the first two)");
             return 2;
         }
         WorkloadSpec::Dd { .. } | WorkloadSpec::Database { .. } | WorkloadSpec::Iperf { .. } => {
@@ -462,13 +596,16 @@ pub fn run(argv: Vec<String>) -> u8 {
             ..
         } => bursty(&run, steady_threads, burst_threads.max(1), every_ns.max(1), length_ns),
     };
-    let doc = serde_json::json!({
+    let mut doc = serde_json::json!({
         "t0_ns": t0,
         "started": rec.started,
         "completed": rec.latencies.len(),
         "latencies_ns": rec.latencies,
         "completions_ns": rec.completions,
     });
+    if !rec.hits.is_empty() {
+        doc["hits"] = serde_json::json!(rec.hits);
+    }
     let text = doc.to_string();
     let written = match &args.out {
         Some(path) => std::fs::write(path, text).map_err(|e| format!("{path}: {e}")),

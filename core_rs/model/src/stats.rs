@@ -27,6 +27,10 @@ pub struct ServiceStats {
     pub completions: Vec<Ns>,
     /// Completions since time 0, kept across resets (the time series uses it).
     pub total_completed: u64,
+    /// A file server's requests that found their file in the page cache, and those that
+    /// waited for the disk (0 for other kinds).
+    pub hits: u64,
+    pub misses: u64,
 }
 
 impl ServiceStats {

@@ -286,9 +286,11 @@ impl FileServer {
         let resident = self.cached.min(self.working_set) as f64 / self.working_set as f64;
         if self.rng.uniform() < resident {
             self.hits += 1;
+            svc.hits += 1;
             return Some(self.service.sample(&mut self.rng).max(1));
         }
         self.misses += 1;
+        svc.misses += 1;
         self.disk_free_at = self.disk_free_at.max(now) + self.disk_ns;
         eff.timers.push((self.disk_free_at, wl, DISK_DONE + c as u32));
         None

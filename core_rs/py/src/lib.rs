@@ -244,6 +244,9 @@ impl Node {
         d.set_item("started", s.started)?;
         d.set_item("completed", s.completed)?;
         d.set_item("dropped", s.dropped)?;
+        // a file server's page-cache hits and misses (0 for other kinds), since the last reset
+        d.set_item("hits", s.hits)?;
+        d.set_item("misses", s.misses)?;
         Ok(d)
     }
 
