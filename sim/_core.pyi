@@ -28,9 +28,13 @@ Core spec (JSON object passed to `Node`):
         "sched_wakeup_granularity_ns": null, "sched_idle_min_granularity_ns": null,
         "smt_expeller": false,                     # openEuler: offline stays off the SMT
                                                    #   sibling of a CPU running online work
-        "cfs_period_phase_ns": null                # every CFS period timer's boundaries at
-      },                                           #   this + k * period (< 1 s); null: each
+        "cfs_period_phase_ns": null,               # every CFS period timer's boundaries at
+                                                   #   this + k * period (< 1 s); null: each
                                                    #   group's own, drawn from the seed
+        "autogroup": false,                        # kernel.sched_autogroup_enabled: a root
+        "autogroup_sessions": {"a": "s", "b": "s"} #   ("") workload runs in its session's
+      },                                           #   group (its own unless named here),
+                                                   #   reported as the root's
       "cgroups": [                                 # parents before children; "" is the root
         {"name": "online", "parent": "", "cpu.shares": 1024, "cpu.idle": 0,
          "cpu.qos_level": 0, "cpu.cfs_quota_us": -1, "cpu.cfs_period_us": 100000,

@@ -101,7 +101,11 @@ impl Node {
     }
 
     fn cgroup_names(&self) -> Vec<String> {
-        self.inner.cgroups.iter().map(|g| g.name.clone()).collect()
+        let n = &self.inner;
+        n.cgroups[..n.nr_reported_cgroups()]
+            .iter()
+            .map(|g| g.name.clone())
+            .collect()
     }
 
     fn service_names(&self) -> Vec<String> {
@@ -259,7 +263,7 @@ impl Node {
 
     fn cpu_busy<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
         self.inner.settle();
-        u64_bytes(py, &self.inner.cpu_busy)
+        u64_bytes(py, &self.inner.cpu_busy_reported())
     }
 
     fn timeseries<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
