@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
+from sim.errors import ScenarioError
 from sim.runner import run_scenario
 from sim.scenario import Scenario
-from sim.errors import ScenarioError
 
 
 def scenario(autogroup: bool, root_threads: int, **extra) -> Scenario:

@@ -155,7 +155,12 @@ class _Workload(Table):
             raise FieldErrors([(("cgroup",), "give exactly one of cgroup or pod")])
         if self.session is not None and self.cgroup != ROOT_CGROUP:
             raise FieldErrors(
-                [(("session",), f'a session groups workloads of the root cgroup (cgroup = "/"); this one is in {show(self.cgroup or self.pod)}')]
+                [
+                    (
+                        ("session",),
+                        f'a session groups workloads of the root cgroup (cgroup = "/"); this one is in {show(self.cgroup or self.pod)}',
+                    )
+                ]
             )
         allowed = self.host_programs
         if self.host.program not in allowed:
