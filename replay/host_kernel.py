@@ -21,6 +21,7 @@ the user left out, only the fields the schema has); `colosim host-kernel` prints
 from __future__ import annotations
 
 import gzip
+import math
 import os
 import re
 import time
@@ -181,8 +182,6 @@ def parse_timer_list_jiffies(text: str) -> int:
 
 def snap_hz(rate: float) -> int:
     """A measured tick rate as the CONFIG_HZ it must be (the nearest on a log scale)."""
-    import math
-
     return min(HZ_CHOICES, key=lambda hz: abs(math.log(rate / hz)))
 
 
