@@ -129,6 +129,10 @@ class HostKernel:
         """For comparison.json: each setting's value and source."""
         return {name: {"value": s.value, "source": s.source} for name, s in self.items()}
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Mapping[str, Any]]) -> HostKernel:
+        return cls(**{name: Sourced(d[name]["value"], d[name]["source"]) for name in cls.__dataclass_fields__})
+
     def summary(self) -> str:
         """One line for a replay's log."""
         parts = [f"Linux {self.release.value} ({self.scheduler.value})", f"HZ {self.hz.value} ({self.hz.source})"]
@@ -381,6 +385,28 @@ def read_host_kernel(
         preempt=preempt,
         autogroup=autogroup,
     )
+
+
+# The opt-in way to read debugfs where it is not mounted: in a private mount namespace of a
+# child (unshare -m, private propagation), so the host's mounts never change. Never by default.
+PRIVATE_DEBUGFS = 'mount -t debugfs none /sys/kernel/debug && exec "$0" -m sim host-kernel --json'
+
+
+def read_in_private_debugfs() -> HostKernel:
+    """This host's reading made by a child that mounted debugfs in its own mount namespace."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("unshare") is None:
+        raise HostError("--private-debugfs: needs unshare(1) (util-linux)")
+    cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c", PRIVATE_DEBUGFS, sys.executable]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parent.parent)
+    if proc.returncode != 0:
+        why = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+        raise HostError(f"--private-debugfs: mounting debugfs in a private mount namespace failed (root needed): {why}")
+    return HostKernel.from_dict(json.loads(proc.stdout))
 
 
 @cache

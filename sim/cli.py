@@ -92,6 +92,12 @@ def _parser() -> argparse.ArgumentParser:
         "config, measured, or the release's default), and print the [kernel] table replay fills in.",
     )
     hk.add_argument("--json", action="store_true", help="print the settings and their sources as JSON")
+    hk.add_argument(
+        "--private-debugfs",
+        action="store_true",
+        help="opt-in: read debugfs where it is not mounted, from a child that mounts it in a private mount "
+        "namespace (unshare -m; root); the host's mounts are not touched",
+    )
     fid = commands.add_parser(
         "fidelity",
         help="score every prediction against this host: real services x isolation cases, repeated (root)",
@@ -268,9 +274,9 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
 def _host_kernel(args: argparse.Namespace) -> int:
     import json
 
-    from replay.host_kernel import host_kernel, host_kernel_report
+    from replay.host_kernel import host_kernel, host_kernel_report, read_in_private_debugfs
 
-    hk = host_kernel()
+    hk = read_in_private_debugfs() if args.private_debugfs else host_kernel()
     print(json.dumps(hk.as_dict(), indent=2) if args.json else host_kernel_report(hk))
     return 0
 

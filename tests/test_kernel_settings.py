@@ -273,3 +273,12 @@ def test_the_printed_kernel_table_is_a_valid_scenario_kernel(tmp_path: Path) -> 
     assert (sc.kernel.scheduler, sc.kernel.hz, sc.kernel.base_slice, sc.kernel.autogroup) == ("eevdf", 250, 1_400_000, True)
     with_features = kernel_toml({"kernel.sched_features": {"PLACE_LAG": True, "NEXT_BUDDY": False}})
     assert tomllib.loads(with_features)["kernel"]["sched_features"] == {"PLACE_LAG": True, "NEXT_BUDDY": False}
+
+
+def test_the_json_reading_round_trips(tmp_path: Path) -> None:
+    import json
+
+    from replay.host_kernel import HostKernel
+
+    hk = reading(tmp_path)
+    assert HostKernel.from_dict(json.loads(json.dumps(hk.as_dict()))) == hk

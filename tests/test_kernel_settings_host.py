@@ -56,3 +56,30 @@ def test_colosim_host_kernel_prints_the_table_and_a_valid_kernel_toml() -> None:
     toml = proc.stdout[proc.stdout.index("\n[kernel]") :]
     kernel = tomllib.loads(toml)["kernel"]
     assert kernel["hz"] in HZ_CHOICES and isinstance(kernel["autogroup"], bool)
+
+
+def test_debugfs_read_privately_agrees_with_the_release_defaults() -> None:
+    """The opt-in reading (debugfs mounted in a child's own mount namespace) against the
+    defaults replay assumes without it: the kernel's own base slice and feature bitmask are the
+    independent truth for default_base_slice and FEATURES. The host's mounts stay as they were."""
+    import shutil
+
+    from replay.cgroupfs import HostError
+    from replay.host_kernel import FEATURES, default_base_slice, read_in_private_debugfs
+
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare")
+    mounts = Path("/proc/self/mounts").read_text()
+    try:
+        private = read_in_private_debugfs()
+    except HostError as e:
+        pytest.skip(str(e))
+    assert Path("/proc/self/mounts").read_text().count(" debugfs ") == mounts.count(" debugfs "), "host mounts unchanged"
+    plain = read_host_kernel()
+    if not private.base_slice_ns.source.startswith("debugfs"):
+        pytest.skip("debugfs shows no base slice here")
+    version = parse_version(plain.release.value)
+    if plain.base_slice_ns.source.startswith("default"):
+        assert private.base_slice_ns.value == default_base_slice(version, os.cpu_count() or 1)
+    if plain.version.value in FEATURES and private.sched_features.source.startswith("debugfs"):
+        assert private.sched_features.value == dict(FEATURES[plain.version.value]), "this kernel runs features.h's defaults"
