@@ -61,3 +61,41 @@ def test_sessions_reach_the_core() -> None:
     assert spec["kernel"]["autogroup"] is True
     assert spec["kernel"]["autogroup_sessions"] == {"mine": "login"}
     assert [w["cgroup"] for w in spec["workloads"]] == ["", "c"]
+
+
+def test_workloads_sharing_a_session_through_the_scenario() -> None:
+    # One CPU: "one" (1 hog) and "four" (4 hogs) share session s, "solo" (1 hog) is its own:
+    # s and solo get 1/2 each; inside s five equal tasks, so one 1/10 and four 4/10.
+    import json
+
+    from sim._core import Node
+
+    sc = Scenario.from_document(
+        {
+            "scenario": {"name": "ag", "duration": "11s"},
+            "node": {"cores_per_socket": 1},
+            "kernel": {"autogroup": True},
+            "workloads": {
+                "one": {"kind": "hog", "cgroup": "/", "threads": 1, "session": "s"},
+                "four": {"kind": "hog", "cgroup": "/", "threads": 4, "session": "s"},
+                "solo": {"kind": "hog", "cgroup": "/", "threads": 1},
+            },
+        }
+    )
+    node = Node(json.dumps(sc.core_spec()))
+    node.run_until(1_000_000_000)
+    before = {w: node.workload_usage(w) for w in ("one", "four", "solo")}
+    node.run_until(11_000_000_000)
+    got = {w: (node.workload_usage(w) - before[w]) / 10e9 for w in before}
+    assert got == pytest.approx({"one": 0.1, "four": 0.4, "solo": 0.5}, rel=0.03)
+    assert node.cgroup_names() == [""]
+    with pytest.raises(KeyError, match="no workload"):
+        node.workload_usage("nope")
+
+
+def test_replay_refuses_a_root_workload_before_anything_runs() -> None:
+    from replay.cgroupfs import HostError
+    from replay.compare import precheck
+
+    with pytest.raises(HostError, match=r'workloads\.mine\.cgroup = "/": replay runs workloads only beneath its own cgroup'):
+        precheck(scenario(True, 1).variants())

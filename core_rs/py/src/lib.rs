@@ -240,6 +240,12 @@ impl Node {
         Ok(d)
     }
 
+    /// CPU ns of a workload's tasks since time 0, wherever they run.
+    fn workload_usage(&mut self, name: &str) -> PyResult<u64> {
+        self.inner.settle();
+        self.inner.workload_usage(name).map_err(key_err)
+    }
+
     fn service_stats<'py>(&mut self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyDict>> {
         let id = self.inner.service_id(name).map_err(key_err)?;
         self.inner.settle_drops();
