@@ -33,7 +33,7 @@ from typing import Any, Generic, TypeVar
 
 from replay.cgroupfs import HostError
 
-T = TypeVar("T")
+T = TypeVar("T", covariant=True)  # a Sourced[int] is a Sourced[int | None]: frozen, read-only
 
 # CONFIG_HZ's choices (kernel/Kconfig.hz): a measured rate is snapped to the nearest.
 HZ_CHOICES = (100, 250, 300, 1000)
@@ -106,7 +106,7 @@ class HostKernel:
     release: Sourced[str]
     version: Sourced[str]  # "6.18": MAJOR.MINOR
     scheduler: Sourced[str]  # "cfs" | "eevdf"
-    hz: Sourced[int]
+    hz: Sourced[int | None]  # None: unknown (no config, no timer_list)
     base_slice_ns: Sourced[int | None]  # None: CFS, or a version whose default is not known
     sched_features: Sourced[dict[str, bool] | None]
     preempt: Sourced[str]  # "none" | "voluntary" | "full" | "lazy" | "rt" | "unknown"
@@ -135,7 +135,7 @@ class HostKernel:
 
     def summary(self) -> str:
         """One line for a replay's log."""
-        parts = [f"Linux {self.release.value} ({self.scheduler.value})", f"HZ {self.hz.value} ({self.hz.source})"]
+        parts = [f"Linux {self.release.value} ({self.scheduler.value})", f"HZ {self.hz.value or 'unknown'} ({self.hz.source})"]
         if self.base_slice_ns.value is not None:
             parts.append(f"base_slice {self.base_slice_ns.value / 1e6:g} ms ({self.base_slice_ns.source})")
         parts.append(f"preempt {self.preempt.value} ({self.preempt.source})")
@@ -262,6 +262,17 @@ def _read(path: Path) -> str | None:
         return None
 
 
+def _decoded(mask: str | None, order: tuple[tuple[str, bool], ...] | None) -> dict[str, bool] | None:
+    """sched/debug's bitmask decoded, or None where there is none, no order to decode it in,
+    or a bit beyond the order (a feature a stable or vendor build added)."""
+    if mask is None or order is None or not mask.isdigit():
+        return None
+    try:
+        return decode_features(int(mask), order)
+    except ValueError:
+        return None
+
+
 @dataclass(frozen=True)
 class Paths:
     """Where the kernel shows each thing; a test points `root` at a made-up tree."""
@@ -314,14 +325,14 @@ def read_host_kernel(
     debugfs = paths / "sys/kernel/debug/sched"
     debug = parse_sched_debug(_read(debugfs / "debug") or "")
 
-    # HZ
-    hz: Sourced[int] | None = None
+    # HZ: unknown leaves the scenario's own (or its default) in the prediction, and says so
+    hz: Sourced[int | None] | None = None
     if (value := hz_from_config(config)) is not None:
         hz = Sourced(value, f"{config_src} (CONFIG_HZ)")
     else:
         hz = measure(lambda: _read(paths / "proc/timer_list"))
     if hz is None:
-        raise HostError("HZ: no kernel config (/boot/config-*, /proc/config.gz) and /proc/timer_list unreadable: cannot tell the tick rate")
+        hz = Sourced(None, "unknown: no kernel config (/boot/config-*, /proc/config.gz), /proc/timer_list unreadable")
 
     # base slice (EEVDF only)
     base: Sourced[int | None]
@@ -338,18 +349,18 @@ def read_host_kernel(
     features: Sourced[dict[str, bool] | None]
     if (text := _read(debugfs / "features")) is not None:
         features = Sourced(parse_features(text), "debugfs sched/features")
-    elif "sysctl_sched_features" in debug and order is not None:
-        mask = int(debug["sysctl_sched_features"])
-        features = Sourced(decode_features(mask, order), f"debugfs sched/debug (sysctl_sched_features {mask}, {vtext}'s features.h)")
+    elif (decoded := _decoded(debug.get("sysctl_sched_features"), order)) is not None:
+        features = Sourced(decoded, f"debugfs sched/debug (sysctl_sched_features {debug['sysctl_sched_features']}, {vtext}'s features.h)")
     elif order is not None:
-        features = Sourced(dict(order), f"{release_default} (features.h; debugfs not readable)")
+        why = "debugfs not readable" if "sysctl_sched_features" not in debug else "sched/debug's bitmask does not fit its order"
+        features = Sourced(dict(order), f"{release_default} (features.h; {why})")
     else:
         features = Sourced(None, f"unknown: debugfs not readable, no features.h order for {vtext}")
 
     # preemption model
     built = preempt_from_uname(un.version)
     preempt: Sourced[str]
-    if (text := _read(debugfs / "preempt")) is not None:
+    if (text := _read(debugfs / "preempt")) is not None and re.search(r"\(\w+\)", text):
         preempt = Sourced(parse_preempt(text), "debugfs sched/preempt")
     elif built == "dynamic":
         cmdline = re.search(r"(?:^|\s)preempt=(\w+)", _read(paths / "proc/cmdline") or "")
@@ -433,12 +444,9 @@ def kernel_overrides(hk: HostKernel, user_set: Iterable[str] = (), fields: set[s
     [kernel]: every field the user's scenario left out (`user_set`: the names its [kernel]
     gives) and the schema has; `version` and `sched_features` only where the schema has them."""
     fields = schema_fields() if fields is None else fields
-    mine: dict[str, Any] = {
-        "scheduler": hk.scheduler.value,
-        "hz": hk.hz.value,
-        "autogroup": hk.autogroup.value,
-        "version": hk.version.value,
-    }
+    mine: dict[str, Any] = {"scheduler": hk.scheduler.value, "autogroup": hk.autogroup.value, "version": hk.version.value}
+    if hk.hz.value is not None:
+        mine["hz"] = hk.hz.value
     if hk.base_slice_ns.value is not None and hk.scheduler.value == "eevdf":
         mine["base_slice"] = f"{hk.base_slice_ns.value}ns"
     if hk.sched_features.value is not None:

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from replay.cgroupfs import HostError
 from replay.host_kernel import (
     FEATURES,
     Paths,
@@ -241,8 +240,22 @@ def test_no_config_measures_hz_and_an_old_release_is_cfs(tmp_path: Path) -> None
     assert hk.scheduler.value == "cfs" and hk.base_slice_ns.value is None
     assert hk.sched_features.value is None and "5.10" in hk.sched_features.source
     assert hk.autogroup.value is False and "CONFIG_SCHED_AUTOGROUP" in hk.autogroup.source
-    with pytest.raises(HostError, match="HZ"):
-        read_host_kernel(Paths(tmp_path / "empty"), uname(), ncpus=2, measure=lambda read: None)
+    unknown = read_host_kernel(Paths(tmp_path / "empty"), uname(), ncpus=2, measure=lambda read: None)
+    assert unknown.hz.value is None and unknown.hz.source.startswith("unknown")
+    assert "kernel.hz" not in kernel_overrides(unknown), "an unknown HZ leaves the scenario's"
+
+
+def test_a_bitmask_beyond_the_known_order_falls_back_to_the_defaults(tmp_path: Path) -> None:
+    # a stable or vendor build with a 28th feature: the decode refuses, the defaults stand
+    paths = tree(
+        tmp_path,
+        {
+            "proc/config.gz": gzip.compress(CONFIG.encode()),
+            "sys/kernel/debug/sched/debug": SCHED_DEBUG.replace("99674079", str(99674079 | 1 << 27)),
+        },
+    )
+    hk = read_host_kernel(paths, uname(), ncpus=2, measure=no_measure)
+    assert hk.sched_features.value == DEFAULTS_618 and "does not fit" in hk.sched_features.source
 
 
 # --- into the scenario -----------------------------------------------------------------------
