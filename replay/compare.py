@@ -177,12 +177,12 @@ def replay(
     probe_hz: float | None = None,
 ) -> int:
     scenario = load_for_host(path, overrides)
-    say(host_kernel().summary())
     seed = scenario.seed if seed is None else seed
     variants = scenario.variants()
     host = ExperimentResult(scenario.name, seed, scenario.duration_s, scenario.warmup_s, scenario.baseline)
     runs: dict[str, HostRun] = {}
     precheck(variants)
+    say(host_kernel().summary())  # after the checks: a refused scenario is one line
     io = uses_io(variants)
     disk: dict[str, Any] | None = None
     with Session(dry_run=dry_run, log=say, io=io) as session:
