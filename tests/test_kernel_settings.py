@@ -295,3 +295,21 @@ def test_the_json_reading_round_trips(tmp_path: Path) -> None:
 
     hk = reading(tmp_path)
     assert HostKernel.from_dict(json.loads(json.dumps(hk.as_dict()))) == hk
+
+
+def test_the_prediction_keeps_the_scenarios_own_kernel_fields(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """replay.compare.load_for_host: the host fills [kernel] where the file is silent; the
+    file's hz stays; its scheduler does not (the host has one); --set beats both."""
+    import replay.host_run
+    from replay.compare import load_for_host
+
+    hk = reading(tmp_path / "tree")
+    monkeypatch.setattr(replay.host_run, "host_kernel", lambda: hk)
+    path = tmp_path / "s.toml"
+    path.write_text(
+        '[scenario]\nname = "s"\nduration = "1s"\n[kernel]\nhz = 1000\nscheduler = "cfs"\n'
+        '[cgroups.a]\n[workloads.h]\nkind = "hog"\ncgroup = "a"\nthreads = 1\n'
+    )
+    sc = load_for_host(path, [])
+    assert (sc.kernel.hz, sc.kernel.scheduler, sc.kernel.autogroup, sc.kernel.base_slice) == (1000, "eevdf", True, 1_400_000)
+    assert load_for_host(path, ["kernel.autogroup=false"]).kernel.autogroup is False
