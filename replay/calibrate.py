@@ -26,6 +26,7 @@ from typing import Any
 
 from replay.cgroupfs import host_cpus
 from replay.compare import error
+from replay.host_kernel import host_kernel
 from replay.host_run import check_knobs, host_equivalent, host_topology, missing_knobs, run_on_host
 from replay.session import Session
 from sim.overrides import apply_override, parse_path
@@ -134,6 +135,7 @@ def calibrate(
     cpus = host_cpus()
     topo = host_topology(cpus)
     micros = micro_scenarios(len(cpus))
+    say(host_kernel().summary())
     scenarios = [micro_scenario(m, duration, topo) for m in micros]
     rows: list[list[str]] = []
     doc: dict[str, dict[str, dict[str, Any]]] = {}

@@ -37,6 +37,7 @@ from typing import Any
 from policies.cgroup import BLKIO_KNOBS, MEMORY_KNOBS, Knob
 from replay.calibration import AloneRun, Fit, apply_fit, calibration_doc, fit_service, shortened, simulator_of
 from replay.cgroupfs import BlockDevice, HostError, host_cpus, network_refusal, read_meminfo
+from replay.host_kernel import host_kernel
 from replay.host_run import CGROUP_KNOBS, HostRun, check_knobs, host_equivalent, host_topology, missing_knobs, run_on_host
 from replay.session import Session
 from sim.results import ExperimentResult, RunResult, finite, markdown, sig3
@@ -52,6 +53,7 @@ from sim.scenario import (
     read_document,
 )
 from sim.scenario.distributions import mean_s
+from sim.scenario.workloads import ROOT_CGROUP
 
 # the solo dd that calibrates the disk: how long it is measured, after how long, its block
 DISK_CALIBRATION_S = 1.5
@@ -66,7 +68,7 @@ def load_for_host(path: Path, overrides: list[str] | dict[str, Any], disk: dict[
     """The scenario with this host's topology, and its disk if given (user overrides still win)."""
     from sim.overrides import combine
 
-    topo = host_topology(host_cpus())
+    topo = host_topology(host_cpus(), (read_document(path).get("kernel") or {}).keys())
     if disk is None and _document_does_io(read_document(path)):
         # the scratch disk's scheduler until host_disk calibrates the rest (a scenario that
         # does IO may leave [node.disk] out: replay describes this host's)
@@ -243,6 +245,7 @@ def replay(
     host = ExperimentResult(scenario.name, seed, scenario.duration_s, scenario.warmup_s, scenario.baseline)
     runs: dict[str, HostRun] = {}
     precheck(variants)
+    say(host_kernel().summary())  # after the checks: a refused scenario is one line
     io = uses_io(variants)
     disk: dict[str, Any] | None = None
     with Session(dry_run=dry_run, log=say, io=io, memory=uses_memory(variants)) as session:
@@ -303,6 +306,11 @@ def precheck(variants: list[Variant]) -> None:
 
     for v in variants:
         for name, w in v.scenario.workloads.items():
+            if w.enabled and w.cgroup == ROOT_CGROUP:
+                raise HostError(
+                    f'workloads.{name}.cgroup = "/": replay runs workloads only beneath its own cgroup, '
+                    "never in the host's root cgroup (the simulator models the root and its autogroups)"
+                )
             if w.enabled:
                 HostWorkload(name, w, {}, f"workloads.{name}").check()
 
@@ -521,6 +529,8 @@ def write_outputs(out, scenario, host, predicted, comparisons, runs, fits: dict[
         # ("poor" when any is off by more than replay.calibration.POOR_FIT); overall "poor"
         # when any service's is
         "calibration": calibration_doc(fits),
+        # what this host's kernel said of its scheduler, and where each value came from
+        "host_kernel": host_kernel().as_dict(),
         "disk": None
         if disk is None
         else {

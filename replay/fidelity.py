@@ -36,6 +36,7 @@ from typing import Any
 from policies.cgroup import Knob
 from replay.cgroupfs import host_cpus
 from replay.compare import load_for_host, metrics, precheck, predict
+from replay.host_kernel import host_kernel
 from replay.host_run import check_knobs, host_equivalent, missing_knobs, run_on_host
 from replay.scoring import WITHIN, Score, median_abs_error, ranking, score
 from replay.session import Session
@@ -164,6 +165,7 @@ class Suite:
         for svc in self.services:
             precheck([svc.variants[c] for c in svc.cases])
         scenarios = [v.scenario for svc in self.services for v in svc.variants.values()]
+        self.say(host_kernel().summary())
         with Session(log=self.say) as session:
             self.substituted = check_knobs(scenarios, missing_knobs(session), self.say)
             total, done = self.reps * sum(len(s.cases) for s in self.services), 0
@@ -252,7 +254,7 @@ class Suite:
     # -- outputs ----------------------------------------------------------------------------
 
     def document(self) -> dict[str, Any]:
-        host = self.host_info or {"cpus": len(host_cpus()), "kernel": os.uname().release}
+        host = self.host_info or {"cpus": len(host_cpus()), "kernel": os.uname().release, "scheduler": host_kernel().as_dict()}
         return {
             "command": self.command,
             "complete": self.complete,

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -33,6 +32,7 @@ from policies.cgroup import (
     memory_refusal,
 )
 from replay.cgroupfs import HostBackend, HostError, WriteRecord, read_disk_stat, read_node_busy_s
+from replay.host_kernel import host_kernel, kernel_overrides, parse_version, scheduler_of
 from replay.probe import Probe, ProbeResult, Watch
 from replay.session import Session
 from replay.workloads import HostWorkload
@@ -135,8 +135,10 @@ def host_equivalent(scenario: Scenario, substituted: set[Knob]) -> Scenario:
     return out
 
 
-def host_topology(cpus) -> dict[str, Any]:
-    """`[node]` overrides that describe this host (from /sys/devices/system/cpu)."""
+def host_topology(cpus, kernel_set: Iterable[str] = ()) -> dict[str, Any]:
+    """Overrides that describe this host: `[node]` from /sys/devices/system/cpu, `[kernel]`
+    from what the kernel says of itself (replay.host_kernel; the fields the scenario's
+    [kernel] names in `kernel_set` keep the scenario's value, but the scheduler)."""
     sockets = len({c.socket for c in cpus})
     cores = len({(c.socket, c.core) for c in cpus})
     threads = len(cpus) // max(1, cores)
@@ -146,19 +148,14 @@ def host_topology(cpus) -> dict[str, Any]:
         "node.cores_per_socket": cores // sockets,
         "node.threads_per_core": max(1, threads),
         "node.numa_nodes_per_socket": max(1, nodes // sockets),
-        "kernel.scheduler": host_scheduler(),
+        **kernel_overrides(host_kernel(), kernel_set),
     }
     return out
 
 
 def host_scheduler(release: str | None = None) -> str:
-    """EEVDF replaced CFS's pick in Linux 6.6 (kernel-and-anchors.md, EEVDF)."""
-    release = release or os.uname().release
-    m = re.match(r"(\d+)\.(\d+)", release)
-    if m is None:
-        raise HostError(f"kernel release {release!r}: not MAJOR.MINOR...")
-    major, minor = int(m[1]), int(m[2])
-    return "eevdf" if (major, minor) >= (6, 6) else "cfs"
+    """The fair class a release runs (replay.host_kernel.scheduler_of)."""
+    return scheduler_of(parse_version(release or os.uname().release))
 
 
 @dataclass

@@ -28,9 +28,13 @@ Core spec (JSON object passed to `Node`):
         "sched_wakeup_granularity_ns": null, "sched_idle_min_granularity_ns": null,
         "smt_expeller": false,                     # openEuler: offline stays off the SMT
                                                    #   sibling of a CPU running online work
-        "cfs_period_phase_ns": null                # every CFS period timer's boundaries at
-      },                                           #   this + k * period (< 1 s); null: each
+        "cfs_period_phase_ns": null,               # every CFS period timer's boundaries at
+                                                   #   this + k * period (< 1 s); null: each
                                                    #   group's own, drawn from the seed
+        "autogroup": false,                        # kernel.sched_autogroup_enabled: a root
+        "autogroup_sessions": {"a": "s", "b": "s"} #   ("") workload runs in its session's
+      },                                           #   group (its own unless named here),
+                                                   #   reported as the root's
       "cgroups": [                                 # parents before children; "" is the root
         {"name": "online", "parent": "", "cpu.shares": 1024, "cpu.idle": 0,
          "cpu.qos_level": 0, "cpu.cfs_quota_us": -1, "cpu.cfs_period_us": 100000,
@@ -157,6 +161,9 @@ class Node:
         None without node memory."""
     def oom_kills(self) -> dict[str, int]:
         """Tasks each workload lost to the OOM killer, by workload name."""
+    def workload_usage(self, name: str) -> int:
+        """CPU ns of a workload's tasks since time 0, wherever they run (a root workload's
+        autogroup is reported as the root: this is its own figure); KeyError if no such workload."""
     def service_stats(self, name: str) -> dict[str, int]:
         """{"started", "completed", "dropped"} since the last reset: requests accepted,
         requests served, and an open loop's arrivals refused because its backlog was full."""
@@ -165,7 +172,8 @@ class Node:
     def service_completions(self, name: str) -> bytes:
         """u64 completion time of every completed request since the last reset."""
     def cpu_busy(self) -> bytes:
-        """u64 matrix ncpus x ncgroups (row-major): ns each CPU ran tasks of each (leaf) cgroup."""
+        """u64 matrix ncpus x ncgroups (row-major): ns each CPU ran tasks of each (leaf) cgroup;
+        autogroups' tasks count to the root's column."""
     def timeseries(self) -> dict[str, bytes]:
         """{"t_ns": bytes u64 [n], "usage_ns": bytes u64 [n x ncgroups] cumulative hierarchical
         usage, "completed": bytes u64 [n x nservices] cumulative completions, "nr_throttled"

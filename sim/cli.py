@@ -90,6 +90,20 @@ def _parser() -> argparse.ArgumentParser:
     cal.add_argument("--out", type=Path, help="write calibration.json here")
     cal.add_argument("--seeds", type=int, default=8, help="simulator runs per micro-scenario, seeds 1..N (default 8)")
     cal.add_argument("--repeat", type=int, default=1, help="host runs per micro-scenario (default 1)")
+    hk = commands.add_parser(
+        "host-kernel",
+        help="print this host's scheduler settings, where each was read, and the [kernel] replay predicts with",
+        description="Read (never write) the kernel release, HZ, the EEVDF base slice, the sched features, the "
+        "preemption mode and kernel.sched_autogroup_enabled, each with its source (debugfs, the kernel "
+        "config, measured, or the release's default), and print the [kernel] table replay fills in.",
+    )
+    hk.add_argument("--json", action="store_true", help="print the settings and their sources as JSON")
+    hk.add_argument(
+        "--private-debugfs",
+        action="store_true",
+        help="opt-in: read debugfs where it is not mounted, from a child that mounts it in a private mount "
+        "namespace (unshare -m; root); the host's mounts are not touched",
+    )
     fid = commands.add_parser(
         "fidelity",
         help="score every prediction against this host: real services x isolation cases, repeated (root)",
@@ -233,6 +247,8 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
         return _shape(args)
     if args.command == "fidelity":
         return _fidelity(args, argv)
+    if args.command == "host-kernel":
+        return _host_kernel(args)
     if args.command == "calibrate":
         from replay.calibrate import calibrate
 
@@ -258,6 +274,16 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
 
     print(result)
     print(f"\nwrote {results_path} and {report_path}")
+    return 0
+
+
+def _host_kernel(args: argparse.Namespace) -> int:
+    import json
+
+    from replay.host_kernel import host_kernel, host_kernel_report, read_in_private_debugfs
+
+    hk = read_in_private_debugfs() if args.private_debugfs else host_kernel()
+    print(json.dumps(hk.as_dict(), indent=2) if args.json else host_kernel_report(hk))
     return 0
 
 

@@ -228,7 +228,7 @@ def test_nested_cgroup_table_hints_at_the_quoted_path():
         (
             'cgroup = "online"',
             'cgroup = "foo"',
-            'workloads.web.cgroup: no cgroup named "foo" (declared: online, offline)',
+            'workloads.web.cgroup: no cgroup named "foo" (declared: online, offline; "/" is the root cgroup)',
         ),
         ('"cpu.shares" = 2', '"cpu.shares" = 1', 'cgroups.offline."cpu.shares": must be >= 2'),
         (

@@ -22,7 +22,7 @@ from sim.scenario.cgroups import Cgroup
 from sim.scenario.messages import toml_message, validate
 from sim.scenario.node import Kernel, Topology
 from sim.scenario.pods import Kubelet, PodTable, Scheduler
-from sim.scenario.workloads import Workload, check_trace
+from sim.scenario.workloads import ROOT_CGROUP, Workload, check_trace
 
 
 def _policy_targets(policy: Any) -> set[str]:
@@ -132,11 +132,11 @@ class Scenario(Table):
                     errors.append((("workloads", name, "pod"), f"no pod named {show(workload.pod)} (declared: {known})"))
                     continue
                 workload.cgroup = pod_cgroups[workload.pod]
-            if workload.cgroup not in self.cgroups:
+            if workload.cgroup not in self.cgroups and workload.cgroup != ROOT_CGROUP:
                 errors.append(
                     (
                         ("workloads", name, "cgroup"),
-                        f"no cgroup named {show(workload.cgroup)} (declared: {declared})",
+                        f'no cgroup named {show(workload.cgroup)} (declared: {declared}; "/" is the root cgroup)',
                     )
                 )
         for name, workload in self.workloads.items():
@@ -287,9 +287,9 @@ class Scenario(Table):
         return {
             "seed": self.seed if seed is None else seed,
             "topology": self.node.core_spec(),
-            "kernel": self.kernel.core_spec(),
+            "kernel": {**self.kernel.core_spec(), "autogroup_sessions": self._sessions()},
             "cgroups": [self.cgroups[path].core_spec(path) for path in self._cgroup_order()],
-            "workloads": [w.core_spec(name, ncpus) for name, w in self.workloads.items() if w.enabled],
+            "workloads": [_root_as_core(w.core_spec(name, ncpus)) for name, w in self.workloads.items() if w.enabled],
             "sample_interval_ns": self.scenario.sample_interval,
             "memory": None
             if self.node.memory is None
@@ -302,6 +302,10 @@ class Scenario(Table):
             "disk": None if self.node.disk is None else self.node.disk.core_spec(),
             "network": None if self.node.network is None else self.node.network.core_spec(),
         }
+
+    def _sessions(self) -> dict[str, str]:
+        """[kernel] autogroup's sessions the workloads name (the core's autogroup_sessions)."""
+        return {name: w.session for name, w in self.workloads.items() if w.enabled and w.session is not None}
 
     def _cgroup_order(self) -> list[str]:
         # The core wants parents before children; otherwise keep the order of the file.
@@ -436,3 +440,8 @@ def policy_file(path: str | Path) -> dict[str, Any]:
             f"{path}: a policy file holds one [policy] table and nothing else" + (f" (found {', '.join(extra)})" if extra else "")
         )
     return {"policy": document["policy"]}
+
+
+def _root_as_core(spec: dict[str, Any]) -> dict[str, Any]:
+    """A workload's core spec with the root cgroup ("/") as the core names it ("")."""
+    return {**spec, "cgroup": ""} if spec["cgroup"] == ROOT_CGROUP else spec

@@ -155,6 +155,10 @@ class Kernel(Table):
     # timer at a random phase (init_cfs_bandwidth): "random" draws one per group from the
     # seed; a duration pins a boundary of every group's timer at that time after the start.
     cfs_period_phase: Annotated[int | None, BeforeValidator(period_phase)] = None
+    # kernel.sched_autogroup_enabled: a workload of the root cgroup (cgroup = "/") runs in its
+    # session's task group, weight 1024, beside the root's cgroups (kernel/sched/autogroup.c);
+    # off by default, as every scenario ran before. Replay sets it from the host.
+    autogroup: bool = False
 
     @model_validator(mode="after")
     def _check_dirty(self) -> Kernel:
@@ -180,4 +184,5 @@ class Kernel(Table):
             "dirty_background_ratio": self.dirty_background_ratio,
             "cgroup_writeback": self.cgroup_writeback,
             "cfs_period_phase_ns": self.cfs_period_phase,
+            "autogroup": self.autogroup,
         }

@@ -22,6 +22,10 @@ def _fanout(value: Any) -> int | str:
 
 
 # clickhouse-benchmark's query in the seed experiment (../shared/seeds/002, test_demo.sh)
+# A workload's `cgroup` naming the root cgroup (the core's "" path): its tasks are in the root
+# task group, where [kernel] autogroup applies (core_rs/model/src/autogroup.rs).
+ROOT_CGROUP = "/"
+
 SEED_QUERY = "SELECT * FROM system.numbers LIMIT 10000000 OFFSET 10000000"
 
 
@@ -132,9 +136,13 @@ class _Workload(Table):
     replays: ClassVar[bool] = False
     needs: ClassVar[Need | None] = None
 
-    # where its tasks run: a cgroup, or a pod (whose cgroup the kubelet layout gives it)
+    # where its tasks run: a cgroup ("/" is the root cgroup), or a pod (whose cgroup the
+    # kubelet layout gives it)
     cgroup: str = ""
     pod: str | None = None
+    # its session, for [kernel] autogroup: workloads of the root cgroup naming one session
+    # share its autogroup; without it a workload is a session of its own
+    session: str | None = Field(default=None, min_length=1)
     enabled: bool = True  # a disabled workload is left out of the core spec
     start: Duration = 0
     host: Annotated[HostProgram, BeforeValidator(_host_shorthand)] = Field(default_factory=HostProgram)
@@ -145,6 +153,15 @@ class _Workload(Table):
     def _check_host(self) -> _Workload:
         if bool(self.cgroup) == (self.pod is not None):
             raise FieldErrors([(("cgroup",), "give exactly one of cgroup or pod")])
+        if self.session is not None and self.cgroup != ROOT_CGROUP:
+            raise FieldErrors(
+                [
+                    (
+                        ("session",),
+                        f'a session groups workloads of the root cgroup (cgroup = "/"); this one is in {show(self.cgroup or self.pod)}',
+                    )
+                ]
+            )
         allowed = self.host_programs
         if self.host.program not in allowed:
             raise FieldErrors(

@@ -67,6 +67,8 @@ pub struct Cgroup {
     /// cpuset.cpus / cpuset.mems as membership masks (CPUs, NUMA nodes).
     pub cpus: Vec<bool>,
     pub mems: Vec<bool>,
+    /// An implicit session group of the root (autogroup.rs), not a cgroup of the scenario.
+    pub autogroup: bool,
 }
 
 impl Cgroup {
@@ -105,6 +107,7 @@ impl Cgroup {
             memfull_since: None,
             cpus: vec![true; ncpus],
             mems: vec![true; nnodes],
+            autogroup: false,
         }
     }
 

@@ -175,6 +175,33 @@ impl Node {
             g.depth = cgroups[parent].depth + 1;
             cgroups.push(g);
         }
+        // Autogroups after the scenario's cgroups (whose ids are their index + 1 throughout).
+        let mut placement: Vec<Option<CgId>> = vec![None; spec.workloads.len()];
+        for (i, session) in crate::autogroup::sessions(spec).into_iter().enumerate() {
+            let Some(session) = session else { continue };
+            let name = crate::autogroup::group_name(&session);
+            let id = match cgroups.iter().position(|g| g.autogroup && g.name == name) {
+                Some(id) => id,
+                None => {
+                    let mut g = Cgroup::new(
+                        name,
+                        Some(ROOT),
+                        crate::autogroup::AUTOGROUP_SHARES,
+                        false,
+                        0,
+                        ncpus,
+                        nnodes,
+                    );
+                    g.depth = 1;
+                    g.autogroup = true;
+                    let id = cgroups.len();
+                    cgroups[ROOT].children.push(id);
+                    cgroups.push(g);
+                    id
+                }
+            };
+            placement[i] = Some(id);
+        }
         let ncg = cgroups.len();
         let mut rqs = Vec::with_capacity(ncg * ncpus);
         let mut ses = Vec::new();
@@ -265,9 +292,12 @@ impl Node {
             node.init_cpuset(i + 1, c.cpuset_cpus.as_deref(), c.cpuset_mems.as_deref())?;
         }
         for (i, w) in spec.workloads.iter().enumerate() {
-            node.add_workload(i, w, spec.seed);
+            let cg = match placement[i] {
+                Some(autogroup) => autogroup,
+                None => node.cgroup_id(w.cgroup()).expect("validated"),
+            };
+            node.add_workload(i, w, cg, spec.seed);
             node.oom_kills.push(0);
-            let cg = node.cgroup_id(w.cgroup()).expect("validated");
             if !node.cgroups[cg].cpus.iter().any(|&c| c) {
                 return Err(SpecError::new(
                     format!("workloads[{i}].cgroup"),
@@ -286,14 +316,49 @@ impl Node {
         self.topo.ncpus
     }
 
+    /// A cgroup by its path ("" is the root); autogroups have none (autogroup.rs).
     pub fn cgroup_id(&self, name: &str) -> Result<CgId> {
-        self.cgroups.iter().position(|g| g.name == name).ok_or_else(|| {
-            let known: Vec<&str> = self.cgroups[1..].iter().map(|g| g.name.as_str()).collect();
+        let reported = &self.cgroups[..self.nr_reported_cgroups()];
+        reported.iter().position(|g| g.name == name).ok_or_else(|| {
+            let known: Vec<&str> = reported[1..].iter().map(|g| g.name.as_str()).collect();
             SpecError::new(
                 "cgroup",
                 format!("no cgroup named {name:?} (known: {})", known.join(", ")),
             )
         })
+    }
+
+    /// The cgroups results report: the root and the scenario's, before the autogroups.
+    pub fn nr_reported_cgroups(&self) -> usize {
+        self.cgroups.iter().take_while(|g| !g.autogroup).count()
+    }
+
+    /// ns each CPU ran each reported cgroup's own tasks (cpu * reported + cg): an autogroup's
+    /// tasks count to the root, whose cpuacct counts them in the kernel.
+    pub fn cpu_busy_reported(&self) -> Vec<u64> {
+        let (ncg, nrep) = (self.cgroups.len(), self.nr_reported_cgroups());
+        let mut out = vec![0; self.ncpus() * nrep];
+        for (i, &ns) in self.cpu_busy.iter().enumerate() {
+            let (cpu, cg) = (i / ncg, i % ncg);
+            out[cpu * nrep + if cg < nrep { cg } else { ROOT }] += ns;
+        }
+        out
+    }
+
+    /// CPU time (ns, since time 0) of a workload's tasks, wherever they run: the measure of a
+    /// workload in the root cgroup, whose autogroup no cgroup reports. Settle first.
+    pub fn workload_usage(&self, name: &str) -> Result<u64> {
+        let wl = self
+            .workload_names
+            .iter()
+            .position(|n| n == name)
+            .ok_or_else(|| SpecError::new("workload", format!("no workload named {name:?}")))?;
+        Ok(self
+            .tasks
+            .iter()
+            .filter(|t| t.wl == wl)
+            .map(|t| self.ses[t.se].sum_exec)
+            .sum())
     }
 
     pub fn service_id(&self, name: &str) -> Result<usize> {
@@ -331,8 +396,7 @@ impl Node {
         id
     }
 
-    fn add_workload(&mut self, idx: usize, w: &WorkloadSpec, seed: u64) {
-        let cg = self.cgroup_id(w.cgroup()).expect("validated");
+    fn add_workload(&mut self, idx: usize, w: &WorkloadSpec, cg: CgId, seed: u64) {
         let ncpus = self.ncpus();
         let rng = Rng::stream(seed, idx as u64 + 1);
         // Sleeping service threads start spread over the CPUs, as a long-running server's
@@ -1003,23 +1067,25 @@ impl Node {
         }
         self.series.t_ns.push(self.now);
         // Cumulative since time 0: reset_stats (end of warm-up) must not bend the series.
+        // Reported cgroups only (autogroups count in the root's hierarchical figures).
+        let nrep = self.nr_reported_cgroups();
         let usage = self.hierarchical(|g| g.usage_total_ns);
-        self.series.usage_ns.extend(usage);
-        for g in &self.cgroups {
+        self.series.usage_ns.extend(&usage[..nrep]);
+        for g in &self.cgroups[..nrep] {
             self.series.nr_throttled.push(g.bw.stat.nr_throttled);
             self.series.throttled_ns.push(g.bw.stat.throttled_time);
         }
         if let Some(m) = &self.memory {
-            self.series.memory_bytes.extend(m.cgs.iter().map(|c| c.usage));
+            self.series.memory_bytes.extend(m.cgs[..nrep].iter().map(|c| c.usage));
         }
         if self.disk.is_some() || self.net.is_some() {
             self.settle_io();
             let (io, tx) = self.io_totals();
             if self.disk.is_some() {
-                self.series.io_bytes.extend(io);
+                self.series.io_bytes.extend(&io[..nrep]);
             }
             if self.net.is_some() {
-                self.series.net_bytes.extend(tx);
+                self.series.net_bytes.extend(&tx[..nrep]);
             }
         }
         // Completions are cumulative since time 0, independent of reset_stats.

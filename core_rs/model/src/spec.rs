@@ -225,6 +225,15 @@ pub struct KernelSpec {
     /// per group from the seed, as Linux ≥ 6.4 draws it at random (bandwidth.rs,
     /// `start_cfs_bandwidth`).
     pub cfs_period_phase_ns: Option<u64>,
+    /// kernel.sched_autogroup_enabled (autogroup.rs): tasks of the root task group run in a
+    /// task group of their session, beside the root's cgroups. Off by default, as a scenario
+    /// without it always ran.
+    #[serde(default)]
+    pub autogroup: bool,
+    /// Which session each root-cgroup workload is in (workload name → session name); a
+    /// workload not named here is a session of its own (autogroup.rs).
+    #[serde(default)]
+    pub autogroup_sessions: std::collections::BTreeMap<String, String>,
 }
 
 impl KernelSpec {
@@ -1310,6 +1319,6 @@ impl NodeSpec {
                 }
             }
         }
-        Ok(())
+        crate::autogroup::check_sessions(self)
     }
 }

@@ -101,7 +101,11 @@ impl Node {
     }
 
     fn cgroup_names(&self) -> Vec<String> {
-        self.inner.cgroups.iter().map(|g| g.name.clone()).collect()
+        let n = &self.inner;
+        n.cgroups[..n.nr_reported_cgroups()]
+            .iter()
+            .map(|g| g.name.clone())
+            .collect()
     }
 
     fn service_names(&self) -> Vec<String> {
@@ -236,6 +240,12 @@ impl Node {
         Ok(d)
     }
 
+    /// CPU ns of a workload's tasks since time 0, wherever they run.
+    fn workload_usage(&mut self, name: &str) -> PyResult<u64> {
+        self.inner.settle();
+        self.inner.workload_usage(name).map_err(key_err)
+    }
+
     fn service_stats<'py>(&mut self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyDict>> {
         let id = self.inner.service_id(name).map_err(key_err)?;
         self.inner.settle_drops();
@@ -262,7 +272,7 @@ impl Node {
 
     fn cpu_busy<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
         self.inner.settle();
-        u64_bytes(py, &self.inner.cpu_busy)
+        u64_bytes(py, &self.inner.cpu_busy_reported())
     }
 
     fn timeseries<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
