@@ -131,6 +131,9 @@ def summary_text(spec: TuneSpec, study: Study, name: str) -> str:
                 )
             if default is not None:
                 parts.append(metrics_table(spec, default, near, "closest"))
+            shown = near if near is not None else default
+            if spec.traces and shown is not None:
+                parts.append(machines_table(spec, default, shown, "closest" if near is not None else "default"))
         else:
             parts.append(params_table(spec, default, best))
             parts.append(metrics_table(spec, default, best))
@@ -157,13 +160,13 @@ def simulated_line(spec: TuneSpec, study: Study) -> str:
     return f"simulated {sig3(simulated_s(study))} s in all (trials and the service alone){fid}"
 
 
-def machines_table(spec: TuneSpec, default: FrozenTrial | None, best: FrozenTrial) -> str:
+def machines_table(spec: TuneSpec, default: FrozenTrial | None, best: FrozenTrial, label: str = "best") -> str:
     """Per machine (trace) of the set: the objective, each SLO's metric and verdict, for the
     defaults and the best; the study's SLO verdict is the worst machine's."""
     o = spec.objectives[0]
-    header = ["machine", f"{o.text} default", f"{o.text} best"]
+    header = ["machine", f"{o.text} default", f"{o.text} {label}"]
     for slo in spec.slos:
-        header += [f"{slo.metric.text} default", f"{slo.metric.text} best", f"{slo.text} default", f"{slo.text} best"]
+        header += [f"{slo.metric.text} default", f"{slo.metric.text} {label}", f"{slo.text} default", f"{slo.text} {label}"]
     rows = []
     d_m = (default.user_attrs.get("machines") or {}) if default is not None else {}
     b_m = best.user_attrs.get("machines") or {}
