@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import optuna
 import pytest
+from test_tune import TINY
 
 from sim.cli import main
 from sim.errors import ScenarioError
@@ -88,53 +89,17 @@ def test_cut_starts_with_the_value_in_effect():
 
 # --- a small fleet: two machines' traces on a 4-CPU node ------------------------------------
 
-SCENARIO = """
-[scenario]
-name = "fleet"
-duration = "20s"
-warmup = "1s"
-seed = 1
-
-[node]
-sockets = 1
-cores_per_socket = 2
-threads_per_core = 2
-
-[pods.online]
-qos = "LSR"
-priority_class = "koord-prod"
-cpu_request = 1
-cpu_limit = 1
-memory_request = "1Gi"
-memory_limit = "1Gi"
-cpu_bind_policy = "SpreadByPCPUs"
-
-[pods.offline]
-qos = "BE"
-
-[workloads.web]
-kind = "closed_loop"
-pod = "online"
-clients = 4
-workers = 1
-service = { dist = "exponential", mean = "5ms" }
-
-[workloads.batch]
-kind = "duty"
-pod = "offline"
-max_threads = 4
-trace = { entity = "machine" }
-
-[policy]
-name = "koordinator"
-
-[tune]
-params = { cpu_suppress_threshold_percent = [30, 100] }
-slo = ["web.p99 <= 1.4 * solo"]
-trials = 9
-fidelity = "window"
-window = "4s"
-"""
+# test_tune's tiny node (an LSR service bound to one CPU, a BE pod beside it under
+# Koordinator's CPU suppress) with the BE pod's demand following each machine's trace
+SCENARIO = (
+    TINY.replace('name = "tiny"', 'name = "fleet"')
+    .replace('duration = "3s"', 'duration = "20s"')
+    .replace('warmup = "500ms"', 'warmup = "1s"')
+    .replace(
+        'kind = "hog"\npod = "offline"\nthreads = 4', 'kind = "duty"\npod = "offline"\nmax_threads = 4\ntrace = { entity = "machine" }'
+    )
+    .replace("trials = 30", 'trials = 9\nfidelity = "window"\nwindow = "4s"')
+)
 
 # the SLO test's node: the service and the batch share 2 CPUs (CFS, no cpuset), a constant
 # 2 ms service with 2 clients: alone it never queues, so solo P99 = 2 ms
