@@ -217,6 +217,7 @@ def test_pruned_trials_are_pruned_never_the_answer_and_the_study_is_deterministi
     assert pruned and S.FAIL not in states and len(study.trials) == 9
     out = capsys.readouterr().out
     assert f"{len(pruned)} pruned" in out
+    assert "Per machine of the trace set" in (tmp_path / "o1" / "tune_report.html").read_text()
     for t in study.trials:
         # one intermediate value per window, steps 1..2
         assert sorted(t.intermediate_values) == [1, 2]
