@@ -330,3 +330,16 @@ def test_split_the_real_sample_against_its_own_rows(tmp_path):
         assert e.t_s[-1] < end - start and 0 <= e.cpu_cores.min() and e.cpu_cores.max() <= 96
     # every machine of the sample with readings that day
     assert len(fleet.split(SAMPLE, len(readings), tmp_path / "all", start, end)) == len(readings)
+
+
+def test_windows_run_in_worker_processes(tmp_path):
+    """--jobs 2: the window runs (their cut traces in the study's temporary directory) and the
+    whole runs go to worker processes; every trial ends complete or pruned."""
+    path = tmp_path / "s.toml"
+    path.write_text(SCENARIO)
+    d = machines(tmp_path / "set", {"a": 1.0, "b": 2.0})
+    assert main(["tune", str(path), "--trace-set", str(d), "--jobs", "2", "--out", str(tmp_path / "o"), "--no-progress"]) == 0
+    trials = study_of(tmp_path / "o", "fleet:koordinator").trials
+    S = optuna.trial.TrialState
+    assert len(trials) == 9 and {t.state for t in trials} <= {S.COMPLETE, S.PRUNED}
+    assert all(t.user_attrs["ran_in"] > 0 for t in trials if t.state is S.COMPLETE)
