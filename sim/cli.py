@@ -150,12 +150,18 @@ def _parser() -> argparse.ArgumentParser:
     tr.add_argument("directory", nargs="?", type=Path, help="alibaba2018/google2019: where the dataset's CSVs are")
     tr.add_argument("--node-cores", type=float, default=64, help="google2019: cores of the simulated node (capacity.cpus = this)")
     tr.add_argument("--machine", help="alibaba2018: the machine id, e.g. m_1940")
+    tr.add_argument(
+        "--machines",
+        metavar="M1,M2,...|N",
+        help="alibaba2018: a fleet, one trace per machine into --out DIR (with index.json): the machines named, or the N busiest",
+    )
+    tr.add_argument("--out", type=Path, metavar="DIR", help="alibaba2018 --machines: the directory of the fleet's traces")
     tr.add_argument("--start", default="0s", help="window start (trace time), e.g. 86400s")
     tr.add_argument("--end", default="1d", help="window end; synthetic: the length (default 1d)")
     tr.add_argument("--step", default="60s", help="sample step (default 60s)")
     tr.add_argument("--node-memory", default="64Gi", help="alibaba2018: memory of the node (normalised memory 100 = this)")
     tr.add_argument("--seed", type=int, default=1, help="synthetic: seed")
-    tr.add_argument("-o", "--output", required=True, type=Path, metavar="TRACE.parquet")
+    tr.add_argument("-o", "--output", type=Path, metavar="TRACE.parquet", help="the trace file (not with --machines)")
     sh = commands.add_parser(
         "shape",
         help="measure a real service's request shape on this host and write its workload section (root)",
@@ -372,6 +378,10 @@ def _trace(args: argparse.Namespace) -> int:
     from policies.pods import memory_bytes
 
     start, end, step = _seconds("start", args.start), _seconds("end", args.end), _seconds("step", args.step)
+    if args.machines is not None or args.out is not None:
+        return _fleet(args, start, end, step)
+    if args.output is None:
+        raise ScenarioError(f"trace {args.source}: give -o TRACE.parquet")
     if args.source in ("alibaba2018", "google2019"):
         from traces import alibaba2018, google2019
 
@@ -390,6 +400,40 @@ def _trace(args: argparse.Namespace) -> int:
 
         trace = synthetic.day(args.seed, duration_s=end, step_s=step)
     return _write_trace(trace, args.output)
+
+
+def _fleet(args: argparse.Namespace, start: float, end: float, step: float) -> int:
+    """`colosim trace alibaba2018 DIR --machines ... --out DIR`: one trace per machine."""
+    from policies.pods import memory_bytes
+    from traces import fleet
+
+    if args.source != "alibaba2018":
+        raise ScenarioError(f"trace {args.source}: --machines and --out are for alibaba2018 (a fleet from its machine_usage)")
+    if args.machines is None or args.out is None:
+        raise ScenarioError("trace alibaba2018: a fleet needs both --machines M1,M2,...|N and --out DIR")
+    if args.directory is None:
+        raise ScenarioError("trace alibaba2018: give the dataset's DIRECTORY")
+    if args.machine or args.output is not None:
+        raise ScenarioError("trace alibaba2018: --machines writes into --out DIR; leave out --machine and -o")
+    text = args.machines.strip()
+    machines: list[str] | int
+    if text.isdigit():
+        machines = int(text)
+    else:
+        machines = [m.strip() for m in text.split(",") if m.strip()]
+        if not machines:
+            raise ScenarioError("--machines: machine ids separated by commas, or a count (got an empty list)")
+    try:
+        mem = memory_bytes(args.node_memory)
+    except ValueError as err:
+        raise ScenarioError(f"--node-memory: {err}") from None
+    rows = fleet.split(args.directory, machines, args.out, start, end, step, mem)
+    for r in rows:
+        print(
+            f"{r['machine']}: {r['readings']} readings, {r['samples']} samples, mean {r['mean_cpu_cores']:.2f} cores, max {r['max_cpu_cores']:.2f}"
+        )
+    print(f"wrote {len(rows)} traces and {args.out / fleet.INDEX}")
+    return 0
 
 
 def _record(args: argparse.Namespace) -> int:

@@ -64,6 +64,61 @@ def resample(samples: dict[float, list[float]], start: float, end: float, step: 
     return grid[ok] - start, vs[idx[ok]]
 
 
+def usage_file(d: Path) -> Path | None:
+    """machine_usage.csv, or a part of it (the sample beside the project is its head)."""
+    return next((p for p in (d / "machine_usage.csv", *sorted(d.glob("machine_usage*.csv"))) if p.exists()), None)
+
+
+# a machine's raw samples: time -> CPU values (cores), time -> memory values (bytes)
+Samples = tuple[dict[float, list[float]], dict[float, list[float]]]
+
+
+def machine_samples(
+    usage: Path, machines: set[str] | None, start_s: float, end_s: float, step_s: float, node_memory_bytes: float
+) -> dict[str, Samples]:
+    """One pass over machine_usage: each machine's (of `machines`, or every one) samples in
+    the window (and up to HOLD_STEPS before it, which a hold carries in), in cores and bytes;
+    out-of-range percentages (the trace's -1 and 101) are left out."""
+    out: dict[str, Samples] = {}
+    for n, c in _rows(usage, 4):
+        if machines is not None and c[0] not in machines:
+            continue
+        t = _num(usage, n, "time_stamp", c[1])
+        if t is None or not start_s - HOLD_STEPS * step_s <= t < end_s:
+            continue
+        cpu, mem = out.setdefault(c[0], (defaultdict(list), defaultdict(list)))
+        u = _num(usage, n, "cpu_util_percent", c[2])
+        m = _num(usage, n, "mem_util_percent", c[3])
+        if u is not None and 0 <= u <= 100:
+            cpu[t].append(u / 100 * CORES)
+        if m is not None and 0 <= m <= 100:
+            mem[t].append(m / 100 * node_memory_bytes)
+    return out
+
+
+def node_entity(name: str, samples: Samples, start_s: float, end_s: float, step_s: float, node_memory_bytes: float) -> Entity | None:
+    """The machine as a `node` entity on the step grid (None: no CPU sample in the window)."""
+    cpu, mem = samples
+    t_c, v_c = resample(cpu, start_s, end_s, step_s)
+    if not len(t_c):
+        return None
+    t_m, v_m = resample(mem, start_s, end_s, step_s)
+    mem_on_grid = np.full(len(t_c), np.nan)
+    pos = {t: i for i, t in enumerate(t_c)}
+    for t, v in zip(t_m, v_m, strict=True):
+        if t in pos:
+            mem_on_grid[pos[t]] = v
+    return Entity(
+        name,
+        "node",
+        t_c,
+        v_c,
+        mem_on_grid if not np.isnan(mem_on_grid).all() else None,
+        cpu_limit=float(CORES),
+        memory_limit=node_memory_bytes,
+    )
+
+
 def load(
     directory: str | Path, machine: str, start_s: float, end_s: float, step_s: float = 60.0, node_memory_bytes: float = 64 * 2**30
 ) -> Trace:
@@ -73,41 +128,12 @@ def load(
     if not end_s > start_s or step_s <= 0:
         raise TraceError(f"window: need start < end and step > 0 (got {start_s:g}, {end_s:g}, {step_s:g})")
     trace = Trace(source=f"Alibaba cluster-trace-v2018 {d}, machine {machine}, [{start_s:g}, {end_s:g}) s")
-    usage = next((p for p in (d / "machine_usage.csv", *sorted(d.glob("machine_usage*.csv"))) if p.exists()), None)
+    usage = usage_file(d)
     if usage is not None:
-        cpu: dict[float, list[float]] = defaultdict(list)
-        mem: dict[float, list[float]] = defaultdict(list)
-        for n, c in _rows(usage, 4):
-            if c[0] != machine:
-                continue
-            t = _num(usage, n, "time_stamp", c[1])
-            if t is None or not start_s - HOLD_STEPS * step_s <= t < end_s:
-                continue
-            u = _num(usage, n, "cpu_util_percent", c[2])
-            m = _num(usage, n, "mem_util_percent", c[3])
-            if u is not None and 0 <= u <= 100:
-                cpu[t].append(u / 100 * CORES)
-            if m is not None and 0 <= m <= 100:
-                mem[t].append(m / 100 * node_memory_bytes)
-        t_c, v_c = resample(cpu, start_s, end_s, step_s)
-        if len(t_c):
-            t_m, v_m = resample(mem, start_s, end_s, step_s)
-            mem_on_grid = np.full(len(t_c), np.nan)
-            pos = {t: i for i, t in enumerate(t_c)}
-            for t, v in zip(t_m, v_m, strict=True):
-                if t in pos:
-                    mem_on_grid[pos[t]] = v
-            trace.add(
-                Entity(
-                    machine,
-                    "node",
-                    t_c,
-                    v_c,
-                    mem_on_grid if not np.isnan(mem_on_grid).all() else None,
-                    cpu_limit=float(CORES),
-                    memory_limit=node_memory_bytes,
-                )
-            )
+        samples = machine_samples(usage, {machine}, start_s, end_s, step_s, node_memory_bytes).get(machine)
+        node = node_entity(machine, samples, start_s, end_s, step_s, node_memory_bytes) if samples else None
+        if node is not None:
+            trace.add(node)
     _containers(d, machine, start_s, end_s, step_s, node_memory_bytes, trace)
     _batch(d, machine, start_s, end_s, step_s, node_memory_bytes, trace)
     if not trace.entities:

@@ -45,6 +45,20 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="TRACE.parquet",
         help="a trace the trace-driven workloads play; repeat for a trace set: every trial runs each, the SLO holds on the worst",
     )
+    tune.add_argument(
+        "--trace-set",
+        type=Path,
+        metavar="DIR",
+        help="every trace file in DIR (sorted; each named by its file, e.g. a machine of `colosim trace alibaba2018 --machines`): "
+        "every trial runs each, the SLO holds on the worst machine, results per machine",
+    )
+    tune.add_argument(
+        "--fidelity",
+        choices=("full", "window"),
+        help="window: each trial first runs every trace's busiest window; the pruner (successive halving) sends "
+        "the most promising third on to the whole traces (default: [tune] fidelity, full)",
+    )
+    tune.add_argument("--window", help='--fidelity window: the window, in trace time (default: [tune] window, "1h")')
     tune.add_argument("--seeds", type=int, help="seeds per trial: objectives are their mean, SLOs hold on the worst (default 1)")
     tune.add_argument(
         "--storage",
@@ -70,6 +84,13 @@ def tune(args: argparse.Namespace) -> int:
 
     if args.jobs < 1:
         raise ScenarioError(f"--jobs: must be >= 1 (got {args.jobs})")
+    traces = args.trace
+    if args.trace_set is not None:
+        from traces.fleet import trace_set
+
+        if traces:
+            raise ScenarioError("--trace-set: give a trace set as --trace-set DIR or as --trace FILE ..., not both")
+        traces = trace_set(args.trace_set)
     spec = build_spec(
         args.scenario,
         combine(args.overrides),
@@ -80,7 +101,9 @@ def tune(args: argparse.Namespace) -> int:
         trials=args.trials,
         seeds=args.seeds,
         sampler=args.sampler,
-        traces=args.trace,
+        traces=traces,
+        fidelity=args.fidelity,
+        window=args.window,
     )
     out = args.out if args.out is not None else Path("out") / spec.scenario.name
     name = args.study or f"{spec.scenario.name}:{spec.policy}"

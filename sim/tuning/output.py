@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sim.results import finite as finite_json
 from sim.results import markdown, sig3
 from sim.tuning.goals import Sense, Slo
 from sim.tuning.space import Dimension, policy_table
@@ -97,12 +98,13 @@ def summary_text(spec: TuneSpec, study: Study, name: str) -> str:
     S = optuna.trial.TrialState
     trials = study.get_trials(deepcopy=False)
     n_done = sum(t.state is S.COMPLETE for t in trials)
+    n_pruned = sum(t.state is S.PRUNED for t in trials)
     n_orphan = sum(t.state is S.FAIL and bool(t.user_attrs.get("orphaned")) for t in trials)
     n_fail = sum(t.state is S.FAIL for t in trials) - n_orphan
     n_ok = sum(t.state is S.COMPLETE and feasible(t) for t in trials)
     orphaned = f" and {n_orphan} orphaned by a killed study process (not counted)" if n_orphan else ""
     head = (
-        f"study {name}: {len(trials) - n_orphan} trials ({n_done} complete, {n_fail} failed){orphaned}, {n_ok} meet every SLO\n"
+        f"study {name}: {len(trials) - n_orphan} trials ({n_done} complete, {n_pruned} pruned, {n_fail} failed){orphaned}, {n_ok} meet every SLO\n"
         f"policy {spec.policy}; objective{'s' if spec.multi else ''} "
         + ", ".join(f"{o.sense.value} {o.text}" for o in spec.objectives)
         + (
@@ -111,7 +113,7 @@ def summary_text(spec: TuneSpec, study: Study, name: str) -> str:
             else ""
         )
     )
-    parts = [head]
+    parts = [head, simulated_line(spec, study)]
     default = defaults_trial(study)
     if default is not None and default.state is S.FAIL:
         parts.append(f"the defaults failed: {default.user_attrs.get('error', '?')}")
@@ -129,9 +131,14 @@ def summary_text(spec: TuneSpec, study: Study, name: str) -> str:
                 )
             if default is not None:
                 parts.append(metrics_table(spec, default, near, "closest"))
+            shown = near if near is not None else default
+            if spec.traces and shown is not None:
+                parts.append(machines_table(spec, default, shown, "closest" if near is not None else "default"))
         else:
             parts.append(params_table(spec, default, best))
             parts.append(metrics_table(spec, default, best))
+            if spec.traces:
+                parts.append(machines_table(spec, default, best))
     failed = [t for t in trials if t.state is S.FAIL and t.user_attrs.get("error")]
     if failed:
         reasons: dict[str, int] = {}
@@ -139,6 +146,82 @@ def summary_text(spec: TuneSpec, study: Study, name: str) -> str:
             reasons[t.user_attrs["error"]] = reasons.get(t.user_attrs["error"], 0) + 1
         parts.append("failed trials:\n" + "\n".join(f"  {n} × {r}" for r, n in reasons.items()))
     return "\n\n".join(parts)
+
+
+def simulated_s(study: Study) -> float:
+    """Simulated seconds the study used: every trial's runs (a pruned one's windows only)
+    and the service alone."""
+    trials = study.get_trials(deepcopy=False)
+    return math.fsum(float(t.user_attrs.get("simulated_s", 0.0)) for t in trials) + float(study.user_attrs.get("solo_simulated_s", 0.0))
+
+
+def simulated_line(spec: TuneSpec, study: Study) -> str:
+    fid = f"; fidelity window ({sig3(spec.window_s)} s of trace time per trace first)" if spec.fidelity == "window" else ""
+    return f"simulated {sig3(simulated_s(study))} s in all (trials and the service alone){fid}"
+
+
+def machines_table(spec: TuneSpec, default: FrozenTrial | None, best: FrozenTrial, label: str = "best") -> str:
+    """Per machine (trace) of the set: the objective, each SLO's metric and verdict, for the
+    defaults and the best; the study's SLO verdict is the worst machine's."""
+    o = spec.objectives[0]
+    header = ["machine", f"{o.text} default", f"{o.text} {label}"]
+    for slo in spec.slos:
+        header += [f"{slo.metric.text} default", f"{slo.metric.text} {label}", f"{slo.text} default", f"{slo.text} {label}"]
+    rows = []
+    d_m = (default.user_attrs.get("machines") or {}) if default is not None else {}
+    b_m = best.user_attrs.get("machines") or {}
+    for machine in b_m:
+        d, b = d_m.get(machine) or {}, b_m[machine]
+        row = [machine, sig3(_get(d, "objective", o.text)), sig3(_get(b, "objective", o.text))]
+        for slo in spec.slos:
+            row += [sig3(_get(d, "metrics", slo.metric.text)), sig3(_get(b, "metrics", slo.metric.text))]
+            row += [_verdict(_get(d, "slo", slo.text)), _verdict(_get(b, "slo", slo.text))]
+        rows.append(row)
+    return "per machine (trace of the set)\n" + markdown(header, rows)
+
+
+def _get(m: dict[str, Any], part: str, key: str) -> float:
+    v = (m.get(part) or {}).get(key)
+    return math.nan if v is None else float(v)
+
+
+def _verdict(v: float) -> str:
+    if math.isnan(v):
+        return "-"
+    return "holds" if v <= 0 else f"violated by {sig3(v)}"
+
+
+def trials_json(spec: TuneSpec, study: Study) -> dict[str, Any]:
+    """Every trial: state, parameters, values, SLO violations, per-machine results, the
+    windows' score and the simulated time it cost."""
+    best = best_trial(spec, study) if not spec.multi else None
+    default = defaults_trial(study)
+    out = []
+    for t in study.get_trials(deepcopy=False):
+        out.append(
+            {
+                "number": t.number,
+                "state": t.state.name,
+                "params": t.params,
+                "values": t.values,
+                "constraints": t.constraints,
+                "machines": t.user_attrs.get("machines"),
+                "window_score": t.user_attrs.get("window_score"),
+                "simulated_s": t.user_attrs.get("simulated_s"),
+                "error": t.user_attrs.get("error"),
+            }
+        )
+    return {
+        "objectives": [o.text for o in spec.objectives],
+        "slo": [s.text for s in spec.slos],
+        "traces": spec.traces,
+        "fidelity": spec.fidelity,
+        "window_s": spec.window_s if spec.fidelity == "window" else None,
+        "best": None if best is None else best.number,
+        "defaults": None if default is None else default.number,
+        "simulated_s": simulated_s(study),
+        "trials": out,
+    }
 
 
 def params_table(spec: TuneSpec, default: FrozenTrial | None, best: FrozenTrial) -> str:
@@ -263,6 +346,9 @@ def write_outputs(spec: TuneSpec, study: Study, name: str, out: Path) -> list[Pa
             written += write_agent_files(spec, best, out)
     from sim.tuning.report import write_report
 
+    path = out / "tune_trials.json"
+    path.write_text(json.dumps(finite_json(trials_json(spec, study)), indent=1) + "\n", encoding="utf-8")
+    written.append(path)
     written.append(write_report(spec, study, name, out / "tune_report.html"))
     return written
 

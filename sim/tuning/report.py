@@ -151,9 +151,36 @@ def comparison_figure(spec: TuneSpec, study: Study) -> go.Figure | None:
     return fig
 
 
+def machines_figure(spec: TuneSpec, study: Study) -> go.Figure | None:
+    """A trace set: per machine, the objective and each SLO's metric (worst), the defaults
+    beside the best (the study's verdict is the worst machine's)."""
+    default = defaults_trial(study)
+    chosen = best_trial(spec, study) if not spec.multi else None
+    if not spec.traces or chosen is None or not chosen.user_attrs.get("machines"):
+        return None
+    o = spec.objectives[0]
+    titles = [f"{o.text} ({o.unit()})"] + [f"{s.metric.text} ({s.metric.unit()}, worst)" for s in spec.slos]
+    fig = make_subplots(rows=1, cols=len(titles), subplot_titles=titles)
+    for label, t, color in (("defaults", default, "#7f7f7f"), (f"best (#{chosen.number})", chosen, "#2ca02c")):
+        per = (t.user_attrs.get("machines") or {}) if t is not None else {}
+        names = list(per)
+        fig.add_bar(x=names, y=[per[n]["objective"].get(o.text) for n in names], name=label, marker_color=color, row=1, col=1)
+        for i, slo in enumerate(spec.slos, start=2):
+            ys = [per[n]["metrics"].get(slo.metric.text) for n in names]
+            fig.add_bar(x=names, y=ys, name=label, marker_color=color, showlegend=False, row=1, col=i)
+    fig.update_layout(title="Per machine of the trace set", barmode="group")
+    return fig
+
+
 def figures(spec: TuneSpec, study: Study) -> list[go.Figure]:
     """The report's plots, in order: those the study has data for."""
-    made = (history_figure(spec, study), tradeoff_figure(spec, study), importance_figure(spec, study), comparison_figure(spec, study))
+    made = (
+        history_figure(spec, study),
+        tradeoff_figure(spec, study),
+        importance_figure(spec, study),
+        comparison_figure(spec, study),
+        machines_figure(spec, study),
+    )
     return [fig for fig in made if fig is not None]
 
 

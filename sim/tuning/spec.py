@@ -4,6 +4,7 @@ scenario lacks) is a ScenarioError naming where it is."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -13,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sim.errors import ScenarioError
 from sim.scenario import Scenario, read_document
 from sim.tuning.evaluate import default_batch, services_of
+from sim.tuning.fidelity import DEFAULT_WINDOW_S, trace_speed
 from sim.tuning.goals import LATENCIES, NODE_METRICS, Metric, Sense, Slo, parse_metric, parse_slo
 from sim.tuning.space import Dimension, parse_range, policy_class, search_space
 
@@ -32,6 +34,10 @@ class TuneTable(BaseModel):
     seeds: int = Field(1, ge=1, le=1000)
     batch: list[str] | None = None
     sampler: Literal["tpe", "nsga2", "random"] = "tpe"
+    # "window": a trial runs each trace's busiest `window` first; the pruner picks which
+    # run whole (sim/tuning/fidelity.py)
+    fidelity: Literal["full", "window"] = "full"
+    window: str | None = None  # trace time, e.g. "1h", "30m", "3600s" (default 1h)
 
 
 @dataclass
@@ -52,6 +58,8 @@ class TuneSpec:
     sampler: str
     overrides: dict[str, Any] = field(default_factory=dict)
     traces: list[str] = field(default_factory=list)  # a trace set: every case with each
+    fidelity: str = "full"
+    window_s: float = 3600.0  # trace time of a window (fidelity "window")
 
     @property
     def metrics(self) -> list[Metric]:
@@ -86,6 +94,8 @@ class TuneSpec:
             "batch": self.batch,
             "overrides": {k: repr(v) for k, v in self.overrides.items()},
             "traces": self.traces,
+            # only when windowed, so a study made before fidelity existed still resumes
+            **({"fidelity": self.fidelity, "window_s": self.window_s} if self.fidelity != "full" else {}),
         }
 
 
@@ -100,6 +110,8 @@ def build_spec(
     seeds: int | None = None,
     sampler: str | None = None,
     traces: list[str] | None = None,
+    fidelity: str | None = None,
+    window: str | None = None,
 ) -> TuneSpec:
     from sim.scenario import trace_overrides
 
@@ -177,7 +189,21 @@ def build_spec(
     if n_trials < 1:
         raise ScenarioError(f"--trials: must be >= 1 (got {n_trials})")
     chosen_sampler = sampler or table.sampler
-    return TuneSpec(
+    chosen_fidelity = fidelity or table.fidelity
+    window_text = window or table.window
+    where = "--window" if window else "tune.window"
+    window_s = window_seconds(window_text, where) if window_text is not None else DEFAULT_WINDOW_S
+    if chosen_fidelity == "window":
+        where = "--fidelity" if fidelity else "tune.fidelity"
+        if len(objectives) > 1:
+            raise ScenarioError(f"{where}: window prunes trials, which Optuna does for one objective only (got {len(objectives)})")
+        if not traces:
+            raise ScenarioError(
+                f"{where}: window runs each trace's busiest window first; give a trace set (--trace FILE or --trace-set DIR)"
+            )
+    elif window is not None:
+        raise ScenarioError('--window: only with fidelity "window" (--fidelity window or [tune] fidelity)')
+    spec = TuneSpec(
         path=path,
         document=document,
         scenario=scenario,
@@ -194,7 +220,27 @@ def build_spec(
         sampler=chosen_sampler,
         overrides=overrides,
         traces=traces,
+        fidelity=chosen_fidelity,
+        window_s=window_s,
     )
+    if chosen_fidelity == "window":
+        trace_speed(spec)  # one speed, so a window's trace time is a simulated time
+    return spec
+
+
+def window_seconds(text: str, where: str) -> float:
+    """A window in trace time: "1h", "30m", "90s", "1d", or seconds."""
+    from sim.duration import parse_duration
+
+    t = text.strip()
+    scale = {"h": 3600.0, "d": 86_400.0}.get(t[-1:], None)
+    try:
+        s = float(t[:-1]) * scale if scale is not None else parse_duration(t) / 1e9
+    except ValueError as err:
+        raise ScenarioError(f"{where}: {err}" if scale is None else f'{where}: a duration such as "1h" or "30m" (got {text!r})') from None
+    if not (math.isfinite(s) and s > 0):
+        raise ScenarioError(f"{where}: must be > 0 (got {text!r})")
+    return s
 
 
 __all__ = ["SAMPLERS", "Sense", "TuneSpec", "TuneTable", "build_spec"]

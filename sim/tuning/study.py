@@ -22,17 +22,20 @@ it does not count toward `trials`.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import datetime
+import gc
 import math
 import multiprocessing
 import os
 import signal
 import socket
 import sys
+import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
@@ -41,6 +44,8 @@ from sim import liveness
 from sim.errors import ScenarioError
 from sim.results import finite
 from sim.tuning.evaluate import Measurement, measure
+from sim.tuning.fidelity import Staging, make_pruner
+from sim.tuning.machines import per_machine
 from sim.tuning.outcome import Outcome, summarize
 from sim.tuning.space import policy_table
 from sim.tuning.spec import TuneSpec
@@ -118,6 +123,7 @@ def open_study(spec: TuneSpec, url: str, name: str) -> Study:
                 load_if_exists=True,
                 directions=spec.directions,
                 sampler=make_sampler(spec),
+                pruner=make_pruner(spec),
             )
             break
         except ValueError as err:  # e.g. the directions differ from the stored study's
@@ -352,6 +358,10 @@ class _Inline(cf.Executor):
             if isinstance(err, KeyboardInterrupt):
                 raise
             f.set_exception(err)
+        # A run leaves reference cycles holding the core's Node, which must be freed on the
+        # thread that made it (it is not Send): collect them here, not whenever the
+        # heartbeat thread happens to trigger a collection.
+        gc.collect()
         return f
 
 
@@ -421,6 +431,8 @@ def tell(study: Study, trial: Trial, spec: TuneSpec, solo: Measurement, future: 
     outcome = summarize(measured, solo, spec.objectives, spec.slos, spec.metrics)
     trial.set_user_attr("ran_in", pid)
     trial.set_user_attr("summary", finite(outcome.summary))
+    if spec.traces:
+        trial.set_user_attr("machines", finite(per_machine(spec, measured, solo)))
     for text, v in outcome.constraints.items():
         trial.set_constraint(text, v)
     if any(math.isnan(v) for v in outcome.values):
@@ -463,6 +475,8 @@ def optimize(spec: TuneSpec, study: Study, jobs: int, progress: bool = True) -> 
     done = counted(study) - len(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)))
     pending: dict[cf.Future[Ran], Trial] = {}
     with (
+        tempfile.TemporaryDirectory(prefix="colosim-windows-") as windows,
+        _Staged(spec, study, Path(windows)) as staging,
         Heartbeat(study) as heart,
         _Workers(jobs) as pool,
         tqdm(
@@ -475,6 +489,12 @@ def optimize(spec: TuneSpec, study: Study, jobs: int, progress: bool = True) -> 
             dynamic_ncols=True,
         ) as bar,
     ):
+
+        def submit(trial: Trial, overrides: dict[str, Any], traces: list[str]) -> cf.Future[Ran]:
+            f = pool.submit(run_job, Job(spec.document, overrides, spec.seeds, spec.cases, spec.batch, traces))
+            pending[f] = trial
+            return f
+
         if progress:
             bar.set_postfix_str(best_line(spec, study), refresh=False)
         while True:
@@ -488,9 +508,13 @@ def optimize(spec: TuneSpec, study: Study, jobs: int, progress: bool = True) -> 
                 heart.add(trial._trial_id)
                 if _duplicate_defaults(study, trial):
                     trial.set_user_attr("defaults", False)
-                table = policy_table(spec.fixed, trial.params, spec.dims)
-                job = Job(spec.document, {**spec.overrides, "policy": table}, spec.seeds, spec.cases, spec.batch, spec.traces)
-                pending[pool.submit(run_job, job)] = trial
+                overrides = {**spec.overrides, "policy": policy_table(spec.fixed, trial.params, spec.dims)}
+                if staging is None:
+                    trial.set_user_attr("simulated_s", whole_simulated_s(spec))
+                    submit(trial, overrides, spec.traces)
+                else:  # the busiest windows first (sim/tuning/fidelity.py)
+                    for i, (more, traces) in enumerate(staging.first(trial, overrides)):
+                        staging.track(submit(trial, more, traces), i)
             if not pending:
                 # a trial asked by a study process killed before it claimed it has no owner:
                 # wait until it is claimed (a live peer's, in a moment) or failed (GRACE_S)
@@ -501,14 +525,41 @@ def optimize(spec: TuneSpec, study: Study, jobs: int, progress: bool = True) -> 
                     continue
                 break
             ready, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
-            for f in ready:
+            for f in sorted(ready, key=lambda f: pending[f].number):
                 trial = pending.pop(f)
-                tell(study, trial, spec, solo, f)
+                told: cf.Future[Ran] | None = f
+                if staging is not None:
+                    step = staging.arrived(study, trial, f)
+                    for more, traces in step.runs:
+                        submit(trial, more, traces)
+                    if not step.done:
+                        continue
+                    told = step.told
+                if told is not None:
+                    tell(study, trial, spec, solo, told)
                 heart.remove(trial._trial_id)
                 bar.update(1)
                 if progress:  # reads every trial: only when someone watches
                     bar.set_postfix_str(best_line(spec, study), refresh=False)
     withdraw_placeholders(study)
+
+
+@contextlib.contextmanager
+def _Staged(spec: TuneSpec, study: Study, directory: Path) -> Iterator[Staging | None]:
+    """The window stage's plan (its cut traces in `directory`, the service alone in each
+    window), made before the heartbeat thread starts: a simulation's objects are freed on the
+    thread that made them (the core's Node is not Send)."""
+    staging = Staging(spec, directory) if spec.fidelity == "window" else None
+    gc.collect()  # as _Inline does after each run
+    if "solo_simulated_s" not in study.user_attrs:
+        solo_s = whole_simulated_s(spec) + (staging.simulated_s("window") if staging is not None else 0.0)
+        study.set_user_attr("solo_simulated_s", solo_s)
+    yield staging
+
+
+def whole_simulated_s(spec: TuneSpec) -> float:
+    """Simulated seconds of one whole trial: every seed, case and trace."""
+    return spec.scenario.duration_s * len(spec.seeds) * len(spec.cases) * max(1, len(spec.traces))
 
 
 def _duplicate_defaults(study: Study, trial: Trial) -> bool:
