@@ -35,7 +35,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 from sim import liveness
 from sim.errors import ScenarioError
@@ -337,8 +337,20 @@ def solo_measurement(spec: TuneSpec) -> Measurement:
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
-# what a trial's process hands back: its pid and the measurement
-Ran = tuple[int, Measurement]
+# what a trial hands back: the pid of its process (or, on a cluster, the addresses of the
+# workers that ran its pieces) and the measurement
+Ran = tuple[int | list[str], Measurement]
+
+
+class Runner(Protocol):
+    """Where trials run: `_Workers` (processes of this machine) or `cluster.Cluster` (a Dask
+    cluster). `submit` starts a trial's simulations and returns the future `tell` reads."""
+
+    def submit(self, job: Job) -> cf.Future[Ran]: ...
+
+    def __enter__(self) -> Runner: ...
+
+    def __exit__(self, *exc: object) -> None: ...
 
 
 class _Inline(cf.Executor):
@@ -389,15 +401,15 @@ class _Workers:
         self.jobs = jobs
         self.pool = _pool(jobs)
 
-    def submit(self, fn: Callable[[Job], Ran], job: Job) -> cf.Future[Ran]:
+    def submit(self, job: Job) -> cf.Future[Ran]:
         from concurrent.futures.process import BrokenProcessPool
 
         try:
-            return self.pool.submit(fn, job)
+            return self.pool.submit(run_job, job)
         except BrokenProcessPool:
             self.pool.shutdown(wait=False, cancel_futures=True)
             self.pool = _pool(self.jobs)
-            return self.pool.submit(fn, job)
+            return self.pool.submit(run_job, job)
 
     def __enter__(self) -> _Workers:
         return self
@@ -444,9 +456,10 @@ def _reason(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}"
 
 
-def optimize(spec: TuneSpec, study: Study, jobs: int, progress: bool = True) -> None:
+def optimize(spec: TuneSpec, study: Study, jobs: int, progress: bool = True, runner: Runner | None = None) -> None:
     """Ask and tell until the study holds `spec.trials` trials (those of every worker on
-    every machine count)."""
+    every machine count); `jobs` trials at once, run by `runner` (default: processes of this
+    machine)."""
     import optuna
     from tqdm import tqdm
 
@@ -464,7 +477,7 @@ def optimize(spec: TuneSpec, study: Study, jobs: int, progress: bool = True) -> 
     pending: dict[cf.Future[Ran], Trial] = {}
     with (
         Heartbeat(study) as heart,
-        _Workers(jobs) as pool,
+        runner if runner is not None else _Workers(jobs) as pool,
         tqdm(
             total=spec.trials,
             initial=min(done, spec.trials),
@@ -490,7 +503,7 @@ def optimize(spec: TuneSpec, study: Study, jobs: int, progress: bool = True) -> 
                     trial.set_user_attr("defaults", False)
                 table = policy_table(spec.fixed, trial.params, spec.dims)
                 job = Job(spec.document, {**spec.overrides, "policy": table}, spec.seeds, spec.cases, spec.batch, spec.traces)
-                pending[pool.submit(run_job, job)] = trial
+                pending[pool.submit(job)] = trial
             if not pending:
                 # a trial asked by a study process killed before it claimed it has no owner:
                 # wait until it is claimed (a live peer's, in a moment) or failed (GRACE_S)
