@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from sim.errors import ScenarioError
 from sim.tuning.evaluate import Measurement
-from sim.tuning.study import Job, Ran, run_job
+from sim.tuning.study import Job, Ran, TrialError, run_job
 
 if TYPE_CHECKING:
     from distributed import Client, Future
@@ -84,7 +84,7 @@ def _failure(f: Future[Any]) -> BaseException:
         f.result()
     except BaseException as err:  # noqa: BLE001 - what the task raised, or its cancellation
         return _why(err)
-    return RuntimeError(f"its task {f.key} ended as {f.status}")
+    return TrialError(f"its task {f.key} ended as {f.status}")
 
 
 def _why(err: BaseException) -> BaseException:
@@ -93,12 +93,13 @@ def _why(err: BaseException) -> BaseException:
     from distributed import KilledWorker
 
     if isinstance(err, KilledWorker):
-        return RuntimeError(
-            f"worker {err.last_worker.address} died running it, after {err.allowed_failures} other workers had "
-            "(the scheduler's distributed.scheduler.allowed-failures); see that worker's log"
+        died = err.allowed_failures + 1
+        return TrialError(
+            f"worker {err.last_worker.address} died running it ({died} worker{'s' * (died > 1)} in all; the scheduler's "
+            f"distributed.scheduler.allowed-failures is {err.allowed_failures}); see that worker's log"
         )
     if isinstance(err, cf.CancelledError) or type(err).__name__ == "FutureCancelledError":
-        return RuntimeError(f"the cluster cancelled its task ({err or 'the scheduler was lost'})")
+        return TrialError(f"the cluster cancelled its task ({err or 'the scheduler was lost'})")
     return err
 
 
@@ -193,7 +194,7 @@ class Cluster:
             stranded = list(self.pending.items())
             self.pending.clear()
         for trial, futures in stranded:
-            _settle(trial, error=RuntimeError(f"cluster {self.address}: {reason}"))
+            _settle(trial, error=TrialError(f"cluster {self.address}: {reason}"))
             for f in futures:
                 f.cancel()
 

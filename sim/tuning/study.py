@@ -444,9 +444,15 @@ def tell(study: Study, trial: Trial, spec: TuneSpec, solo: Measurement, future: 
     return outcome
 
 
+class TrialError(Exception):
+    """A trial's failure that its runner words itself (e.g. a cluster worker that died)."""
+
+
 def _reason(err: BaseException) -> str:
     from concurrent.futures.process import BrokenProcessPool
 
+    if isinstance(err, TrialError):
+        return str(err)
     if isinstance(err, BrokenProcessPool):
         return "the trial's process died"
     if isinstance(err, KeyError) and err.args:
