@@ -99,7 +99,7 @@ def _why(err: BaseException) -> BaseException:
             f"distributed.scheduler.allowed-failures is {err.allowed_failures}); see that worker's log"
         )
     if isinstance(err, cf.CancelledError) or type(err).__name__ == "FutureCancelledError":
-        return TrialError(f"the cluster cancelled its task ({err or 'the scheduler was lost'})")
+        return TrialError(f"the cluster cancelled its task ({' '.join(str(err).split()) or 'the scheduler was lost'})")
     return err
 
 
@@ -120,16 +120,24 @@ class Cluster:
         self.watch.start()
 
     def submit(self, job: Job) -> cf.Future[Ran]:
+        """The trial's pieces as tasks; ScenarioError when the cluster can run nothing more
+        (then every trial it held has failed with the reason)."""
+        if self.broken is None and self.client.status != "running":
+            self._break(f"lost the scheduler (its client is {self.client.status})")
         if self.broken is not None:
             raise ScenarioError(f"--cluster {self.address}: {self.broken}")
         trial: cf.Future[Ran] = cf.Future()
         work = pieces(job)
         tag = uuid.uuid4().hex[:12]
-        # keys name the piece on the dashboard; unique, so no two trials share a task
-        futures = [
-            self.client.submit(run_piece, piece, key=f"colosim-{tag}-{i}-seed{piece.seeds[0]}", pure=False, retries=0)
-            for i, piece in enumerate(work)
-        ]
+        try:
+            # keys name the piece on the dashboard; unique, so no two trials share a task
+            futures = [
+                self.client.submit(run_piece, piece, key=f"colosim-{tag}-{i}-seed{piece.seeds[0]}", pure=False, retries=0)
+                for i, piece in enumerate(work)
+            ]
+        except Exception as err:  # noqa: BLE001 - the client closed under us: the scheduler is gone
+            self._break(f"lost the scheduler ({' '.join(str(err).split())[:200]})")
+            raise ScenarioError(f"--cluster {self.address}: {self.broken}") from None
         with self.lock:
             self.pending[trial] = futures
         left = [len(futures)]
@@ -172,8 +180,8 @@ class Cluster:
             with self.lock:
                 waiting = bool(self.pending)
             if self.client.status not in ("running", "connecting"):
-                self._break(f"lost the scheduler (client {self.client.status})")
-                continue
+                self._break(f"lost the scheduler (its client is {self.client.status})")
+                return
             if not waiting:
                 alone_since = None
                 continue
@@ -187,6 +195,7 @@ class Cluster:
                 alone_since = time.monotonic()
             elif time.monotonic() - alone_since > NO_WORKER_S:
                 self._break(f"no worker in the cluster for {NO_WORKER_S} s")
+                return
 
     def _break(self, reason: str) -> None:
         self.broken = reason
@@ -195,8 +204,10 @@ class Cluster:
             self.pending.clear()
         for trial, futures in stranded:
             _settle(trial, error=TrialError(f"cluster {self.address}: {reason}"))
-            for f in futures:
-                f.cancel()
+            try:
+                self.client.cancel(futures)
+            except Exception:  # noqa: BLE001 - a closed client: the scheduler forgets them anyway
+                pass
 
     def __enter__(self) -> Cluster:
         return self

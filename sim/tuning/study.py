@@ -509,7 +509,17 @@ def optimize(spec: TuneSpec, study: Study, jobs: int, progress: bool = True, run
                     trial.set_user_attr("defaults", False)
                 table = policy_table(spec.fixed, trial.params, spec.dims)
                 job = Job(spec.document, {**spec.overrides, "policy": table}, spec.seeds, spec.cases, spec.batch, spec.traces)
-                pending[pool.submit(job)] = trial
+                try:
+                    pending[pool.submit(job)] = trial
+                except ScenarioError as err:
+                    # the runner can run nothing more (a cluster that lost its scheduler or
+                    # every worker; it settled what it held): the study stops with the reason,
+                    # leaving no trial RUNNING
+                    trial.set_user_attr("error", str(err))
+                    study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                    for f, t in pending.items():
+                        tell(study, t, spec, solo, f)
+                    raise
             if not pending:
                 # a trial asked by a study process killed before it claimed it has no owner:
                 # wait until it is claimed (a live peer's, in a moment) or failed (GRACE_S)
