@@ -88,7 +88,7 @@ class LocalCluster:
         return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in self.logs)
 
     def stop(self) -> None:
-        self.client.close()
+        self.client.close(timeout=10)
         for p in self.procs:
             if p.poll() is None:
                 os.killpg(p.pid, signal.SIGTERM)
@@ -159,6 +159,36 @@ def local_long(tmp_path_factory: pytest.TempPathFactory) -> dict[int, optuna.tri
     return {t.number: t for t in _study(tmp / "out").trials}
 
 
+def _mid_task(cluster: LocalCluster, db: Path, study: subprocess.Popen[bytes], log: Path) -> str:
+    """Wait until the study is under way (a trial told) and a worker runs one of its pieces;
+    that worker's address."""
+    done, deadline = False, time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert study.poll() is None, log.read_text()
+        done = done or (db.exists() and stored_states(db).get("COMPLETE", 0) > 0)
+        busy = [w for w, keys in cluster.client.processing().items() if any(str(k).startswith("colosim-") for k in keys)]
+        if done and busy:
+            return busy[0]
+        time.sleep(0.02)
+    pytest.fail(f"no task was caught running\n{cluster.log()}")
+
+
+def _kill_if_running(cluster: LocalCluster, address: str) -> bool:
+    """SIGKILL the worker at `address` from inside, if it is executing a piece at that moment
+    (then the scheduler has not heard the piece end: it was mid-task, for certain)."""
+
+    def die_if_running(dask_worker) -> bool:  # a closure: sent by value, the workers cannot import this module
+        if any(str(ts.key).startswith("colosim-") for ts in dask_worker.state.executing):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return False
+
+    try:
+        cluster.client.run(die_if_running, workers=[address])
+    except Exception:  # noqa: BLE001 - the worker died as it answered
+        return True
+    return False
+
+
 @needs_dask
 @pytest.mark.parametrize("allowed_failures", [3, 0], ids=["task-retried", "trial-failed"])
 def test_a_worker_killed_mid_task_loses_no_trial(tmp_path, allowed_failures, local_long):
@@ -175,19 +205,8 @@ def test_a_worker_killed_mid_task_loses_no_trial(tmp_path, allowed_failures, loc
     cmd = [sys.executable, "-m", "sim", "tune", str(scenario), *KILL_TUNE, "--jobs", "2", "--out", str(out), "--cluster", cluster.address]
     study = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     try:
-        killed, done = None, False
-        deadline = time.monotonic() + 60
-        while killed is None and time.monotonic() < deadline:
-            assert study.poll() is None, (tmp_path / "study.log").read_text()
-            done = done or (db.exists() and stored_states(db).get("COMPLETE", 0) > 0)  # mid-study
-            busy = {w: keys for w, keys in cluster.client.processing().items() if any(str(k).startswith("colosim-") for k in keys)}
-            if done and busy:
-                address = next(iter(busy))
-                os.kill(cluster.client.run(os.getpid, workers=[address])[address], signal.SIGKILL)
-                killed = address
-            else:
-                time.sleep(0.02)
-        assert killed is not None, f"no task was caught running\n{cluster.log()}"
+        killed = _mid_task(cluster, db, study, tmp_path / "study.log")
+        assert _kill_if_running(cluster, killed), f"{killed} was not running a piece"
         assert study.wait(timeout=90) == 0, (tmp_path / "study.log").read_text()
         # the scheduler saw the worker go
         assert killed not in cluster.workers()
@@ -212,6 +231,34 @@ def test_a_worker_killed_mid_task_loses_no_trial(tmp_path, allowed_failures, loc
     for t in remote.trials:
         if t.state is S.COMPLETE:
             assert _told(t) == _told(local_long[t.number])
+
+
+@needs_dask
+def test_a_lost_scheduler_stops_the_study_with_one_line_and_nothing_running(tmp_path):
+    scenario = tmp_path / "tiny.toml"
+    scenario.write_text(LONG)
+    out = tmp_path / "cluster"
+    cluster = LocalCluster(tmp_path)
+    cmd = [sys.executable, "-m", "sim", "tune", str(scenario), "--trials", "100", "--seeds", "2", "--jobs", "2", "--no-progress"]
+    with (tmp_path / "study.log").open("w") as log:
+        study = subprocess.Popen(
+            [*cmd, "--out", str(out), "--cluster", cluster.address], cwd=ROOT, stdout=log, stderr=subprocess.PIPE, text=True
+        )
+    try:
+        _mid_task(cluster, out / "tune.db", study, tmp_path / "study.log")
+        os.killpg(cluster.procs[0].pid, signal.SIGKILL)  # the scheduler
+        _, err = study.communicate(timeout=90)  # never a hang: the trials waiting on it fail
+    finally:
+        if study.poll() is None:
+            study.kill()
+            study.communicate()
+        cluster.stop()
+    assert study.returncode == 2 and err.strip().count("\n") == 0, err
+    assert err.startswith(f"colosim: error: --cluster {cluster.address}: lost the scheduler"), err
+    trials = _study(out).trials
+    assert S.RUNNING not in {t.state for t in trials} and len(trials) < 100
+    failed = [t.user_attrs["error"] for t in trials if t.state is S.FAIL]
+    assert failed and all("scheduler" in e for e in failed), failed
 
 
 @needs_dask

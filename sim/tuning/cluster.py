@@ -24,6 +24,7 @@ study stops (it never hangs); so does it when the scheduler is lost.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import logging
 import threading
 import time
 import uuid
@@ -244,6 +245,12 @@ def connect(address: str) -> Client:
             f"--cluster {address}: Dask distributed is not installed (pip install 'colosim[cluster]', on this machine and the workers)"
         ) from None
     from distributed.comm.addressing import get_address_host_port
+
+    # the client logs its reconnection attempts with tracebacks; what a lost scheduler means
+    # for the study is said once, by the study (a trial's error, the command's error line)
+    for name in ["distributed", *logging.root.manager.loggerDict]:
+        if name.startswith("distributed"):  # Dask's config gives some children levels of their own
+            logging.getLogger(name).setLevel(logging.CRITICAL)
 
     try:  # checked first: a Client refused its address lingers and stalls the exit
         host, port = get_address_host_port(address)
