@@ -59,7 +59,7 @@ class LocalCluster:
     """`dask scheduler` and two `dask worker`s as processes of their own (each in its own
     session, so stopping one stops its nanny and the worker process under it)."""
 
-    def __init__(self, tmp: Path, allowed_failures: int = 3) -> None:
+    def __init__(self, tmp: Path, allowed_failures: int = 3, workers: int = 2, nanny: bool = True) -> None:
         self.address = f"tcp://127.0.0.1:{_free_port()}"
         port = self.address.rsplit(":", 1)[1]
         # the workers import the simulator from this checkout (a real cluster installs the wheel)
@@ -76,10 +76,13 @@ class LocalCluster:
                 self.procs.append(subprocess.Popen(cmd, env=env, cwd=tmp, stdout=out, stderr=subprocess.STDOUT, start_new_session=True))
 
         start("scheduler", [*DASK, "--host", "127.0.0.1", "--port", port, "--no-dashboard"])
-        for i in range(2):
-            start(f"worker{i}", [*WORKER, self.address, "--nworkers", "1", "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard"])
+        for i in range(workers):
+            more = [] if nanny else ["--no-nanny"]
+            start(
+                f"worker{i}", [*WORKER, self.address, "--nworkers", "1", "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard", *more]
+            )
         self.client = distributed.Client(self.address, timeout=60, set_as_default=False)
-        self.client.wait_for_workers(2, timeout=60)
+        self.client.wait_for_workers(workers, timeout=60)
 
     def workers(self) -> dict[str, dict]:
         return dict(self.client.scheduler_info(n_workers=-1)["workers"])
@@ -259,6 +262,36 @@ def test_a_lost_scheduler_stops_the_study_with_one_line_and_nothing_running(tmp_
     assert S.RUNNING not in {t.state for t in trials} and len(trials) < 100
     failed = [t.user_attrs["error"] for t in trials if t.state is S.FAIL]
     assert failed and all("scheduler" in e for e in failed), failed
+
+
+@needs_dask
+def test_a_cluster_left_without_workers_fails_the_waiting_trial_and_takes_no_more(tmp_path, monkeypatch):
+    """The only worker (no nanny to restart it) killed while it runs the trial's piece: the
+    piece waits for a worker that never comes; after NO_WORKER_S the trial fails with that
+    reason and the runner refuses the next trial (the study stops) instead of hanging."""
+    import tomllib
+
+    from sim.errors import ScenarioError
+    from sim.tuning import cluster as runners
+    from sim.tuning.study import TrialError
+
+    monkeypatch.setattr(runners, "NO_WORKER_S", 2)
+    cluster = LocalCluster(tmp_path, workers=1, nanny=False)
+    job = Job(tomllib.loads(LONG), {}, [1], ["tiny"], ["batch"], [])
+    try:
+        with runners.Cluster(cluster.address) as runner:
+            trial = runner.submit(job)
+            (address,) = cluster.workers()
+            deadline = time.monotonic() + 30
+            while not _kill_if_running(cluster, address):
+                assert time.monotonic() < deadline and not trial.done(), "the piece was never caught running"
+                time.sleep(0.02)
+            with pytest.raises(TrialError, match=f"^cluster {cluster.address}: no worker in the cluster for 2 s$"):
+                trial.result(timeout=30)
+            with pytest.raises(ScenarioError, match=f"^--cluster {cluster.address}: no worker in the cluster for 2 s$"):
+                runner.submit(job)
+    finally:
+        cluster.stop()
 
 
 @needs_dask
