@@ -150,7 +150,9 @@ class Cluster:
                 if trial not in self.pending:
                     return
                 left[0] -= 1
-                failed = f.status != "finished"
+                # (a piece whose result was lost with its worker since is "lost", not failed:
+                # the scheduler computes it again and result() below waits for it)
+                failed = f.status in ("error", "cancelled")
                 if left[0] and not failed:
                     return
                 self.pending.pop(trial)
