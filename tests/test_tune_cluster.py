@@ -208,8 +208,10 @@ def test_a_worker_killed_mid_task_loses_no_trial(tmp_path, allowed_failures, loc
     cmd = [sys.executable, "-m", "sim", "tune", str(scenario), *KILL_TUNE, "--jobs", "2", "--out", str(out), "--cluster", cluster.address]
     study = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     try:
+        # a worker the scheduler counts as busy may hold a piece queued, or just finished one
         killed = _mid_task(cluster, db, study, tmp_path / "study.log")
-        assert _kill_if_running(cluster, killed), f"{killed} was not running a piece"
+        while not _kill_if_running(cluster, killed):
+            killed = _mid_task(cluster, db, study, tmp_path / "study.log")
         assert study.wait(timeout=90) == 0, (tmp_path / "study.log").read_text()
         # the scheduler saw the worker go
         assert killed not in cluster.workers()
