@@ -65,7 +65,18 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="Optuna storage URL, e.g. postgresql://user@host/db to share one study between machines (default: sqlite file OUT/tune.db)",
     )
     tune.add_argument("--study", help="study name (default: SCENARIO:POLICY)")
-    tune.add_argument("--jobs", type=int, default=1, help="trials at once on this machine, each in its own process (default 1)")
+    tune.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="trials at once, each in its own process on this machine, or spread over --cluster's workers (default 1)",
+    )
+    tune.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="run each trial's simulations (one task per seed x case x trace) on a Dask distributed cluster, "
+        "e.g. tcp://HOST:8786 (`dask scheduler`, `dask worker ADDRESS`); the study stays in --storage",
+    )
     tune.add_argument("--sampler", choices=("tpe", "nsga2", "random"), help="default tpe")
     tune.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="as for run")
     tune.add_argument("--out", type=Path, help="output directory (default: out/<scenario name>)")
@@ -107,8 +118,18 @@ def tune(args: argparse.Namespace) -> int:
     )
     out = args.out if args.out is not None else Path("out") / spec.scenario.name
     name = args.study or f"{spec.scenario.name}:{spec.policy}"
-    study = open_study(spec, storage_url(spec, args.storage, out), name)
-    optimize(spec, study, args.jobs, progress=not args.no_progress)
+    runner = None
+    if args.cluster:  # an address that answers no scheduler is said before any trial
+        from sim.tuning.cluster import Cluster
+
+        runner = Cluster(args.cluster)
+    try:
+        study = open_study(spec, storage_url(spec, args.storage, out), name)
+    except BaseException:
+        if runner is not None:
+            runner.close()
+        raise
+    optimize(spec, study, args.jobs, progress=not args.no_progress, runner=runner)
     print(summary_text(spec, study, name))
     written = write_outputs(spec, study, name, out)
     print("\nwrote " + " and ".join(str(p) for p in written))

@@ -278,7 +278,7 @@ class Staging:
     def track(self, future: cf.Future[Any], window: int) -> None:
         self.index[future] = window
 
-    def arrived(self, study: Study, trial: Trial, future: cf.Future[tuple[int, Measurement]]) -> Next:
+    def arrived(self, study: Study, trial: Trial, future: cf.Future[tuple[int | list[str], Measurement]]) -> Next:
         import optuna
 
         state = self.trials[trial.number]
@@ -326,12 +326,14 @@ class Staging:
         pruned = trial.should_prune()
         return pruned and not trial.user_attrs.get("defaults")
 
-    def _final(self, state: _Trial, whole: cf.Future[tuple[int, Measurement]] | None) -> cf.Future[tuple[int, Measurement]]:
+    def _final(
+        self, state: _Trial, whole: cf.Future[tuple[int | list[str], Measurement]] | None
+    ) -> cf.Future[tuple[int | list[str], Measurement]]:
         """The trial's whole measurement: the traces run whole in the first stage, with the
         rest from the whole stage."""
-        done: cf.Future[tuple[int, Measurement]] = cf.Future()
+        done: cf.Future[tuple[int | list[str], Measurement]] = cf.Future()
         parts = [state.windows[i] for i, w in enumerate(self.windows) if w.file is None]
-        pid = 0
+        pid: int | list[str] = 0
         if whole is not None:
             try:
                 pid, m = whole.result()

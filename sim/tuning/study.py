@@ -38,7 +38,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 from sim import liveness
 from sim.errors import ScenarioError
@@ -343,8 +343,20 @@ def solo_measurement(spec: TuneSpec) -> Measurement:
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
-# what a trial's process hands back: its pid and the measurement
-Ran = tuple[int, Measurement]
+# what a trial hands back: the pid of its process (or, on a cluster, the addresses of the
+# workers that ran its pieces) and the measurement
+Ran = tuple[int | list[str], Measurement]
+
+
+class Runner(Protocol):
+    """Where trials run: `_Workers` (processes of this machine) or `cluster.Cluster` (a Dask
+    cluster). `submit` starts a trial's simulations and returns the future `tell` reads."""
+
+    def submit(self, job: Job) -> cf.Future[Ran]: ...
+
+    def __enter__(self) -> Runner: ...
+
+    def __exit__(self, *exc: object) -> None: ...
 
 
 class _Inline(cf.Executor):
@@ -399,15 +411,15 @@ class _Workers:
         self.jobs = jobs
         self.pool = _pool(jobs)
 
-    def submit(self, fn: Callable[[Job], Ran], job: Job) -> cf.Future[Ran]:
+    def submit(self, job: Job) -> cf.Future[Ran]:
         from concurrent.futures.process import BrokenProcessPool
 
         try:
-            return self.pool.submit(fn, job)
+            return self.pool.submit(run_job, job)
         except BrokenProcessPool:
             self.pool.shutdown(wait=False, cancel_futures=True)
             self.pool = _pool(self.jobs)
-            return self.pool.submit(fn, job)
+            return self.pool.submit(run_job, job)
 
     def __enter__(self) -> _Workers:
         return self
@@ -444,9 +456,15 @@ def tell(study: Study, trial: Trial, spec: TuneSpec, solo: Measurement, future: 
     return outcome
 
 
+class TrialError(Exception):
+    """A trial's failure that its runner words itself (e.g. a cluster worker that died)."""
+
+
 def _reason(err: BaseException) -> str:
     from concurrent.futures.process import BrokenProcessPool
 
+    if isinstance(err, TrialError):
+        return str(err)
     if isinstance(err, BrokenProcessPool):
         return "the trial's process died"
     if isinstance(err, KeyError) and err.args:
@@ -456,9 +474,10 @@ def _reason(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}"
 
 
-def optimize(spec: TuneSpec, study: Study, jobs: int, progress: bool = True) -> None:
+def optimize(spec: TuneSpec, study: Study, jobs: int, progress: bool = True, runner: Runner | None = None) -> None:
     """Ask and tell until the study holds `spec.trials` trials (those of every worker on
-    every machine count)."""
+    every machine count); `jobs` trials at once, run by `runner` (default: processes of this
+    machine)."""
     import optuna
     from tqdm import tqdm
 
@@ -478,7 +497,7 @@ def optimize(spec: TuneSpec, study: Study, jobs: int, progress: bool = True) -> 
         tempfile.TemporaryDirectory(prefix="colosim-windows-") as windows,
         _Staged(spec, study, Path(windows)) as staging,
         Heartbeat(study) as heart,
-        _Workers(jobs) as pool,
+        runner if runner is not None else _Workers(jobs) as pool,
         tqdm(
             total=spec.trials,
             initial=min(done, spec.trials),
@@ -491,7 +510,7 @@ def optimize(spec: TuneSpec, study: Study, jobs: int, progress: bool = True) -> 
     ):
 
         def submit(trial: Trial, overrides: dict[str, Any], traces: list[str]) -> cf.Future[Ran]:
-            f = pool.submit(run_job, Job(spec.document, overrides, spec.seeds, spec.cases, spec.batch, traces))
+            f = pool.submit(Job(spec.document, overrides, spec.seeds, spec.cases, spec.batch, traces))
             pending[f] = trial
             return f
 
@@ -509,12 +528,22 @@ def optimize(spec: TuneSpec, study: Study, jobs: int, progress: bool = True) -> 
                 if _duplicate_defaults(study, trial):
                     trial.set_user_attr("defaults", False)
                 overrides = {**spec.overrides, "policy": policy_table(spec.fixed, trial.params, spec.dims)}
-                if staging is None:
-                    trial.set_user_attr("simulated_s", whole_simulated_s(spec))
-                    submit(trial, overrides, spec.traces)
-                else:  # the busiest windows first (sim/tuning/fidelity.py)
-                    for i, (more, traces) in enumerate(staging.first(trial, overrides)):
-                        staging.track(submit(trial, more, traces), i)
+                try:
+                    if staging is None:
+                        trial.set_user_attr("simulated_s", whole_simulated_s(spec))
+                        submit(trial, overrides, spec.traces)
+                    else:  # the busiest windows first (sim/tuning/fidelity.py)
+                        for i, (more, traces) in enumerate(staging.first(trial, overrides)):
+                            staging.track(submit(trial, more, traces), i)
+                except ScenarioError as err:
+                    # the runner can run nothing more (a cluster that lost its scheduler or
+                    # every worker; it settled what it held): the study stops with the reason,
+                    # leaving no trial RUNNING
+                    trial.set_user_attr("error", str(err))
+                    study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                    for f, t in pending.items():
+                        tell(study, t, spec, solo, f)
+                    raise
             if not pending:
                 # a trial asked by a study process killed before it claimed it has no owner:
                 # wait until it is claimed (a live peer's, in a moment) or failed (GRACE_S)
