@@ -22,6 +22,19 @@ pub enum Enqueue {
     Migrate,
 }
 
+/// How an entity leaves its run queue (the kernel's DEQUEUE_* flags that matter here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dequeue {
+    /// The task blocks (DEQUEUE_SLEEP): EEVDF may delay it (DELAY_DEQUEUE).
+    Sleep,
+    /// Moved to another CPU or re-queued after a change: not a sleep (PLACE_REL_DEADLINE).
+    Migrate,
+    /// A delayed entity leaves at last (DEQUEUE_SLEEP | DEQUEUE_DELAYED).
+    Delayed,
+    /// A group is throttled (DEQUEUE_SLEEP | DEQUEUE_SPECIAL): never delayed.
+    Special,
+}
+
 /// Deepest cgroup nesting the pick path supports.
 pub const MAX_DEPTH: usize = 32;
 
@@ -164,7 +177,22 @@ impl Node {
             (None, None) => return,
         };
         let r = &mut self.rqs[rq];
-        r.min_vruntime = r.min_vruntime.max(cand);
+        if cand > r.min_vruntime {
+            r.set_min_vruntime(cand);
+        }
+    }
+
+    /// Whether `s` is `se` or one of its ancestors.
+    fn on_chain(&self, mut se: SeId, s: SeId) -> bool {
+        loop {
+            if se == s {
+                return true;
+            }
+            match self.parent_se(se) {
+                Some(g) => se = g,
+                None => return false,
+            }
+        }
     }
 
     /// `calc_group_shares`: the group's (scaled) shares × this CPU's load / the group's load on
@@ -207,7 +235,6 @@ impl Node {
             let rq = self.ses[se].parent_rq;
             if self.eevdf() {
                 self.reweight_eevdf(rq, se, new_w);
-                self.ses[se].protected = false;
             }
             self.rqs[rq].load = self.rqs[rq].load - old_w + new_w;
             self.publish_load(rq);
@@ -223,18 +250,19 @@ impl Node {
         r.load += w;
         r.nr_running += 1;
         if r.curr != Some(se) {
-            r.timeline.insert((v, se));
+            r.insert(v, se, scale_load_down(w));
         }
         self.ses[se].on_rq = true;
         self.publish_load(rq);
     }
 
     fn account_dequeue(&mut self, rq: RqId, se: SeId) {
+        self.clear_buddies(se);
         let w = self.ses[se].weight;
         let v = self.ses[se].vruntime;
         let r = &mut self.rqs[rq];
         if r.curr != Some(se) {
-            r.timeline.remove(&(v, se));
+            r.remove(v, se, scale_load_down(w));
         }
         r.load -= w;
         r.nr_running -= 1;
@@ -275,6 +303,9 @@ impl Node {
             let rq = self.ses[se].parent_rq;
             if adding && self.ses[se].on_rq {
                 adding = false;
+                if self.ses[se].delayed {
+                    self.requeue_delayed_entity(se); // a delayed group gets a task again
+                }
             }
             if adding {
                 if let SeKind::Group(grq) = self.ses[se].kind {
@@ -313,26 +344,51 @@ impl Node {
         }
     }
 
-    /// The mirror of `enqueue_chain` (`dequeue_task_fair`): a parent entity leaves its queue
-    /// only when its own queue became empty. With `migrate`, the first entity's vruntime is
-    /// stored relative to its queue's min_vruntime so that it can be re-based on another CPU.
-    fn dequeue_chain(&mut self, mut se: SeId, nr: u32, mut idle_nr: u32, migrate: bool) {
+    /// The mirror of `enqueue_chain` (`dequeue_entities`): a parent entity leaves its queue
+    /// only when its own queue became empty. With `Dequeue::Migrate`, CFS stores the first
+    /// entity's vruntime relative to its queue's min_vruntime so that it can be re-based on
+    /// another CPU. EEVDF (6.12+) may instead leave a sleeping entity queued (DELAY_DEQUEUE:
+    /// only the runnable counts drop), and a task's sleep that leaves company in its group
+    /// makes the group entity the next buddy.
+    fn dequeue_chain(&mut self, mut se: SeId, nr: u32, mut idle_nr: u32, how: Dequeue) {
         self.update_curr(self.rqs[self.ses[se].parent_rq].cpu);
+        let task_sleep = matches!(self.ses[se].kind, SeKind::Task(_)) && matches!(how, Dequeue::Sleep | Dequeue::Delayed);
         let mut removing = true;
+        let mut delayed = false;
         let mut first = true;
         loop {
             let rq = self.ses[se].parent_rq;
             if removing {
-                if self.eevdf() {
-                    self.save_lag(rq, se);
+                // Entities above the first leave because their queue emptied: a sleep.
+                let sleep = !first || how != Dequeue::Migrate;
+                let may_delay = !(first && how == Dequeue::Delayed) && how != Dequeue::Special;
+                if sleep && may_delay && self.delays_dequeue(rq, se) {
+                    // `set_delayed`: stays queued (load, V) but is no longer runnable.
+                    self.clear_buddies(se);
+                    self.ses[se].delayed = true;
+                    removing = false;
+                    delayed = true;
+                } else {
+                    if self.eevdf() {
+                        self.save_lag(rq, se);
+                        if first && how == Dequeue::Delayed {
+                            self.finish_delayed_lag(se);
+                        }
+                        if !sleep && self.tun.feat.place_rel_deadline {
+                            let s = &mut self.ses[se];
+                            s.deadline -= s.vruntime;
+                            s.rel_deadline = true;
+                        }
+                    }
+                    self.account_dequeue(rq, se);
+                    if first && how == Dequeue::Migrate && !self.eevdf() {
+                        self.ses[se].vruntime -= self.rqs[rq].min_vruntime;
+                    }
+                    self.update_min_vruntime(rq);
+                    self.return_cfs_rq_runtime(rq);
                 }
-                self.account_dequeue(rq, se);
-                if first && migrate && !self.eevdf() {
-                    self.ses[se].vruntime -= self.rqs[rq].min_vruntime;
-                }
-                self.update_min_vruntime(rq);
-                self.return_cfs_rq_runtime(rq);
-            } else {
+            } else if !delayed {
+                // A delayed dequeue returns before `update_cfs_group` runs above it.
                 self.reweight_group(se);
             }
             first = false;
@@ -347,12 +403,23 @@ impl Node {
             }
             if removing && self.rqs[rq].nr_running > 0 {
                 removing = false;
+                if let Some(g) = self.rqs[rq].gse {
+                    if self.eevdf() && task_sleep && !self.throttled_hierarchy(rq) {
+                        self.set_next_buddy(g);
+                    }
+                }
             }
             match self.rqs[rq].gse {
                 Some(g) => se = g,
                 None => break,
             }
         }
+    }
+
+    /// `pick_next_entity` picked a delayed entity: it leaves now (`dequeue_entities` with
+    /// DEQUEUE_DELAYED); its runnable counts left when it was delayed.
+    pub(crate) fn finish_delayed(&mut self, se: SeId) {
+        self.dequeue_chain(se, 0, 0, Dequeue::Delayed);
     }
 
     /// Put task `t` on `cpu`'s queues.
@@ -369,6 +436,12 @@ impl Node {
         let idle = task.idle_policy as u32;
         self.ses[se].parent_rq = task.cg * ncpus + cpu;
         self.enqueue_chain(se, 1, idle, mode);
+        self.add_runnable(t, cpu);
+    }
+
+    /// A task became runnable on `cpu` (enqueued, or a delayed one woken in place): pressure
+    /// accounting and the CPU's list of runnable tasks.
+    fn add_runnable(&mut self, t: TaskId, cpu: CpuId) {
         self.psi_runnable(t, cpu, 1);
         let c = &mut self.cpus[cpu];
         self.tasks[t].pos = c.tasks.len();
@@ -380,7 +453,7 @@ impl Node {
     pub(crate) fn dequeue_task(&mut self, t: TaskId, sleep: bool) {
         let task = &self.tasks[t];
         let (cpu, se, idle) = (task.cpu, task.se, task.idle_policy as u32);
-        self.dequeue_chain(se, 1, idle, !sleep);
+        self.dequeue_chain(se, 1, idle, if sleep { Dequeue::Sleep } else { Dequeue::Migrate });
         self.psi_runnable(t, cpu, -1);
         let c = &mut self.cpus[cpu];
         let pos = self.tasks[t].pos;
@@ -430,7 +503,7 @@ impl Node {
                 r.idle_h_nr_running
             };
             if self.ses[gse].on_rq {
-                self.dequeue_chain(gse, nr, idle, false);
+                self.dequeue_chain(gse, nr, idle, Dequeue::Special);
             }
         }
         let r = &mut self.rqs[grq];
@@ -475,16 +548,7 @@ impl Node {
 
     /// Whether `t` sits under a throttled queue (and so cannot run or be migrated).
     pub(crate) fn task_throttled(&self, t: TaskId) -> bool {
-        let mut rq = self.ses[self.tasks[t].se].parent_rq;
-        loop {
-            if self.rqs[rq].throttled.any() {
-                return true;
-            }
-            match self.rqs[rq].gse {
-                Some(g) => rq = self.ses[g].parent_rq,
-                None => return false,
-            }
-        }
+        self.throttled_hierarchy(self.ses[self.tasks[t].se].parent_rq)
     }
 
     /// `put_prev_task_fair`: the running task's entities go back on their timelines.
@@ -496,8 +560,8 @@ impl Node {
             if self.rqs[rq].curr == Some(se) {
                 self.rqs[rq].curr = None;
                 if self.ses[se].on_rq {
-                    let v = self.ses[se].vruntime;
-                    self.rqs[rq].timeline.insert((v, se));
+                    let (v, w) = (self.ses[se].vruntime, scale_load_down(self.ses[se].weight));
+                    self.rqs[rq].insert(v, se, w);
                 }
             }
             match self.rqs[rq].gse {
@@ -509,28 +573,42 @@ impl Node {
 
     /// `pick_next_task_fair`: from the root, take the leftmost entity at each level. An offline
     /// group met while online work is runnable here is throttled and the pick restarts.
-    fn pick_next(&mut self, cpu: CpuId) -> Option<TaskId> {
+    /// `prev` is the task that ran until now: its entities that are picked again were never
+    /// put aside by the kernel (`set_next_entity` runs only where the entity changes), so
+    /// they keep their slice protection.
+    fn pick_next(&mut self, cpu: CpuId, prev: Option<TaskId>) -> Option<TaskId> {
         let mut path = [0usize; MAX_DEPTH];
         'restart: loop {
             let mut rq = self.root_rq(cpu);
             let mut n = 0;
             loop {
                 let se = if self.eevdf() {
-                    self.pick_eevdf(rq)?
+                    self.pick_next_entity(rq)?
                 } else {
                     self.rqs[rq].leftmost()?.1
                 };
+                if self.ses[se].delayed {
+                    // `pick_next_entity`: a delayed entity that is picked leaves at last.
+                    self.finish_delayed(se);
+                    continue 'restart;
+                }
                 path[n] = se;
                 n += 1;
                 match self.ses[se].kind {
                     SeKind::Task(t) => {
+                        let kept = |n: &Node, s: SeId| prev.is_some_and(|p| n.on_chain(n.tasks[p].se, s));
                         for &s in &path[..n] {
                             let prq = self.ses[s].parent_rq;
-                            let v = self.ses[s].vruntime;
-                            self.rqs[prq].timeline.remove(&(v, s));
+                            let (v, w) = (self.ses[s].vruntime, scale_load_down(self.ses[s].weight));
+                            self.rqs[prq].remove(v, s, w);
                             self.rqs[prq].curr = Some(s);
-                            self.ses[s].prev_sum_exec = self.ses[s].sum_exec;
-                            self.ses[s].protected = true; // RUN_TO_PARITY (EEVDF only reads it)
+                            if self.rqs[prq].next == Some(s) {
+                                self.rqs[prq].next = None; // set_next_entity → clear_buddies
+                            }
+                            if !(self.eevdf() && kept(self, s)) {
+                                self.ses[s].prev_sum_exec = self.ses[s].sum_exec;
+                                self.set_protect_slice(s);
+                            }
                         }
                         return Some(t);
                     }
@@ -571,9 +649,9 @@ impl Node {
             }
         }
         self.cpus[cpu].curr = None;
-        let mut next = self.pick_next(cpu);
+        let mut next = self.pick_next(cpu, prev);
         if next.is_none() && self.newidle_balance(cpu) {
-            next = self.pick_next(cpu);
+            next = self.pick_next(cpu, prev);
         }
         if let Some(n) = next {
             let node_here = self.topo.numa_of[cpu];
@@ -928,6 +1006,11 @@ impl Node {
     /// `try_to_wake_up`: choose a CPU, re-base vruntime if it moved, enqueue, check preemption.
     pub(crate) fn try_to_wake_up(&mut self, t: TaskId) {
         debug_assert_eq!(self.tasks[t].state, TaskState::Sleeping);
+        if self.task_delayed(t) {
+            // `ttwu_runnable`: still queued (DELAY_DEQUEUE), so it wakes where it is.
+            self.requeue_delayed_task(t);
+            return;
+        }
         let prev = self.tasks[t].cpu;
         let cpu = self.select_task_rq(t, prev);
         if cpu != prev && !self.eevdf() {
@@ -938,6 +1021,35 @@ impl Node {
             self.ses[se].vruntime += self.rqs[cg * ncpus + cpu].min_vruntime - self.rqs[cg * ncpus + prev].min_vruntime;
         }
         self.enqueue_task(t, cpu, Enqueue::Wakeup);
+        self.tasks[t].state = TaskState::Runnable;
+        self.tasks[t].wait_start = self.now;
+        self.check_preempt_curr(cpu, t);
+    }
+
+    /// Wake a delayed task in place (`enqueue_task_fair` with ENQUEUE_DELAYED): it is
+    /// requeued (`requeue_delayed_entity`) and counts as runnable again up its hierarchy.
+    fn requeue_delayed_task(&mut self, t: TaskId) {
+        let (cpu, se) = (self.tasks[t].cpu, self.tasks[t].se);
+        self.update_curr(cpu);
+        self.requeue_delayed_entity(se);
+        let mut idle_nr = self.tasks[t].idle_policy as u32;
+        let mut rq = self.ses[se].parent_rq;
+        loop {
+            let r = &mut self.rqs[rq];
+            r.h_nr_running += 1;
+            r.idle_h_nr_running += idle_nr;
+            if r.throttled.any() {
+                break;
+            }
+            if self.cgroups[r.cg].idle {
+                idle_nr = 1;
+            }
+            match self.rqs[rq].gse {
+                Some(g) => rq = self.ses[g].parent_rq,
+                None => break,
+            }
+        }
+        self.add_runnable(t, cpu);
         self.tasks[t].state = TaskState::Runnable;
         self.tasks[t].wait_start = self.now;
         self.check_preempt_curr(cpu, t);

@@ -1213,6 +1213,9 @@ impl Node {
         let in_subtree: Vec<bool> = (0..self.cgroups.len()).map(|g| self.is_descendant(g, cg)).collect();
         let mut moved: Vec<TaskId> = vec![];
         for t in 0..self.tasks.len() {
+            if in_subtree[self.tasks[t].cg] {
+                self.finish_delayed_task(t); // its weight or group may change below
+            }
             let st = self.tasks[t].state;
             if in_subtree[self.tasks[t].cg] && (st == TaskState::Runnable || st == TaskState::Running) {
                 if st == TaskState::Running {
@@ -1278,6 +1281,7 @@ impl Node {
         if matches!(st, TaskState::Runnable | TaskState::Running) {
             self.dequeue_task(t, false);
         }
+        self.finish_delayed_task(t);
         self.tasks[t].state = TaskState::Sleeping;
         self.tasks[t].remaining = 0;
         self.tasks[t].dead = true;
