@@ -990,6 +990,10 @@ impl Node {
             self.schedule(cpu);
             return;
         }
+        if self.cpus[cpu].blocking {
+            self.maybe_kick_idle(cpu);
+            return;
+        }
         self.update_curr(cpu);
         // EEVDF: the enqueue's update_curr renews a used-up slice; that alone reschedules
         // only if others besides the waker were already waiting (the waker is not yet

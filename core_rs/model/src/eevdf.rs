@@ -50,7 +50,7 @@ impl Node {
     }
 
     /// V, the load-weighted average vruntime of the queue (`avg_vruntime`).
-    pub(crate) fn avg_vruntime(&self, rq: RqId) -> i64 {
+    pub fn avg_vruntime(&self, rq: RqId) -> i64 {
         let (avg, load) = self.avg_parts(rq);
         let v0 = self.rqs[rq].min_vruntime;
         if load == 0 {

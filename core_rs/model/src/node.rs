@@ -84,6 +84,9 @@ pub struct Cpu {
     /// An observer (`observe_curr`) settled time since the last `update_curr`, which still
     /// owes the min_vruntime update and the silo refill for it.
     pub observed: bool,
+    /// The running task is about to block after waking others (`cpu_event`): a wakeup here
+    /// only marks need_resched.
+    pub blocking: bool,
     pub gen: u64,
     /// Time of the pending Cpu event for `gen` (Ns::MAX if none).
     pub next_event: Ns,
@@ -198,6 +201,7 @@ impl Node {
                 speed: SPEED_ONE,
                 progress_rem: 0,
                 observed: false,
+                blocking: false,
                 gen: 0,
                 next_event: Ns::MAX,
                 resched_at: Ns::MAX,
@@ -895,6 +899,19 @@ impl Node {
                     } else {
                         self.reprogram(cpu);
                     }
+                }
+                Next::Sleep if eff.charges.is_empty() => {
+                    // A task wakes its partners before it blocks (a pipe write, then the
+                    // read): they are enqueued while it is still current on this CPU, and a
+                    // wakeup preemption here is only need_resched, served by the block's
+                    // `schedule`. (With memory to charge first, the old order: the charge
+                    // may give the sleeper more work.)
+                    self.cpus[cpu].blocking = true;
+                    self.apply_effects(&mut eff);
+                    self.cpus[cpu].blocking = false;
+                    self.dequeue_task(t, true);
+                    self.tasks[t].state = TaskState::Sleeping;
+                    self.schedule(cpu);
                 }
                 Next::Sleep => {
                     self.dequeue_task(t, true);
