@@ -422,3 +422,306 @@ impl Node {
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    //! Hand-worked EEVDF arithmetic of the 6.12 – 6.18 mechanisms (fair.c as cited on each).
+    use super::*;
+    use crate::node::TaskState;
+    use crate::tunables::NICE_0_LOAD;
+    use serde_json::json;
+
+    const MS: u64 = 1_000_000;
+
+    /// One CPU, cgroup `a` with two hogs (and `b` with one when `b`), EEVDF of `version`.
+    fn node(version: &str, features: serde_json::Value, b: bool) -> Node {
+        let mut cgroups = vec![json!({"name": "a"})];
+        let mut workloads = vec![json!({"kind": "hog", "name": "ha", "cgroup": "a", "threads": 2})];
+        if b {
+            cgroups.push(json!({"name": "b"}));
+            workloads.push(json!({"kind": "hog", "name": "hb", "cgroup": "b", "threads": 1}));
+        }
+        let spec = json!({"topology": {"cores_per_socket": 1},
+                          "kernel": {"scheduler": "eevdf", "version": version, "sched_features": features},
+                          "cgroups": cgroups, "workloads": workloads});
+        let mut n = Node::from_json(&spec.to_string()).unwrap();
+        n.run_until(0).unwrap();
+        n
+    }
+
+    /// The queue of cgroup `a` on CPU 0 (one CPU: index = cgroup id).
+    fn rq_a(n: &Node) -> RqId {
+        n.cgroups.iter().position(|g| g.name == "a").unwrap()
+    }
+
+    /// Σ w·(v − v0), Σ w re-summed over every queued entity, as 6.6's `avg_vruntime` walked it.
+    fn brute(n: &Node, rq: RqId) -> (i128, i128) {
+        let r = &n.rqs[rq];
+        let mut ses: Vec<SeId> = r.timeline.iter().map(|&(_, s)| s).collect();
+        ses.extend(r.curr.filter(|&c| n.ses[c].on_rq));
+        ses.iter().fold((0, 0), |(a, l), &s| {
+            let w = scale_load_down(n.ses[s].weight) as i128;
+            (a + w * (n.ses[s].vruntime - r.min_vruntime) as i128, l + w)
+        })
+    }
+
+    /// Run until the running task of `a` is ahead of the other one (so it is not eligible).
+    fn run_until_curr_ahead(n: &mut Node) -> (TaskId, TaskId) {
+        for step in 1..1000 {
+            n.run_until(step * MS / 10).unwrap();
+            n.update_curr(0);
+            let c = n.cpus[0].curr.unwrap();
+            let o = (0..2).find(|&t| t != c).unwrap();
+            if n.ses[n.tasks[c].se].vruntime > n.ses[n.tasks[o].se].vruntime + 100_000 {
+                return (c, o);
+            }
+        }
+        panic!("the running hog never got ahead");
+    }
+
+    /// The running task blocks (what `cpu_event` does for a sleeping task).
+    fn block(n: &mut Node, t: TaskId) {
+        n.dequeue_task(t, true);
+        n.tasks[t].state = TaskState::Sleeping;
+        n.schedule(0);
+    }
+
+    /// Block `c` (delayed: it is ahead), then let `o` run until it is past `c`'s vruntime,
+    /// before the next pick; returns c's vruntime.
+    fn block_and_run_past(n: &mut Node, c: TaskId, o: TaskId) -> i64 {
+        block(n, c);
+        let (sc, so) = (n.tasks[c].se, n.tasks[o].se);
+        let vc = n.ses[sc].vruntime;
+        while n.ses[so].vruntime <= vc + 50_000 {
+            let t = n.now + 10_000;
+            n.run_until(t).unwrap();
+            n.update_curr(0);
+        }
+        vc
+    }
+
+    #[test]
+    fn running_sums_equal_a_re_sum_of_the_queue() {
+        // Every queue at 700 instants of a chatty 6.18.44 node (sleeps, delayed dequeues,
+        // reweights, migrations): the O(1) sums are the 6.6-style walk over the queue.
+        let spec = json!({"seed": 5, "topology": {"cores_per_socket": 2},
+            "kernel": {"scheduler": "eevdf", "version": "6.18.44"},
+            "cgroups": [{"name": "online"}, {"name": "offline", "cpu.shares": 300}],
+            "workloads": [
+                {"kind": "closed_loop", "name": "pp", "cgroup": "online", "clients": 6,
+                 "service": {"dist": "lognormal", "mean_ns": 700_000.0, "sigma": 0.8},
+                 "client_cpu": {"dist": "exponential", "mean_ns": 400_000.0}},
+                {"kind": "hog", "name": "h", "cgroup": "offline", "threads": 3}]});
+        let mut n = Node::from_json(&spec.to_string()).unwrap();
+        let mut delayed_seen = 0;
+        for k in 1..=700u64 {
+            n.run_until(k * 370_000).unwrap();
+            for rq in 0..n.rqs.len() {
+                assert_eq!(n.avg_parts(rq), brute(&n, rq), "rq {rq} at {} ns", n.now);
+            }
+            delayed_seen += n.ses.iter().filter(|s| s.delayed).count();
+            n.check_invariants().unwrap();
+        }
+        assert!(delayed_seen > 0, "the check never met a delayed entity");
+    }
+
+    #[test]
+    fn an_ineligible_sleeper_stays_queued_and_counts_in_v_until_it_catches_up() {
+        let mut n = node("6.18.44", json!({}), false);
+        let (c, o) = run_until_curr_ahead(&mut n);
+        let rq = rq_a(&n);
+        let (sc, so) = (n.tasks[c].se, n.tasks[o].se);
+        block(&mut n, c);
+        // dequeue_entity: DELAY_DEQUEUE and !entity_eligible → set_delayed, return false.
+        assert!(n.ses[sc].delayed && n.ses[sc].on_rq);
+        assert_eq!(n.cpus[0].curr, Some(o));
+        assert_eq!((n.rqs[rq].nr_running, n.rqs[rq].h_nr_running), (2, 1));
+        assert_eq!(n.rqs[rq].load, 2 * NICE_0_LOAD);
+        // V of two nice-0 entities: v0 + ⌊((v_c − v0) + (v_o − v0)) / 2⌋.
+        let v0 = n.rqs[rq].min_vruntime;
+        let (vc, vo) = (n.ses[sc].vruntime, n.ses[so].vruntime);
+        assert_eq!(n.avg_vruntime(rq), v0 + ((vc - v0) + (vo - v0)).div_euclid(2));
+        // o runs; c is eligible once v_o ≥ v_c, and the first pick after that takes it off:
+        // `pick_next_entity` → dequeue_entities(DEQUEUE_DELAYED), DELAY_ZERO clears the
+        // positive lag it has by then.
+        let mut t = n.now;
+        while n.ses[sc].on_rq {
+            assert!(n.ses[sc].delayed);
+            t += MS / 10;
+            n.run_until(t).unwrap();
+            assert!(t < 100 * MS, "the delayed sleeper never left");
+        }
+        n.update_curr(0);
+        assert!(!n.ses[sc].delayed);
+        assert!(n.ses[so].vruntime >= vc, "left before it was eligible");
+        assert_eq!(n.ses[sc].vlag, 0);
+        assert_eq!((n.rqs[rq].nr_running, n.rqs[rq].load), (1, NICE_0_LOAD));
+    }
+
+    #[test]
+    fn without_delay_zero_the_leaving_sleeper_keeps_its_positive_lag() {
+        let mut n = node("6.18.44", json!({"DELAY_ZERO": false}), false);
+        let (c, o) = run_until_curr_ahead(&mut n);
+        let sc = n.tasks[c].se;
+        let rq = rq_a(&n);
+        // Block c and run o past it: c is eligible (and leaves at the next pick).
+        let vc = block_and_run_past(&mut n, c, o);
+        let v_avg = n.avg_vruntime(rq);
+        assert!(n.ses[sc].on_rq && v_avg > vc);
+        n.finish_delayed(sc);
+        // update_entity_lag: V − v_c (V with c still in it), below the clamp here.
+        assert_eq!(n.ses[sc].vlag, v_avg - vc);
+    }
+
+    #[test]
+    fn delay_zero_requeues_a_woken_sleeper_with_positive_lag_at_v() {
+        let mut n = node("6.18.44", json!({}), false);
+        let (c, o) = run_until_curr_ahead(&mut n);
+        let (sc, so) = (n.tasks[c].se, n.tasks[o].se);
+        let vc = block_and_run_past(&mut n, c, o);
+        assert!(n.ses[sc].delayed && n.ses[so].vruntime > vc, "picked before the wakeup");
+        let vo = n.ses[so].vruntime;
+        n.try_to_wake_up(c);
+        // requeue_delayed_entity: lag = V − v_c > 0 → place_entity with vlag 0: v = V of the
+        // queue without c, i.e. the running o's vruntime; the deadline a slice further.
+        assert!(!n.ses[sc].delayed && n.ses[sc].on_rq);
+        assert_eq!(n.ses[sc].vruntime, vo);
+        assert_eq!(n.ses[sc].deadline, vo + n.tun.base_slice as i64);
+        assert_eq!(n.tasks[c].state, TaskState::Runnable);
+    }
+
+    #[test]
+    fn without_delay_dequeue_a_sleeper_leaves_at_once() {
+        let mut n = node("6.18.44", json!({"DELAY_DEQUEUE": false}), false);
+        let (c, _) = run_until_curr_ahead(&mut n);
+        block(&mut n, c);
+        let sc = n.tasks[c].se;
+        assert!(!n.ses[sc].on_rq && !n.ses[sc].delayed);
+        assert!(n.ses[sc].vlag < 0, "it was ahead: negative lag kept (PLACE_LAG)");
+    }
+
+    #[test]
+    fn vprot_is_the_deadline_capped_at_one_min_slice() {
+        // set_protect_slice (6.17+): vprot = min(deadline, v + min_slice·NICE_0/w); before
+        // 6.17 the whole deadline. Checked on every entity picked right at a step's end.
+        for (version, min_slice) in [("6.18.44", true), ("6.12", false)] {
+            let mut n = node(version, json!({}), true);
+            let mut checked = 0;
+            for k in 1..2000 {
+                n.run_until(k * 50_000).unwrap();
+                let Some(t) = n.cpus[0].curr else { continue };
+                let mut se = n.tasks[t].se;
+                loop {
+                    let s = &n.ses[se];
+                    if s.prev_sum_exec == s.sum_exec && n.tasks[t].last_ran == n.now {
+                        let cap = s.vruntime + calc_delta_fair(n.tun.base_slice, s.weight);
+                        let want = if min_slice { s.deadline.min(cap) } else { s.deadline };
+                        assert_eq!(s.vprot, want, "{version}");
+                        checked += 1;
+                    }
+                    match n.parent_se(se) {
+                        Some(g) => se = g,
+                        None => break,
+                    }
+                }
+            }
+            assert!(checked > 0, "{version}: no pick met");
+        }
+    }
+
+    #[test]
+    fn a_sleep_that_leaves_company_makes_the_group_the_next_buddy() {
+        // dequeue_entities: the task really leaves (eligible), its group still has load →
+        // set_next_buddy(group entity) on the root queue; the pick clears it again
+        // (set_next_entity → clear_buddies).
+        let mut n = node("6.18.44", json!({}), true);
+        for k in 1..2000 {
+            n.run_until(k * 50_000).unwrap();
+            n.update_curr(0);
+            let t = n.cpus[0].curr.unwrap();
+            let rq = n.ses[n.tasks[t].se].parent_rq;
+            if n.cgroups[n.tasks[t].cg].name != "a" || !n.eligible(rq, n.tasks[t].se) {
+                continue;
+            }
+            let gse = n.rqs[rq].gse.unwrap();
+            n.dequeue_task(t, true);
+            assert!(!n.ses[n.tasks[t].se].on_rq);
+            assert_eq!(n.rqs[n.ses[gse].parent_rq].next, Some(gse));
+            n.tasks[t].state = TaskState::Sleeping;
+            n.schedule(0);
+            assert_eq!(n.rqs[n.ses[gse].parent_rq].next, None);
+            return;
+        }
+        panic!("a's task was never running and eligible");
+    }
+
+    /// The root queue's two group entities: (running one, waiting one), after `ms`.
+    fn two_groups(version: &str, ms: u64) -> (Node, SeId, SeId) {
+        let mut n = node(version, json!({}), true);
+        n.run_until(ms * MS / 10).unwrap();
+        n.update_curr(0);
+        let root = n.root_rq(0);
+        let curr = n.rqs[root].curr.unwrap();
+        let other = n.rqs[root].timeline.first().unwrap().1;
+        (n, curr, other)
+    }
+
+    #[test]
+    fn reweight_of_the_running_entity_as_6_18_44_does_it() {
+        // 6d71a9c61604's reweight_entity on curr: update_entity_lag with curr in V, rescale
+        // lag and relative deadline by w/w', place_entity with V and its load both counting
+        // curr (at w'): lag' × (W + 2w')/(W + w').
+        let (mut n, c, o) = two_groups("6.18.44", 53);
+        let root = n.root_rq(0);
+        let v0 = n.rqs[root].min_vruntime;
+        let (w, wo) = (n.ses[c].weight >> 10, n.ses[o].weight >> 10);
+        let new_w: u64 = 1536 << 10;
+        let w2 = new_w >> 10;
+        let (kc, ko) = ((n.ses[c].vruntime - v0) as i128, (n.ses[o].vruntime - v0) as i128);
+        let v_avg = v0 + ((w as i128 * kc + wo as i128 * ko).div_euclid((w + wo) as i128)) as i64;
+        let limit = calc_delta_fair((2 * n.tun.base_slice).max(n.tun.tick_ns), n.ses[c].weight);
+        let lag = (v_avg - n.ses[c].vruntime).clamp(-limit, limit);
+        let lag2 = lag as i128 * w as i128 / w2 as i128;
+        let v_avg2 = v0 + ((w2 as i128 * kc + wo as i128 * ko).div_euclid((w2 + wo) as i128)) as i64;
+        let placed = lag2 * (wo + 2 * w2) as i128 / (wo + w2) as i128;
+        let rel = (n.ses[c].deadline - n.ses[c].vruntime) as i128 * w as i128 / w2 as i128;
+        n.reweight_eevdf(root, c, new_w);
+        assert_eq!(n.ses[c].vruntime, v_avg2 - placed as i64);
+        assert_eq!(n.ses[c].deadline, n.ses[c].vruntime + rel as i64);
+        assert_eq!(n.ses[c].vprot, i64::MIN, "vlag overwrote vprot: no protection left");
+    }
+
+    #[test]
+    fn invariant_reweight_keeps_v() {
+        // reweight_eevdf (6.12, 6.18.45+): v' = V − (V − v)·w/w' keeps Σ w_i (v_i − V) = 0,
+        // so V stays (to the rounding of the division).
+        for version in ["6.12", "6.18.45"] {
+            let (mut n, c, _) = two_groups(version, 53);
+            let root = n.root_rq(0);
+            let before = n.avg_vruntime(root);
+            n.reweight_eevdf(root, c, 1536 << 10);
+            n.ses[c].weight = 1536 << 10; // reweight_group sets it after (curr: not in the sums)
+            let after = n.avg_vruntime(root);
+            assert!((after - before).abs() <= 1, "{version}: V {before} → {after}");
+        }
+    }
+
+    #[test]
+    fn rel_deadline_survives_a_migration() {
+        // PLACE_REL_DEADLINE: dequeue_entity(!sleep) stores deadline − v, place_entity adds
+        // the new vruntime back.
+        let spec = json!({"topology": {"cores_per_socket": 2},
+            "kernel": {"scheduler": "eevdf", "version": "6.18"},
+            "cgroups": [{"name": "a"}],
+            "workloads": [{"kind": "hog", "name": "h", "cgroup": "a", "threads": 3}]});
+        let mut n = Node::from_json(&spec.to_string()).unwrap();
+        n.run_until(9 * MS).unwrap();
+        let t = (0..3).find(|&t| n.tasks[t].state == TaskState::Runnable).unwrap();
+        let se = n.tasks[t].se;
+        let rel = n.ses[se].deadline - n.ses[se].vruntime;
+        let dst = 1 - n.tasks[t].cpu;
+        n.move_task(t, dst);
+        assert_eq!(n.ses[se].deadline - n.ses[se].vruntime, rel);
+        assert!(!n.ses[se].rel_deadline);
+    }
+}
