@@ -5,7 +5,8 @@ of the two CPUs beside a group whose tasks wake each other (docs/model.md, "EEVD
     PYTHONPATH=. python experiments/handoff_ablation.py [--seconds 20] [--seeds 3]
 
 Arrangements (2 CPUs; `online` and `offline` at cpu.shares 1024; `stress --cpu 10` in offline):
-- pairs-0.5ms: the same with 0.5 ms per side (more handoffs, so more group reweights: see
+- pairs~: the same with lognormal bursts (mean 2 ms, σ 0.3);
+- pairs-<x>ms: the same with x ms per side (more handoffs, so more group reweights: see
   docs/model.md for why this stands in for the host's PELT-driven reweights);
 - pairs: 10 closed loops of one client whose generator burns 2 ms then wakes its server thread,
   which burns 2 ms and wakes it back — experiments/pingpong.py's two sides, both in `online`;
@@ -25,7 +26,7 @@ from sim._core import Node
 
 S = 1_000_000_000
 MS = 1_000_000
-HOST = {"pairs": "0.232", "pairs-0.5ms": "—", "duty": "0.482"}
+HOST = {"pairs": "0.232", "duty": "0.482"}
 
 # (label, version, sched_features overrides)
 VARIANTS: list[tuple[str, str, dict[str, bool]]] = [
@@ -43,8 +44,12 @@ VARIANTS: list[tuple[str, str, dict[str, bool]]] = [
 
 
 def spec(arrangement: str, version: str, features: dict[str, bool], seed: int) -> dict[str, Any]:
-    burn = 500_000 if arrangement == "pairs-0.5ms" else 2 * MS
-    const = {"dist": "constant", "value_ns": burn}
+    # "pairs" burns 2 ms per side like experiments/pingpong.py; "pairs-<x>ms" burns x ms
+    burn = round(float(arrangement.removeprefix("pairs-").removesuffix("ms")) * MS) if arrangement.startswith("pairs-") else 2 * MS
+    # "pairs~": 2 ms on average, lognormal (σ 0.3): the host's bursts are not all alike
+    const: dict[str, Any] = (
+        {"dist": "lognormal", "mean_ns": 2e6, "sigma": 0.3} if arrangement == "pairs~" else {"dist": "constant", "value_ns": burn}
+    )
     cgroups: list[dict[str, Any]] = [{"name": "online"}, {"name": "offline"}]
     hog = {"kind": "hog", "name": "stress", "cgroup": "offline", "threads": 10}
     if arrangement == "duty":
@@ -76,12 +81,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--arrangements", default="pairs,pairs-0.5ms,duty")
+    ap.add_argument("--arrangements", default="pairs,pairs~,pairs-1.5ms,pairs-1ms,duty")
     args = ap.parse_args()
     arrangements = args.arrangements.split(",")
     print("| variant | " + " | ".join(arrangements) + " |")
     print("|---|" + "---:|" * len(arrangements))
-    print("| host 6.18.44 (docs/replay.md) | " + " | ".join(HOST[a] for a in arrangements) + " |")
+    print("| host 6.18.44 (docs/replay.md) | " + " | ".join(HOST.get(a, "—") for a in arrangements) + " |")
     for label, version, features in VARIANTS:
         cells = []
         for a in arrangements:

@@ -182,19 +182,6 @@ impl Node {
         }
     }
 
-    /// Whether `s` is `se` or one of its ancestors.
-    fn on_chain(&self, mut se: SeId, s: SeId) -> bool {
-        loop {
-            if se == s {
-                return true;
-            }
-            match self.parent_se(se) {
-                Some(g) => se = g,
-                None => return false,
-            }
-        }
-    }
-
     /// `calc_group_shares`: the group's (scaled) shares × this CPU's load / the group's load on
     /// all CPUs (unscaled), clamped to [MIN_SHARES, shares] (§A4). Loads are the instantaneous
     /// queue weights (the kernel takes max(load.weight, PELT load_avg); PELT is not modelled).
@@ -553,11 +540,19 @@ impl Node {
 
     /// `put_prev_task_fair`: the running task's entities go back on their timelines.
     pub(crate) fn put_prev(&mut self, cpu: CpuId) {
-        let Some(t) = self.cpus[cpu].curr else { return };
+        if let Some(t) = self.cpus[cpu].curr {
+            self.put_prev_entities(t, &[]);
+        }
+    }
+
+    /// `put_prev_entity` for each of task `t`'s entities that is still its queue's curr,
+    /// except those in `keep` (picked again: `pick_next_task_fair` changes only the levels
+    /// whose entity changes).
+    fn put_prev_entities(&mut self, t: TaskId, keep: &[SeId]) {
         let mut se = self.tasks[t].se;
         loop {
             let rq = self.ses[se].parent_rq;
-            if self.rqs[rq].curr == Some(se) {
+            if self.rqs[rq].curr == Some(se) && !keep.contains(&se) {
                 self.rqs[rq].curr = None;
                 if self.ses[se].on_rq {
                     let (v, w) = (self.ses[se].vruntime, scale_load_down(self.ses[se].weight));
@@ -573,9 +568,11 @@ impl Node {
 
     /// `pick_next_task_fair`: from the root, take the leftmost entity at each level. An offline
     /// group met while online work is runnable here is throttled and the pick restarts.
-    /// `prev` is the task that ran until now: its entities that are picked again were never
-    /// put aside by the kernel (`set_next_entity` runs only where the entity changes), so
-    /// they keep their slice protection.
+    /// EEVDF picks as `pick_task_fair` does, before `prev` is put back: its entities are still
+    /// their queues' curr ("Might not have done put_prev_entity()"), so what the pick does to
+    /// them — a delayed entity leaving, the reweight that follows — meets them running; the
+    /// levels whose entity is picked again stay set (no `set_next_entity`: their slice
+    /// protection stays), the others are put back (`put_prev_entity`).
     fn pick_next(&mut self, cpu: CpuId, prev: Option<TaskId>) -> Option<TaskId> {
         let mut path = [0usize; MAX_DEPTH];
         'restart: loop {
@@ -596,17 +593,22 @@ impl Node {
                 n += 1;
                 match self.ses[se].kind {
                     SeKind::Task(t) => {
-                        let kept = |n: &Node, s: SeId| prev.is_some_and(|p| n.on_chain(n.tasks[p].se, s));
+                        if let Some(p) = prev.filter(|_| self.eevdf()) {
+                            self.put_prev_entities(p, &path[..n]);
+                        }
                         for &s in &path[..n] {
                             let prq = self.ses[s].parent_rq;
+                            if self.rqs[prq].curr == Some(s) {
+                                continue; // picked again (EEVDF only: CFS put prev back)
+                            }
                             let (v, w) = (self.ses[s].vruntime, scale_load_down(self.ses[s].weight));
                             self.rqs[prq].remove(v, s, w);
                             self.rqs[prq].curr = Some(s);
                             if self.rqs[prq].next == Some(s) {
                                 self.rqs[prq].next = None; // set_next_entity → clear_buddies
                             }
-                            if !(self.eevdf() && kept(self, s)) {
-                                self.ses[s].prev_sum_exec = self.ses[s].sum_exec;
+                            self.ses[s].prev_sum_exec = self.ses[s].sum_exec;
+                            if self.eevdf() {
                                 self.set_protect_slice(s);
                             }
                         }
@@ -641,7 +643,9 @@ impl Node {
         self.update_curr(cpu);
         let prev = self.cpus[cpu].curr;
         if let Some(p) = prev {
-            self.put_prev(cpu);
+            if !self.eevdf() {
+                self.put_prev(cpu);
+            }
             self.check_cfs_rq_runtime_path(p);
             if self.tasks[p].state == TaskState::Running {
                 self.tasks[p].state = TaskState::Runnable;
@@ -650,6 +654,9 @@ impl Node {
         }
         self.cpus[cpu].curr = None;
         let mut next = self.pick_next(cpu, prev);
+        if let (None, Some(p)) = (next, prev) {
+            self.put_prev_entities(p, &[]); // going idle (or pulling first): all of prev goes back
+        }
         if next.is_none() && self.newidle_balance(cpu) {
             next = self.pick_next(cpu, prev);
         }
