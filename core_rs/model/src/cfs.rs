@@ -222,6 +222,11 @@ impl Node {
             let rq = self.ses[se].parent_rq;
             if self.eevdf() {
                 self.reweight_eevdf(rq, se, new_w);
+            } else if self.rqs[rq].curr != Some(se) {
+                // CFS keeps vruntime; the running sums still follow the weight.
+                let v = self.ses[se].vruntime;
+                self.rqs[rq].remove(v, se, scale_load_down(old_w));
+                self.rqs[rq].insert(v, se, scale_load_down(new_w));
             }
             self.rqs[rq].load = self.rqs[rq].load - old_w + new_w;
             self.publish_load(rq);
@@ -339,7 +344,8 @@ impl Node {
     /// makes the group entity the next buddy.
     fn dequeue_chain(&mut self, mut se: SeId, nr: u32, mut idle_nr: u32, how: Dequeue) {
         self.update_curr(self.rqs[self.ses[se].parent_rq].cpu);
-        let task_sleep = matches!(self.ses[se].kind, SeKind::Task(_)) && matches!(how, Dequeue::Sleep | Dequeue::Delayed);
+        let task_sleep =
+            matches!(self.ses[se].kind, SeKind::Task(_)) && matches!(how, Dequeue::Sleep | Dequeue::Delayed);
         let mut removing = true;
         let mut delayed = false;
         let mut first = true;
@@ -358,7 +364,8 @@ impl Node {
                 } else {
                     if self.eevdf() {
                         self.save_lag(rq, se);
-                        if first && how == Dequeue::Delayed {
+                        if self.ses[se].delayed {
+                            // picked (DEQUEUE_DELAYED), or a delayed group's queue throttled
                             self.finish_delayed_lag(se);
                         }
                         if !sleep && self.tun.feat.place_rel_deadline {

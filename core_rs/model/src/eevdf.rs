@@ -422,7 +422,6 @@ impl Node {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     //! Hand-worked EEVDF arithmetic of the 6.12 – 6.18 mechanisms (fair.c as cited on each).

@@ -160,7 +160,10 @@ impl SchedFeatures {
                 None => {
                     return Err(SpecError::new(
                         format!("kernel.sched_features.{name}"),
-                        format!("is not a scheduler feature the model knows; known: {}", MODELLED.join(", ")),
+                        format!(
+                            "is not a scheduler feature the model knows; known: {}",
+                            MODELLED.join(", ")
+                        ),
                     ))
                 }
             }
@@ -210,7 +213,8 @@ mod tests {
 
     #[test]
     fn overrides_and_clear_errors() {
-        let o: BTreeMap<String, bool> = [("DELAY_DEQUEUE".to_string(), false), ("NEXT_BUDDY".to_string(), false)].into();
+        let o: BTreeMap<String, bool> =
+            [("DELAY_DEQUEUE".to_string(), false), ("NEXT_BUDDY".to_string(), false)].into();
         let f = SchedFeatures::from_spec(Some("6.18"), &o).unwrap();
         assert!(!f.delay_dequeue && f.delay_zero);
         let o: BTreeMap<String, bool> = [("DELAY_DEQUE".to_string(), false)].into();
