@@ -51,8 +51,14 @@ fn bench(c: &mut Criterion) {
     g.sample_size(20);
     for (name, spec) in [
         ("clickhouse_stress_8cpu", clickhouse(json!({}))),
-        ("clickhouse_stress_8cpu_eevdf", clickhouse(json!({"scheduler": "eevdf"}))),
-        ("clickhouse_stress_8cpu_eevdf_6_18", clickhouse(json!({"scheduler": "eevdf", "version": "6.18.44"}))),
+        (
+            "clickhouse_stress_8cpu_eevdf",
+            clickhouse(json!({"scheduler": "eevdf"})),
+        ),
+        (
+            "clickhouse_stress_8cpu_eevdf_6_18",
+            clickhouse(json!({"scheduler": "eevdf", "version": "6.18.44"})),
+        ),
         ("open_loop_96cpu_96hogs", big_node(false)),
         ("open_loop_96cpu_96hogs_quota_burst", big_node(true)),
     ] {
