@@ -963,7 +963,9 @@ impl Node {
         if ct.idle_policy && !pt.idle_policy {
             return true;
         }
-        if pt.idle_policy {
+        // Batch and idle tasks never preempt; without WAKEUP_PREEMPTION (EEVDF's switch
+        // here) nothing else does either: the tick decides.
+        if pt.idle_policy || (self.eevdf() && !self.tun.feat.wakeup_preemption) {
             return false;
         }
         // find_matching_se: walk both up to entities that share a queue.

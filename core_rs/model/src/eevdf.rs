@@ -707,6 +707,31 @@ mod tests {
     }
 
     #[test]
+    fn without_wakeup_preemption_a_waker_waits_for_the_tick() {
+        // check_preempt_wakeup_fair returns before the EEVDF pick without WAKEUP_PREEMPTION;
+        // with it, a waker that pick_eevdf prefers preempts at once.
+        for (on, want_preempt) in [(true, true), (false, false)] {
+            let mut n = node(
+                "6.18.44",
+                json!({"WAKEUP_PREEMPTION": on, "RUN_TO_PARITY": false}),
+                false,
+            );
+            let (c, o) = run_until_curr_ahead(&mut n);
+            // o leaves (not delayed: it is behind, eligible) and comes back at once with its lag
+            n.dequeue_task(o, true);
+            n.tasks[o].state = TaskState::Sleeping;
+            assert!(!n.ses[n.tasks[o].se].on_rq);
+            n.try_to_wake_up(o);
+            let preempted = n.cpus[0].curr == Some(o);
+            assert_eq!(
+                preempted, want_preempt,
+                "WAKEUP_PREEMPTION={on}: curr {:?} (c {c})",
+                n.cpus[0].curr
+            );
+        }
+    }
+
+    #[test]
     fn rel_deadline_survives_a_migration() {
         // PLACE_REL_DEADLINE: dequeue_entity(!sleep) stores deadline − v, place_entity adds
         // the new vruntime back.
