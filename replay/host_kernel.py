@@ -155,6 +155,15 @@ def parse_version(release: str) -> tuple[int, int]:
     return int(m[1]), int(m[2])
 
 
+def release_numbers(release: str) -> str:
+    """"6.18.44" of "6.18.44-fc-v669": the fair class changed within stable series (the core's
+    `[kernel] version` tells 6.18.44's reweight_entity from 6.18.45's, sched_features.rs)."""
+    m = re.match(r"\d+\.\d+(\.\d+)?", release)
+    if m is None:
+        raise HostError(f"kernel release {release!r}: not MAJOR.MINOR...")
+    return m[0]
+
+
 def scheduler_of(version: tuple[int, int]) -> str:
     """EEVDF replaced CFS's pick in Linux 6.6 (kernel-and-anchors.md, EEVDF)."""
     return "eevdf" if version >= (6, 6) else "cfs"
@@ -444,7 +453,7 @@ def kernel_overrides(hk: HostKernel, user_set: Iterable[str] = (), fields: set[s
     [kernel]: every field the user's scenario left out (`user_set`: the names its [kernel]
     gives) and the schema has; `version` and `sched_features` only where the schema has them."""
     fields = schema_fields() if fields is None else fields
-    mine: dict[str, Any] = {"scheduler": hk.scheduler.value, "autogroup": hk.autogroup.value, "version": hk.version.value}
+    mine: dict[str, Any] = {"scheduler": hk.scheduler.value, "autogroup": hk.autogroup.value, "version": release_numbers(hk.release.value)}
     if hk.hz.value is not None:
         mine["hz"] = hk.hz.value
     if hk.base_slice_ns.value is not None and hk.scheduler.value == "eevdf":

@@ -105,8 +105,10 @@ Core spec (JSON object passed to `Node`):
 
 from typing import Self, final
 
-__all__ = ["Node", "__version__", "load_main"]
+__all__ = ["SCHED_FEATURES", "Node", "__version__", "load_main"]
 __version__: str
+# [kernel] sched_features names the core takes: the ones it models, then known ones it ignores
+SCHED_FEATURES: list[str]
 
 def load_main(argv: list[str]) -> int:
     """colosim-load (core_rs/load) in this process, GIL released: `argv` as the binary gets

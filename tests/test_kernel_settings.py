@@ -276,7 +276,7 @@ def test_overrides_fill_what_the_user_left_out(tmp_path: Path) -> None:
     for extra in ("version", "sched_features"):
         assert (f"kernel.{extra}" in got) == (extra in fields), "passed only where the schema has it"
     wider = kernel_overrides(hk, fields=fields | {"version", "sched_features"})
-    assert wider["kernel.version"] == "6.18" and wider["kernel.sched_features"] == DEFAULTS_618
+    assert wider["kernel.version"] == "6.18.44" and wider["kernel.sched_features"] == DEFAULTS_618
 
 
 def test_the_printed_kernel_table_is_a_valid_scenario_kernel(tmp_path: Path) -> None:

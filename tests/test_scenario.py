@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 
 import pytest
@@ -579,3 +580,39 @@ def test_cfs_period_phase_defaults_to_random():
 def test_a_bad_cfs_period_phase_is_one_message_naming_it(bad):
     msg = error(BASE + f"\n[kernel]\ncfs_period_phase = {bad}\n")
     assert msg.startswith("kernel.cfs_period_phase: ") and '"random"' in msg and "\n" not in msg, msg
+
+
+# --- [kernel] version and sched_features (which EEVDF the core runs) -------------------------
+
+
+def test_kernel_version_and_sched_features_reach_the_core():
+    sc = scenario(
+        BASE + '\n[kernel]\nscheduler = "eevdf"\nversion = "6.18.44"\nsched_features = {DELAY_DEQUEUE = false, NEXT_BUDDY = false}\n'
+    )
+    k = sc.core_spec()["kernel"]
+    assert k["version"] == "6.18.44"
+    assert k["sched_features"] == {"DELAY_DEQUEUE": False, "NEXT_BUDDY": False}
+    assert scenario().core_spec()["kernel"]["version"] is None  # the core's default: 6.6
+
+
+@pytest.mark.parametrize(
+    ("line", "field"),
+    [
+        ('version = "6.x"', "kernel.version: "),
+        ('version = "linux-6.18"', "kernel.version: "),
+        ("sched_features = {DELAY_DEQUE = false}", "kernel.sched_features.DELAY_DEQUE: "),
+    ],
+)
+def test_bad_kernel_version_or_feature_names_its_field(line, field):
+    msg = error(BASE + f"\n[kernel]\n{line}\n")
+    assert msg.startswith(field) and "\n" not in msg, msg
+
+
+def test_the_core_names_an_unknown_feature_itself():
+    # The same check when a document skips the schema (core JSON): one line naming the field.
+    from sim._core import Node
+
+    spec = scenario().core_spec(seed=1)
+    spec["kernel"]["sched_features"] = {"PICK_BUDY": True}
+    with pytest.raises(ValueError, match=r"^kernel\.sched_features\.PICK_BUDY: is not a scheduler feature"):
+        Node(json.dumps(spec))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
@@ -122,6 +123,16 @@ def period_phase(value: Any) -> int | None:
     return ns
 
 
+def _sched_feature_names() -> list[str] | None:
+    """The features.h names the core takes (modelled first), or None before the extension is
+    built — the core then names an unknown one itself when the node is built."""
+    try:
+        from sim._core import SCHED_FEATURES
+    except ImportError:
+        return None
+    return SCHED_FEATURES
+
+
 class Kernel(Table):
     """[kernel]: scheduler tunables; unset ones take the kernel's defaults (scaled by
     1 + ilog2(min(ncpus, 8)) as the kernel scales them), which the core computes."""
@@ -160,6 +171,25 @@ class Kernel(Table):
     # off by default, as every scenario ran before. Replay sets it from the host.
     autogroup: bool = False
 
+    # The Linux release whose EEVDF the core follows ("6.6", "6.12", "6.18.44"; unset: 6.6, the
+    # EEVDF the model had first) and features.h switches (/sys/kernel/debug/sched/features)
+    # overriding that release's defaults, e.g. {DELAY_DEQUEUE = false}. docs/model.md.
+    version: str | None = None
+    sched_features: dict[str, bool] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check_fair_class(self) -> Kernel:
+        errors: list[FieldError] = []
+        if self.version is not None and not re.fullmatch(r"\d+\.\d+(\.\d+)?", self.version):
+            errors.append((("version",), f'must be a kernel release such as "6.6", "6.12" or "6.18.44" (got {show(self.version)})'))
+        names = _sched_feature_names()
+        for name in self.sched_features:
+            if names is not None and name not in names:
+                errors.append((("sched_features", name), f"is not a scheduler feature the core knows ({', '.join(names[:9])}, ...)"))
+        if errors:
+            raise FieldErrors(errors)
+        return self
+
     @model_validator(mode="after")
     def _check_dirty(self) -> Kernel:
         if self.dirty_background_ratio >= self.dirty_ratio:
@@ -171,6 +201,8 @@ class Kernel(Table):
     def core_spec(self) -> dict[str, Any]:
         return {
             "scheduler": self.scheduler,
+            "version": self.version,
+            "sched_features": self.sched_features,
             "hz": self.hz,
             "sched_latency_ns": self.sched_latency,
             "sched_min_granularity_ns": self.sched_min_granularity,

@@ -1,7 +1,8 @@
 //! Criterion benchmarks of the core on the two reference scenarios of the [core] issue:
 //! (a) the ClickHouse + stress node (8 CPUs, 10 clients × 8 threads, 10 hogs) and
 //! (b) a 96-logical-CPU node (2 sockets × 24 cores × 2 SMT) with an open-loop service at
-//! 5,000 requests/s on 48 workers beside 96 CPU hogs. Each iteration simulates one second.
+//! 5,000 requests/s on 48 workers beside 96 CPU hogs; (a) again under EEVDF as 6.6 and as 6.18.44
+//! have it. Each iteration simulates one second.
 
 use colosim_core::Node;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
@@ -9,9 +10,10 @@ use serde_json::json;
 
 const S: u64 = 1_000_000_000;
 
-fn clickhouse() -> String {
+fn clickhouse(kernel: serde_json::Value) -> String {
     json!({
         "seed": 1,
+        "kernel": kernel,
         "topology": {"sockets": 1, "cores_per_socket": 8},
         "cgroups": [{"name": "online"}, {"name": "offline", "cpu.qos_level": -1}],
         "workloads": [
@@ -48,7 +50,15 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("simulate_1s");
     g.sample_size(20);
     for (name, spec) in [
-        ("clickhouse_stress_8cpu", clickhouse()),
+        ("clickhouse_stress_8cpu", clickhouse(json!({}))),
+        (
+            "clickhouse_stress_8cpu_eevdf",
+            clickhouse(json!({"scheduler": "eevdf"})),
+        ),
+        (
+            "clickhouse_stress_8cpu_eevdf_6_18",
+            clickhouse(json!({"scheduler": "eevdf", "version": "6.18.44"})),
+        ),
         ("open_loop_96cpu_96hogs", big_node(false)),
         ("open_loop_96cpu_96hogs_quota_burst", big_node(true)),
     ] {

@@ -22,6 +22,19 @@ pub enum Enqueue {
     Migrate,
 }
 
+/// How an entity leaves its run queue (the kernel's DEQUEUE_* flags that matter here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dequeue {
+    /// The task blocks (DEQUEUE_SLEEP): EEVDF may delay it (DELAY_DEQUEUE).
+    Sleep,
+    /// Moved to another CPU or re-queued after a change: not a sleep (PLACE_REL_DEADLINE).
+    Migrate,
+    /// A delayed entity leaves at last (DEQUEUE_SLEEP | DEQUEUE_DELAYED).
+    Delayed,
+    /// A group is throttled (DEQUEUE_SLEEP | DEQUEUE_SPECIAL): never delayed.
+    Special,
+}
+
 /// Deepest cgroup nesting the pick path supports.
 pub const MAX_DEPTH: usize = 32;
 
@@ -164,7 +177,9 @@ impl Node {
             (None, None) => return,
         };
         let r = &mut self.rqs[rq];
-        r.min_vruntime = r.min_vruntime.max(cand);
+        if cand > r.min_vruntime {
+            r.set_min_vruntime(cand);
+        }
     }
 
     /// `calc_group_shares`: the group's (scaled) shares × this CPU's load / the group's load on
@@ -207,7 +222,11 @@ impl Node {
             let rq = self.ses[se].parent_rq;
             if self.eevdf() {
                 self.reweight_eevdf(rq, se, new_w);
-                self.ses[se].protected = false;
+            } else if self.rqs[rq].curr != Some(se) {
+                // CFS keeps vruntime; the running sums still follow the weight.
+                let v = self.ses[se].vruntime;
+                self.rqs[rq].remove(v, se, scale_load_down(old_w));
+                self.rqs[rq].insert(v, se, scale_load_down(new_w));
             }
             self.rqs[rq].load = self.rqs[rq].load - old_w + new_w;
             self.publish_load(rq);
@@ -223,18 +242,19 @@ impl Node {
         r.load += w;
         r.nr_running += 1;
         if r.curr != Some(se) {
-            r.timeline.insert((v, se));
+            r.insert(v, se, scale_load_down(w));
         }
         self.ses[se].on_rq = true;
         self.publish_load(rq);
     }
 
     fn account_dequeue(&mut self, rq: RqId, se: SeId) {
+        self.clear_buddies(se);
         let w = self.ses[se].weight;
         let v = self.ses[se].vruntime;
         let r = &mut self.rqs[rq];
         if r.curr != Some(se) {
-            r.timeline.remove(&(v, se));
+            r.remove(v, se, scale_load_down(w));
         }
         r.load -= w;
         r.nr_running -= 1;
@@ -275,6 +295,9 @@ impl Node {
             let rq = self.ses[se].parent_rq;
             if adding && self.ses[se].on_rq {
                 adding = false;
+                if self.ses[se].delayed {
+                    self.requeue_delayed_entity(se); // a delayed group gets a task again
+                }
             }
             if adding {
                 if let SeKind::Group(grq) = self.ses[se].kind {
@@ -313,26 +336,53 @@ impl Node {
         }
     }
 
-    /// The mirror of `enqueue_chain` (`dequeue_task_fair`): a parent entity leaves its queue
-    /// only when its own queue became empty. With `migrate`, the first entity's vruntime is
-    /// stored relative to its queue's min_vruntime so that it can be re-based on another CPU.
-    fn dequeue_chain(&mut self, mut se: SeId, nr: u32, mut idle_nr: u32, migrate: bool) {
+    /// The mirror of `enqueue_chain` (`dequeue_entities`): a parent entity leaves its queue
+    /// only when its own queue became empty. With `Dequeue::Migrate`, CFS stores the first
+    /// entity's vruntime relative to its queue's min_vruntime so that it can be re-based on
+    /// another CPU. EEVDF (6.12+) may instead leave a sleeping entity queued (DELAY_DEQUEUE:
+    /// only the runnable counts drop), and a task's sleep that leaves company in its group
+    /// makes the group entity the next buddy.
+    fn dequeue_chain(&mut self, mut se: SeId, nr: u32, mut idle_nr: u32, how: Dequeue) {
         self.update_curr(self.rqs[self.ses[se].parent_rq].cpu);
+        let task_sleep =
+            matches!(self.ses[se].kind, SeKind::Task(_)) && matches!(how, Dequeue::Sleep | Dequeue::Delayed);
         let mut removing = true;
+        let mut delayed = false;
         let mut first = true;
         loop {
             let rq = self.ses[se].parent_rq;
             if removing {
-                if self.eevdf() {
-                    self.save_lag(rq, se);
+                // Entities above the first leave because their queue emptied: a sleep.
+                let sleep = !first || how != Dequeue::Migrate;
+                let may_delay = !(first && how == Dequeue::Delayed) && how != Dequeue::Special;
+                if sleep && may_delay && self.delays_dequeue(rq, se) {
+                    // `set_delayed`: stays queued (load, V) but is no longer runnable.
+                    self.clear_buddies(se);
+                    self.ses[se].delayed = true;
+                    removing = false;
+                    delayed = true;
+                } else {
+                    if self.eevdf() {
+                        self.save_lag(rq, se);
+                        if self.ses[se].delayed {
+                            // picked (DEQUEUE_DELAYED), or a delayed group's queue throttled
+                            self.finish_delayed_lag(se);
+                        }
+                        if !sleep && self.tun.feat.place_rel_deadline {
+                            let s = &mut self.ses[se];
+                            s.deadline -= s.vruntime;
+                            s.rel_deadline = true;
+                        }
+                    }
+                    self.account_dequeue(rq, se);
+                    if first && how == Dequeue::Migrate && !self.eevdf() {
+                        self.ses[se].vruntime -= self.rqs[rq].min_vruntime;
+                    }
+                    self.update_min_vruntime(rq);
+                    self.return_cfs_rq_runtime(rq);
                 }
-                self.account_dequeue(rq, se);
-                if first && migrate && !self.eevdf() {
-                    self.ses[se].vruntime -= self.rqs[rq].min_vruntime;
-                }
-                self.update_min_vruntime(rq);
-                self.return_cfs_rq_runtime(rq);
-            } else {
+            } else if !delayed {
+                // A delayed dequeue returns before `update_cfs_group` runs above it.
                 self.reweight_group(se);
             }
             first = false;
@@ -347,12 +397,23 @@ impl Node {
             }
             if removing && self.rqs[rq].nr_running > 0 {
                 removing = false;
+                if let Some(g) = self.rqs[rq].gse {
+                    if self.eevdf() && task_sleep && !self.throttled_hierarchy(rq) {
+                        self.set_next_buddy(g);
+                    }
+                }
             }
             match self.rqs[rq].gse {
                 Some(g) => se = g,
                 None => break,
             }
         }
+    }
+
+    /// `pick_next_entity` picked a delayed entity: it leaves now (`dequeue_entities` with
+    /// DEQUEUE_DELAYED); its runnable counts left when it was delayed.
+    pub(crate) fn finish_delayed(&mut self, se: SeId) {
+        self.dequeue_chain(se, 0, 0, Dequeue::Delayed);
     }
 
     /// Put task `t` on `cpu`'s queues.
@@ -369,6 +430,12 @@ impl Node {
         let idle = task.idle_policy as u32;
         self.ses[se].parent_rq = task.cg * ncpus + cpu;
         self.enqueue_chain(se, 1, idle, mode);
+        self.add_runnable(t, cpu);
+    }
+
+    /// A task became runnable on `cpu` (enqueued, or a delayed one woken in place): pressure
+    /// accounting and the CPU's list of runnable tasks.
+    fn add_runnable(&mut self, t: TaskId, cpu: CpuId) {
         self.psi_runnable(t, cpu, 1);
         let c = &mut self.cpus[cpu];
         self.tasks[t].pos = c.tasks.len();
@@ -380,7 +447,7 @@ impl Node {
     pub(crate) fn dequeue_task(&mut self, t: TaskId, sleep: bool) {
         let task = &self.tasks[t];
         let (cpu, se, idle) = (task.cpu, task.se, task.idle_policy as u32);
-        self.dequeue_chain(se, 1, idle, !sleep);
+        self.dequeue_chain(se, 1, idle, if sleep { Dequeue::Sleep } else { Dequeue::Migrate });
         self.psi_runnable(t, cpu, -1);
         let c = &mut self.cpus[cpu];
         let pos = self.tasks[t].pos;
@@ -430,7 +497,7 @@ impl Node {
                 r.idle_h_nr_running
             };
             if self.ses[gse].on_rq {
-                self.dequeue_chain(gse, nr, idle, false);
+                self.dequeue_chain(gse, nr, idle, Dequeue::Special);
             }
         }
         let r = &mut self.rqs[grq];
@@ -475,29 +542,28 @@ impl Node {
 
     /// Whether `t` sits under a throttled queue (and so cannot run or be migrated).
     pub(crate) fn task_throttled(&self, t: TaskId) -> bool {
-        let mut rq = self.ses[self.tasks[t].se].parent_rq;
-        loop {
-            if self.rqs[rq].throttled.any() {
-                return true;
-            }
-            match self.rqs[rq].gse {
-                Some(g) => rq = self.ses[g].parent_rq,
-                None => return false,
-            }
-        }
+        self.throttled_hierarchy(self.ses[self.tasks[t].se].parent_rq)
     }
 
     /// `put_prev_task_fair`: the running task's entities go back on their timelines.
     pub(crate) fn put_prev(&mut self, cpu: CpuId) {
-        let Some(t) = self.cpus[cpu].curr else { return };
+        if let Some(t) = self.cpus[cpu].curr {
+            self.put_prev_entities(t, &[]);
+        }
+    }
+
+    /// `put_prev_entity` for each of task `t`'s entities that is still its queue's curr,
+    /// except those in `keep` (picked again: `pick_next_task_fair` changes only the levels
+    /// whose entity changes).
+    fn put_prev_entities(&mut self, t: TaskId, keep: &[SeId]) {
         let mut se = self.tasks[t].se;
         loop {
             let rq = self.ses[se].parent_rq;
-            if self.rqs[rq].curr == Some(se) {
+            if self.rqs[rq].curr == Some(se) && !keep.contains(&se) {
                 self.rqs[rq].curr = None;
                 if self.ses[se].on_rq {
-                    let v = self.ses[se].vruntime;
-                    self.rqs[rq].timeline.insert((v, se));
+                    let (v, w) = (self.ses[se].vruntime, scale_load_down(self.ses[se].weight));
+                    self.rqs[rq].insert(v, se, w);
                 }
             }
             match self.rqs[rq].gse {
@@ -509,28 +575,49 @@ impl Node {
 
     /// `pick_next_task_fair`: from the root, take the leftmost entity at each level. An offline
     /// group met while online work is runnable here is throttled and the pick restarts.
-    fn pick_next(&mut self, cpu: CpuId) -> Option<TaskId> {
+    /// EEVDF picks as `pick_task_fair` does, before `prev` is put back: its entities are still
+    /// their queues' curr ("Might not have done put_prev_entity()"), so what the pick does to
+    /// them — a delayed entity leaving, the reweight that follows — meets them running; the
+    /// levels whose entity is picked again stay set (no `set_next_entity`: their slice
+    /// protection stays), the others are put back (`put_prev_entity`).
+    fn pick_next(&mut self, cpu: CpuId, prev: Option<TaskId>) -> Option<TaskId> {
         let mut path = [0usize; MAX_DEPTH];
         'restart: loop {
             let mut rq = self.root_rq(cpu);
             let mut n = 0;
             loop {
                 let se = if self.eevdf() {
-                    self.pick_eevdf(rq)?
+                    self.pick_next_entity(rq)?
                 } else {
                     self.rqs[rq].leftmost()?.1
                 };
+                if self.ses[se].delayed {
+                    // `pick_next_entity`: a delayed entity that is picked leaves at last.
+                    self.finish_delayed(se);
+                    continue 'restart;
+                }
                 path[n] = se;
                 n += 1;
                 match self.ses[se].kind {
                     SeKind::Task(t) => {
+                        if let Some(p) = prev.filter(|_| self.eevdf()) {
+                            self.put_prev_entities(p, &path[..n]);
+                        }
                         for &s in &path[..n] {
                             let prq = self.ses[s].parent_rq;
-                            let v = self.ses[s].vruntime;
-                            self.rqs[prq].timeline.remove(&(v, s));
+                            if self.rqs[prq].curr == Some(s) {
+                                continue; // picked again (EEVDF only: CFS put prev back)
+                            }
+                            let (v, w) = (self.ses[s].vruntime, scale_load_down(self.ses[s].weight));
+                            self.rqs[prq].remove(v, s, w);
                             self.rqs[prq].curr = Some(s);
+                            if self.rqs[prq].next == Some(s) {
+                                self.rqs[prq].next = None; // set_next_entity → clear_buddies
+                            }
                             self.ses[s].prev_sum_exec = self.ses[s].sum_exec;
-                            self.ses[s].protected = true; // RUN_TO_PARITY (EEVDF only reads it)
+                            if self.eevdf() {
+                                self.set_protect_slice(s);
+                            }
                         }
                         return Some(t);
                     }
@@ -563,7 +650,9 @@ impl Node {
         self.update_curr(cpu);
         let prev = self.cpus[cpu].curr;
         if let Some(p) = prev {
-            self.put_prev(cpu);
+            if !self.eevdf() {
+                self.put_prev(cpu);
+            }
             self.check_cfs_rq_runtime_path(p);
             if self.tasks[p].state == TaskState::Running {
                 self.tasks[p].state = TaskState::Runnable;
@@ -571,9 +660,12 @@ impl Node {
             }
         }
         self.cpus[cpu].curr = None;
-        let mut next = self.pick_next(cpu);
+        let mut next = self.pick_next(cpu, prev);
+        if let (None, Some(p)) = (next, prev) {
+            self.put_prev_entities(p, &[]); // going idle (or pulling first): all of prev goes back
+        }
         if next.is_none() && self.newidle_balance(cpu) {
-            next = self.pick_next(cpu);
+            next = self.pick_next(cpu, prev);
         }
         if let Some(n) = next {
             let node_here = self.topo.numa_of[cpu];
@@ -871,7 +963,9 @@ impl Node {
         if ct.idle_policy && !pt.idle_policy {
             return true;
         }
-        if pt.idle_policy {
+        // Batch and idle tasks never preempt; without WAKEUP_PREEMPTION (EEVDF's switch
+        // here) nothing else does either: the tick decides.
+        if pt.idle_policy || (self.eevdf() && !self.tun.feat.wakeup_preemption) {
             return false;
         }
         // find_matching_se: walk both up to entities that share a queue.
@@ -912,6 +1006,10 @@ impl Node {
             self.schedule(cpu);
             return;
         }
+        if self.cpus[cpu].blocking {
+            self.maybe_kick_idle(cpu);
+            return;
+        }
         self.update_curr(cpu);
         // EEVDF: the enqueue's update_curr renews a used-up slice; that alone reschedules
         // only if others besides the waker were already waiting (the waker is not yet
@@ -928,6 +1026,11 @@ impl Node {
     /// `try_to_wake_up`: choose a CPU, re-base vruntime if it moved, enqueue, check preemption.
     pub(crate) fn try_to_wake_up(&mut self, t: TaskId) {
         debug_assert_eq!(self.tasks[t].state, TaskState::Sleeping);
+        if self.task_delayed(t) {
+            // `ttwu_runnable`: still queued (DELAY_DEQUEUE), so it wakes where it is.
+            self.requeue_delayed_task(t);
+            return;
+        }
         let prev = self.tasks[t].cpu;
         let cpu = self.select_task_rq(t, prev);
         if cpu != prev && !self.eevdf() {
@@ -938,6 +1041,35 @@ impl Node {
             self.ses[se].vruntime += self.rqs[cg * ncpus + cpu].min_vruntime - self.rqs[cg * ncpus + prev].min_vruntime;
         }
         self.enqueue_task(t, cpu, Enqueue::Wakeup);
+        self.tasks[t].state = TaskState::Runnable;
+        self.tasks[t].wait_start = self.now;
+        self.check_preempt_curr(cpu, t);
+    }
+
+    /// Wake a delayed task in place (`enqueue_task_fair` with ENQUEUE_DELAYED): it is
+    /// requeued (`requeue_delayed_entity`) and counts as runnable again up its hierarchy.
+    fn requeue_delayed_task(&mut self, t: TaskId) {
+        let (cpu, se) = (self.tasks[t].cpu, self.tasks[t].se);
+        self.update_curr(cpu);
+        self.requeue_delayed_entity(se);
+        let mut idle_nr = self.tasks[t].idle_policy as u32;
+        let mut rq = self.ses[se].parent_rq;
+        loop {
+            let r = &mut self.rqs[rq];
+            r.h_nr_running += 1;
+            r.idle_h_nr_running += idle_nr;
+            if r.throttled.any() {
+                break;
+            }
+            if self.cgroups[r.cg].idle {
+                idle_nr = 1;
+            }
+            match self.rqs[rq].gse {
+                Some(g) => rq = self.ses[g].parent_rq,
+                None => break,
+            }
+        }
+        self.add_runnable(t, cpu);
         self.tasks[t].state = TaskState::Runnable;
         self.tasks[t].wait_start = self.now;
         self.check_preempt_curr(cpu, t);

@@ -32,10 +32,14 @@ pub struct Se {
     /// The cfs_rq this entity is queued in (changes for a task when it migrates).
     pub parent_rq: RqId,
     /// EEVDF: virtual deadline, lag saved at dequeue (virtual time), and RUN_TO_PARITY's
-    /// protection of the current slice (set when picked, lost when the deadline moves).
+    /// protected vruntime (`se->vprot`: the slice is protected while vruntime < vprot).
     pub deadline: i64,
     pub vlag: i64,
-    pub protected: bool,
+    pub vprot: i64,
+    /// DELAY_DEQUEUE (6.12): asleep but still queued until picked or woken (`sched_delayed`).
+    pub delayed: bool,
+    /// PLACE_REL_DEADLINE: `deadline` holds deadline − vruntime until the next placement.
+    pub rel_deadline: bool,
 }
 
 impl Se {
@@ -51,7 +55,9 @@ impl Se {
             parent_rq,
             deadline: 0,
             vlag: 0,
-            protected: false,
+            vprot: i64::MIN,
+            delayed: false,
+            rel_deadline: false,
         }
     }
 }
@@ -73,7 +79,13 @@ pub struct CfsRq {
     pub min_vruntime: i64,
     /// Queued entities except curr, by (vruntime, id): deterministic ties.
     pub timeline: BTreeSet<(i64, SeId)>,
+    /// Running sums over the timeline (curr excluded), as the kernel keeps them for an O(1)
+    /// `avg_vruntime` (`avg_vruntime_add`/`_sub`): Σ w·(v − min_vruntime) and Σ w, w unscaled.
+    pub sum_wkey: i128,
+    pub sum_w: i128,
     pub curr: Option<SeId>,
+    /// The next buddy (`cfs_rq->next`): picked first while eligible (PICK_BUDDY).
+    pub next: Option<SeId>,
     /// Why this queue is throttled (its entity is off the parent while any bit is set).
     pub throttled: Throttle,
     /// CFS bandwidth: this group has a quota (`cfs_rq->runtime_enabled`).
@@ -123,7 +135,10 @@ impl CfsRq {
             idle_h_nr_running: 0,
             min_vruntime: 0,
             timeline: BTreeSet::new(),
+            sum_wkey: 0,
+            sum_w: 0,
             curr: None,
+            next: None,
             throttled: Throttle::NONE,
             runtime_enabled: false,
             runtime_remaining: 0,
@@ -133,5 +148,26 @@ impl CfsRq {
 
     pub fn leftmost(&self) -> Option<(i64, SeId)> {
         self.timeline.first().copied()
+    }
+
+    /// `__enqueue_entity`: onto the timeline and into the running sums (`avg_vruntime_add`);
+    /// `w` is the entity's unscaled weight.
+    pub fn insert(&mut self, v: i64, se: SeId, w: u64) {
+        self.timeline.insert((v, se));
+        self.sum_wkey += w as i128 * (v - self.min_vruntime) as i128;
+        self.sum_w += w as i128;
+    }
+
+    /// `__dequeue_entity` (`avg_vruntime_sub`).
+    pub fn remove(&mut self, v: i64, se: SeId, w: u64) {
+        self.timeline.remove(&(v, se));
+        self.sum_wkey -= w as i128 * (v - self.min_vruntime) as i128;
+        self.sum_w -= w as i128;
+    }
+
+    /// min_vruntime moves forward: every key shrinks by the step (`avg_vruntime_update`).
+    pub fn set_min_vruntime(&mut self, v: i64) {
+        self.sum_wkey -= self.sum_w * (v - self.min_vruntime) as i128;
+        self.min_vruntime = v;
     }
 }

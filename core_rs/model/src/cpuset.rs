@@ -155,6 +155,12 @@ impl Node {
         self.check_cpuset(cg, "cpuset.cpus", &mask, |g| self.cgroups[g].cpus.clone())?;
         self.settle();
         self.cgroups[cg].cpus = mask;
+        // A delayed sleeper on a CPU it lost leaves that queue now: it would wake there.
+        for t in 0..self.tasks.len() {
+            if self.tasks[t].cg == cg && self.task_delayed(t) && !self.allowed(t, self.tasks[t].cpu) {
+                self.finish_delayed_task(t);
+            }
+        }
         let stranded: Vec<TaskId> = (0..self.tasks.len())
             .filter(|&t| {
                 let task = &self.tasks[t];

@@ -1,52 +1,56 @@
 //! EEVDF, the fair class of Linux 6.6 and later (Documentation/scheduler/sched-eevdf.rst;
-//! fair.c `avg_vruntime`, `entity_eligible`, `pick_eevdf`, `place_entity`, `update_deadline`,
-//! `update_entity_lag`, `reweight_eevdf`, `check_preempt_wakeup_fair`; kernel-and-anchors.md
-//! §A6), behind the same hooks as CFS in `cfs.rs`: placement, pick, tick, wakeup preemption,
-//! reweight. The hierarchy, bandwidth, qos_level and idle rules are shared.
+//! fair.c `avg_vruntime`, `entity_eligible`, `pick_eevdf`, `pick_next_entity`, `place_entity`,
+//! `update_deadline`, `update_entity_lag`, `reweight_entity`, `set_protect_slice`,
+//! `dequeue_entity`, `requeue_delayed_entity`, `check_preempt_wakeup_fair`;
+//! kernel-and-anchors.md §A6), behind the same hooks as CFS in `cfs.rs`: placement, pick,
+//! tick, wakeup preemption, reweight. The hierarchy, bandwidth, qos_level and idle rules are
+//! shared. Which release's EEVDF runs is `[kernel] version` + `sched_features`
+//! (sched_features.rs).
 //!
 //! An entity is eligible when its vruntime is not ahead of the queue's load-weighted average
-//! V (lag ≥ 0); among eligible entities the earliest virtual deadline runs, the deadline being
-//! vruntime + base_slice × NICE_0 / weight. A running entity whose vruntime reaches its
-//! deadline gets a new one and, with company, is rescheduled — noticed in `update_curr`,
-//! i.e. at the tick or when a wakeup updates the queue. Entities keep their lag across sleep
-//! and migration (PLACE_LAG) and a new one starts with half a slice (PLACE_DEADLINE_INITIAL);
-//! RUN_TO_PARITY protects the running entity's slice from wakeups.
-//! Not modelled: DELAY_DEQUEUE (6.12), per-task custom slices and PREEMPT_SHORT.
+//! V (lag ≥ 0); V comes from running sums kept at every timeline change, as the kernel keeps
+//! them, so the test is O(1). Among eligible entities the earliest virtual deadline runs, the
+//! deadline being vruntime + base_slice × NICE_0 / weight. A running entity whose vruntime
+//! reaches its deadline gets a new one and, with company, is rescheduled — noticed in
+//! `update_curr`, i.e. at the tick or when a wakeup updates the queue. Entities keep their
+//! lag across sleep and migration (PLACE_LAG) and a new one starts with half a slice
+//! (PLACE_DEADLINE_INITIAL); RUN_TO_PARITY protects the running entity's slice from wakeups
+//! up to `vprot`.
+//!
+//! 6.12+: DELAY_DEQUEUE keeps a sleeping entity that is not eligible queued (it still counts
+//! in the load and in V) until it is picked — then it leaves, with DELAY_ZERO dropping a
+//! positive lag — or woken, when it is requeued in place on its CPU. A task's sleep that
+//! leaves company in its group makes the group entity the next buddy, which PICK_BUDDY picks
+//! while eligible. PLACE_REL_DEADLINE carries deadline − vruntime across a migration.
+//! 6.14 – 6.18.44 `reweight_entity` re-places the entity (see `Reweight::Replace`).
+//! Not modelled: per-task custom slices (so PREEMPT_SHORT, which needs a shorter slice,
+//! never fires), delayed tasks moved by load balancing (they stay until picked or woken).
 
 use crate::cfs::calc_delta_fair;
 use crate::cfs_rq::{RqId, SeId};
 use crate::events::Ns;
 use crate::node::Node;
+use crate::sched_features::Reweight;
 use crate::topology::CpuId;
 use crate::tunables::scale_load_down;
 use crate::workload::TaskId;
 
 impl Node {
-    /// Queued entities of a queue, the running one included when it is still queued.
-    fn queued(&self, rq: RqId) -> impl Iterator<Item = SeId> + '_ {
-        let r = &self.rqs[rq];
-        r.timeline
-            .iter()
-            .map(|&(_, s)| s)
-            .chain(r.curr.filter(|&c| self.ses[c].on_rq))
-    }
-
-    /// (Σ w_i (v_i − v0), Σ w_i) over the queue, v0 = min_vruntime, w unscaled
-    /// (`avg_vruntime` / `avg_load`).
+    /// (Σ w_i (v_i − v0), Σ w_i) over the queue, v0 = min_vruntime, w unscaled: the running
+    /// sums of the timeline plus the running entity when it is still queued (`avg_vruntime`).
     fn avg_parts(&self, rq: RqId) -> (i128, i128) {
-        let v0 = self.rqs[rq].min_vruntime;
-        let mut avg = 0i128;
-        let mut load = 0i128;
-        for s in self.queued(rq) {
-            let w = scale_load_down(self.ses[s].weight) as i128;
-            avg += w * (self.ses[s].vruntime - v0) as i128;
+        let r = &self.rqs[rq];
+        let (mut avg, mut load) = (r.sum_wkey, r.sum_w);
+        if let Some(c) = r.curr.filter(|&c| self.ses[c].on_rq) {
+            let w = scale_load_down(self.ses[c].weight) as i128;
+            avg += w * (self.ses[c].vruntime - r.min_vruntime) as i128;
             load += w;
         }
         (avg, load)
     }
 
     /// V, the load-weighted average vruntime of the queue (`avg_vruntime`).
-    pub(crate) fn avg_vruntime(&self, rq: RqId) -> i64 {
+    pub fn avg_vruntime(&self, rq: RqId) -> i64 {
         let (avg, load) = self.avg_parts(rq);
         let v0 = self.rqs[rq].min_vruntime;
         if load == 0 {
@@ -57,7 +61,7 @@ impl Node {
     }
 
     /// `vruntime_eligible`: v ≤ V, compared without division.
-    fn eligible(&self, rq: RqId, se: SeId) -> bool {
+    pub(crate) fn eligible(&self, rq: RqId, se: SeId) -> bool {
         let (avg, load) = self.avg_parts(rq);
         avg >= (self.ses[se].vruntime - self.rqs[rq].min_vruntime) as i128 * load
     }
@@ -66,13 +70,35 @@ impl Node {
         calc_delta_fair(self.tun.base_slice, self.ses[se].weight)
     }
 
+    /// `protect_slice`: the running entity has not yet reached its protected vruntime.
+    fn protect_slice(&self, se: SeId) -> bool {
+        self.ses[se].vruntime < self.ses[se].vprot
+    }
+
+    /// `set_protect_slice` when `se` is picked: RUN_TO_PARITY protects it up to its deadline
+    /// (6.6 – 6.16) or at most the shortest queued slice further (6.17+, min(deadline,
+    /// v + min_slice × NICE_0 / w); every entity's slice is base_slice here).
+    pub(crate) fn set_protect_slice(&mut self, se: SeId) {
+        let f = self.tun.feat;
+        let s = &self.ses[se];
+        let vprot = if !f.run_to_parity {
+            i64::MIN
+        } else if f.protect_min_slice {
+            s.deadline.min(s.vruntime + self.vslice(se))
+        } else {
+            s.deadline
+        };
+        self.ses[se].vprot = vprot;
+    }
+
     /// `pick_eevdf`: the eligible entity with the earliest deadline; `curr` (running, still
-    /// queued) competes too and keeps the CPU while its slice is protected (RUN_TO_PARITY).
-    pub(crate) fn pick_eevdf(&self, rq: RqId) -> Option<SeId> {
+    /// queued) competes too and keeps the CPU while its slice is protected (RUN_TO_PARITY),
+    /// unless `protect` is off (PREEMPT_SHORT's pick).
+    pub(crate) fn pick_eevdf(&self, rq: RqId, protect: bool) -> Option<SeId> {
         let r = &self.rqs[rq];
         let curr = r.curr.filter(|&c| self.ses[c].on_rq && self.eligible(rq, c));
         if let Some(c) = curr {
-            if self.ses[c].protected {
+            if protect && self.protect_slice(c) {
                 return Some(c);
             }
         }
@@ -93,28 +119,44 @@ impl Node {
         }
     }
 
-    /// `place_entity` (PLACE_LAG, PLACE_DEADLINE_INITIAL): v = V − lag × (W + w) / W, so the
-    /// lag survives the entity's own effect on V; the deadline is a slice (half for a new one)
-    /// ahead.
+    /// `pick_next_entity`: the next buddy while it is eligible (PICK_BUDDY), else `pick_eevdf`.
+    pub(crate) fn pick_next_entity(&self, rq: RqId) -> Option<SeId> {
+        if self.tun.feat.pick_buddy {
+            if let Some(n) = self.rqs[rq].next {
+                if self.eligible(rq, n) {
+                    return Some(n);
+                }
+            }
+        }
+        self.pick_eevdf(rq, true)
+    }
+
+    /// `place_entity`: v = V − lag × (W + w) / W, so that the lag survives the entity's own
+    /// effect on V (PLACE_LAG; W counts the running entity — for the running entity itself,
+    /// which 6.18.44's reweight places, that counts it twice); the deadline is a slice (half
+    /// for a new one, PLACE_DEADLINE_INITIAL) ahead, or the relative deadline it carried
+    /// (PLACE_REL_DEADLINE).
     pub(crate) fn place_eevdf(&mut self, rq: RqId, se: SeId, initial: bool) {
+        let f = self.tun.feat;
         let vrun = self.avg_vruntime(rq);
         let mut lag = 0i64;
-        if self.rqs[rq].nr_running > 0 {
-            let load: i128 = self
-                .queued(rq)
-                .map(|s| scale_load_down(self.ses[s].weight) as i128)
-                .sum();
+        if f.place_lag && self.rqs[rq].nr_running > 0 && self.ses[se].vlag != 0 {
+            let (_, load) = self.avg_parts(rq);
             let w = scale_load_down(self.ses[se].weight) as i128;
             lag = (self.ses[se].vlag as i128 * (load + w) / load.max(1)) as i64;
         }
         let mut vslice = self.vslice(se);
-        if initial {
+        if initial && f.place_deadline_initial {
             vslice /= 2;
         }
         let s = &mut self.ses[se];
         s.vruntime = vrun - lag;
-        s.deadline = s.vruntime + vslice;
-        s.protected = false;
+        if std::mem::take(&mut s.rel_deadline) {
+            s.deadline += s.vruntime;
+        } else {
+            s.deadline = s.vruntime + vslice;
+        }
+        s.vprot = i64::MIN;
     }
 
     /// `update_entity_lag` at dequeue: lag = V − v, clamped to ±max(2 slices, a tick) in the
@@ -125,13 +167,17 @@ impl Node {
         self.ses[se].vlag = lag.clamp(-limit, limit);
     }
 
-    /// `reweight_eevdf`: keep the entity's lag and its distance to the deadline in real time
-    /// when its weight changes (`reweight_entity`; a dequeued one rescales its stored lag).
-    /// The lag limit of `entity_lag`: ±max(2 slices, a tick) in the entity's virtual time.
+    /// The lag limit of `update_entity_lag`: ±max(2 slices, a tick) in the entity's virtual time.
     fn lag_limit(&self, weight: u64) -> i64 {
         calc_delta_fair((2 * self.tun.base_slice).max(self.tun.tick_ns), weight)
     }
 
+    /// `reweight_entity` for EEVDF. A dequeued entity rescales its stored lag. A queued one,
+    /// by the release (`Reweight`): `reweight_eevdf` keeps V invariant — the lag (clamped) and
+    /// the distance to the deadline keep their real-time size; 6.14 – 6.18.44 take the entity
+    /// out of the sums (the running one stays in them), rescale lag and relative deadline and
+    /// `place_entity` it again. Either way the running entity loses its slice protection
+    /// (6.18.44 keeps vprot in the storage of vlag, which update_entity_lag overwrites).
     pub(crate) fn reweight_eevdf(&mut self, rq: RqId, se: SeId, new_w: u64) {
         let old_w = self.ses[se].weight;
         let scale = |x: i64| (x as i128 * old_w as i128 / new_w as i128) as i64;
@@ -141,24 +187,50 @@ impl Node {
             self.ses[se].vlag = lag.clamp(-limit, limit);
             return;
         }
-        // 6.12 `reweight_entity`: update_entity_lag (clamped), then re-place with the lag and
-        // the relative deadline rescaled, so repeated weight swings cannot grow the distance.
-        let v_avg = self.avg_vruntime(rq);
         let in_tree = self.rqs[rq].curr != Some(se);
+        let key = (self.ses[se].vruntime, se);
+        self.save_lag(rq, se);
         if in_tree {
-            let key = (self.ses[se].vruntime, se);
-            self.rqs[rq].timeline.remove(&key);
+            self.rqs[rq].remove(key.0, se, scale_load_down(old_w));
         }
-        let limit = self.lag_limit(old_w);
-        let lag = (v_avg - self.ses[se].vruntime).clamp(-limit, limit);
-        let s = &mut self.ses[se];
-        let rel_deadline = s.deadline - s.vruntime;
-        s.vruntime = v_avg - scale(lag);
-        s.deadline = s.vruntime + scale(rel_deadline);
+        match self.tun.feat.reweight {
+            Reweight::Invariant => {
+                let v_avg = self.avg_vruntime_with(rq, se, key.0, old_w, in_tree);
+                let s = &mut self.ses[se];
+                let rel_deadline = s.deadline - s.vruntime;
+                s.vruntime = v_avg - scale(s.vlag);
+                s.deadline = s.vruntime + scale(rel_deadline);
+                s.weight = new_w;
+            }
+            Reweight::Replace => {
+                let s = &mut self.ses[se];
+                s.deadline -= s.vruntime;
+                s.rel_deadline = true;
+                s.vlag = scale(s.vlag);
+                s.deadline = scale(s.deadline);
+                s.weight = new_w;
+                self.place_eevdf(rq, se, false);
+            }
+        }
+        self.ses[se].vprot = i64::MIN;
         if in_tree {
-            let key = (self.ses[se].vruntime, se);
-            self.rqs[rq].timeline.insert(key);
+            let (v, w) = (self.ses[se].vruntime, scale_load_down(new_w));
+            self.rqs[rq].insert(v, se, w);
         }
+    }
+
+    /// V as it was with `se` (at vruntime `v`, weight `w`) still counted, after it left the
+    /// sums (`in_tree`) — the V that `reweight_eevdf` keeps.
+    fn avg_vruntime_with(&self, rq: RqId, se: SeId, v: i64, w: u64, in_tree: bool) -> i64 {
+        if !in_tree {
+            return self.avg_vruntime(rq);
+        }
+        let (mut avg, mut load) = self.avg_parts(rq);
+        let wd = scale_load_down(w) as i128;
+        avg += wd * (v - self.rqs[rq].min_vruntime) as i128;
+        load += wd;
+        debug_assert!(self.ses[se].on_rq);
+        self.rqs[rq].min_vruntime + avg.div_euclid(load.max(1)) as i64
     }
 
     /// vruntime of the running entity `se` at the last scheduler tick, if the task has been
@@ -190,7 +262,6 @@ impl Node {
                 if self.ses[se].vruntime >= self.ses[se].deadline {
                     self.ses[se].deadline = self.ses[se].vruntime + vslice;
                 }
-                self.ses[se].protected = false;
                 let rq = self.ses[se].parent_rq;
                 if self.rqs[rq].nr_running > 1 {
                     resched = true;
@@ -235,9 +306,447 @@ impl Node {
     }
 
     /// `check_preempt_wakeup_fair` after the idle rules: at the level where the two
-    /// hierarchies meet, preempt iff `pick_eevdf` now chooses the waker's entity.
+    /// hierarchies meet, preempt iff `pick_eevdf` now chooses the waker's entity; a waker with
+    /// a shorter slice (PREEMPT_SHORT) is judged without the running entity's protection.
     pub(crate) fn eevdf_wakeup_preempts(&self, se: SeId, pse: SeId) -> bool {
         let rq = self.ses[se].parent_rq;
-        self.pick_eevdf(rq) == Some(pse)
+        // Every entity's slice is base_slice here: a waker is never shorter.
+        let shorter = false;
+        let protect = !(self.tun.feat.preempt_short && shorter);
+        self.pick_eevdf(rq, protect) == Some(pse)
+    }
+
+    /// `dequeue_entity`'s DELAY_DEQUEUE test: a sleeping entity that is not eligible stays
+    /// queued as sched_delayed.
+    pub(crate) fn delays_dequeue(&self, rq: RqId, se: SeId) -> bool {
+        self.eevdf() && self.tun.feat.delay_dequeue && !self.eligible(rq, se)
+    }
+
+    /// `finish_delayed_dequeue_entity` on top of the dequeue's `update_entity_lag`: DELAY_ZERO
+    /// keeps at most zero lag for a delayed entity that leaves.
+    pub(crate) fn finish_delayed_lag(&mut self, se: SeId) {
+        let s = &mut self.ses[se];
+        s.delayed = false;
+        if self.tun.feat.delay_zero && s.vlag > 0 {
+            s.vlag = 0;
+        }
+    }
+
+    /// `requeue_delayed_entity`: a delayed entity woken where it sits. DELAY_ZERO: with a
+    /// positive lag it is placed again at V (zero lag); otherwise it keeps its vruntime and
+    /// deadline.
+    pub(crate) fn requeue_delayed_entity(&mut self, se: SeId) {
+        let rq = self.ses[se].parent_rq;
+        if self.tun.feat.delay_zero {
+            self.save_lag(rq, se);
+            if self.ses[se].vlag > 0 {
+                let in_tree = self.rqs[rq].curr != Some(se);
+                let (v, w) = (self.ses[se].vruntime, scale_load_down(self.ses[se].weight));
+                if in_tree {
+                    self.rqs[rq].remove(v, se, w);
+                }
+                self.rqs[rq].nr_running -= 1;
+                self.ses[se].vlag = 0;
+                self.place_eevdf(rq, se, false);
+                self.rqs[rq].nr_running += 1;
+                if in_tree {
+                    let v = self.ses[se].vruntime;
+                    self.rqs[rq].insert(v, se, w);
+                }
+            }
+        }
+        self.ses[se].delayed = false;
+    }
+
+    /// `set_next_buddy`: `se` and its ancestors become their queues' next buddies (an idle
+    /// entity stops the walk).
+    pub(crate) fn set_next_buddy(&mut self, mut se: SeId) {
+        loop {
+            if !self.ses[se].on_rq || self.se_is_idle(se) {
+                return;
+            }
+            let rq = self.ses[se].parent_rq;
+            self.rqs[rq].next = Some(se);
+            match self.rqs[rq].gse {
+                Some(g) => se = g,
+                None => return,
+            }
+        }
+    }
+
+    /// `clear_buddies` (`__clear_buddies_next`): `se` leaves; it and the ancestors it was
+    /// next buddy through stop being next.
+    pub(crate) fn clear_buddies(&mut self, mut se: SeId) {
+        loop {
+            let rq = self.ses[se].parent_rq;
+            if self.rqs[rq].next != Some(se) {
+                return;
+            }
+            self.rqs[rq].next = None;
+            match self.rqs[rq].gse {
+                Some(g) => se = g,
+                None => return,
+            }
+        }
+    }
+
+    /// `throttled_hierarchy`: `rq` or a queue above it is throttled.
+    pub(crate) fn throttled_hierarchy(&self, mut rq: RqId) -> bool {
+        loop {
+            if self.rqs[rq].throttled.any() {
+                return true;
+            }
+            match self.rqs[rq].gse {
+                Some(g) => rq = self.ses[g].parent_rq,
+                None => return false,
+            }
+        }
+    }
+
+    /// Whether task `t` is asleep but still queued (DELAY_DEQUEUE).
+    pub(crate) fn task_delayed(&self, t: TaskId) -> bool {
+        self.ses[self.tasks[t].se].delayed
+    }
+
+    /// A delayed task must leave for good (it dies, its cgroup or cpuset changes): the dequeue
+    /// `pick_next_entity` would have done.
+    pub(crate) fn finish_delayed_task(&mut self, t: TaskId) {
+        let se = self.tasks[t].se;
+        if self.ses[se].delayed {
+            let cpu = self.rqs[self.ses[se].parent_rq].cpu;
+            self.finish_delayed(se);
+            if self.cpus[cpu].curr.is_some() {
+                self.reprogram(cpu);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Hand-worked EEVDF arithmetic of the 6.12 – 6.18 mechanisms (fair.c as cited on each).
+    use super::*;
+    use crate::node::TaskState;
+    use crate::tunables::NICE_0_LOAD;
+    use serde_json::json;
+
+    const MS: u64 = 1_000_000;
+
+    /// One CPU, cgroup `a` with two hogs (and `b` with one when `b`), EEVDF of `version`.
+    fn node(version: &str, features: serde_json::Value, b: bool) -> Node {
+        let mut cgroups = vec![json!({"name": "a"})];
+        let mut workloads = vec![json!({"kind": "hog", "name": "ha", "cgroup": "a", "threads": 2})];
+        if b {
+            cgroups.push(json!({"name": "b"}));
+            workloads.push(json!({"kind": "hog", "name": "hb", "cgroup": "b", "threads": 1}));
+        }
+        let spec = json!({"topology": {"cores_per_socket": 1},
+                          "kernel": {"scheduler": "eevdf", "version": version, "sched_features": features},
+                          "cgroups": cgroups, "workloads": workloads});
+        let mut n = Node::from_json(&spec.to_string()).unwrap();
+        n.run_until(0).unwrap();
+        n
+    }
+
+    /// The queue of cgroup `a` on CPU 0 (one CPU: index = cgroup id).
+    fn rq_a(n: &Node) -> RqId {
+        n.cgroups.iter().position(|g| g.name == "a").unwrap()
+    }
+
+    /// Σ w·(v − v0), Σ w re-summed over every queued entity, as 6.6's `avg_vruntime` walked it.
+    fn brute(n: &Node, rq: RqId) -> (i128, i128) {
+        let r = &n.rqs[rq];
+        let mut ses: Vec<SeId> = r.timeline.iter().map(|&(_, s)| s).collect();
+        ses.extend(r.curr.filter(|&c| n.ses[c].on_rq));
+        ses.iter().fold((0, 0), |(a, l), &s| {
+            let w = scale_load_down(n.ses[s].weight) as i128;
+            (a + w * (n.ses[s].vruntime - r.min_vruntime) as i128, l + w)
+        })
+    }
+
+    /// Run until the running task of `a` is ahead of the other one (so it is not eligible).
+    fn run_until_curr_ahead(n: &mut Node) -> (TaskId, TaskId) {
+        for step in 1..1000 {
+            n.run_until(step * MS / 10).unwrap();
+            n.update_curr(0);
+            let c = n.cpus[0].curr.unwrap();
+            let o = (0..2).find(|&t| t != c).unwrap();
+            if n.ses[n.tasks[c].se].vruntime > n.ses[n.tasks[o].se].vruntime + 100_000 {
+                return (c, o);
+            }
+        }
+        panic!("the running hog never got ahead");
+    }
+
+    /// The running task blocks (what `cpu_event` does for a sleeping task).
+    fn block(n: &mut Node, t: TaskId) {
+        n.dequeue_task(t, true);
+        n.tasks[t].state = TaskState::Sleeping;
+        n.schedule(0);
+    }
+
+    /// Block `c` (delayed: it is ahead), then let `o` run until it is past `c`'s vruntime,
+    /// before the next pick; returns c's vruntime.
+    fn block_and_run_past(n: &mut Node, c: TaskId, o: TaskId) -> i64 {
+        block(n, c);
+        let (sc, so) = (n.tasks[c].se, n.tasks[o].se);
+        let vc = n.ses[sc].vruntime;
+        while n.ses[so].vruntime <= vc + 50_000 {
+            let t = n.now + 10_000;
+            n.run_until(t).unwrap();
+            n.update_curr(0);
+        }
+        vc
+    }
+
+    #[test]
+    fn running_sums_equal_a_re_sum_of_the_queue() {
+        // Every queue at 700 instants of a chatty 6.18.44 node (sleeps, delayed dequeues,
+        // reweights, migrations): the O(1) sums are the 6.6-style walk over the queue.
+        let spec = json!({"seed": 5, "topology": {"cores_per_socket": 2},
+            "kernel": {"scheduler": "eevdf", "version": "6.18.44"},
+            "cgroups": [{"name": "online"}, {"name": "offline", "cpu.shares": 300}],
+            "workloads": [
+                {"kind": "closed_loop", "name": "pp", "cgroup": "online", "clients": 6,
+                 "service": {"dist": "lognormal", "mean_ns": 700_000.0, "sigma": 0.8},
+                 "client_cpu": {"dist": "exponential", "mean_ns": 400_000.0}},
+                {"kind": "hog", "name": "h", "cgroup": "offline", "threads": 3}]});
+        let mut n = Node::from_json(&spec.to_string()).unwrap();
+        let mut delayed_seen = 0;
+        for k in 1..=700u64 {
+            n.run_until(k * 370_000).unwrap();
+            for rq in 0..n.rqs.len() {
+                assert_eq!(n.avg_parts(rq), brute(&n, rq), "rq {rq} at {} ns", n.now);
+            }
+            delayed_seen += n.ses.iter().filter(|s| s.delayed).count();
+            n.check_invariants().unwrap();
+        }
+        assert!(delayed_seen > 0, "the check never met a delayed entity");
+    }
+
+    #[test]
+    fn an_ineligible_sleeper_stays_queued_and_counts_in_v_until_it_catches_up() {
+        let mut n = node("6.18.44", json!({}), false);
+        let (c, o) = run_until_curr_ahead(&mut n);
+        let rq = rq_a(&n);
+        let (sc, so) = (n.tasks[c].se, n.tasks[o].se);
+        block(&mut n, c);
+        // dequeue_entity: DELAY_DEQUEUE and !entity_eligible → set_delayed, return false.
+        assert!(n.ses[sc].delayed && n.ses[sc].on_rq);
+        assert_eq!(n.cpus[0].curr, Some(o));
+        assert_eq!((n.rqs[rq].nr_running, n.rqs[rq].h_nr_running), (2, 1));
+        assert_eq!(n.rqs[rq].load, 2 * NICE_0_LOAD);
+        // V of two nice-0 entities: v0 + ⌊((v_c − v0) + (v_o − v0)) / 2⌋.
+        let v0 = n.rqs[rq].min_vruntime;
+        let (vc, vo) = (n.ses[sc].vruntime, n.ses[so].vruntime);
+        assert_eq!(n.avg_vruntime(rq), v0 + ((vc - v0) + (vo - v0)).div_euclid(2));
+        // o runs; c is eligible once v_o ≥ v_c, and the first pick after that takes it off:
+        // `pick_next_entity` → dequeue_entities(DEQUEUE_DELAYED), DELAY_ZERO clears the
+        // positive lag it has by then.
+        let mut t = n.now;
+        while n.ses[sc].on_rq {
+            assert!(n.ses[sc].delayed);
+            t += MS / 10;
+            n.run_until(t).unwrap();
+            assert!(t < 100 * MS, "the delayed sleeper never left");
+        }
+        n.update_curr(0);
+        assert!(!n.ses[sc].delayed);
+        assert!(n.ses[so].vruntime >= vc, "left before it was eligible");
+        assert_eq!(n.ses[sc].vlag, 0);
+        assert_eq!((n.rqs[rq].nr_running, n.rqs[rq].load), (1, NICE_0_LOAD));
+    }
+
+    #[test]
+    fn without_delay_zero_the_leaving_sleeper_keeps_its_positive_lag() {
+        let mut n = node("6.18.44", json!({"DELAY_ZERO": false}), false);
+        let (c, o) = run_until_curr_ahead(&mut n);
+        let sc = n.tasks[c].se;
+        let rq = rq_a(&n);
+        // Block c and run o past it: c is eligible (and leaves at the next pick).
+        let vc = block_and_run_past(&mut n, c, o);
+        let v_avg = n.avg_vruntime(rq);
+        assert!(n.ses[sc].on_rq && v_avg > vc);
+        n.finish_delayed(sc);
+        // update_entity_lag: V − v_c (V with c still in it), below the clamp here.
+        assert_eq!(n.ses[sc].vlag, v_avg - vc);
+    }
+
+    #[test]
+    fn delay_zero_requeues_a_woken_sleeper_with_positive_lag_at_v() {
+        let mut n = node("6.18.44", json!({}), false);
+        let (c, o) = run_until_curr_ahead(&mut n);
+        let (sc, so) = (n.tasks[c].se, n.tasks[o].se);
+        let vc = block_and_run_past(&mut n, c, o);
+        assert!(n.ses[sc].delayed && n.ses[so].vruntime > vc, "picked before the wakeup");
+        let vo = n.ses[so].vruntime;
+        n.try_to_wake_up(c);
+        // requeue_delayed_entity: lag = V − v_c > 0 → place_entity with vlag 0: v = V of the
+        // queue without c, i.e. the running o's vruntime; the deadline a slice further.
+        assert!(!n.ses[sc].delayed && n.ses[sc].on_rq);
+        assert_eq!(n.ses[sc].vruntime, vo);
+        assert_eq!(n.ses[sc].deadline, vo + n.tun.base_slice as i64);
+        assert_eq!(n.tasks[c].state, TaskState::Runnable);
+    }
+
+    #[test]
+    fn without_delay_dequeue_a_sleeper_leaves_at_once() {
+        let mut n = node("6.18.44", json!({"DELAY_DEQUEUE": false}), false);
+        let (c, _) = run_until_curr_ahead(&mut n);
+        block(&mut n, c);
+        let sc = n.tasks[c].se;
+        assert!(!n.ses[sc].on_rq && !n.ses[sc].delayed);
+        assert!(n.ses[sc].vlag < 0, "it was ahead: negative lag kept (PLACE_LAG)");
+    }
+
+    #[test]
+    fn vprot_is_the_deadline_capped_at_one_min_slice() {
+        // set_protect_slice (6.17+): vprot = min(deadline, v + min_slice·NICE_0/w); before
+        // 6.17 the whole deadline. Checked on every entity picked right at a step's end.
+        for (version, min_slice) in [("6.18.44", true), ("6.12", false)] {
+            let mut n = node(version, json!({}), true);
+            let mut checked = 0;
+            for k in 1..2000 {
+                n.run_until(k * 50_000).unwrap();
+                let Some(t) = n.cpus[0].curr else { continue };
+                let mut se = n.tasks[t].se;
+                loop {
+                    let s = &n.ses[se];
+                    if s.prev_sum_exec == s.sum_exec && n.tasks[t].last_ran == n.now {
+                        let cap = s.vruntime + calc_delta_fair(n.tun.base_slice, s.weight);
+                        let want = if min_slice { s.deadline.min(cap) } else { s.deadline };
+                        assert_eq!(s.vprot, want, "{version}");
+                        checked += 1;
+                    }
+                    match n.parent_se(se) {
+                        Some(g) => se = g,
+                        None => break,
+                    }
+                }
+            }
+            assert!(checked > 0, "{version}: no pick met");
+        }
+    }
+
+    #[test]
+    fn a_sleep_that_leaves_company_makes_the_group_the_next_buddy() {
+        // dequeue_entities: the task really leaves (eligible), its group still has load →
+        // set_next_buddy(group entity) on the root queue.
+        let mut n = node("6.18.44", json!({}), true);
+        for k in 1..2000 {
+            n.run_until(k * 50_000).unwrap();
+            n.update_curr(0);
+            let t = n.cpus[0].curr.unwrap();
+            let rq = n.ses[n.tasks[t].se].parent_rq;
+            if n.cgroups[n.tasks[t].cg].name != "a" || !n.eligible(rq, n.tasks[t].se) {
+                continue;
+            }
+            let gse = n.rqs[rq].gse.unwrap();
+            n.dequeue_task(t, true);
+            assert!(!n.ses[n.tasks[t].se].on_rq);
+            assert_eq!(n.rqs[n.ses[gse].parent_rq].next, Some(gse));
+            n.tasks[t].state = TaskState::Sleeping;
+            n.schedule(0);
+            // The pick keeps it: a's entity is picked again without set_next_entity (still
+            // curr), or b's is set, whose clear_buddies clears only b.
+            assert_eq!(n.rqs[n.ses[gse].parent_rq].next, Some(gse));
+            return;
+        }
+        panic!("a's task was never running and eligible");
+    }
+
+    /// The root queue's two group entities: (running one, waiting one), after `ms`.
+    fn two_groups(version: &str, ms: u64) -> (Node, SeId, SeId) {
+        let mut n = node(version, json!({}), true);
+        n.run_until(ms * MS / 10).unwrap();
+        n.update_curr(0);
+        let root = n.root_rq(0);
+        let curr = n.rqs[root].curr.unwrap();
+        let other = n.rqs[root].timeline.first().unwrap().1;
+        (n, curr, other)
+    }
+
+    #[test]
+    fn reweight_of_the_running_entity_as_6_18_44_does_it() {
+        // 6d71a9c61604's reweight_entity on curr: update_entity_lag with curr in V, rescale
+        // lag and relative deadline by w/w', place_entity with V and its load both counting
+        // curr (at w'): lag' × (W + 2w')/(W + w').
+        let (mut n, c, o) = two_groups("6.18.44", 53);
+        let root = n.root_rq(0);
+        let v0 = n.rqs[root].min_vruntime;
+        let (w, wo) = (n.ses[c].weight >> 10, n.ses[o].weight >> 10);
+        let new_w: u64 = 1536 << 10;
+        let w2 = new_w >> 10;
+        let (kc, ko) = ((n.ses[c].vruntime - v0) as i128, (n.ses[o].vruntime - v0) as i128);
+        let v_avg = v0 + ((w as i128 * kc + wo as i128 * ko).div_euclid((w + wo) as i128)) as i64;
+        let limit = calc_delta_fair((2 * n.tun.base_slice).max(n.tun.tick_ns), n.ses[c].weight);
+        let lag = (v_avg - n.ses[c].vruntime).clamp(-limit, limit);
+        let lag2 = lag as i128 * w as i128 / w2 as i128;
+        let v_avg2 = v0 + ((w2 as i128 * kc + wo as i128 * ko).div_euclid((w2 + wo) as i128)) as i64;
+        let placed = lag2 * (wo + 2 * w2) as i128 / (wo + w2) as i128;
+        let rel = (n.ses[c].deadline - n.ses[c].vruntime) as i128 * w as i128 / w2 as i128;
+        n.reweight_eevdf(root, c, new_w);
+        assert_eq!(n.ses[c].vruntime, v_avg2 - placed as i64);
+        assert_eq!(n.ses[c].deadline, n.ses[c].vruntime + rel as i64);
+        assert_eq!(n.ses[c].vprot, i64::MIN, "vlag overwrote vprot: no protection left");
+    }
+
+    #[test]
+    fn invariant_reweight_keeps_v() {
+        // reweight_eevdf (6.12, 6.18.45+): v' = V − (V − v)·w/w' keeps Σ w_i (v_i − V) = 0,
+        // so V stays (to the rounding of the division).
+        for version in ["6.12", "6.18.45"] {
+            let (mut n, c, _) = two_groups(version, 53);
+            let root = n.root_rq(0);
+            let before = n.avg_vruntime(root);
+            n.reweight_eevdf(root, c, 1536 << 10);
+            n.ses[c].weight = 1536 << 10; // reweight_group sets it after (curr: not in the sums)
+            let after = n.avg_vruntime(root);
+            assert!((after - before).abs() <= 1, "{version}: V {before} → {after}");
+        }
+    }
+
+    #[test]
+    fn without_wakeup_preemption_a_waker_waits_for_the_tick() {
+        // check_preempt_wakeup_fair returns before the EEVDF pick without WAKEUP_PREEMPTION;
+        // with it, a waker that pick_eevdf prefers preempts at once.
+        for (on, want_preempt) in [(true, true), (false, false)] {
+            let mut n = node(
+                "6.18.44",
+                json!({"WAKEUP_PREEMPTION": on, "RUN_TO_PARITY": false}),
+                false,
+            );
+            let (c, o) = run_until_curr_ahead(&mut n);
+            // o leaves (not delayed: it is behind, eligible) and comes back at once with its lag
+            n.dequeue_task(o, true);
+            n.tasks[o].state = TaskState::Sleeping;
+            assert!(!n.ses[n.tasks[o].se].on_rq);
+            n.try_to_wake_up(o);
+            let preempted = n.cpus[0].curr == Some(o);
+            assert_eq!(
+                preempted, want_preempt,
+                "WAKEUP_PREEMPTION={on}: curr {:?} (c {c})",
+                n.cpus[0].curr
+            );
+        }
+    }
+
+    #[test]
+    fn rel_deadline_survives_a_migration() {
+        // PLACE_REL_DEADLINE: dequeue_entity(!sleep) stores deadline − v, place_entity adds
+        // the new vruntime back.
+        let spec = json!({"topology": {"cores_per_socket": 2},
+            "kernel": {"scheduler": "eevdf", "version": "6.18"},
+            "cgroups": [{"name": "a"}],
+            "workloads": [{"kind": "hog", "name": "h", "cgroup": "a", "threads": 3}]});
+        let mut n = Node::from_json(&spec.to_string()).unwrap();
+        n.run_until(9 * MS).unwrap();
+        let t = (0..3).find(|&t| n.tasks[t].state == TaskState::Runnable).unwrap();
+        let se = n.tasks[t].se;
+        let rel = n.ses[se].deadline - n.ses[se].vruntime;
+        let dst = 1 - n.tasks[t].cpu;
+        n.move_task(t, dst);
+        assert_eq!(n.ses[se].deadline - n.ses[se].vruntime, rel);
+        assert!(!n.ses[se].rel_deadline);
     }
 }

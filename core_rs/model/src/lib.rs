@@ -23,6 +23,7 @@ pub mod node_io;
 pub mod node_memory;
 pub mod psi;
 pub mod rng;
+pub mod sched_features;
 pub mod shape;
 pub mod spec;
 pub mod stats;

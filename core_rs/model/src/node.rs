@@ -84,6 +84,9 @@ pub struct Cpu {
     /// An observer (`observe_curr`) settled time since the last `update_curr`, which still
     /// owes the min_vruntime update and the silo refill for it.
     pub observed: bool,
+    /// The running task is about to block after waking others (`cpu_event`): a wakeup here
+    /// only marks need_resched.
+    pub blocking: bool,
     pub gen: u64,
     /// Time of the pending Cpu event for `gen` (Ns::MAX if none).
     pub next_event: Ns,
@@ -225,6 +228,7 @@ impl Node {
                 speed: SPEED_ONE,
                 progress_rem: 0,
                 observed: false,
+                blocking: false,
                 gen: 0,
                 next_event: Ns::MAX,
                 resched_at: Ns::MAX,
@@ -960,6 +964,19 @@ impl Node {
                         self.reprogram(cpu);
                     }
                 }
+                Next::Sleep if eff.charges.is_empty() => {
+                    // A task wakes its partners before it blocks (a pipe write, then the
+                    // read): they are enqueued while it is still current on this CPU, and a
+                    // wakeup preemption here is only need_resched, served by the block's
+                    // `schedule`. (With memory to charge first, the old order: the charge
+                    // may give the sleeper more work.)
+                    self.cpus[cpu].blocking = true;
+                    self.apply_effects(&mut eff);
+                    self.cpus[cpu].blocking = false;
+                    self.dequeue_task(t, true);
+                    self.tasks[t].state = TaskState::Sleeping;
+                    self.schedule(cpu);
+                }
                 Next::Sleep => {
                     self.dequeue_task(t, true);
                     self.tasks[t].state = TaskState::Sleeping;
@@ -1279,6 +1296,9 @@ impl Node {
         let in_subtree: Vec<bool> = (0..self.cgroups.len()).map(|g| self.is_descendant(g, cg)).collect();
         let mut moved: Vec<TaskId> = vec![];
         for t in 0..self.tasks.len() {
+            if in_subtree[self.tasks[t].cg] {
+                self.finish_delayed_task(t); // its weight or group may change below
+            }
             let st = self.tasks[t].state;
             if in_subtree[self.tasks[t].cg] && (st == TaskState::Runnable || st == TaskState::Running) {
                 if st == TaskState::Running {
@@ -1344,6 +1364,7 @@ impl Node {
         if matches!(st, TaskState::Runnable | TaskState::Running) {
             self.dequeue_task(t, false);
         }
+        self.finish_delayed_task(t);
         self.tasks[t].state = TaskState::Sleeping;
         self.tasks[t].remaining = 0;
         self.tasks[t].dead = true;

@@ -234,9 +234,19 @@ pub struct KernelSpec {
     /// workload not named here is a session of its own (autogroup.rs).
     #[serde(default)]
     pub autogroup_sessions: std::collections::BTreeMap<String, String>,
+    /// The kernel release whose fair class EEVDF follows ("6.6", "6.12", "6.18.44"; None =
+    /// "6.6"), and features.h switches by name that override its defaults (sched_features.rs).
+    pub version: Option<String>,
+    #[serde(default)]
+    pub sched_features: std::collections::BTreeMap<String, bool>,
 }
 
 impl KernelSpec {
+    /// The EEVDF switches of `version` with the `sched_features` overrides.
+    pub fn features(&self) -> Result<crate::sched_features::SchedFeatures> {
+        crate::sched_features::SchedFeatures::from_spec(self.version.as_deref(), &self.sched_features)
+    }
+
     /// (vm.dirty_ratio, vm.dirty_background_ratio), the kernel's defaults when not given.
     pub fn dirty_ratios(&self) -> (u64, u64) {
         (
@@ -855,6 +865,7 @@ impl NodeSpec {
                 return Err(SpecError::new("network.egress_bytes_per_s", "must be > 0"));
             }
         }
+        self.kernel.features()?;
         let (dirty, background) = self.kernel.dirty_ratios();
         if !(1..=100).contains(&dirty) {
             return Err(SpecError::new(

@@ -48,6 +48,8 @@ pub struct Tunables {
     pub scheduler: crate::spec::SchedulerKind,
     /// EEVDF base slice (`sysctl_sched_base_slice`), scaled like the CFS tunables.
     pub base_slice: u64,
+    /// Which EEVDF (`[kernel] version` and `sched_features`; validated with the spec).
+    pub feat: crate::sched_features::SchedFeatures,
 }
 
 /// 1 + ilog2(min(ncpus, 8)): 1, 2, 3, 4 for 1, 2–3, 4–7, ≥8 CPUs (SCHED_TUNABLESCALING_LOG).
@@ -73,6 +75,7 @@ impl Tunables {
             scheduler: k.scheduler,
             // 0.70 ms since commit 2ae891b82695 (6.15, backported to 6.12.y); §A6.
             base_slice: k.base_slice_ns.unwrap_or(700_000 * f),
+            feat: k.features().unwrap_or_default(),
         }
     }
 

@@ -154,3 +154,37 @@ fn eevdf_group_weight_swings_keep_vruntime_bounded() {
         }
     }
 }
+
+/// stress's part of 2 CPUs beside 10 closed loops whose client and server each burn `burn_ns`
+/// and wake the other (experiments/handoff_ablation.py's `pairs`), under EEVDF `version`.
+fn handoff_stress_share(version: &str, burn_ns: u64) -> f64 {
+    let burn = json!({"dist": "constant", "value_ns": burn_ns});
+    let mut n = node(json!({
+        "seed": 1,
+        "kernel": {"scheduler": "eevdf", "version": version},
+        "topology": topo(2, 1),
+        "cgroups": [cg("online", 1024, 0, 0), cg("offline", 1024, 0, 0)],
+        "workloads": [{"kind": "closed_loop", "name": "pp", "cgroup": "online", "clients": 10,
+                       "service": burn, "client_cpu": burn},
+                      hog("stress", "offline", 10)],
+    }));
+    n.run_until(2 * S).unwrap();
+    n.reset_stats();
+    n.run_until(7 * S).unwrap();
+    n.check_invariants().unwrap();
+    usage(&mut n, "offline") as f64 / (10 * S) as f64
+}
+
+#[test]
+fn the_6_18_44_reweight_lets_a_chatty_group_starve_hogs() {
+    // The host (6.18.44, docs/replay.md "Probe") gives stress 0 of its CPU when each pair
+    // shares a CPU and 0.23 unpinned, weight-fair being 0.5. In the core the running group
+    // entity's re-placement at every reweight (6d71a9c61604) runs away once reweights come
+    // often enough — here with 0.5 ms handoffs; the revert (6.18.45) and 6.6 stay fair.
+    let starved = handoff_stress_share("6.18.44", 500_000);
+    assert!(starved < 0.05, "6.18.44: stress got {starved}");
+    for version in ["6.6", "6.12", "6.18.45"] {
+        let share = handoff_stress_share(version, 500_000);
+        assert!((share - 0.5).abs() < 0.02, "{version}: stress got {share}");
+    }
+}

@@ -31,7 +31,8 @@ pub fn full_check(n: &Node, strict: bool) -> Result<(), String> {
                 return Err(format!("task {t} se parent_rq {} != cg*ncpus+cpu", se.parent_rq));
             }
         } else {
-            if se.on_rq {
+            // DELAY_DEQUEUE: a sleeper may stay queued, marked delayed.
+            if se.on_rq && !(se.delayed && task.state == TaskState::Sleeping && !task.dead) {
                 return Err(format!("task {t} state {:?} but se on_rq", task.state));
             }
             if task.pos != usize::MAX {
@@ -86,13 +87,33 @@ pub fn full_check(n: &Node, strict: bool) -> Result<(), String> {
                 r.cg, r.cpu, r.timeline, members[i]
             ));
         }
+        // the running sums of avg_vruntime, recomputed from the timeline
+        let (mut sk, mut sw) = (0i128, 0i128);
+        for &(v, se) in &r.timeline {
+            let w = scale_load_down(n.ses[se].weight) as i128;
+            sk += w * (v - r.min_vruntime) as i128;
+            sw += w;
+        }
+        if (r.sum_wkey, r.sum_w) != (sk, sw) {
+            return Err(format!(
+                "rq {i}: running sums {:?} vs {:?}",
+                (r.sum_wkey, r.sum_w),
+                (sk, sw)
+            ));
+        }
+        if let Some(b) = r.next {
+            if !n.ses[b].on_rq || n.ses[b].parent_rq != i || n.ses[b].delayed {
+                return Err(format!("rq {i}: next buddy {b} not queued here"));
+            }
+        }
         if let Some(c) = r.curr {
             if n.ses[c].parent_rq != i {
                 return Err(format!("rq {i} curr {c} has parent_rq {}", n.ses[c].parent_rq));
             }
         }
         if let Some(g) = r.gse {
-            let want = r.nr_running > 0 && !r.throttled.any();
+            // a delayed group entity stays queued with its queue empty (DELAY_DEQUEUE)
+            let want = (r.nr_running > 0 || n.ses[g].delayed) && !r.throttled.any();
             if n.ses[g].on_rq != want {
                 return Err(format!(
                     "rq {i} (cg {} cpu {}): gse on_rq {} but nr_running {} throttled {:?}",
@@ -126,6 +147,7 @@ pub fn full_check(n: &Node, strict: bool) -> Result<(), String> {
                     continue;
                 }
                 match s.kind {
+                    SeKind::Task(_) if s.delayed => {} // queued, not runnable
                     SeKind::Task(t) => {
                         a += 1;
                         b += n.tasks[t].idle_policy as u32;
@@ -295,6 +317,8 @@ pub fn scenario(seed: u64) -> (Value, Vec<(String, Vec<usize>)>) {
     let numa = if cores.is_multiple_of(2) && g.p(0.3) { 2 } else { 1 };
     let ncpus = (sockets * cores * threads) as usize;
     let sched = if g.p(0.5) { "cfs" } else { "eevdf" };
+    // EEVDF as 6.6 had it, or 6.18.44's (delayed dequeue, buddies, re-placing reweight).
+    let version = ["6.6", "6.12", "6.18.44"][g.u(3) as usize];
     let ncg = 1 + g.u(6) as usize;
     let mut cgs = vec![];
     let mut names: Vec<(String, Vec<usize>)> = vec![];
@@ -376,7 +400,7 @@ pub fn scenario(seed: u64) -> (Value, Vec<(String, Vec<usize>)>) {
     let spec = json!({
         "seed": seed,
         "topology": {"sockets": sockets, "cores_per_socket": cores, "threads_per_core": threads, "numa_nodes_per_socket": numa},
-        "kernel": {"scheduler": sched, "smt_expeller": g.p(0.5), "hz": ([250u32, 1000][g.u(2) as usize]), "cfs_period_phase_ns": std::env::var("STRESS_PHASE").ok().and_then(|s| s.parse::<u64>().ok())},
+        "kernel": {"scheduler": sched, "version": version, "smt_expeller": g.p(0.5), "hz": ([250u32, 1000][g.u(2) as usize]), "cfs_period_phase_ns": std::env::var("STRESS_PHASE").ok().and_then(|s| s.parse::<u64>().ok())},
         "cgroups": cgs,
         "workloads": wls,
     });

@@ -307,5 +307,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Node>()?;
     m.add_function(wrap_pyfunction!(load_main, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // [kernel] sched_features: the features.h names the core takes (acted on, then accepted).
+    let names: Vec<&str> = colosim_core::sched_features::MODELLED
+        .iter()
+        .chain(colosim_core::sched_features::IGNORED.iter())
+        .copied()
+        .collect();
+    m.add("SCHED_FEATURES", names)?;
     Ok(())
 }
