@@ -156,7 +156,7 @@ def parse_version(release: str) -> tuple[int, int]:
 
 
 def release_numbers(release: str) -> str:
-    """"6.18.44" of "6.18.44-fc-v669": the fair class changed within stable series (the core's
+    """The release's numbers ("6.18.44" of "6.18.44-fc-v669"): the fair class changed within stable series (the core's
     `[kernel] version` tells 6.18.44's reweight_entity from 6.18.45's, sched_features.rs)."""
     m = re.match(r"\d+\.\d+(\.\d+)?", release)
     if m is None:
