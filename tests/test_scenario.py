@@ -616,3 +616,11 @@ def test_the_core_names_an_unknown_feature_itself():
     spec["kernel"]["sched_features"] = {"PICK_BUDY": True}
     with pytest.raises(ValueError, match=r"^kernel\.sched_features\.PICK_BUDY: is not a scheduler feature"):
         Node(json.dumps(spec))
+
+
+@pytest.mark.parametrize("bad", ["6.10", "6", "6.18e0"])
+def test_a_kernel_version_written_as_a_number_is_refused_with_its_quoting(bad):
+    """6.10 as a TOML float is 6.1: the release must be text, and the message shows how."""
+    msg = error(BASE + f"\n[kernel]\nversion = {bad}\n")
+    assert msg.startswith("kernel.version: must be a quoted kernel release") and "\n" not in msg, msg
+    assert scenario(BASE + '\n[kernel]\nversion = "6.10"\n').kernel.version == "6.10"

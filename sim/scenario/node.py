@@ -109,6 +109,14 @@ class Topology(Table):
         }
 
 
+def kernel_release(value: Any) -> Any:
+    """[kernel] version is text: a TOML or --set number (6.10) would lose what tells releases
+    apart (6.10 reads as 6.1), so it is refused with the quoting that keeps it."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        raise ValueError(f'must be a quoted kernel release such as "6.18.44" (got the number {value!r}: write version = "{value}", or --set \'kernel.version="{value}"\')')
+    return value
+
+
 def period_phase(value: Any) -> int | None:
     """[kernel] cfs_period_phase: "random" (None: the core draws it from the seed) or a
     duration in [0, 1 s) at which every CFS period timer has a boundary."""
@@ -174,7 +182,7 @@ class Kernel(Table):
     # The Linux release whose EEVDF the core follows ("6.6", "6.12", "6.18.44"; unset: 6.6, the
     # EEVDF the model had first) and features.h switches (/sys/kernel/debug/sched/features)
     # overriding that release's defaults, e.g. {DELAY_DEQUEUE = false}. docs/model.md.
-    version: str | None = None
+    version: Annotated[str | None, BeforeValidator(kernel_release)] = None
     sched_features: dict[str, bool] = Field(default_factory=dict)
 
     @model_validator(mode="after")
