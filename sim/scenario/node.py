@@ -113,7 +113,9 @@ def kernel_release(value: Any) -> Any:
     """[kernel] version is text: a TOML or --set number (6.10) would lose what tells releases
     apart (6.10 reads as 6.1), so it is refused with the quoting that keeps it."""
     if isinstance(value, int | float) and not isinstance(value, bool):
-        raise ValueError(f'must be a quoted kernel release such as "6.18.44" (got the number {value!r}: write version = "{value}", or --set \'kernel.version="{value}"\')')
+        raise ValueError(
+            f'must be a quoted kernel release such as "6.18.44" (got the number {value!r}: write version = "{value}", or --set \'kernel.version="{value}"\')'
+        )
     return value
 
 
