@@ -57,7 +57,10 @@ PLOTS = {
     "webserving_spark": (LATENCY, CPU, DECISIONS),
     "probe_clickhouse_stress": (LATENCY, CPU),
     "web_batch": (LATENCY, CPU),
+    "autogroup": (CPU,),
+    "memory_host": (LATENCY, OVER_TIME, CPU, MEMORY),
     "tune_koordinator": ("Optimization history", "Trade-off", "Hyperparameter Importances", "Best against the defaults"),
+    "tune_fleet": ("Optimization history", "Trade-off", "Hyperparameter Importances", "Best against the defaults", "Per machine"),
     # `colosim fidelity`'s report (not an experiments/*.toml: made below from a suite scored
     # with the simulator standing in for the host)
     "fidelity": ("QPS:", "P50 (s):", "P99 (s):", "offline CPU (share):", "Prediction error"),
@@ -80,7 +83,20 @@ def trace_files(tmp_path_factory) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory, trace_files):
+def fleet(tmp_path_factory) -> str:
+    """A trace set for tune_fleet.toml: two machines of the v2018 sample beside the project,
+    else of a few rows in its layout (`colosim trace alibaba2018 --machines`)."""
+    d = tmp_path_factory.mktemp("fleet")
+    if (SAMPLE / "machine_usage_head100k.csv").exists():
+        argv = [str(SAMPLE), "--start", "86400s", "--end", "90000s"]
+    else:
+        argv = [str(alibaba_fixture(d / "v2018")), "--start", "0s", "--end", "600s"]
+    assert main(["trace", "alibaba2018", *argv, "--machines", "2", "--out", str(d / "set")]) == 0
+    return str(d / "set")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory, trace_files, fleet):
     """report(stem) -> (report.html, [(title, traces with points)] its code meant to draw),
     written once per module by the command line."""
     import sim.report
@@ -105,6 +121,8 @@ def report(tmp_path_factory, trace_files):
                 )
                 # 4 short trials under an SLO they meet: a best to compare with the defaults
                 argv = ["tune", str(EXPERIMENTS / f"{stem}.toml"), "--trials", "4", "--seeds", "1", "--slo", "wrk.p99 <= 2 * solo"]
+                if stem == "tune_fleet":
+                    argv += ["--trace-set", fleet, "--fidelity", "full"]  # 4 whole trials: importances too
                 name = "tune_report.html"
             else:
                 write = sim.report.write_report
