@@ -40,7 +40,7 @@ from replay.host_kernel import host_kernel
 from replay.host_run import check_knobs, host_equivalent, missing_knobs, run_on_host
 from replay.scoring import WITHIN, Score, median_abs_error, ranking, score
 from replay.session import Session
-from replay.workloads import REPO, ReportedService
+from replay.workloads import REPO, MeasuredService, ReportedService
 from sim.errors import ColosimError, ScenarioError
 from sim.results import ExperimentResult, RunResult, ServiceResult, finite, markdown, sig3
 from sim.scenario import Scenario, Variant
@@ -115,8 +115,8 @@ def _pick(values: dict[str, float]) -> dict[str, float]:
 
 
 def pooled_alone(runs: list[RunResult]) -> RunResult:
-    """The alone repetitions as one run for the calibration: each service's QPS and latency
-    percentiles the median over the repetitions."""
+    """The alone repetitions as one run for the calibration: each service's QPS, latency
+    percentiles and load generator's CPU (where measured) the median over the repetitions."""
     import numpy as np
 
     first = runs[0]
@@ -124,6 +124,9 @@ def pooled_alone(runs: list[RunResult]) -> RunResult:
     for name in first.services:
         got = [r.services[name] for r in runs if name in r.services]
         pct = {p: float(np.median([s.percentile(p) for s in got])) for p in (50.0, 90.0, 99.0)}
+        # the generator's CPU is part of what the calibration fits (client_cpu): dropping it
+        # here left every suite's load generators free
+        gen = [g for s in got if isinstance(s, MeasuredService) and math.isfinite(g := s.generator_cpu)]
         services[name] = ReportedService(
             name=name,
             latencies_s=np.empty(0),
@@ -133,6 +136,7 @@ def pooled_alone(runs: list[RunResult]) -> RunResult:
             measured_s=first.measured_s,
             reported=pct,
             reported_qps=float(np.median([s.qps for s in got])),
+            generator_cpu=float(np.median(gen)) if gen else math.nan,
         )
     return replace(first, services=services)
 

@@ -375,3 +375,28 @@ def test_rescore_gives_the_same_scores_and_follows_the_data(tmp_path, capsys):
     (tmp_path / "bad.json").write_text('{"services": 3}')
     assert main(["fidelity", "--rescore", str(tmp_path / "bad.json"), "--out", str(tmp_path / "d")]) == 2
     assert "--rescore" in capsys.readouterr().err
+
+
+def test_the_pooled_alone_run_keeps_the_load_generators_cpu():
+    """The calibration fits the generator's CPU (client_cpu) from the alone run: the suite's
+    pooled alone run carries the median over the repetitions that measured it."""
+    from dataclasses import dataclass
+
+    from replay.fidelity import pooled_alone
+    from replay.workloads import ReportedService
+
+    @dataclass
+    class Run:  # the fields pooled_alone reads of a RunResult
+        services: dict
+        measured_s: float = 10.0
+
+    def svc(qps: float, gen: float) -> ReportedService:
+        return ReportedService(
+            "ch", np.empty(0), np.empty(0), 0, 0, 10.0, reported={50.0: 0.5, 90.0: 0.8, 99.0: 1.0}, reported_qps=qps, generator_cpu=gen
+        )
+
+    pooled = pooled_alone([Run({"ch": svc(6.0, 0.4)}), Run({"ch": svc(7.0, math.nan)}), Run({"ch": svc(8.0, 0.6)})])
+    got = pooled.services["ch"]
+    assert got.qps == 7.0 and got.generator_cpu == pytest.approx(0.5)
+    none = pooled_alone([Run({"ch": svc(6.0, math.nan)})]).services["ch"]
+    assert math.isnan(none.generator_cpu)
