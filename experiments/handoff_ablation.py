@@ -98,9 +98,7 @@ def main() -> None:
         group_shares = "pelt" if label.endswith("+ PELT") else "instant"
         cells = []
         for a in arrangements:
-            shares = [
-                stress_share(spec(a, version, features, seed, group_shares), args.seconds) for seed in range(1, args.seeds + 1)
-            ]
+            shares = [stress_share(spec(a, version, features, seed, group_shares), args.seconds) for seed in range(1, args.seeds + 1)]
             cells.append(f"{statistics.median(shares):.3f} [{min(shares):.3f}–{max(shares):.3f}]")
         print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
 

@@ -204,9 +204,16 @@ impl Node {
     /// PELT sum to now with the weight it had since the last update (so it runs before every
     /// change of `load`), and, if a period ended, `update_tg_load_avg`. The root's average is
     /// not kept: no group entity takes shares from it.
+    #[inline]
     pub(crate) fn update_load_avg(&mut self, rq: RqId) {
+        if self.tun.pelt_shares {
+            self.update_pelt(rq);
+        }
+    }
+
+    fn update_pelt(&mut self, rq: RqId) {
         let r = &mut self.rqs[rq];
-        if !self.tun.pelt_shares || r.cg == ROOT {
+        if r.cg == ROOT {
             return;
         }
         if r.avg.update(self.now, scale_load_down(r.load)) {
@@ -955,11 +962,15 @@ impl Node {
     /// `entity_tick` updates the load averages and re-weighs the group entities, and the
     /// shares move with the averages at every tick. Other CPUs' ticks change nothing the model
     /// keeps (the root's average is not kept), so only these are visited.
+    #[inline]
     pub(crate) fn next_shares_tick(&self, cpu: CpuId) -> Ns {
+        if !self.tun.pelt_shares {
+            return Ns::MAX;
+        }
         let in_group = self.cpus[cpu]
             .curr
             .is_some_and(|t| self.rqs[self.ses[self.tasks[t].se].parent_rq].gse.is_some());
-        if !self.tun.pelt_shares || !in_group {
+        if !in_group {
             return Ns::MAX;
         }
         let tick = self.tun.tick_ns;
