@@ -28,12 +28,16 @@ S = 1_000_000_000
 MS = 1_000_000
 HOST = {"pairs": "0.232", "duty": "0.482"}
 
-# (label, version, sched_features overrides)
+# (label, version, sched_features overrides); "+ PELT" rows take group shares from PELT load
+# averages ([kernel] group_shares = "pelt"), the others from instantaneous queue weights
 VARIANTS: list[tuple[str, str, dict[str, bool]]] = [
     ("6.6", "6.6", {}),
     ("6.12", "6.12", {}),
     ("6.18.44", "6.18.44", {}),
     ("6.18.45 (reweight revert)", "6.18.45", {}),
+    ("6.12 + PELT", "6.12", {}),
+    ("6.18.44 + PELT", "6.18.44", {}),
+    ("6.18.45 + PELT", "6.18.45", {}),
     ("6.18.44 −DELAY_DEQUEUE", "6.18.44", {"DELAY_DEQUEUE": False}),
     ("6.18.44 −DELAY_ZERO", "6.18.44", {"DELAY_ZERO": False}),
     ("6.18.44 −PICK_BUDDY", "6.18.44", {"PICK_BUDDY": False}),
@@ -43,7 +47,7 @@ VARIANTS: list[tuple[str, str, dict[str, bool]]] = [
 ]
 
 
-def spec(arrangement: str, version: str, features: dict[str, bool], seed: int) -> dict[str, Any]:
+def spec(arrangement: str, version: str, features: dict[str, bool], seed: int, group_shares: str = "instant") -> dict[str, Any]:
     # "pairs" burns 2 ms per side like experiments/pingpong.py; "pairs-<x>ms" burns x ms
     burn = round(float(arrangement.removeprefix("pairs-").removesuffix("ms")) * MS) if arrangement.startswith("pairs-") else 2 * MS
     # "pairs~": 2 ms on average, lognormal (σ 0.3): the host's bursts are not all alike
@@ -62,7 +66,7 @@ def spec(arrangement: str, version: str, features: dict[str, bool], seed: int) -
     return {
         "seed": seed,
         "topology": {"cores_per_socket": 2},
-        "kernel": {"scheduler": "eevdf", "version": version, "sched_features": features},
+        "kernel": {"scheduler": "eevdf", "version": version, "sched_features": features, "group_shares": group_shares},
         "cgroups": cgroups,
         "workloads": [*chatty, hog],
     }
@@ -82,15 +86,19 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--arrangements", default="pairs,pairs~,pairs-1.5ms,pairs-1ms,duty")
+    ap.add_argument("--variants", default="", help="only the variants whose label contains this text")
     args = ap.parse_args()
     arrangements = args.arrangements.split(",")
     print("| variant | " + " | ".join(arrangements) + " |")
     print("|---|" + "---:|" * len(arrangements))
     print("| host 6.18.44 (docs/replay.md) | " + " | ".join(HOST.get(a, "—") for a in arrangements) + " |")
     for label, version, features in VARIANTS:
+        if args.variants not in label:
+            continue
+        group_shares = "pelt" if label.endswith("+ PELT") else "instant"
         cells = []
         for a in arrangements:
-            shares = [stress_share(spec(a, version, features, seed), args.seconds) for seed in range(1, args.seeds + 1)]
+            shares = [stress_share(spec(a, version, features, seed, group_shares), args.seconds) for seed in range(1, args.seeds + 1)]
             cells.append(f"{statistics.median(shares):.3f} [{min(shares):.3f}–{max(shares):.3f}]")
         print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
 

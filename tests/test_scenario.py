@@ -624,3 +624,21 @@ def test_a_kernel_version_written_as_a_number_is_refused_with_its_quoting(bad):
     msg = error(BASE + f"\n[kernel]\nversion = {bad}\n")
     assert msg.startswith("kernel.version: must be a quoted kernel release") and "\n" not in msg, msg
     assert scenario(BASE + '\n[kernel]\nversion = "6.10"\n').kernel.version == "6.10"
+
+
+def test_group_shares_reach_the_core_and_default_to_instant():
+    sc = scenario(BASE + '\n[kernel]\nscheduler = "eevdf"\ngroup_shares = "pelt"\n')
+    assert sc.core_spec()["kernel"]["group_shares"] == "pelt"
+    assert scenario().core_spec()["kernel"]["group_shares"] == "instant"  # every result before PELT
+
+
+def test_a_bad_group_shares_is_one_message_naming_it():
+    msg = error(BASE + '\n[kernel]\ngroup_shares = "pelt-ish"\n')
+    assert msg.startswith("kernel.group_shares: ") and '"pelt"' in msg and "\n" not in msg, msg
+    from sim._core import Node
+
+    spec = scenario().core_spec(seed=1)
+    spec["kernel"]["group_shares"] = "pelt-ish"
+    with pytest.raises(ValueError, match=r"group_shares|pelt-ish") as e:
+        Node(json.dumps(spec))
+    assert "\n" not in str(e.value), e.value

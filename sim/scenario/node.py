@@ -186,6 +186,10 @@ class Kernel(Table):
     # overriding that release's defaults, e.g. {DELAY_DEQUEUE = false}. docs/model.md.
     version: Annotated[str | None, BeforeValidator(kernel_release)] = None
     sched_features: dict[str, bool] = Field(default_factory=dict)
+    # Where calc_group_shares takes a CPU's load from: "instant" (queue weights when a queue's
+    # entities change; every result before PELT) or "pelt" (the kernel's: PELT load_avg against
+    # the group's published sum, re-weighed at every enqueue, dequeue and tick). docs/model.md.
+    group_shares: Literal["instant", "pelt"] = "instant"
 
     @model_validator(mode="after")
     def _check_fair_class(self) -> Kernel:
@@ -213,6 +217,7 @@ class Kernel(Table):
             "scheduler": self.scheduler,
             "version": self.version,
             "sched_features": self.sched_features,
+            "group_shares": self.group_shares,
             "hz": self.hz,
             "sched_latency_ns": self.sched_latency,
             "sched_min_granularity_ns": self.sched_min_granularity,

@@ -2,7 +2,8 @@
 //! (a) the ClickHouse + stress node (8 CPUs, 10 clients × 8 threads, 10 hogs) and
 //! (b) a 96-logical-CPU node (2 sockets × 24 cores × 2 SMT) with an open-loop service at
 //! 5,000 requests/s on 48 workers beside 96 CPU hogs; (a) again under EEVDF as 6.6 and as 6.18.44
-//! have it. Each iteration simulates one second.
+//! have it, and both with PELT group shares (`[kernel] group_shares = "pelt"`, which visits every
+//! tick of a CPU running grouped work). Each iteration simulates one second.
 
 use colosim_core::Node;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
@@ -25,7 +26,7 @@ fn clickhouse(kernel: serde_json::Value) -> String {
     .to_string()
 }
 
-fn big_node(quotas: bool) -> String {
+fn big_node(quotas: bool, kernel: serde_json::Value) -> String {
     // Kubernetes-style limits that the groups stay under ([cpu2]: must cost <= 20% speed).
     let cgroups = if quotas {
         json!([{"name": "online", "cpu.cfs_quota_us": 4_800_000, "cpu.cfs_burst_us": 4_800_000},
@@ -35,6 +36,7 @@ fn big_node(quotas: bool) -> String {
     };
     json!({
         "seed": 1,
+        "kernel": kernel,
         "topology": {"sockets": 2, "cores_per_socket": 24, "threads_per_core": 2},
         "cgroups": cgroups,
         "workloads": [
@@ -59,8 +61,16 @@ fn bench(c: &mut Criterion) {
             "clickhouse_stress_8cpu_eevdf_6_18",
             clickhouse(json!({"scheduler": "eevdf", "version": "6.18.44"})),
         ),
-        ("open_loop_96cpu_96hogs", big_node(false)),
-        ("open_loop_96cpu_96hogs_quota_burst", big_node(true)),
+        (
+            "clickhouse_stress_8cpu_eevdf_6_18_pelt",
+            clickhouse(json!({"scheduler": "eevdf", "version": "6.18.44", "group_shares": "pelt"})),
+        ),
+        ("open_loop_96cpu_96hogs", big_node(false, json!({}))),
+        ("open_loop_96cpu_96hogs_quota_burst", big_node(true, json!({}))),
+        (
+            "open_loop_96cpu_96hogs_pelt",
+            big_node(false, json!({"group_shares": "pelt"})),
+        ),
     ] {
         g.bench_function(name, |b| {
             b.iter_batched(

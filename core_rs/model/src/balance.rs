@@ -226,6 +226,7 @@ impl Node {
     }
 
     pub(crate) fn periodic_balance(&mut self, cpu: CpuId) {
+        self.update_blocked_averages(cpu);
         for d in 0..self.topo.domains[cpu].len() {
             if self.now >= self.cpus[cpu].next_balance[d] {
                 if self.should_we_balance(cpu, d) {
@@ -236,6 +237,29 @@ impl Node {
         }
         if self.cpus[cpu].curr.is_some() {
             self.arm_balance(cpu);
+        }
+    }
+
+    /// `sched_balance_update_blocked_averages` (PELT shares only): the balance softirq first
+    /// decays this CPU's queues' averages, publishing them into their groups' load_avg; and,
+    /// at most every LOAD_AVG_PERIOD ms, a busy CPU's tick has the NOHZ balancer do the same
+    /// for the idle CPUs (NOHZ_STATS_KICK, `nohz.next_blocked`), whose averages would
+    /// otherwise stay as they were when they went idle.
+    fn update_blocked_averages(&mut self, cpu: CpuId) {
+        if !self.tun.pelt_shares {
+            return;
+        }
+        let ncpus = self.ncpus();
+        let stats_kick = self.now >= self.next_blocked;
+        if stats_kick {
+            self.next_blocked = self.now + crate::pelt::LOAD_AVG_PERIOD as u64 * 1_000_000;
+        }
+        for c in 0..ncpus {
+            if c == cpu || (stats_kick && self.cpus[c].curr.is_none()) {
+                for cg in 1..self.cgroups.len() {
+                    self.update_load_avg(cg * ncpus + c);
+                }
+            }
         }
     }
 

@@ -7,8 +7,9 @@ use crate::cfs_rq::{RqId, SeId, SeKind, Throttle};
 use crate::cgroup::ROOT;
 use crate::events::Ns;
 use crate::node::{Node, TaskState, SPEED_ONE, SPEED_SHIFT};
+use crate::pelt;
 use crate::topology::CpuId;
-use crate::tunables::{scale_load_down, MIN_SHARES, NICE_0_LOAD};
+use crate::tunables::{scale_load_down, NICE_0_LOAD};
 use crate::workload::TaskId;
 
 /// How a task enters a run queue (the kernel's ENQUEUE_* flags that matter here).
@@ -183,26 +184,55 @@ impl Node {
     }
 
     /// `calc_group_shares`: the group's (scaled) shares × this CPU's load / the group's load on
-    /// all CPUs (unscaled), clamped to [MIN_SHARES, shares] (§A4). Loads are the instantaneous
-    /// queue weights (the kernel takes max(load.weight, PELT load_avg); PELT is not modelled).
+    /// all CPUs (unscaled), clamped to [MIN_SHARES, shares] (§A4). With `group_shares =
+    /// "pelt"` as the kernel (pelt.rs): this CPU's load is max(load.weight, load_avg) and the
+    /// group's the Σ of published load_avgs; "instant": instantaneous queue weights only.
     pub(crate) fn calc_group_shares(&self, grq: RqId) -> u64 {
         let r = &self.rqs[grq];
         let g = &self.cgroups[r.cg];
-        let tg_shares = g.effective_shares();
-        let load = scale_load_down(r.load);
-        let tg_weight = g.total_load - g.load_contrib[r.cpu] + load;
-        let shares = if tg_weight > 0 {
-            (tg_shares as u128 * load as u128 / tg_weight as u128) as u64
-        } else {
-            tg_shares
-        };
-        shares.clamp(MIN_SHARES, tg_shares)
+        let avg = if self.tun.pelt_shares { r.avg.load_avg } else { 0 };
+        pelt::group_shares(
+            g.effective_shares(),
+            scale_load_down(r.load),
+            avg,
+            g.total_load,
+            g.load_contrib[r.cpu],
+        )
     }
 
-    /// Publish a cfs_rq's (unscaled) load into its group's total (update_tg_load_avg, exact here).
+    /// `update_load_avg(cfs_rq, se, UPDATE_TG)` with `group_shares = "pelt"`: bring the queue's
+    /// PELT sum to now with the weight it had since the last update (so it runs before every
+    /// change of `load`), and, if a period ended, `update_tg_load_avg`. The root's average is
+    /// not kept: no group entity takes shares from it.
+    #[inline]
+    pub(crate) fn update_load_avg(&mut self, rq: RqId) {
+        if self.tun.pelt_shares {
+            self.update_pelt(rq);
+        }
+    }
+
+    fn update_pelt(&mut self, rq: RqId) {
+        let r = &mut self.rqs[rq];
+        if r.cg == ROOT {
+            return;
+        }
+        if r.avg.update(self.now, scale_load_down(r.load)) {
+            let g = &mut self.cgroups[r.cg];
+            pelt::update_tg_load(
+                self.now,
+                r.avg.load_avg,
+                &mut g.load_contrib[r.cpu],
+                &mut g.total_load,
+                &mut r.tg_load_written,
+            );
+        }
+    }
+
+    /// Publish a cfs_rq's (unscaled) load into its group's total ("instant" shares: exact at
+    /// every change; with PELT shares `update_load_avg` publishes the averages).
     fn publish_load(&mut self, rq: RqId) {
         let (cg, cpu, load) = (self.rqs[rq].cg, self.rqs[rq].cpu, scale_load_down(self.rqs[rq].load));
-        if cg == ROOT {
+        if cg == ROOT || self.tun.pelt_shares {
             return;
         }
         let g = &mut self.cgroups[cg];
@@ -220,6 +250,7 @@ impl Node {
         }
         if self.ses[se].on_rq {
             let rq = self.ses[se].parent_rq;
+            self.update_load_avg(rq);
             if self.eevdf() {
                 self.reweight_eevdf(rq, se, new_w);
             } else if self.rqs[rq].curr != Some(se) {
@@ -236,6 +267,7 @@ impl Node {
     }
 
     fn account_enqueue(&mut self, rq: RqId, se: SeId) {
+        self.update_load_avg(rq);
         let w = self.ses[se].weight;
         let v = self.ses[se].vruntime;
         let r = &mut self.rqs[rq];
@@ -249,6 +281,7 @@ impl Node {
     }
 
     fn account_dequeue(&mut self, rq: RqId, se: SeId) {
+        self.update_load_avg(rq);
         self.clear_buddies(se);
         let w = self.ses[se].weight;
         let v = self.ses[se].vruntime;
@@ -293,6 +326,8 @@ impl Node {
         let mut first = true;
         loop {
             let rq = self.ses[se].parent_rq;
+            // enqueue_entity / the levels above: update_load_avg before update_cfs_group.
+            self.update_load_avg(rq);
             if adding && self.ses[se].on_rq {
                 adding = false;
                 if self.ses[se].delayed {
@@ -351,6 +386,7 @@ impl Node {
         let mut first = true;
         loop {
             let rq = self.ses[se].parent_rq;
+            self.update_load_avg(rq);
             if removing {
                 // Entities above the first leave because their queue emptied: a sleep.
                 let sleep = !first || how != Dequeue::Migrate;
@@ -892,9 +928,12 @@ impl Node {
     /// more than the ideal slice.
     pub(crate) fn tick_wants_resched(&mut self, cpu: CpuId) -> bool {
         let Some(t) = self.cpus[cpu].curr else { return false };
-        // entity_tick re-weighs the group entities (update_cfs_group).
+        // entity_tick at each level: update_load_avg(cfs_rq_of(se)), then update_cfs_group
+        // re-weighs the group entities.
         let mut se = self.tasks[t].se;
+        self.update_load_avg(self.ses[se].parent_rq);
         while let Some(g) = self.parent_se(se) {
+            self.update_load_avg(self.ses[g].parent_rq);
             self.reweight_group(g);
             se = g;
         }
@@ -917,6 +956,25 @@ impl Node {
             }
         });
         resched
+    }
+
+    /// With PELT group shares, every tick of a CPU running a task inside a task group matters:
+    /// `entity_tick` updates the load averages and re-weighs the group entities, and the
+    /// shares move with the averages at every tick. Other CPUs' ticks change nothing the model
+    /// keeps (the root's average is not kept), so only these are visited.
+    #[inline]
+    pub(crate) fn next_shares_tick(&self, cpu: CpuId) -> Ns {
+        if !self.tun.pelt_shares {
+            return Ns::MAX;
+        }
+        let in_group = self.cpus[cpu]
+            .curr
+            .is_some_and(|t| self.rqs[self.ses[self.tasks[t].se].parent_rq].gse.is_some());
+        if !in_group {
+            return Ns::MAX;
+        }
+        let tick = self.tun.tick_ns;
+        (self.now / tick + 1) * tick
     }
 
     /// The first scheduler tick at which `tick_wants_resched` will hold if nothing else

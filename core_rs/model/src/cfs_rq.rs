@@ -94,6 +94,11 @@ pub struct CfsRq {
     pub runtime_remaining: i64,
     /// When bandwidth throttling started (`throttled_clock`).
     pub throttled_at: u64,
+    /// PELT load average of `load` (kept only with `[kernel] group_shares = "pelt"`).
+    pub avg: crate::pelt::Avg,
+    /// When this queue last wrote its contribution to the group's load_avg
+    /// (`last_update_tg_load_avg`).
+    pub tg_load_written: Option<u64>,
 }
 
 /// Reasons a cfs_rq is throttled; the queue is off its parent while any is set.
@@ -143,6 +148,8 @@ impl CfsRq {
             runtime_enabled: false,
             runtime_remaining: 0,
             throttled_at: 0,
+            avg: crate::pelt::Avg::default(),
+            tg_load_written: None,
         }
     }
 

@@ -21,6 +21,7 @@ pub mod net;
 pub mod node;
 pub mod node_io;
 pub mod node_memory;
+pub mod pelt;
 pub mod psi;
 pub mod rng;
 pub mod sched_features;

@@ -128,6 +128,8 @@ pub struct Node {
     pub series: Series,
     pub sample_interval: Ns,
     pub idle_kick_pending: bool,
+    /// PELT shares: when idle CPUs' blocked averages are next decayed (`nohz.next_blocked`).
+    pub next_blocked: Ns,
     /// CPUs with nothing running.
     pub nr_idle_cpus: usize,
     /// PSI state per (cgroup, CPU): cgroup * ncpus + cpu.
@@ -261,6 +263,7 @@ impl Node {
             series: Series::default(),
             sample_interval: spec.sample_interval_ns,
             idle_kick_pending: false,
+            next_blocked: 0,
             nr_idle_cpus: ncpus,
             psi_cpu: vec![Default::default(); ncpus * ncg],
             psi_last: 0,
@@ -1061,7 +1064,7 @@ impl Node {
                 let done = self
                     .now
                     .saturating_add(need.div_ceil(speed as u128).min(u64::MAX as u128 / 2) as u64);
-                let resched = self.next_resched_tick(cpu);
+                let resched = self.next_resched_tick(cpu).min(self.next_shares_tick(cpu));
                 self.cpus[cpu].resched_at = resched;
                 done.min(resched).min(self.next_bandwidth_tick(cpu))
             }

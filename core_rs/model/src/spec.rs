@@ -239,6 +239,22 @@ pub struct KernelSpec {
     pub version: Option<String>,
     #[serde(default)]
     pub sched_features: std::collections::BTreeMap<String, bool>,
+    /// Where `calc_group_shares` takes a CPU's load from (pelt.rs).
+    #[serde(default)]
+    pub group_shares: GroupShares,
+}
+
+/// `[kernel] group_shares`: how a group entity's weight is computed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GroupShares {
+    /// From instantaneous queue weights, re-weighed when a queue's entities change (the
+    /// model's first approximation; every result before PELT).
+    #[default]
+    Instant,
+    /// As the kernel: max(load.weight, PELT load_avg) against the group's Σ published
+    /// load_avg, re-weighed at every enqueue, dequeue and tick (`update_cfs_group`).
+    Pelt,
 }
 
 impl KernelSpec {

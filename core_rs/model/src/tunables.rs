@@ -50,6 +50,8 @@ pub struct Tunables {
     pub base_slice: u64,
     /// Which EEVDF (`[kernel] version` and `sched_features`; validated with the spec).
     pub feat: crate::sched_features::SchedFeatures,
+    /// `[kernel] group_shares = "pelt"`: group shares from PELT load averages (pelt.rs).
+    pub pelt_shares: bool,
 }
 
 /// 1 + ilog2(min(ncpus, 8)): 1, 2, 3, 4 for 1, 2–3, 4–7, ≥8 CPUs (SCHED_TUNABLESCALING_LOG).
@@ -76,6 +78,7 @@ impl Tunables {
             // 0.70 ms since commit 2ae891b82695 (6.15, backported to 6.12.y); §A6.
             base_slice: k.base_slice_ns.unwrap_or(700_000 * f),
             feat: k.features().unwrap_or_default(),
+            pelt_shares: k.group_shares == crate::spec::GroupShares::Pelt,
         }
     }
 

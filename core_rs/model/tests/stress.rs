@@ -1,6 +1,7 @@
 //! Randomised invariant checking of the core's bookkeeping (written during review).
 use colosim_core::cfs_rq::{SeKind, Throttle};
 use colosim_core::node::TaskState;
+use colosim_core::pelt::{Avg, LOAD_AVG_MAX, PELT_MIN_DIVIDER};
 use colosim_core::rng::Rng;
 use colosim_core::tunables::scale_load_down;
 use colosim_core::Node;
@@ -11,6 +12,42 @@ const MS: u64 = 1_000_000;
 
 fn desc(n: &Node, g: usize, a: usize) -> bool {
     n.is_descendant(g, a)
+}
+
+/// PELT group shares (pelt.rs): a queue's average stays within what its weight could have
+/// made it, its clock never runs ahead, and the group's load_avg is what its queues published.
+fn pelt_check(n: &Node, i: usize) -> Result<(), String> {
+    let r = &n.rqs[i];
+    let a = &r.avg;
+    if r.cg == 0 {
+        return if *a == Avg::default() {
+            Ok(())
+        } else {
+            Err(format!("rq {i}: the root's average is kept"))
+        };
+    }
+    // Every entity's weight at most: each task nice -20 (88761) or each group its shares.
+    let bound = (n.tasks.len() as u64 * 88761
+        + n.cgroups
+            .iter()
+            .map(|g| scale_load_down(g.effective_shares()))
+            .sum::<u64>())
+        * LOAD_AVG_MAX;
+    if a.load_sum > bound || a.load_avg * PELT_MIN_DIVIDER > bound {
+        return Err(format!(
+            "rq {i}: load_sum {} load_avg {} past {bound}",
+            a.load_sum, a.load_avg
+        ));
+    }
+    if a.period_contrib >= 1024 || a.last_update_time > n.now {
+        return Err(format!("rq {i}: pelt clock {:?} at {}", a, n.now));
+    }
+    if let Some(w) = r.tg_load_written {
+        if w > n.now {
+            return Err(format!("rq {i}: tg load written in the future ({w})"));
+        }
+    }
+    Ok(())
 }
 
 pub fn full_check(n: &Node, strict: bool) -> Result<(), String> {
@@ -122,7 +159,9 @@ pub fn full_check(n: &Node, strict: bool) -> Result<(), String> {
             }
         }
         let g = &n.cgroups[r.cg];
-        if r.cg != 0 && g.load_contrib[r.cpu] != scale_load_down(r.load) {
+        if n.tun.pelt_shares {
+            pelt_check(n, i)?;
+        } else if r.cg != 0 && g.load_contrib[r.cpu] != scale_load_down(r.load) {
             return Err(format!(
                 "rq {i}: load_contrib {} vs load {}",
                 g.load_contrib[r.cpu],
@@ -397,10 +436,17 @@ pub fn scenario(seed: u64) -> (Value, Vec<(String, Vec<usize>)>) {
             w["shape"] = json!({"bursts": 1 + shapes.u(5), "wait": wait});
         }
     }
+    // PELT group shares on a third of the seeds, drawn from a stream of their own (the rest of
+    // each seed's scenario stays what it was).
+    let group_shares = if Rng::stream(seed, 0x9e17).uniform() < 1.0 / 3.0 {
+        "pelt"
+    } else {
+        "instant"
+    };
     let spec = json!({
         "seed": seed,
         "topology": {"sockets": sockets, "cores_per_socket": cores, "threads_per_core": threads, "numa_nodes_per_socket": numa},
-        "kernel": {"scheduler": sched, "version": version, "smt_expeller": g.p(0.5), "hz": ([250u32, 1000][g.u(2) as usize]), "cfs_period_phase_ns": std::env::var("STRESS_PHASE").ok().and_then(|s| s.parse::<u64>().ok())},
+        "kernel": {"scheduler": sched, "version": version, "group_shares": group_shares, "smt_expeller": g.p(0.5), "hz": ([250u32, 1000][g.u(2) as usize]), "cfs_period_phase_ns": std::env::var("STRESS_PHASE").ok().and_then(|s| s.parse::<u64>().ok())},
         "cgroups": cgs,
         "workloads": wls,
     });
