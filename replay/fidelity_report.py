@@ -12,37 +12,20 @@ from typing import Any
 import plotly.graph_objects as go
 
 from replay.fidelity import METRICS, text
+from sim.report import figures_html, write_page
 
 HOST, SIM = "#1f77b4", "#ff7f0e"
 
 
 def write_report(doc: dict[str, Any], path: Path) -> Path:
-    figs = figures(doc)
-    parts = [fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"responsive": True}) for i, fig in enumerate(figs)]
-    page = f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>colosim fidelity</title>
-<style>
-  body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; }}
-  pre {{ background: #f6f6f6; padding: 1em; overflow-x: auto; }}
-</style>
-</head>
-<body>
-<h1>colosim fidelity{" (interrupted: partial)" if doc.get("interrupted") else ""}</h1>
+    body = f"""<h1>colosim fidelity{" (interrupted: partial)" if doc.get("interrupted") else ""}</h1>
 <p><code>{html.escape(doc.get("command", ""))}</code></p>
 <p>Every bar is a mean: the host's over its repetitions, the simulator's over its seeds; the
 whiskers are 95% bootstrap intervals of the mean. Each service's model is calibrated once, on
 its alone runs; the other cases are predictions.</p>
-{"".join(parts)}
-<pre>{html.escape(text(doc))}</pre>
-</body>
-</html>
-"""
-    path = Path(path)
-    path.write_text(page, encoding="utf-8")
-    return path
+{figures_html(figures(doc))}
+<pre>{html.escape(text(doc))}</pre>"""
+    return write_page(path, "colosim fidelity", body)
 
 
 def _bars(doc: dict[str, Any], metric: str) -> tuple[list[str], dict[str, list[tuple[float, float, float]]]]:

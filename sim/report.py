@@ -18,11 +18,27 @@ from sim.results import PERCENTILES, ExperimentResult, RunResult
 def write_report(result: ExperimentResult, path: str | Path, extra: Sequence[go.Figure] = ()) -> Path:
     """Write the report to `path`: the result tables, latency percentiles per run, and each
     cgroup's CPU share over time per run; `extra` figures after them (replay's probe)."""
-    parts = [
-        fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"responsive": True})
-        for i, fig in enumerate([*figures(result), *extra])
-    ]
     title = html.escape(f"colosim: {result.scenario}")
+    body = f"""<h1>{title}</h1>
+<p>seed {result.seed}, {result.duration_s:g} s simulated per run, measured after a
+{result.warmup_s:g} s warm-up; changes are against the baseline run
+<b>{html.escape(result.baseline)}</b>, as QoS changes: QPS run/baseline &minus; 1, latency
+baseline/run &minus; 1 (negative = worse).</p>
+<pre>{html.escape(str(result))}</pre>
+{figures_html([*figures(result), *extra])}
+{decisions_html(result)}"""
+    return write_page(path, title, body)
+
+
+def figures_html(figs: Sequence[go.Figure]) -> str:
+    """The figures as HTML fragments, plotly.js inlined once (before the first): the page opens
+    offline."""
+    return "".join(fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"responsive": True}) for i, fig in enumerate(figs))
+
+
+def write_page(path: str | Path, title: str, body: str) -> Path:
+    """One self-contained HTML page (every colosim report: run, tune, fidelity) at `path`:
+    `title` (already escaped) in the head, `body` as it is."""
     page = f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -34,18 +50,12 @@ def write_report(result: ExperimentResult, path: str | Path, extra: Sequence[go.
 </style>
 </head>
 <body>
-<h1>{title}</h1>
-<p>seed {result.seed}, {result.duration_s:g} s simulated per run, measured after a
-{result.warmup_s:g} s warm-up; changes are against the baseline run
-<b>{html.escape(result.baseline)}</b>, as QoS changes: QPS run/baseline &minus; 1, latency
-baseline/run &minus; 1 (negative = worse).</p>
-<pre>{html.escape(str(result))}</pre>
-{"".join(parts)}
-{decisions_html(result)}
+{body}
 </body>
 </html>
 """
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page, encoding="utf-8")
     return path
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from sim.report import figures_html, write_page
 from sim.tuning.output import best_trial, complete, defaults_trial, feasible, pareto_trials, summary_text
 from sim.tuning.spec import TuneSpec
 
@@ -185,21 +186,8 @@ def figures(spec: TuneSpec, study: Study) -> list[go.Figure]:
 
 
 def write_report(spec: TuneSpec, study: Study, name: str, path: Path) -> Path:
-    parts = [
-        fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"responsive": True}) for i, fig in enumerate(figures(spec, study))
-    ]
     title = html.escape(f"colosim tune: {name}")
-    page = f"""<!DOCTYPE html>
-<html lang="en">
-<head><meta charset="utf-8"><title>{title}</title>
-<style>body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; }}
-pre {{ background: #f6f6f6; padding: 1em; overflow-x: auto; }}</style></head>
-<body>
-<h1>{title}</h1>
+    body = f"""<h1>{title}</h1>
 <pre>{html.escape(summary_text(spec, study, name))}</pre>
-{"".join(parts)}
-</body></html>
-"""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
-    return path
+{figures_html(figures(spec, study))}"""
+    return write_page(path, title, body)
