@@ -149,10 +149,8 @@ class HostKernel:
 
 
 def parse_version(release: str) -> tuple[int, int]:
-    m = re.match(r"(\d+)\.(\d+)", release)
-    if m is None:
-        raise HostError(f"kernel release {release!r}: not MAJOR.MINOR...")
-    return int(m[1]), int(m[2])
+    major, minor = release_numbers(release).split(".")[:2]
+    return int(major), int(minor)
 
 
 def release_numbers(release: str) -> str:

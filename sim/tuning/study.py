@@ -240,13 +240,21 @@ def fail_orphans(study: Study) -> int:
         if reason is None:
             continue
         try:
-            storage.set_trial_user_attr(t._trial_id, "error", reason)
-            storage.set_trial_user_attr(t._trial_id, "orphaned", True)
-            if storage.set_trial_state_values(t._trial_id, state=S.FAIL) and t.state is S.RUNNING:
+            if _fail_orphaned(storage, t._trial_id, reason) and t.state is S.RUNNING:
                 n += 1
         except optuna.exceptions.UpdateFinishedTrialError:
             pass  # its owner finished it after all, or another process failed it first
     return n
+
+
+def _fail_orphaned(storage: BaseStorage, trial_id: int, reason: str) -> bool:
+    """Fail a trial nobody will finish, with `reason` in `error` and `orphaned` (not counted);
+    whether this call failed it (False: already finished)."""
+    import optuna
+
+    storage.set_trial_user_attr(trial_id, "error", reason)
+    storage.set_trial_user_attr(trial_id, "orphaned", True)
+    return bool(storage.set_trial_state_values(trial_id, state=optuna.trial.TrialState.FAIL))
 
 
 def withdraw_placeholders(study: Study) -> int:
@@ -267,10 +275,8 @@ def withdraw_placeholders(study: Study) -> int:
         try:
             if not storage.set_trial_state_values(t._trial_id, state=S.RUNNING):
                 continue  # a peer popped it just now: it is that peer's trial
-            storage.set_trial_user_attr(t._trial_id, "error", "a placeholder left over when its study process stopped asking")
-            storage.set_trial_user_attr(t._trial_id, "orphaned", True)
             storage.set_trial_user_attr(t._trial_id, "worker", WORKER)
-            storage.set_trial_state_values(t._trial_id, state=S.FAIL)
+            _fail_orphaned(storage, t._trial_id, "a placeholder left over when its study process stopped asking")
             n += 1
         except optuna.exceptions.UpdateFinishedTrialError:
             pass
