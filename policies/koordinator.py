@@ -28,6 +28,7 @@ from policies import cpu_evict as ce
 from policies import cpu_suppress as cs
 from policies import memory_evict as me
 from policies import memory_qos as mq
+from policies import resctrl_qos as rq
 from policies.cgroup import CgroupStats, Knob, KnobWrite, NodeStats, format_cpus, parse_cpus
 from policies.pods import BESTEFFORT, Pod, QoSClass
 from policies.policy import Decision, Observation, Param, Policy, PolicyError, cgroup_names
@@ -138,6 +139,8 @@ class Koordinator(Policy):
         if not isinstance(self.memory_evict, bool):
             raise PolicyError(f"{where}.memory_evict: must be true or false (BEMemoryEvict; off by default, as in koordlet)")
         self.last_memory_evict = -1e18  # the memory evictor starts at time 0: no initial cool-down
+        # resctrl QoS (policies/resctrl_qos.py): the table present = the RdtResctrl gate on
+        self.resctrl_qos = rq.parse(config.pop("resctrl_qos", None), f"{where}.resctrl_qos")
         memory = config.pop("node_memory", None)
         if memory is not None and (isinstance(memory, bool) or not isinstance(memory, int) or memory <= 0):
             raise PolicyError(f"{where}.node_memory: must be the node's memory in bytes")
@@ -195,9 +198,22 @@ class Koordinator(Policy):
     def watched_cgroups(self) -> Iterable[str]:
         return {self.besteffort, *self.be, *self.ls, *self.burst_cgroups}
 
+    def uses_resctrl(self) -> bool:
+        return self.resctrl_qos is not None
+
     def attach(self, obs: Observation) -> list[Decision]:
-        out = self._memory_qos(obs) + self._blkio_qos(obs)
+        out = self._memory_qos(obs) + self._blkio_qos(obs) + self._resctrl_qos(obs)
         return out + self._attach_cpu(obs)
+
+    def _resctrl_qos(self, obs: Observation) -> list[Decision]:
+        """koordlet's ResctrlReconcile (policies/resctrl_qos.py): the NodeSLO and the pods are
+        static in a scenario, so the groups' schemata and the pods' groups are set once."""
+        if self.resctrl_qos is None:
+            return []
+        writes, skipped = rq.policy_writes(self.resctrl_qos, obs.resctrl)
+        tasks = rq.assignments(self.resctrl_qos, rq.pod_classes(self.pods, self.ls, self.be))
+        what = "; ".join([*(str(w) for w in writes), *(str(a) for a in tasks), *skipped])
+        return [Decision(obs.now, self.name, f"resctrlQOS: {what}", resctrl=(*writes, *tasks))]
 
     def _blkio_qos(self, obs: Observation) -> list[Decision]:
         """koordlet's BlkIOReconcile for the BE class (policies/blkio_qos.py)."""
