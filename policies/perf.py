@@ -24,7 +24,9 @@ class PerfCounters:
     @classmethod
     def from_dict(cls, d: Mapping[str, int]) -> PerfCounters:
         refs = d.get("cache-references")
-        return cls(int(d.get("cycles", 0)), int(d.get("instructions", 0)), int(d.get("cache-misses", 0)), None if refs is None else int(refs))
+        return cls(
+            int(d.get("cycles", 0)), int(d.get("instructions", 0)), int(d.get("cache-misses", 0)), None if refs is None else int(refs)
+        )
 
     def __sub__(self, other: PerfCounters) -> PerfCounters:
         refs = None if self.cache_references is None or other.cache_references is None else self.cache_references - other.cache_references

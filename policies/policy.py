@@ -54,6 +54,17 @@ def cgroup_names(value: Any, where: str) -> list[str]:
     return list(value)
 
 
+def known_table(value: Any, known: Iterable[str], where: str, must: str, unknown: str) -> Mapping[str, Any]:
+    """A configuration table whose keys must be among `known`: the first unknown key is named
+    with `unknown` (what the known keys are); a non-table is refused with `must`."""
+    if not isinstance(value, Mapping):
+        raise PolicyError(f"{where}: must be {must}")
+    extra = sorted(set(value) - set(known))
+    if extra:
+        raise PolicyError(f"{where}.{extra[0]}: unknown ({unknown})")
+    return value
+
+
 @dataclass(frozen=True)
 class Observation:
     """What a policy sees at one tick: the time, the node, and for each cgroup it watches its

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from policies.pods import Pod, QoSClass
-from policies.policy import PolicyError
+from policies.policy import PolicyError, known_table
 from policies.resctrl import ResctrlAssign, ResctrlInfo, ResctrlWrite
 
 GROUPS = ("LSR", "LS", "BE")
@@ -122,7 +122,9 @@ def group_writes(group: str, cbm_mask: str, domains: Sequence[int], cfg: ClassRe
     return out
 
 
-def policy_writes(strategy: Mapping[str, ClassResctrl], info: ResctrlInfo | None, vendor: str = INTEL) -> tuple[list[ResctrlWrite], list[str]]:
+def policy_writes(
+    strategy: Mapping[str, ClassResctrl], info: ResctrlInfo | None, vendor: str = INTEL
+) -> tuple[list[ResctrlWrite], list[str]]:
     """reconcileRDTResctrlPolicy: every group's writes, and what was skipped and why (an
     unparsable or empty cbm_mask, no L3 domain, a bad range: koordlet logs and goes on)."""
     if info is None or not info.cbm_mask:
@@ -173,19 +175,12 @@ def parse(table: Any, where: str) -> dict[str, ClassResctrl] | None:
     feature gate off."""
     if table is None:
         return None
-    if not isinstance(table, Mapping):
-        raise PolicyError(f"{where}: must be a table of classes ({', '.join(GROUPS)})")
-    extra = sorted(set(table) - set(GROUPS))
-    if extra:
-        raise PolicyError(f"{where}.{extra[0]}: unknown class (known: {', '.join(GROUPS)}; LSE pods use LSR's)")
+    classes = ", ".join(GROUPS)
+    known_table(table, GROUPS, where, f"a table of classes ({classes})", f"classes: {classes}; LSE pods use LSR's")
     out = dict(DEFAULTS)
     for cls, t in table.items():
         w = f"{where}.{cls}"
-        if not isinstance(t, Mapping):
-            raise PolicyError(f"{w}: must be a table of {', '.join(FIELDS)}")
-        bad = sorted(set(t) - set(FIELDS))
-        if bad:
-            raise PolicyError(f"{w}.{bad[0]}: unknown field (known: {', '.join(FIELDS)})")
+        known_table(t, FIELDS, w, f"a table of {', '.join(FIELDS)}", f"fields: {', '.join(FIELDS)}")
         if "enable" in t and not isinstance(t["enable"], bool):
             raise PolicyError(f"{w}.enable: must be true or false")
         for k in FIELDS[1:]:

@@ -785,7 +785,9 @@ class HostBackend:
         refuses a policy that uses it before the policy starts, with one message."""
         if not self.fs.exists(RESCTRL_INFO):
             raise HostError(NO_RESCTRL)
-        raise HostError(f"{RESCTRL_INFO.parent} is mounted, but replay does not drive resctrl groups yet; the simulator models them (colosim run)")
+        raise HostError(
+            f"{RESCTRL_INFO.parent} is mounted, but replay does not drive resctrl groups yet; the simulator models them (colosim run)"
+        )
 
     def resctrl(self, action: ResctrlAction) -> None:
         self.resctrl_info()  # raises: no write without the filesystem
