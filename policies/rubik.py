@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from policies import cpi as ci
 from policies import dyn_cache as dc
 from policies import dyn_memory as dm
 from policies import io_cost as ic
@@ -98,6 +99,9 @@ class Rubik(Policy):
         self.cache_limit = config.pop("cache_limit", {})
         if not isinstance(self.cache_limit, Mapping) or not all(v in dc.LEVELS for v in self.cache_limit.values()):
             raise PolicyError(f"{where}.cache_limit: must map offline cgroups to a level ({', '.join(dc.LEVELS)})")
+        # CPI interference detection (policies/cpi.py): its pods are set in use_pods
+        self.cpi = ci.parse(config.pop("cpi", None), f"{where}.cpi")
+        self.cpi_service: ci.Service | None = None
         self.net = config.pop("net", False)
         if not isinstance(self.net, bool):
             raise PolicyError(f'{where}.net: must be true or false (rubik\'s preemption.resource contains "net")')
@@ -124,6 +128,9 @@ class Rubik(Policy):
         # with pods and no `offline` list: the BE pods are rubik's offline pods
         self.offline = self.offline or [p.cgroup for p in pods if p.is_be]
         self.online = self.online or [p.cgroup for p in pods if p.cgroup not in self.offline]
+        if self.cpi is not None:
+            # rubik's volcano.sh/cpi annotation: the online pods are watched, the offline limited
+            self.cpi_service = ci.Service(self.cpi, self.online, self.offline)
 
     @property
     def interval(self) -> float:
@@ -145,12 +152,19 @@ class Rubik(Policy):
         if self.dyn_memory == "dynlevel":
             for cg in self.offline:
                 yield (cg, Knob.MEMORY_LIMIT)
+        if self.cpi_service is not None:
+            for cg in self.cpi_service.offline:
+                yield (cg, Knob.CPU_CFS_QUOTA_US)
+
+    def perf_watch(self) -> Iterable[str]:
+        return list(self.cpi_service.online) if self.cpi_service is not None else []
 
     def watched_cgroups(self) -> Iterable[str]:
         cgs = {cg for cg, _ in self.watch()}
         evict = self.cpu_evict or self.memory_evict
         pods = set(self.offline) | (set(self.online) if self.memory_evict else set())
-        return cgs | pods if self.psi or self.dyn_memory == "dynlevel" or evict else cgs
+        cpi = set(self.cpi_service.cgroups()) if self.cpi_service is not None else set()
+        return (cgs | pods if self.psi or self.dyn_memory == "dynlevel" or evict else cgs) | cpi
 
     def attach(self, obs: Observation) -> list[Decision]:
         # preemption (policies/preemption.py): an offline pod's cpu.qos_level = -1
@@ -204,7 +218,7 @@ class Rubik(Policy):
         elif self.dyn_memory == "dynlevel":
             self.dynlevel = dm.DynLevel()
             self.next_fssr = obs.now + dm.FSSR_INTERVAL_S
-        return out + self._io_net(obs) + self._dyn_cache(obs)
+        return out + self._io_net(obs) + self._dyn_cache(obs) + self._cpi_tick(obs)
 
     def _dyn_cache(self, obs: Observation) -> list[Decision]:
         """dynCache's resctrl writes, recorded and not applied: the simulator has no model of
@@ -414,8 +428,20 @@ class Rubik(Policy):
             out.append(Decision(obs.now, self.name, f"quotaTurbo {c.cgroup} left: quota back to {c.origin} µs", writes))
         return out
 
+    def _cpi_tick(self, obs: Observation) -> list[Decision]:
+        """CPI interference detection (policies/cpi.py)."""
+        svc = self.cpi_service
+        if svc is None:
+            return []
+        usage = {cg: obs.cgroups[cg].usage_ns for cg in svc.cgroups()}
+        perf = {cg: (obs.perf[cg].cycles, obs.perf[cg].instructions) for cg in svc.online}
+        quota = {cg: int(obs.knob(cg, Knob.CPU_CFS_QUOTA_US)) for cg in svc.offline}
+        writes = svc.step(round(obs.now * 1e9), usage, perf, quota)
+        return [Decision(obs.now, self.name, why, (KnobWrite(cg, Knob.CPU_CFS_QUOTA_US, q),)) for why, cg, q in writes]
+
     def tick(self, obs: Observation) -> list[Decision]:
         fssr = self._fssr_tick(obs) + self._dynlevel_tick(obs) + self._psi_tick(obs) + self._evict_tick(obs)
+        fssr += self._cpi_tick(obs)
         fssr += self._turbo_sync(obs)
         if not self.containers:
             return fssr
