@@ -154,14 +154,14 @@ def test_expire_and_update(c):
     assert p.count == w_count and abs(p.mean - w_mean) <= EPS and abs(p.std - w_std) <= EPS
 
 
-O = f"{PS}::TestPodStatusCheckOutlier"
+OUT = f"{PS}::TestPodStatusCheckOutlier"
 HOT = {**VALUES, 9: 3.1, 10: 3.1, 11: 3.1}
 BUSY = {**VALUES, 9: 2.0, 10: 2.0, 11: 2.0}
 OUTLIER = [
-    (f"{O}/cpi is bigger than threshold three times", BUSY, True),
-    (f"{O}/cpi is bigger than threshold three times but cpuUsage < 0.25", {**BUSY, 10: 0.20}, False),
+    (f"{OUT}/cpi is bigger than threshold three times", BUSY, True),
+    (f"{OUT}/cpi is bigger than threshold three times but cpuUsage < 0.25", {**BUSY, 10: 0.20}, False),
     # upstream's third case repeats the second's data (its name says what it meant to test)
-    (f"{O}/cpi is bigger than threshold three times but cpiMean count <= 10", {**BUSY, 10: 0.20}, False),
+    (f"{OUT}/cpi is bigger than threshold three times but cpiMean count <= 10", {**BUSY, 10: 0.20}, False),
 ]
 
 
@@ -208,15 +208,15 @@ def test_antagonist(cpis, usage, want):
     assert score is not None and (score > cpi.Config().antagonist_metric) is want
 
 
-I = f"{CS}::TestCpiServiceIdentifyAntagonists"
+IDENT = f"{CS}::TestCpiServiceIdentifyAntagonists"
 FLAT = dict.fromkeys(range(1, 11), 2.1)
 IDENTIFY = [
     # (id, online cpi by minute, its mean, offline pods' usage by minute, the pod limited)
-    (f"{I}/without outlier", dict.fromkeys(range(1, 11), 2.8), 2.8, {}, None),
-    (f"{I}/with out offlineTasks", dict.fromkeys(range(1, 11), 2.8), 2.8, {}, None),
-    (f"{I}/No antagonist, but offline tasks exist.", FLAT, 2.0, {"maxCpuUsagePod": dict.fromkeys(range(1, 11), 6.0)}, "maxCpuUsagePod"),
+    (f"{IDENT}/without outlier", dict.fromkeys(range(1, 11), 2.8), 2.8, {}, None),
+    (f"{IDENT}/with out offlineTasks", dict.fromkeys(range(1, 11), 2.8), 2.8, {}, None),
+    (f"{IDENT}/No antagonist, but offline tasks exist.", FLAT, 2.0, {"maxCpuUsagePod": dict.fromkeys(range(1, 11), 6.0)}, "maxCpuUsagePod"),
     (
-        f"{I}/Antagonist detected.",
+        f"{IDENT}/Antagonist detected.",
         {**FLAT, 4: 3.1},
         2.0,
         {"maxCpuUsagePod": dict.fromkeys(range(1, 11), 6.0), "antagonistPod": {**dict.fromkeys(range(1, 11), 1.0), 4: 10.0}},
