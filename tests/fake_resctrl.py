@@ -28,9 +28,10 @@ INFO = {
 
 
 class FakeResctrlNode:
-    """Two sockets × 2 CPUs; cgroups with a fixed CPU usage each; resctrl and perf counters."""
+    """`ncpus` CPUs over `numa` nodes (one socket each); cgroups with a fixed CPU usage each; resctrl and perf counters."""
 
-    def __init__(self, cgroups: list[str], info: dict[str, Any] | None = None, ncpus: int = 4) -> None:
+    def __init__(self, cgroups: list[str], info: dict[str, Any] | None = None, ncpus: int = 4, numa: int = 2) -> None:
+        self.numa = numa
         self.info_dict = dict(info or INFO)
         self.info = ResctrlInfo.from_dict(self.info_dict)
         self.ncpus = ncpus
@@ -54,7 +55,7 @@ class FakeResctrlNode:
         return {"usage_ns": self.usage[cgroup], **zero}
 
     def cpu_topology(self) -> list[tuple[int, int, int]]:
-        return [(i, i * 2 // self.ncpus, i * 2 // self.ncpus) for i in range(self.ncpus)]
+        return [(i, i * self.numa // self.ncpus, i * self.numa // self.ncpus) for i in range(self.ncpus)]
 
     def memory_stats(self) -> None:
         return None
