@@ -9,7 +9,7 @@ parameter the koordinator policy gains is one line here.
 Not modelled, accepted as upstream writes them: cpuSuppressMinPercent, the allocatable and
 real-limit CPU/memory evictions (cpuEvictThresholdPercent, cpuEvictLowerPercent,
 cpuEvictPolicy, memoryAllocatableEvict*, cpuAllocatableEvict*, *PriorityThreshold), every
-class's cpuQOS, resctrlQOS and networkQOS, memoryQOS's pageCache*, the
+class's cpuQOS and networkQOS, the system class's resctrlQOS, memoryQOS's pageCache*, the
 blkioQOS of classes other than BE and all but one BE block, resourceQOSStrategy.policies,
 systemStrategy, extensions, hostApplications.
 """
@@ -58,9 +58,24 @@ def _memory_qos(cls: str, qos: str) -> list[Field]:
     ]
 
 
+def _resctrl_qos(cls: str, qos: str) -> list[Field]:
+    """One class's resctrlQOS (koordlet reconciles LSR, LS and BE; policies/resctrl_qos.py).
+    No defaults here: a NodeSLO without resctrlQOS leaves the koordlet's RdtResctrl gate off,
+    and one with it gets DefaultResctrlQOS for what it leaves out (the policy merges them)."""
+    if qos not in ("LSR", "LS", "BE"):
+        return [Field(f"{cls}.resctrlQOS", None, "any")]
+    p, r = f"{cls}.resctrlQOS", f"resctrl_qos.{qos}"
+    return [
+        Field(f"{p}.enable", f"{r}.enable", "bool"),
+        _percent(f"{p}.catRangeStartPercent", f"{r}.cat_range_start_percent"),
+        _percent(f"{p}.catRangeEndPercent", f"{r}.cat_range_end_percent"),
+        _percent(f"{p}.mbaPercent", f"{r}.mba_percent"),
+    ]
+
+
 def _class(cls: str, qos: str) -> list[Field]:
     p = cls
-    fields = _memory_qos(cls, qos) + [Field(f"{p}.{k}", None, "any") for k in ("cpuQOS", "resctrlQOS", "networkQOS")]
+    fields = _memory_qos(cls, qos) + _resctrl_qos(cls, qos) + [Field(f"{p}.{k}", None, "any") for k in ("cpuQOS", "networkQOS")]
     if cls != "beClass":
         return [*fields, Field(f"{p}.blkioQOS", None, "any")]
     b = f"{p}.blkioQOS"
@@ -218,6 +233,8 @@ def effective(table: Mapping[str, Any]) -> dict[str, Any]:
         blkio_qos=p.blkio_qos,
         memory_qos={c: asdict(v) for c, v in p.memory_qos.items()},
     )
+    if p.resctrl_qos is not None:
+        out["resctrl_qos"] = {c: asdict(v) for c, v in p.resctrl_qos.items()}
     return out
 
 
@@ -248,8 +265,9 @@ def write_spec(table: Mapping[str, Any]) -> dict[str, Any]:
     """The NodeSLO spec of a koordinator `[policy]` table, by section: every field it maps,
     with resourceUsedThresholdWithBE.enable true (the policy suppresses)."""
     t = canonical(effective(table))
-    flat = {k: v for k, v in t.items() if k != "memory_qos"}
-    flat.update({f"memory_qos.{k}": v for k, v in flatten(t.get("memory_qos") or {}).items()})
+    flat = {k: v for k, v in t.items() if k not in ("memory_qos", "resctrl_qos")}
+    for key in ("memory_qos", "resctrl_qos"):
+        flat.update({f"{key}.{k}": v for k, v in flatten(t.get(key) or {}).items()})
     spec = {key: write(flat, fields, skip=_unset) for key, fields in SECTIONS.items() if fields}
     spec[THRESHOLD] = {"enable": True, **spec[THRESHOLD]}
     io = write(t, IO_CFG, skip=lambda f, v: v == f.default)
@@ -263,6 +281,8 @@ def _unset(f: Field, v: Any) -> bool:
     """0 stands for "not set" where upstream leaves the field out: the BE satisfaction
     percents (BECPUEvict off) and memoryEvictLowerPercent (koordlet then takes threshold − 2;
     an explicit 0 would evict down to an empty node)."""
+    if v is None:  # a resctrlQOS percent left unset (koordlet then skips that line)
+        return True
     return v == 0 and f.path.endswith(("SatisfactionUpperPercent", "SatisfactionLowerPercent", "memoryEvictLowerPercent"))
 
 
