@@ -131,3 +131,62 @@ def test_the_host_backend_refuses_resctrl_with_one_message(tmp_path):
         b.resctrl(ResctrlWrite("BE", "L3:0=f"))
     with pytest.raises(HostError, match="perf counters"):
         b.perf_counters("online")
+
+
+SCENARIO = """
+[scenario]
+name = "cache"
+duration = "1s"
+
+[node]
+sockets = 2
+cores_per_socket = 1
+threads_per_core = 1
+
+[pods.online]
+qos = "LS"
+cpu_request = 1
+
+[pods.offline]
+qos = "BE"
+
+[workloads.web]
+kind = "closed_loop"
+pod = "online"
+clients = 1
+workers = 1
+service = { dist = "exponential", mean = "5ms" }
+
+[workloads.batch]
+kind = "hog"
+pod = "offline"
+threads = 1
+
+[policy]
+"""
+
+
+@pytest.mark.skipif(Path("/sys/fs/resctrl/info").exists(), reason="this host has resctrl")
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [
+        ('name = "koordinator"\nresctrl_qos = { BE = { enable = true } }', "mount -t resctrl"),
+        ('name = "rubik"\ndyn_cache = {}', "mount -t resctrl"),
+        ('name = "rubik"\ncpi = {}', "perf counters of kubepods/burstable/pod-online: replay does not read"),
+    ],
+)
+def test_replay_refuses_before_anything_runs(tmp_path, policy, message):
+    """check_knobs, which every replay entry point calls before it creates a cgroup, refuses
+    a policy that needs resctrl or perf counters with one message."""
+    from replay.host_run import check_knobs
+    from sim.errors import HostError
+    from sim.scenario.document import load_scenario
+
+    path = tmp_path / "cache.toml"
+    path.write_text(SCENARIO + policy + "\n")
+    sc = load_scenario(path)
+    said: list[str] = []
+    with pytest.raises(HostError, match=message):
+        check_knobs([sc], set(), said.append)
+    path.write_text(SCENARIO + 'name = "rubik"\n')
+    check_knobs([load_scenario(path)], set(), said.append)  # no resctrl, no perf: fine
