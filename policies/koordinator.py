@@ -7,6 +7,8 @@
   machine for LS pods with a CPU limit;
 * BE CPU eviction (policies/cpu_evict.py, §4.2): `cgroup.kill` of BE pods when their CPU
   satisfaction falls below cpuEvictBESatisfactionLowerPercent (off unless configured);
+* resctrl QoS (policies/resctrl_qos.py, §8 "Resctrl"): the LSR / LS / BE groups' L3 ways and
+  memory bandwidth from NodeSLO resctrlQOS, and the pods' tasks in their class's group;
 * batch resources (policies/batch_resource.py, §5): the batch-cpu/batch-memory the node would
   advertise, recorded as decisions (nothing is written: it is the scheduler's input).
 
@@ -103,6 +105,9 @@ class Koordinator(Policy):
             integer=True,
             doc="batchMemoryThresholdPercent: batch-memory ≤ capacity × this %; -1 = unset (no cap)",
         ),
+        # resctrlQOS of the BE class as flat, tunable parameters (policies/resctrl_qos.py): a value
+        # above 0 turns resctrl QoS on and enables BE with it (over the `resctrl_qos` table's)
+        *(Param(f"resctrl_be_{f}", 0, 100, 0, integer=True, doc=f"NodeSLO beClass resctrlQOS {f}; 0 = unset") for f in rq.FLAT_FIELDS),
         Param("blkio_be_io_weight_percent", 1, 100, bq.IO_WEIGHT_PERCENT, integer=True, doc="beClass blkioQOS ioCfg.ioWeightPercent"),
         Param("blkio_be_read_iops", 0, 1_000_000, 0, integer=True, doc="beClass blkioQOS ioCfg.readIOPS"),
         Param("blkio_be_write_iops", 0, 1_000_000, 0, integer=True, doc="beClass blkioQOS ioCfg.writeIOPS"),
@@ -146,6 +151,7 @@ class Koordinator(Policy):
             raise PolicyError(f"{where}.node_memory: must be the node's memory in bytes")
         self.node_memory: int | None = memory
         super().__init__(config, where)
+        self.resctrl_qos = rq.with_flat(self.resctrl_qos, {f: int(self.values[f"resctrl_be_{f}"]) for f in rq.FLAT_FIELDS}, where)
         lower = self.values["cpu_evict_be_satisfaction_lower_percent"]
         upper = self.values["cpu_evict_be_satisfaction_upper_percent"]
         if (lower > 0) != (upper > 0) or (lower > 0 and not (upper >= lower and upper < 100)):

@@ -58,6 +58,8 @@ DEFAULTS: dict[str, ClassResctrl] = {
     "BE": ClassResctrl(False, 0, 30, 100),
 }
 FIELDS = ("enable", "cat_range_start_percent", "cat_range_end_percent", "mba_percent")
+# the BE class's percents the koordinator policy also takes as flat (tunable) parameters
+FLAT_FIELDS = ("cat_range_end_percent", "mba_percent")
 
 
 def group_of(qos: QoSClass) -> str:
@@ -192,4 +194,21 @@ def parse(table: Any, where: str) -> dict[str, ClassResctrl] | None:
         if c.cat_range_start_percent is not None and c.cat_range_end_percent is not None:
             if c.cat_range_end_percent <= c.cat_range_start_percent:
                 raise PolicyError(f"{w}.cat_range_end_percent: must be above cat_range_start_percent ({c.cat_range_start_percent})")
+    return out
+
+
+def with_flat(strategy: Mapping[str, ClassResctrl] | None, flat: Mapping[str, int], where: str) -> dict[str, ClassResctrl] | None:
+    """The BE class's flat percents (resctrl_be_*; 0 = unset) over the table's: any set one
+    turns resctrl QoS on (DefaultResctrlQOS for the rest) and enables BE with it."""
+    set_ = {k: v for k, v in flat.items() if v}
+    if not set_:
+        return None if strategy is None else dict(strategy)
+    out = dict(strategy or DEFAULTS)
+    be = replace(out["BE"], enable=True, **set_)
+    if be.cat_range_start_percent is not None and be.cat_range_end_percent is not None:
+        if be.cat_range_end_percent <= be.cat_range_start_percent:
+            raise PolicyError(
+                f"{where}.resctrl_be_cat_range_end_percent: must be above BE's cat_range_start_percent ({be.cat_range_start_percent})"
+            )
+    out["BE"] = be
     return out

@@ -84,3 +84,27 @@ def test_a_koordinator_table_with_resctrl_qos_round_trips(tmp_path):
     for f in write_files(table, tmp_path):
         got = policy_file(f)["policy"]
         assert build_policy({**got, "besteffort": "be"}).resctrl_qos == want, f.name
+
+
+def test_the_flat_be_percents_are_tunable_and_written(tmp_path):
+    """resctrl_be_cat_range_end_percent / resctrl_be_mba_percent (what `colosim tune`
+    searches): a value above 0 turns resctrl QoS on with BE enabled at it, and the written
+    NodeSLO carries it in beClass.resctrlQOS; read back, the flat keys are 0 and the class
+    has the values."""
+    from policies import build_policy
+    from policies.formats import write_files
+
+    table = {"name": "koordinator", "besteffort": "be", "resctrl_be_cat_range_end_percent": 20, "resctrl_be_mba_percent": 40}
+    p = build_policy(table)
+    assert p.resctrl_qos is not None and p.resctrl_qos["BE"] == rq.ClassResctrl(True, 0, 20, 40)
+    assert p.resctrl_qos["LS"] == rq.DEFAULTS["LS"]
+    assert nodeslo.write_spec(table)["resourceQOSStrategy"]["beClass"]["resctrlQOS"]["catRangeEndPercent"] == 20
+    for f in write_files(table, tmp_path):
+        got = policy_file(f)["policy"]
+        assert got["resctrl_be_cat_range_end_percent"] == 0 and got["resctrl_be_mba_percent"] == 0
+        assert build_policy({**got, "besteffort": "be"}).resctrl_qos == p.resctrl_qos, f.name
+    assert build_policy({"name": "koordinator", "besteffort": "be"}).resctrl_qos is None  # all 0: the gate stays off
+    from policies.policy import PolicyError
+
+    with pytest.raises(PolicyError, match="resctrl_be_cat_range_end_percent"):
+        build_policy({**table, "resctrl_qos": {"BE": {"cat_range_start_percent": 25}}})  # 25 < 30, but not < 20

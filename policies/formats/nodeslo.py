@@ -21,6 +21,7 @@ from dataclasses import asdict
 from typing import Any
 
 from policies import memory_qos as mq
+from policies import resctrl_qos as rq
 from policies.formats.fields import Field, FormatError, flatten, get, nest, read, write
 from policies.koordinator import Koordinator
 
@@ -166,6 +167,8 @@ IO_CFG: tuple[Field, ...] = (
 )
 BLOCKS = ("beClass", "blkioQOS", "blocks")
 
+# resctrlQOS percents of the BE class the policy also takes flat (resctrl_be_mba_percent …)
+FLAT_RESCTRL = {f"resctrl_be_{f}": f for f in rq.FLAT_FIELDS}
 # memory QoS percents the policy also takes flat (memory_qos_ls_min_limit_percent …)
 FLAT_MEMORY = {
     f"memory_qos_{c.lower()}_{f}": (c, f) for c in ("LS", "BE") for f in ("min_limit_percent", "low_limit_percent", "throttling_percent")
@@ -199,6 +202,7 @@ def read_spec(sections: Mapping[str, tuple[Any, str]]) -> dict[str, Any]:
     table = nest(flat)
     # the flat memory QoS percents are carried by the classes (0: not set)
     table.update(dict.fromkeys(FLAT_MEMORY, 0))
+    table.update(dict.fromkeys(FLAT_RESCTRL, 0))
     return table
 
 
@@ -258,6 +262,13 @@ def canonical(table: Mapping[str, Any]) -> dict[str, Any]:
             v["wmark_scale_permill"] = 50 if cls == "SYSTEM" else 20
     if classes:
         out["memory_qos"] = classes
+    # the BE resctrl percents likewise (policies/resctrl_qos.py with_flat)
+    flat = {f: out.get(key, 0) for key, f in FLAT_RESCTRL.items()}
+    if any(flat.values()):
+        folded = rq.with_flat(rq.parse(out.get("resctrl_qos"), "policy.resctrl_qos"), flat, "policy")
+        assert folded is not None  # a flat value is set
+        out["resctrl_qos"] = {c: asdict(v) for c, v in folded.items()}
+    out.update(dict.fromkeys(FLAT_RESCTRL, 0))
     return out
 
 
