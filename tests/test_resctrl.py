@@ -190,3 +190,17 @@ def test_replay_refuses_before_anything_runs(tmp_path, policy, message):
         check_knobs([sc], set(), said.append)
     path.write_text(SCENARIO + 'name = "rubik"\n')
     check_knobs([load_scenario(path)], set(), said.append)  # no resctrl, no perf: fine
+
+
+def test_perf_counters_stay_cumulative_across_the_warmup_reset():
+    """SimBackend keeps the core's counters monotonic, as perf's are: after the warm-up's
+    reset_stats zeroes them, later reads continue from the last value."""
+    node = FakeResctrlNode(["web"])
+    b = backend(node)
+    node.perf["web"] = {"cycles": 300, "instructions": 200, "cache-misses": 7}
+    first = b.perf_counters("web")
+    node.perf["web"] = {"cycles": 30, "instructions": 10, "cache-misses": 1}  # reset, then some work
+    second = b.perf_counters("web")
+    assert (first.cycles, first.instructions, first.cache_misses, first.cache_references) == (300, 200, 7, None)
+    assert (second.cycles, second.instructions, second.cache_misses) == (330, 210, 8)
+    assert (second - first).cpi() == 3.0
