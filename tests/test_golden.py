@@ -1,0 +1,21 @@
+"""The core's results are bit-identical to the golden runs recorded before the speed work
+(issue 21: a faster core without changing results). The golden file was written by
+tests/data/make_golden.py from the core as it was before any optimisation; every run's
+digest covers all a user reads (latencies, completions, cgroup counters, per-CPU busy time,
+time series, memory, IO). When the model itself changes, regenerate it with that script."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.data import make_golden
+
+RECORDED = json.loads(make_golden.GOLDEN.read_text())
+
+
+@pytest.mark.parametrize("case", sorted(make_golden.CASES))
+def test_results_identical_to_golden(case: str) -> None:
+    assert case in RECORDED, f"{case}: no golden record; run tests/data/make_golden.py"
+    assert make_golden.compute([case])[case] == RECORDED[case]
