@@ -1,6 +1,17 @@
-//! The event queue: a binary heap ordered by (time, sequence number), so that events at the
-//! same nanosecond run in the order they were scheduled — the tie-break that makes runs
+//! The event queue: events ordered by (time, sequence number), so that events at the same
+//! nanosecond run in the order they were scheduled — the tie-break that makes runs
 //! bit-identical.
+//!
+//! Two stores share one sequence counter and are merged at `pop`: a binary heap for every
+//! event kind, and one timer slot per CPU for `Event::Cpu`. A CPU has at most one pending
+//! completion/tick event (the kernel reprograms its one hrtimer/tick the same way), and it
+//! is reprogrammed on almost every switch; in one heap each reprogram left a stale entry
+//! behind, and a hog's far-future completion (no tick needed on a CPU that runs one task,
+//! as under nohz) was never popped, so the heap grew without bound (65,000 entries after
+//! 20 simulated s of the 96-CPU node) and every push and pop paid for it. The slots keep a
+//! tournament tree over the CPUs (each inner node holds the earlier of its two children),
+//! so a reprogram is one leaf-to-root walk and the earliest CPU event is the root. The order
+//! of events is exactly the one heap's: same keys, stale entries were no-ops.
 
 use crate::topology::CpuId;
 use std::cmp::Ordering;
@@ -63,23 +74,105 @@ impl Ord for Entry {
     }
 }
 
+/// An empty slot's key: later than every real event (a real one is never at `Ns::MAX`).
+const NO_TIMER: (Ns, u64) = (Ns::MAX, u64::MAX);
+
 #[derive(Debug, Default)]
 pub struct EventQueue {
     heap: BinaryHeap<Entry>,
     seq: u64,
+    /// Per CPU: (time, seq) of its pending `Event::Cpu`, or NO_TIMER, and that event's gen.
+    cpu_key: Vec<(Ns, u64)>,
+    cpu_gen: Vec<u64>,
+    /// Tournament tree over the CPU slots: `tree[1]` is the CPU with the earliest key,
+    /// `tree[i]` the earlier of `tree[2i]` and `tree[2i+1]`, leaves at `width + cpu`.
+    tree: Vec<u32>,
+    width: usize,
 }
 
 impl EventQueue {
+    /// A queue with one timer slot per CPU (`set_cpu_timer`).
+    pub fn with_cpus(ncpus: usize) -> Self {
+        let width = ncpus.max(1).next_power_of_two();
+        let mut tree = vec![0u32; 2 * width];
+        for (i, leaf) in tree[width..].iter_mut().enumerate() {
+            *leaf = i as u32;
+        }
+        let mut q = EventQueue {
+            cpu_key: vec![NO_TIMER; width],
+            cpu_gen: vec![0; width],
+            tree,
+            width,
+            ..Default::default()
+        };
+        for i in (1..width).rev() {
+            q.tree[i] = q.earlier(q.tree[2 * i], q.tree[2 * i + 1]);
+        }
+        q
+    }
+
     pub fn push(&mut self, at: Ns, ev: Event) {
         self.seq += 1;
         self.heap.push(Entry { at, seq: self.seq, ev });
     }
 
+    /// Schedule `Event::Cpu { cpu, gen }` at `at`, replacing the CPU's pending one (it takes
+    /// the next sequence number, as a push would).
+    pub fn set_cpu_timer(&mut self, cpu: CpuId, at: Ns, gen: u64) {
+        self.seq += 1;
+        self.cpu_key[cpu] = (at, self.seq);
+        self.cpu_gen[cpu] = gen;
+        self.sift_cpu(cpu);
+    }
+
+    /// Drop the CPU's pending `Event::Cpu`, if any.
+    pub fn cancel_cpu_timer(&mut self, cpu: CpuId) {
+        if self.cpu_key[cpu] != NO_TIMER {
+            self.cpu_key[cpu] = NO_TIMER;
+            self.sift_cpu(cpu);
+        }
+    }
+
+    fn earlier(&self, a: u32, b: u32) -> u32 {
+        if self.cpu_key[b as usize] < self.cpu_key[a as usize] {
+            b
+        } else {
+            a
+        }
+    }
+
+    fn sift_cpu(&mut self, cpu: CpuId) {
+        let mut i = (self.width + cpu) / 2;
+        while i >= 1 {
+            self.tree[i] = self.earlier(self.tree[2 * i], self.tree[2 * i + 1]);
+            i /= 2;
+        }
+    }
+
+    /// The CPU whose timer is earliest, and its key, if any CPU has one.
+    fn first_cpu(&self) -> Option<(CpuId, (Ns, u64))> {
+        let cpu = *self.tree.get(1)? as usize;
+        let key = self.cpu_key[cpu];
+        (key != NO_TIMER).then_some((cpu, key))
+    }
+
     pub fn peek_time(&self) -> Option<Ns> {
-        self.heap.peek().map(|e| e.at)
+        let heap = self.heap.peek().map(|e| e.at);
+        match self.first_cpu() {
+            Some((_, (at, _))) => Some(heap.map_or(at, |h| h.min(at))),
+            None => heap,
+        }
     }
 
     pub fn pop(&mut self) -> Option<(Ns, Event)> {
+        if let Some((cpu, key)) = self.first_cpu() {
+            if self.heap.peek().is_none_or(|e| key < (e.at, e.seq)) {
+                self.cpu_key[cpu] = NO_TIMER;
+                self.sift_cpu(cpu);
+                let gen = self.cpu_gen[cpu];
+                return Some((key.0, Event::Cpu { cpu, gen }));
+            }
+        }
         self.heap.pop().map(|e| (e.at, e.ev))
     }
 }
@@ -98,5 +191,69 @@ mod tests {
         assert_eq!(q.pop(), Some((5, Event::Sample)));
         assert_eq!(q.pop(), Some((5, Event::Workload { wl: 1, slot: 0 })));
         assert!(q.pop().is_none());
+    }
+
+    /// The slots and the heap together give exactly the order one heap with lazy deletion
+    /// gives (the queue before the slots): a reference that pushes every CPU event and skips
+    /// the stale ones when popped, driven by the same pseudo-random reprograms.
+    #[test]
+    fn cpu_slots_pop_in_the_order_one_heap_with_stale_entries_does() {
+        let ncpus = 5;
+        let mut q = EventQueue::with_cpus(ncpus);
+        let mut reference = EventQueue::default();
+        let mut gens = vec![0u64; ncpus];
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let (mut now, mut popped) = (0, 0);
+        for _ in 0..20_000 {
+            let r = next();
+            let at = now + r % 64; // many ties at the same nanosecond
+            match r % 7 {
+                0 | 1 => {
+                    let ev = Event::Workload {
+                        wl: (r % 3) as usize,
+                        slot: popped,
+                    };
+                    q.push(at, ev);
+                    reference.push(at, ev);
+                }
+                2..=4 => {
+                    let cpu = (r >> 8) as usize % ncpus;
+                    gens[cpu] += 1;
+                    q.set_cpu_timer(cpu, at, gens[cpu]);
+                    reference.push(at, Event::Cpu { cpu, gen: gens[cpu] });
+                }
+                5 => {
+                    let cpu = (r >> 8) as usize % ncpus;
+                    gens[cpu] += 1; // cancelled: the pending one is stale
+                    q.cancel_cpu_timer(cpu);
+                    reference.seq += 1; // keep the counters in step (no entry)
+                    q.seq += 1;
+                }
+                _ => {
+                    let want = loop {
+                        match reference.pop() {
+                            Some((_, Event::Cpu { cpu, gen })) if gens[cpu] != gen => continue,
+                            other => break other,
+                        }
+                    };
+                    if let Some((_, Event::Cpu { cpu, .. })) = want {
+                        gens[cpu] += 1; // fired: what the node does (reprogram bumps gen)
+                    }
+                    assert_eq!(q.peek_time(), want.map(|w| w.0));
+                    assert_eq!(q.pop(), want);
+                    if let Some((t, _)) = want {
+                        now = t;
+                    }
+                    popped += 1;
+                }
+            }
+        }
+        assert!(popped > 1000);
     }
 }

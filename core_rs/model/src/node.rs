@@ -256,7 +256,7 @@ impl Node {
             killed: vec![],
             services: vec![],
             service_names: vec![],
-            queue: EventQueue::default(),
+            queue: EventQueue::with_cpus(ncpus),
             events: 0,
             memory_budget: MEMORY_BUDGET,
             cpu_busy: vec![0; ncpus * ncg],
@@ -1077,7 +1077,9 @@ impl Node {
         c.next_event = at;
         if at != Ns::MAX {
             let gen = c.gen;
-            self.queue.push(at, Event::Cpu { cpu, gen });
+            self.queue.set_cpu_timer(cpu, at, gen);
+        } else {
+            self.queue.cancel_cpu_timer(cpu);
         }
     }
 
