@@ -74,19 +74,33 @@ impl Ord for Entry {
     }
 }
 
-/// An empty slot's key: later than every real event (a real one is never at `Ns::MAX`).
-const NO_TIMER: (Ns, u64) = (Ns::MAX, u64::MAX);
+/// A CPU timer in the tournament tree: when, its sequence number, which CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Timer {
+    at: Ns,
+    seq: u64,
+    cpu: u32,
+}
+
+impl Timer {
+    /// An empty slot: later than every real event (a real one is never at `Ns::MAX`).
+    const NONE: (Ns, u64) = (Ns::MAX, u64::MAX);
+
+    fn key(&self) -> (Ns, u64) {
+        (self.at, self.seq)
+    }
+}
 
 #[derive(Debug, Default)]
 pub struct EventQueue {
     heap: BinaryHeap<Entry>,
     seq: u64,
-    /// Per CPU: (time, seq) of its pending `Event::Cpu`, or NO_TIMER, and that event's gen.
-    cpu_key: Vec<(Ns, u64)>,
+    /// Per CPU, the gen of its pending `Event::Cpu`.
     cpu_gen: Vec<u64>,
-    /// Tournament tree over the CPU slots: `tree[1]` is the CPU with the earliest key,
-    /// `tree[i]` the earlier of `tree[2i]` and `tree[2i+1]`, leaves at `width + cpu`.
-    tree: Vec<u32>,
+    /// Tournament tree over the CPU slots, keys held in the nodes (no indirection on the
+    /// walk): leaves at `width + cpu`, `tree[i]` the earlier of `tree[2i]` and `tree[2i+1]`,
+    /// so `tree[1]` is the earliest CPU timer.
+    tree: Vec<Timer>,
     width: usize,
 }
 
@@ -94,21 +108,20 @@ impl EventQueue {
     /// A queue with one timer slot per CPU (`set_cpu_timer`).
     pub fn with_cpus(ncpus: usize) -> Self {
         let width = ncpus.max(1).next_power_of_two();
-        let mut tree = vec![0u32; 2 * width];
-        for (i, leaf) in tree[width..].iter_mut().enumerate() {
-            *leaf = i as u32;
+        let (at, seq) = Timer::NONE;
+        let mut tree = vec![Timer { at, seq, cpu: 0 }; 2 * width];
+        for (cpu, leaf) in tree[width..].iter_mut().enumerate() {
+            leaf.cpu = cpu as u32;
         }
-        let mut q = EventQueue {
-            cpu_key: vec![NO_TIMER; width],
+        for i in (1..width).rev() {
+            tree[i] = earlier(tree[2 * i], tree[2 * i + 1]);
+        }
+        EventQueue {
             cpu_gen: vec![0; width],
             tree,
             width,
             ..Default::default()
-        };
-        for i in (1..width).rev() {
-            q.tree[i] = q.earlier(q.tree[2 * i], q.tree[2 * i + 1]);
         }
-        q
     }
 
     pub fn push(&mut self, at: Ns, ev: Event) {
@@ -120,60 +133,70 @@ impl EventQueue {
     /// the next sequence number, as a push would).
     pub fn set_cpu_timer(&mut self, cpu: CpuId, at: Ns, gen: u64) {
         self.seq += 1;
-        self.cpu_key[cpu] = (at, self.seq);
         self.cpu_gen[cpu] = gen;
-        self.sift_cpu(cpu);
+        self.set_leaf(cpu, (at, self.seq));
     }
 
     /// Drop the CPU's pending `Event::Cpu`, if any.
     pub fn cancel_cpu_timer(&mut self, cpu: CpuId) {
-        if self.cpu_key[cpu] != NO_TIMER {
-            self.cpu_key[cpu] = NO_TIMER;
-            self.sift_cpu(cpu);
+        if self.tree[self.width + cpu].key() != Timer::NONE {
+            self.set_leaf(cpu, Timer::NONE);
         }
     }
 
-    fn earlier(&self, a: u32, b: u32) -> u32 {
-        if self.cpu_key[b as usize] < self.cpu_key[a as usize] {
-            b
-        } else {
-            a
-        }
-    }
-
-    fn sift_cpu(&mut self, cpu: CpuId) {
-        let mut i = (self.width + cpu) / 2;
+    fn set_leaf(&mut self, cpu: CpuId, (at, seq): (Ns, u64)) {
+        let mut i = self.width + cpu;
+        self.tree[i].at = at;
+        self.tree[i].seq = seq;
+        i /= 2;
         while i >= 1 {
-            self.tree[i] = self.earlier(self.tree[2 * i], self.tree[2 * i + 1]);
+            let new = earlier(self.tree[2 * i], self.tree[2 * i + 1]);
+            // Nothing changed here, so nothing changes above.
+            if new == self.tree[i] {
+                break;
+            }
+            self.tree[i] = new;
             i /= 2;
         }
     }
 
-    /// The CPU whose timer is earliest, and its key, if any CPU has one.
-    fn first_cpu(&self) -> Option<(CpuId, (Ns, u64))> {
-        let cpu = *self.tree.get(1)? as usize;
-        let key = self.cpu_key[cpu];
-        (key != NO_TIMER).then_some((cpu, key))
+    /// The earliest CPU timer, if any CPU has one.
+    fn first_cpu(&self) -> Option<Timer> {
+        let first = *self.tree.get(1)?;
+        (first.key() != Timer::NONE).then_some(first)
     }
 
     pub fn peek_time(&self) -> Option<Ns> {
         let heap = self.heap.peek().map(|e| e.at);
         match self.first_cpu() {
-            Some((_, (at, _))) => Some(heap.map_or(at, |h| h.min(at))),
+            Some(t) => Some(heap.map_or(t.at, |h| h.min(t.at))),
             None => heap,
         }
     }
 
     pub fn pop(&mut self) -> Option<(Ns, Event)> {
-        if let Some((cpu, key)) = self.first_cpu() {
-            if self.heap.peek().is_none_or(|e| key < (e.at, e.seq)) {
-                self.cpu_key[cpu] = NO_TIMER;
-                self.sift_cpu(cpu);
-                let gen = self.cpu_gen[cpu];
-                return Some((key.0, Event::Cpu { cpu, gen }));
+        if let Some(t) = self.first_cpu() {
+            if self.heap.peek().is_none_or(|e| t.key() < (e.at, e.seq)) {
+                let cpu = t.cpu as usize;
+                self.set_leaf(cpu, Timer::NONE);
+                return Some((
+                    t.at,
+                    Event::Cpu {
+                        cpu,
+                        gen: self.cpu_gen[cpu],
+                    },
+                ));
             }
         }
         self.heap.pop().map(|e| (e.at, e.ev))
+    }
+}
+
+fn earlier(a: Timer, b: Timer) -> Timer {
+    if b.key() < a.key() {
+        b
+    } else {
+        a
     }
 }
 

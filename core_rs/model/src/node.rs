@@ -1063,7 +1063,7 @@ impl Node {
                     .saturating_sub(self.cpus[cpu].progress_rem as u128);
                 let done = self
                     .now
-                    .saturating_add(need.div_ceil(speed as u128).min(u64::MAX as u128 / 2) as u64);
+                    .saturating_add(crate::arith::div_ceil(need, speed).min(u64::MAX as u128 / 2) as u64);
                 let resched = self.next_resched_tick(cpu).min(self.next_shares_tick(cpu));
                 self.cpus[cpu].resched_at = resched;
                 done.min(resched).min(self.next_bandwidth_tick(cpu))
