@@ -791,11 +791,14 @@ impl Disk {
                 hw[g] = hw[p] * w(g) / total[p];
             }
         }
-        weights.extend(
-            self.flows
-                .iter()
-                .map(|f| hw[f.cg] * DEFAULT_WEIGHT as f64 / total[f.cg] / own[f.cg] as f64),
-        );
+        // a flow's weight depends on its cgroup alone: computed once per cgroup (into `hw`,
+        // the same expression on the same operands), looked up per flow
+        for g in 0..n {
+            if own[g] > 0 {
+                hw[g] = hw[g] * DEFAULT_WEIGHT as f64 / total[g] / own[g] as f64;
+            }
+        }
+        weights.extend(self.flows.iter().map(|f| hw[f.cg]));
     }
 
     pub fn stat(&self, cg: CgId) -> IoStat {
