@@ -103,7 +103,9 @@ def run_digest(run: Any) -> dict[str, Any]:
     }
 
 
-def compute(names: list[str] | None = None) -> dict[str, dict[str, Any]]:
+def compute(names: list[str] | None = None, seed_offset: int = 0) -> dict[str, dict[str, Any]]:
+    """Digests of the cases named (all by default), each at its scenario's seed plus
+    `seed_offset` (the test's check that the digest sees a different run)."""
     from sim import load_scenario
     from sim.runner import run_variant
 
@@ -112,7 +114,8 @@ def compute(names: list[str] | None = None) -> dict[str, dict[str, Any]]:
         if names is not None and name not in names:
             continue
         scenario = load_scenario(ROOT / "experiments" / file, overrides)
-        out[name] = {v.name: run_digest(run_variant(v, scenario.seed)) for v in scenario.variants()}
+        seed = scenario.seed + seed_offset
+        out[name] = {v.name: run_digest(run_variant(v, seed)) for v in scenario.variants()}
     return out
 
 
