@@ -45,7 +45,7 @@ pub fn calc_delta_fair(delta: u64, weight: u64) -> i64 {
     if weight == NICE_0_LOAD {
         delta as i64
     } else {
-        ((delta as u128 * NICE_0_LOAD as u128) / weight as u128) as i64
+        crate::arith::div(delta as u128 * NICE_0_LOAD as u128, weight) as i64
     }
 }
 
@@ -127,8 +127,9 @@ impl Node {
                 s.vruntime += delta as i64;
             } else {
                 let num = delta as u128 * NICE_0_LOAD as u128 + s.vrem as u128;
-                s.vruntime += (num / s.weight as u128) as i64;
-                s.vrem = (num % s.weight as u128) as u64;
+                let (q, r) = crate::arith::div_rem(num, s.weight);
+                s.vruntime += q as i64;
+                s.vrem = r;
             }
             let rq = s.parent_rq;
             if pull_runtime {
@@ -889,7 +890,7 @@ impl Node {
             let rq = &self.rqs[s.parent_rq];
             let load = rq.load + if s.on_rq { 0 } else { s.weight };
             if load > 0 {
-                slice = (slice as u128 * s.weight as u128 / load as u128) as u64;
+                slice = crate::arith::div(slice as u128 * s.weight as u128, load) as u64;
             }
             match rq.gse {
                 Some(g) => se = g,

@@ -26,7 +26,7 @@
 use crate::cgroup::{CgId, ROOT};
 use crate::error::{Result, SpecError};
 use crate::events::Ns;
-use crate::fluid::{fill, Limit};
+use crate::fluid::{Filling, Limit};
 use serde::Deserialize;
 use std::collections::VecDeque;
 
@@ -356,6 +356,57 @@ pub struct Disk {
     /// IO completions due: (time, waker), for the node to deliver.
     pub completions: Vec<(Ns, Waker)>,
     pub kupdate_armed: bool,
+    /// `reshare`'s working memory (no result depends on what it held before).
+    sharing: Sharing,
+}
+
+/// The buffers one `reshare` fills: flow weights, the limits, iocost's cost ratios,
+/// `flow_weights`' per-cgroup sums, and the filling's own.
+#[derive(Debug, Clone, Default)]
+struct Sharing {
+    weights: Vec<f64>,
+    limits: Vec<Limit>,
+    ratio: Vec<f64>,
+    own: Vec<u32>,
+    active: Vec<bool>,
+    total: Vec<f64>,
+    hw: Vec<f64>,
+    filling: Filling,
+    /// Limits in use: the first `nlimits` of `limits` (the rest are kept for their buffers).
+    nlimits: usize,
+}
+
+impl Sharing {
+    /// The next limit, emptied, with this capacity; its index.
+    fn limit(&mut self, capacity: f64) -> usize {
+        if self.limits.len() == self.nlimits {
+            self.limits.push(Limit::default());
+        }
+        let l = &mut self.limits[self.nlimits];
+        l.capacity = capacity;
+        l.members.clear();
+        self.nlimits += 1;
+        self.nlimits - 1
+    }
+}
+
+/// `x.ceil().max(1.0) as u64` without the libm call `ceil` is on x86-64 without SSE4.1: a
+/// value at or above 2^52 is already an integer, below it truncation is exact; NaN and
+/// anything ≤ 1 give 1 as before.
+#[inline]
+fn ceil_at_least_one(x: f64) -> u64 {
+    const EXACT: f64 = 4_503_599_627_370_496.0; // 2^52
+    let c = if x < EXACT {
+        let t = x as u64;
+        if (t as f64) < x {
+            (t + 1) as f64
+        } else {
+            t as f64
+        }
+    } else {
+        x
+    };
+    c.max(1.0) as u64
 }
 
 impl Disk {
@@ -401,6 +452,7 @@ impl Disk {
             waiting: VecDeque::new(),
             completions: vec![],
             kupdate_armed: false,
+            sharing: Sharing::default(),
         }
     }
 
@@ -607,37 +659,33 @@ impl Disk {
         if self.flows.is_empty() {
             return None;
         }
+        // Runs twice per IO: its buffers are kept (`Sharing`) rather than allocated each time.
+        let mut sh = std::mem::take(&mut self.sharing);
         let n = self.flows.len();
         let iocost = self.iocost.enabled;
-        let weights = self.flow_weights();
-        let mut weights = weights;
-        let mut limits = vec![Limit {
-            capacity: 1.0,
-            members: (0..n).map(|f| (f, 1.0)).collect(),
-        }];
+        self.flow_weights(&mut sh);
+        sh.nlimits = 0;
+        let all = sh.limit(1.0);
+        sh.limits[all].members.extend((0..n).map(|f| (f, 1.0)));
         if iocost {
             let model = self.iocost.model.unwrap_or_else(|| self.spec.device());
-            let ratio: Vec<f64> = self
-                .flows
-                .iter()
-                .map(|f| {
-                    if f.ios == 0 {
-                        1.0
-                    } else {
-                        model.cost(f.dir, f.bytes, f.ios, f.random) / f.cost
-                    }
-                })
-                .collect();
+            sh.ratio.clear();
+            sh.ratio.extend(self.flows.iter().map(|f| {
+                if f.ios == 0 {
+                    1.0
+                } else {
+                    model.cost(f.dir, f.bytes, f.ios, f.random) / f.cost
+                }
+            }));
             // shares are hweight in the model's units: weight per device ns = hw / ratio
-            for (w, r) in weights.iter_mut().zip(&ratio) {
+            for (w, r) in sh.weights.iter_mut().zip(&sh.ratio) {
                 *w /= r;
             }
             let (lo, hi) = self.iocost.vrate;
             if lo == hi {
-                limits.push(Limit {
-                    capacity: hi / 100.0,
-                    members: ratio.iter().enumerate().map(|(f, &r)| (f, r)).collect(),
-                });
+                let l = sh.limit(hi / 100.0);
+                let Sharing { limits, ratio, .. } = &mut sh;
+                limits[l].members.extend(ratio.iter().enumerate().map(|(f, &r)| (f, r)));
             }
         }
         for (g, c) in self.cgs.iter().enumerate() {
@@ -651,48 +699,67 @@ impl Disk {
                 if cap == 0 {
                     continue;
                 }
-                let members: Vec<(usize, f64)> = self
-                    .flows
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, f)| f.dir == dir && self.is_descendant(f.cg, g))
-                    .map(|(i, f)| (i, if per_byte { f.bytes as f64 } else { f.ios as f64 } / f.cost))
-                    .collect();
-                if !members.is_empty() {
-                    limits.push(Limit {
-                        capacity: cap as f64 / 1e9,
-                        members,
-                    });
+                let l = sh.limit(cap as f64 / 1e9);
+                sh.limits[l].members.extend(
+                    self.flows
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, f)| f.dir == dir && self.is_descendant(f.cg, g))
+                        .map(|(i, f)| (i, if per_byte { f.bytes as f64 } else { f.ios as f64 } / f.cost)),
+                );
+                if sh.limits[l].members.is_empty() {
+                    sh.nlimits -= 1; // no flow under it: no limit
                 }
             }
         }
-        let rates = fill(&weights, &limits);
+        let Sharing {
+            weights,
+            limits,
+            filling,
+            nlimits,
+            ..
+        } = &mut sh;
+        filling.fill(weights, &limits[..*nlimits]);
         let mut next = Ns::MAX;
-        for (f, r) in self.flows.iter_mut().zip(rates) {
+        for (f, &r) in self.flows.iter_mut().zip(&filling.rate) {
             f.rate = r;
             match f.kind {
                 FlowKind::Idle(until) => next = next.min(until),
-                _ if r > 0.0 => next = next.min(self.clock + ((f.cost - f.done) / r).ceil().max(1.0) as u64),
+                _ if r > 0.0 => next = next.min(self.clock + ceil_at_least_one((f.cost - f.done) / r)),
                 _ => {}
             }
         }
+        self.sharing = sh;
         (next != Ns::MAX).then_some(next)
     }
 
-    /// Each flow's weight: equal under the non-proportional schedulers; else the cgroup's
-    /// hweight (its share of the active tree) divided among the flows it has in flight. A
-    /// cgroup's own IO competes with its children as one more entity of the default weight.
-    fn flow_weights(&self) -> Vec<f64> {
+    /// Each flow's weight (into `sh.weights`): equal under the non-proportional schedulers;
+    /// else the cgroup's hweight (its share of the active tree) divided among the flows it
+    /// has in flight. A cgroup's own IO competes with its children as one more entity of the
+    /// default weight.
+    fn flow_weights(&self, sh: &mut Sharing) {
         let n = self.cgs.len();
         let by_cost = self.iocost.enabled;
+        sh.weights.clear();
         if !by_cost && !self.spec.scheduler.proportional() {
-            return vec![1.0; self.flows.len()];
+            sh.weights.resize(self.flows.len(), 1.0);
+            return;
         }
-        let mut own = vec![0u32; n];
+        let Sharing {
+            own,
+            active,
+            total,
+            hw,
+            weights,
+            ..
+        } = sh;
+        own.clear();
+        own.resize(n, 0);
         for f in &self.flows {
             own[f.cg] += 1;
         }
-        let mut active = vec![false; n];
+        active.clear();
+        active.resize(n, false);
         for g in (0..n).rev() {
             if own[g] > 0 {
                 active[g] = true;
@@ -705,7 +772,8 @@ impl Disk {
         }
         let w = |g: CgId| if by_cost { self.cgs[g].cost_weight } else { self.cgs[g].weight } as f64;
         // Σ of active entity weights under each cgroup: its active children and its own IO
-        let mut total = vec![0.0; n];
+        total.clear();
+        total.resize(n, 0.0);
         for g in 0..n {
             if own[g] > 0 {
                 total[g] += DEFAULT_WEIGHT as f64;
@@ -714,7 +782,8 @@ impl Disk {
                 total[self.parents[g].unwrap()] += w(g);
             }
         }
-        let mut hw = vec![0.0; n];
+        hw.clear();
+        hw.resize(n, 0.0);
         hw[ROOT] = 1.0;
         for g in 1..n {
             if active[g] {
@@ -722,10 +791,14 @@ impl Disk {
                 hw[g] = hw[p] * w(g) / total[p];
             }
         }
-        self.flows
-            .iter()
-            .map(|f| hw[f.cg] * DEFAULT_WEIGHT as f64 / total[f.cg] / own[f.cg] as f64)
-            .collect()
+        // a flow's weight depends on its cgroup alone: computed once per cgroup (into `hw`,
+        // the same expression on the same operands), looked up per flow
+        for g in 0..n {
+            if own[g] > 0 {
+                hw[g] = hw[g] * DEFAULT_WEIGHT as f64 / total[g] / own[g] as f64;
+            }
+        }
+        weights.extend(self.flows.iter().map(|f| hw[f.cg]));
     }
 
     pub fn stat(&self, cg: CgId) -> IoStat {
@@ -735,6 +808,41 @@ impl Disk {
     pub fn reset_stats(&mut self) {
         for c in &mut self.cgs {
             c.base = c.stat;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Against `ceil().max(1.0) as u64`, around the integers, 2^52, 2^64 and the odd values.
+    #[test]
+    fn ceil_at_least_one_is_ceil_max_one() {
+        let two52 = 4_503_599_627_370_496.0f64;
+        let mut xs = vec![
+            f64::NAN,
+            f64::INFINITY,
+            -1.5,
+            -0.0,
+            0.0,
+            1e-300,
+            0.5,
+            1.0,
+            1.0 + 1e-15,
+            2.0,
+            2.5,
+            1e9 + 0.25,
+        ];
+        for base in [two52, 2.0 * two52, 1.8e19, 1.9e19, 1e300] {
+            xs.extend([base, base.next_up(), base.next_down()]);
+        }
+        for i in 0..2000 {
+            let x = (i as f64) * 0.37 + 1e6 * (i % 7) as f64;
+            xs.extend([x, x.next_up(), x.next_down()]);
+        }
+        for x in xs {
+            assert_eq!(ceil_at_least_one(x), x.ceil().max(1.0) as u64, "{x}");
         }
     }
 }

@@ -15,58 +15,90 @@ pub struct Limit {
 /// Rates of `weights.len()` flows. A flow that is in no limit is unbounded: callers put every
 /// flow in the resource's own capacity limit. Weights must be > 0.
 pub fn fill(weights: &[f64], limits: &[Limit]) -> Vec<f64> {
-    let n = weights.len();
-    let mut rate = vec![0.0; n];
-    let mut frozen = vec![false; n];
-    let mut used: Vec<f64> = vec![0.0; limits.len()];
-    let mut open: Vec<bool> = limits.iter().map(|l| !l.members.is_empty()).collect();
-    let mut level = 0.0f64;
-    loop {
-        // the level at which the next limit fills: capacity left over the unfrozen demand
-        let mut best: Option<(usize, f64)> = None;
-        for (i, l) in limits.iter().enumerate() {
-            if !open[i] {
-                continue;
+    let mut scratch = Filling::default();
+    scratch.fill(weights, limits);
+    scratch.rate
+}
+
+/// `fill`'s working memory, kept by a caller that refills on every event (the disk does, twice
+/// per IO) so that filling allocates nothing.
+#[derive(Debug, Clone, Default)]
+pub struct Filling {
+    /// The rates of the last `fill`.
+    pub rate: Vec<f64>,
+    frozen: Vec<bool>,
+    used: Vec<f64>,
+    open: Vec<bool>,
+    slope: Vec<f64>,
+}
+
+impl Filling {
+    /// Progressive filling: the rates land in `self.rate`.
+    pub fn fill(&mut self, weights: &[f64], limits: &[Limit]) {
+        let n = weights.len();
+        let (rate, frozen, used, open, slope) = (
+            &mut self.rate,
+            &mut self.frozen,
+            &mut self.used,
+            &mut self.open,
+            &mut self.slope,
+        );
+        reset(rate, n, 0.0);
+        reset(frozen, n, false);
+        reset(used, limits.len(), 0.0);
+        reset(slope, limits.len(), 0.0);
+        open.clear();
+        open.extend(limits.iter().map(|l| !l.members.is_empty()));
+        let mut level = 0.0f64;
+        loop {
+            // the level at which the next limit fills: capacity left over the unfrozen
+            // demand. Each open limit's slope (Σ coef × weight of its unfrozen flows) is
+            // summed once a round and used twice: for this level and for what the limit used
+            // by then (nothing freezes in between: the same sum in the same order).
+            let mut best: Option<(usize, f64)> = None;
+            for (i, l) in limits.iter().enumerate() {
+                if !open[i] {
+                    continue;
+                }
+                slope[i] = l
+                    .members
+                    .iter()
+                    .filter(|&&(f, _)| !frozen[f])
+                    .map(|&(f, c)| c * weights[f])
+                    .sum();
+                if slope[i] <= 0.0 {
+                    open[i] = false;
+                    continue;
+                }
+                let at = level + ((l.capacity - used[i]).max(0.0)) / slope[i];
+                if best.is_none_or(|(_, b)| at < b) {
+                    best = Some((i, at));
+                }
             }
-            let slope: f64 = l
-                .members
-                .iter()
-                .filter(|&&(f, _)| !frozen[f])
-                .map(|&(f, c)| c * weights[f])
-                .sum();
-            if slope <= 0.0 {
-                open[i] = false;
-                continue;
+            let Some((full, at)) = best else { break };
+            let dl = at - level;
+            level = at;
+            for i in 0..limits.len() {
+                if open[i] {
+                    used[i] += dl * slope[i];
+                }
             }
-            let at = level + ((l.capacity - used[i]).max(0.0)) / slope;
-            if best.is_none_or(|(_, b)| at < b) {
-                best = Some((i, at));
+            for f in 0..n {
+                if !frozen[f] {
+                    rate[f] += dl * weights[f];
+                }
             }
+            for &(f, _) in &limits[full].members {
+                frozen[f] = true;
+            }
+            open[full] = false;
         }
-        let Some((full, at)) = best else { break };
-        let dl = at - level;
-        level = at;
-        for (i, l) in limits.iter().enumerate() {
-            if open[i] {
-                used[i] += dl
-                    * l.members
-                        .iter()
-                        .filter(|&&(f, _)| !frozen[f])
-                        .map(|&(f, c)| c * weights[f])
-                        .sum::<f64>();
-            }
-        }
-        for f in 0..n {
-            if !frozen[f] {
-                rate[f] += dl * weights[f];
-            }
-        }
-        for &(f, _) in &limits[full].members {
-            frozen[f] = true;
-        }
-        open[full] = false;
     }
-    rate
+}
+
+fn reset<T: Copy>(v: &mut Vec<T>, n: usize, x: T) {
+    v.clear();
+    v.resize(n, x);
 }
 
 #[cfg(test)]

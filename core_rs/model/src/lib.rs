@@ -3,6 +3,7 @@
 //! placement and balancing — driven by workloads (CPU hogs, closed- and open-loop services).
 //! Pure Rust; the PyO3 binding lives in the sibling crate `colosim-py`.
 
+pub mod arith;
 pub mod autogroup;
 pub mod balance;
 pub mod bandwidth;

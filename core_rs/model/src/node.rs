@@ -256,7 +256,7 @@ impl Node {
             killed: vec![],
             services: vec![],
             service_names: vec![],
-            queue: EventQueue::default(),
+            queue: EventQueue::with_cpus(ncpus),
             events: 0,
             memory_budget: MEMORY_BUDGET,
             cpu_busy: vec![0; ncpus * ncg],
@@ -1063,7 +1063,7 @@ impl Node {
                     .saturating_sub(self.cpus[cpu].progress_rem as u128);
                 let done = self
                     .now
-                    .saturating_add(need.div_ceil(speed as u128).min(u64::MAX as u128 / 2) as u64);
+                    .saturating_add(crate::arith::div_ceil(need, speed).min(u64::MAX as u128 / 2) as u64);
                 let resched = self.next_resched_tick(cpu).min(self.next_shares_tick(cpu));
                 self.cpus[cpu].resched_at = resched;
                 done.min(resched).min(self.next_bandwidth_tick(cpu))
@@ -1077,7 +1077,9 @@ impl Node {
         c.next_event = at;
         if at != Ns::MAX {
             let gen = c.gen;
-            self.queue.push(at, Event::Cpu { cpu, gen });
+            self.queue.set_cpu_timer(cpu, at, gen);
+        } else {
+            self.queue.cancel_cpu_timer(cpu);
         }
     }
 

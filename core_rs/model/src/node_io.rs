@@ -98,8 +98,10 @@ impl Node {
         if arm_kupdate {
             disk.kupdate_armed = true;
         }
-        if let Some(at) = next {
-            self.queue.push(at, Event::Disk { gen });
+        // One pending disk event, re-armed (it was a push that left the last one stale).
+        match next {
+            Some(at) => self.queue.set_disk_timer(at, gen),
+            None => self.queue.cancel_disk_timer(),
         }
         for (at, w) in completions {
             self.queue.push(at, Event::Workload { wl: w.wl, slot: w.tag });
