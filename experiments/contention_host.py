@@ -26,24 +26,30 @@ def summary(values: list[float]) -> dict[str, Any] | None:
     return {"median": round(statistics.median(values), 4), "min": round(min(values), 4), "max": round(max(values), 4), "n": len(values)}
 
 
+COLUMNS = (
+    ("shared", "service", "shared: service /s"),
+    ("split", "service", "split: service /s"),
+    ("shared", "service_per_cpu", "shared: service per CPU-s"),
+    ("split", "service_per_cpu", "split: service per CPU-s"),
+    ("split", "antagonist_per_cpu", "split: antagonist per CPU-s"),
+)
+
+
 def table(doc: dict[str, Any]) -> str:
-    """Markdown: per service and antagonist, the service's and the antagonist's rate relative
-    to alone (median, min–max over rounds), in each arrangement."""
+    """Markdown: per service and antagonist, the rates relative to alone in the same round
+    (median, min–max over rounds): per second of wall time and per second of the CPU time the
+    workload got."""
 
     def cell(s: dict[str, Any] | None) -> str:
         return "—" if s is None else f"{s['median']:.2f} ({s['min']:.2f}–{s['max']:.2f})"
 
-    lines = [
-        "| service | antagonist | shared: service | split: service | shared: antagonist | split: antagonist |",
-        "|---|---|---|---|---|---|",
-    ]
     r = doc["ratios"]
+    cols = [c for c in COLUMNS if any(k.endswith("/" + c[0]) for k in r)]
+    lines = ["| service | antagonist | " + " | ".join(c[2] for c in cols) + " |", "|---|---|" + "---|" * len(cols)]
     for svc in doc["services"]:
         for ant in doc["antagonists"]:
-            sh, sp = r.get(f"{svc}/{ant}/shared", {}), r.get(f"{svc}/{ant}/split", {})
-            lines.append(
-                f"| {svc} | {ant} | {cell(sh.get('service'))} | {cell(sp.get('service'))} | {cell(sh.get('antagonist'))} | {cell(sp.get('antagonist'))} |"
-            )
+            cells = [cell(r.get(f"{svc}/{ant}/{arr}", {}).get(ratio)) for arr, ratio, _ in cols]
+            lines.append(f"| {svc} | {ant} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -56,8 +62,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--antagonists", default=",".join(ANTAGONISTS))
     ap.add_argument("--arrangements", default=",".join(ARRANGEMENTS))
     ap.add_argument("--wait", type=float, default=3600.0, help="seconds to wait for another replay to finish (default 3600)")
+    ap.add_argument("--table", type=Path, help="only print the table of a document written before")
     ap.add_argument("--out", type=Path, default=Path("experiments/data/contention_host.json"))
     a = ap.parse_args(argv)
+    if a.table:
+        print(table(json.loads(a.table.read_text())))
+        return 0
     services, ants, arrs = a.services.split(","), a.antagonists.split(","), a.arrangements.split(",")
     for name, given, known in (
         ("--services", services, SERVICES),
