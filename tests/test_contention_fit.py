@@ -135,3 +135,23 @@ def test_observation_median_and_spread():
     (o,) = [x for x in cf.observations({"ratio_values": {"a/b/split": {"service_per_cpu": [0.9, 0.7, 0.8, 1.0]}}})]
     assert (o.median, o.low, o.high, o.workload, o.other) == (pytest.approx(0.85), 0.7, 1.0, "a", "b")
     assert math.isclose(o.median, 0.85)
+
+
+def test_bad_names_and_files_get_one_message(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}
+    p = subprocess.run(
+        [sys.executable, str(root / "experiments/contention_host.py"), "--antagonists", "stream,bogus"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert p.returncode == 2 and p.stderr.strip() == "--antagonists: unknown bogus (known: cache, stream, matrix, cpu)"
+    missing = tmp_path / "none.json"
+    p = subprocess.run([sys.executable, "-m", "replay.contention_fit", str(missing)], capture_output=True, text=True, env=env, cwd=root)
+    assert p.returncode == 2 and p.stderr.startswith(f"{missing}: ") and "Traceback" not in p.stderr

@@ -31,6 +31,8 @@ def rows() -> list[dict]:
 def test_split_cpusets_confine_each_side_to_its_cpu(rows):
     split = [r for r in rows if r["case"].endswith("/split")]
     assert len(split) == 6
+    if not split[0]["service_percpu"]:
+        pytest.skip("no per-CPU usage on this host (cgroup v2 has no cpuacct.usage_percpu)")
     for r in split:
         assert r["service_cpu"] > 0.02, r  # it ran (the test can tell)
         assert r["service_percpu"][1] <= 0.01 * r["service_cpu"] + 1e-3, r
