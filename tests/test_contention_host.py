@@ -1,0 +1,49 @@
+"""The shared-hardware experiment on this host (replay/contention_host.py): nginx + wrk beside
+`stress --cpu 1`, alone, in the shared and split arrangements, 3 interleaved rounds of 4 s.
+
+What the mechanisms promise, and nothing about an idle machine:
+- cpuset.cpus confines: in the split arrangement the service's cgroup never runs on CPU 1 and
+  the antagonist's never on CPU 0 (cpuacct.usage_percpu), while in the shared one the
+  service's cgroup may use both;
+- the pure-CPU control: `stress --cpu` (a sqrt loop in registers) on the other CPU shares no
+  CPU time with the service, so the service's requests per CPU-second it got stay what they
+  were alone (median over rounds within 20%), whatever CPU time this busy host leaves it."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+from host_replay import unavailable
+
+from replay.contention_host import NONE, Case, measure, ratios
+
+REASON = unavailable()
+pytestmark = pytest.mark.skipif(REASON is not None, reason=f"host replay unavailable: {REASON}")
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[dict]:
+    case_list = [Case("nginx", a, arr) for arr in ("shared", "split") for a in (NONE, "cpu")]
+    return measure(case_list, reps=3, seconds=4.0, seed=7, say=lambda m: None, wait_s=600)
+
+
+def test_split_cpusets_confine_each_side_to_its_cpu(rows):
+    split = [r for r in rows if r["case"].endswith("/split")]
+    assert len(split) == 6
+    if not split[0]["service_percpu"]:
+        pytest.skip("no per-CPU usage on this host (cgroup v2 has no cpuacct.usage_percpu)")
+    for r in split:
+        assert r["service_cpu"] > 0.02, r  # it ran (the test can tell)
+        assert r["service_percpu"][1] <= 0.01 * r["service_cpu"] + 1e-3, r
+        if "antagonist_percpu" in r:
+            assert r["antagonist_cpu"] > 0.02, r
+            assert r["antagonist_percpu"][0] <= 0.01 * r["antagonist_cpu"] + 1e-3, r
+    shared = [r for r in rows if r["case"].endswith("/shared")]
+    assert any(min(r["service_percpu"]) > 0.01 for r in shared)  # unconfined: both CPUs
+
+
+def test_pure_cpu_antagonist_on_the_other_cpu_leaves_work_per_cpu_second(rows):
+    r = ratios(rows)["nginx/cpu/split"]["service_per_cpu"]
+    assert len(r) == 3
+    assert statistics.median(r) == pytest.approx(1.0, abs=0.2), r
