@@ -148,6 +148,8 @@ pub struct Node {
     /// The block device and the egress link (node_io.rs), when the spec gives them.
     pub disk: Option<crate::disk::Disk>,
     pub net: Option<crate::net::Net>,
+    /// Clock, resctrl, perf counters and (with profiles) LLC / memory contention.
+    pub hw: crate::contention::Hardware,
 }
 
 impl Node {
@@ -158,6 +160,8 @@ impl Node {
     pub fn new(spec: &NodeSpec) -> Result<Node> {
         spec.validate()?;
         let topo = Topology::build(&spec.topology)?;
+        let names: Vec<String> = spec.workloads.iter().map(|w| w.name().to_string()).collect();
+        let hw = crate::contention::Hardware::new(&spec.hardware, &topo, spec.topology.cores_per_socket, &names);
         let ncpus = topo.ncpus;
         let tun = Tunables::new(&spec.kernel, ncpus);
         let nnodes = topo.nnodes;
@@ -274,6 +278,7 @@ impl Node {
             oom_kills: vec![],
             disk: None,
             net: None,
+            hw,
         };
         // Each group's CFS period timer phase (bandwidth.rs `start_cfs_bandwidth`): pinned, or
         // drawn for every group in creation order from stream 0, the node's own (workloads use
@@ -312,6 +317,7 @@ impl Node {
                 ));
             }
         }
+        node.init_resctrl(&spec.hardware.resctrl)?;
         if node.sample_interval > 0 {
             node.queue.push(0, Event::Sample);
         }

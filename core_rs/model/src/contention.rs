@@ -1,0 +1,1059 @@
+//! Shared hardware: the last-level cache and memory bandwidth of a socket, and how they slow
+//! the work of the threads that share them. Only workloads with a contention profile take
+//! part; without any profile the node never builds this state and runs as it always did.
+//!
+//! The model (docs/model.md, "Shared hardware: LLC and memory bandwidth"):
+//!
+//! * CPI = base + LLC misses per instruction × miss penalty (the standard CPI-stack split;
+//!   Eyerman, Eeckhout et al., "A performance counter architecture for computing accurate CPI
+//!   components", ASPLOS 2006). `base` is the profile's `cpi_base` (every LLC access hits),
+//!   times (1 + the SMT siblings' core pressure) while siblings run (shared L1/L2 and issue
+//!   slots); the penalty is the loaded memory latency × GHz ÷ the profile's memory-level
+//!   parallelism.
+//! * Miss ratio of a thread holding c bytes of LLC: m(c) = (1 + c/F)^(−α), F its footprint
+//!   scale — the power-law tail of miss-ratio curves (Hartstein et al., "On the nature of
+//!   cache miss behavior: is it √2?", JILP 2008: m ∝ c^(−α), α ≈ 0.5) with a finite cold
+//!   value m(0) = 1.
+//! * Occupancy: the running threads of a socket share its LLC in proportion to their insertion
+//!   (miss) rates, the LRU occupancy equilibrium of Chandra, Guo, Kim, Solihin, "Predicting
+//!   inter-thread cache contention on a chip multi-processor architecture", HPCA 2005 and of
+//!   CAMP (Xu, Chen, Dick, Mao, ISPASS 2010), solved as a damped fixed point. With CAT, each
+//!   way is shared among the threads whose CBM has it, a thread spreading its insertions
+//!   evenly over its ways.
+//! * Memory bandwidth per socket: demand = Σ misses/s × 64 B; latency L(u) = L0·(1 + k·u/(1−u))
+//!   with u capped at `max_utilisation` (an M/M/1-like queue in front of the DRAM channels);
+//!   demand above peak is throttled; MBA caps a group's bytes/s at its MB percent of peak.
+//! * speed = CPI_ref / CPI_now, CPI_ref being the thread alone on an idle node (no sibling,
+//!   the whole LLC, only its own traffic), so a calibrated service time keeps meaning "alone".
+
+use crate::events::Ns;
+use crate::node::{Node, SPEED_ONE};
+use crate::resctrl::{Resctrl, ResctrlInfo};
+use crate::topology::CpuId;
+use crate::workload::TaskId;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// A cache line: what one LLC miss moves from DRAM.
+pub const LINE_BYTES: f64 = 64.0;
+/// LLC per core when the scenario does not say: Skylake-SP's 1.375 MiB a core (11 ways).
+pub const DEFAULT_LLC_PER_CORE: u64 = 1_441_792;
+/// Fixed-point iterations at most, and the damping of each step (the occupancy map's slope
+/// lies in (−α, 0], so a half step contracts for α ≤ 2).
+const MAX_ITERS: usize = 60;
+const DAMPING: f64 = 0.5;
+const TOLERANCE: f64 = 1e-9;
+/// Speeds are kept to 2^-12: a co-runner's switch that moves a thread's speed by less does
+/// not reprogram its CPU.
+const SPEED_QUANTUM: f64 = 4096.0;
+
+// ---------------------------------------------------------------------------------------
+// The spec (Python sends it under "hardware")
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HardwareSpec {
+    /// Core clock: cycles = CPU time × GHz (perf's cycles; the miss penalty in cycles).
+    #[serde(default = "default_ghz")]
+    pub ghz: f64,
+    #[serde(default)]
+    pub llc: LlcSpec,
+    #[serde(default)]
+    pub memory_bandwidth: MemoryBandwidthSpec,
+    /// Workload name → its contention profile.
+    #[serde(default)]
+    pub profiles: BTreeMap<String, ProfileSpec>,
+    /// resctrl groups set up before the run (scenario `[resctrl.<group>]`).
+    #[serde(default)]
+    pub resctrl: Vec<ResctrlGroupSpec>,
+}
+
+impl Default for HardwareSpec {
+    fn default() -> Self {
+        HardwareSpec {
+            ghz: default_ghz(),
+            llc: LlcSpec::default(),
+            memory_bandwidth: MemoryBandwidthSpec::default(),
+            profiles: BTreeMap::new(),
+            resctrl: vec![],
+        }
+    }
+}
+
+fn default_ghz() -> f64 {
+    2.5
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlcSpec {
+    /// Bytes per socket; None: 1.375 MiB per core.
+    #[serde(default)]
+    pub size_bytes: Option<u64>,
+    /// Ways (= CAT's cbm_mask bits).
+    #[serde(default = "default_ways")]
+    pub ways: u32,
+    #[serde(default = "one")]
+    pub min_cbm_bits: u32,
+    #[serde(default = "default_closids")]
+    pub num_closids: u32,
+}
+
+impl Default for LlcSpec {
+    fn default() -> Self {
+        LlcSpec {
+            size_bytes: None,
+            ways: default_ways(),
+            min_cbm_bits: 1,
+            num_closids: default_closids(),
+        }
+    }
+}
+
+fn default_ways() -> u32 {
+    11
+}
+fn one() -> u32 {
+    1
+}
+fn default_closids() -> u32 {
+    16
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryBandwidthSpec {
+    /// Per socket: six DDR4-2666 channels give 128 GB/s in theory, ≈ 100 GB/s in practice.
+    #[serde(default = "default_peak")]
+    pub peak_bytes_per_s: f64,
+    /// Unloaded DRAM latency (≈ 80–90 ns on a two-socket Xeon, Intel MLC's idle latency).
+    #[serde(default = "default_latency")]
+    pub idle_latency_ns: f64,
+    /// k in L0·(1 + k·u/(1−u)): 0.25 doubles the latency at 80% utilisation, as loaded-latency
+    /// curves of Xeon servers (Intel MLC --loaded_latency) roughly do.
+    #[serde(default = "default_queue_factor")]
+    pub queue_factor: f64,
+    /// Utilisation at which the latency stops growing (the queue is full; demand beyond peak
+    /// is throttled instead).
+    #[serde(default = "default_max_u")]
+    pub max_utilisation: f64,
+}
+
+impl Default for MemoryBandwidthSpec {
+    fn default() -> Self {
+        MemoryBandwidthSpec {
+            peak_bytes_per_s: default_peak(),
+            idle_latency_ns: default_latency(),
+            queue_factor: default_queue_factor(),
+            max_utilisation: default_max_u(),
+        }
+    }
+}
+
+fn default_peak() -> f64 {
+    100e9
+}
+fn default_latency() -> f64 {
+    90.0
+}
+fn default_queue_factor() -> f64 {
+    0.25
+}
+fn default_max_u() -> f64 {
+    0.95
+}
+
+/// `[workloads.X.contention]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileSpec {
+    /// Cycles per instruction when every LLC access hits.
+    #[serde(default = "one_f")]
+    pub cpi_base: f64,
+    /// LLC accesses per thousand instructions.
+    pub llc_apki: f64,
+    /// F in m(c) = (1 + c/F)^(−α), bytes.
+    pub footprint_bytes: f64,
+    /// α.
+    #[serde(default = "one_f")]
+    pub miss_exponent: f64,
+    /// Misses in flight at once (memory-level parallelism): a streaming loop overlaps many.
+    #[serde(default = "one_f")]
+    pub mlp: f64,
+    /// What it adds to an SMT sibling's base CPI while both run; None: 1/smt_speed − 1, so two
+    /// such threads without misses run at smt_speed, as threads without a profile do.
+    #[serde(default)]
+    pub core_pressure: Option<f64>,
+}
+
+fn one_f() -> f64 {
+    1.0
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResctrlGroupSpec {
+    pub name: String,
+    #[serde(default)]
+    pub schemata: String,
+    #[serde(default)]
+    pub cgroups: Vec<String>,
+}
+
+/// Checks of the hardware spec; messages name the field by its path.
+pub fn validate(h: &HardwareSpec, workloads: &[String]) -> crate::Result<()> {
+    use crate::error::SpecError;
+    let positive = |field: &str, v: f64| {
+        if v.is_finite() && v > 0.0 {
+            Ok(())
+        } else {
+            Err(SpecError::new(field, format!("must be a number > 0 (got {v})")))
+        }
+    };
+    positive("hardware.ghz", h.ghz)?;
+    positive("hardware.memory_bandwidth.peak_bytes_per_s", h.memory_bandwidth.peak_bytes_per_s)?;
+    positive("hardware.memory_bandwidth.idle_latency_ns", h.memory_bandwidth.idle_latency_ns)?;
+    let mb = &h.memory_bandwidth;
+    if !(mb.queue_factor.is_finite() && mb.queue_factor >= 0.0) {
+        return Err(SpecError::new(
+            "hardware.memory_bandwidth.queue_factor",
+            format!("must be >= 0 (got {})", mb.queue_factor),
+        ));
+    }
+    if !(mb.max_utilisation > 0.0 && mb.max_utilisation < 1.0) {
+        return Err(SpecError::new(
+            "hardware.memory_bandwidth.max_utilisation",
+            format!("must be in (0, 1) (got {})", mb.max_utilisation),
+        ));
+    }
+    if !(1..=32).contains(&h.llc.ways) {
+        return Err(SpecError::new("hardware.llc.ways", format!("must be in 1..=32 (got {})", h.llc.ways)));
+    }
+    if h.llc.min_cbm_bits > h.llc.ways {
+        return Err(SpecError::new(
+            "hardware.llc.min_cbm_bits",
+            format!("must be at most llc.ways ({}) (got {})", h.llc.ways, h.llc.min_cbm_bits),
+        ));
+    }
+    if h.llc.num_closids < 1 {
+        return Err(SpecError::new("hardware.llc.num_closids", "must be >= 1 (CLOSID 0 is the root group)"));
+    }
+    if h.llc.size_bytes == Some(0) {
+        return Err(SpecError::new("hardware.llc.size_bytes", "must be > 0"));
+    }
+    for (name, p) in &h.profiles {
+        let at = |f: &str| format!("hardware.profiles.{name}.{f}");
+        if !workloads.contains(name) {
+            return Err(SpecError::new(
+                format!("hardware.profiles.{name}"),
+                "names no workload of this node",
+            ));
+        }
+        positive(&at("cpi_base"), p.cpi_base)?;
+        positive(&at("footprint_bytes"), p.footprint_bytes)?;
+        positive(&at("mlp"), p.mlp)?;
+        if !(p.llc_apki.is_finite() && p.llc_apki >= 0.0) {
+            return Err(SpecError::new(at("llc_apki"), format!("must be >= 0 (got {})", p.llc_apki)));
+        }
+        if !(p.miss_exponent > 0.0 && p.miss_exponent <= 2.0) {
+            return Err(SpecError::new(
+                at("miss_exponent"),
+                format!("must be in (0, 2] (got {})", p.miss_exponent),
+            ));
+        }
+        if let Some(c) = p.core_pressure {
+            if !(c.is_finite() && c >= 0.0) {
+                return Err(SpecError::new(at("core_pressure"), format!("must be >= 0 (got {c})")));
+            }
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// The model: pure functions and the per-socket solver
+
+/// A profile as the solver uses it.
+#[derive(Debug, Clone)]
+pub struct Profile {
+    pub cpi_base: f64,
+    pub apki: f64,
+    pub footprint: f64,
+    pub alpha: f64,
+    pub mlp: f64,
+    pub pressure: f64,
+    /// CPI alone on an idle node (set by `Machine::new`).
+    pub cpi_ref: f64,
+}
+
+/// The socket's shared hardware.
+#[derive(Debug, Clone)]
+pub struct Machine {
+    pub ghz: f64,
+    pub llc_bytes: f64,
+    pub ways: u32,
+    /// Bytes/s per socket.
+    pub peak: f64,
+    pub idle_latency_ns: f64,
+    pub queue_factor: f64,
+    pub max_u: f64,
+    pub profiles: Vec<Profile>,
+}
+
+/// Miss ratio of a thread holding `held` bytes: (1 + held/F)^(−α).
+pub fn miss_ratio(p: &Profile, held: f64) -> f64 {
+    libm::pow(1.0 + held.max(0.0) / p.footprint, -p.alpha)
+}
+
+/// Loaded memory latency at utilisation `u`: L0·(1 + k·u/(1−u)), u capped.
+pub fn loaded_latency_ns(m: &Machine, u: f64) -> f64 {
+    let u = u.clamp(0.0, m.max_u);
+    m.idle_latency_ns * (1.0 + m.queue_factor * u / (1.0 - u))
+}
+
+/// CPI = base + misses per instruction × penalty cycles.
+pub fn cpi(base: f64, apki: f64, miss: f64, penalty_cycles: f64) -> f64 {
+    base + apki * miss / 1000.0 * penalty_cycles
+}
+
+/// A thread running on the socket, as the solver sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Runner {
+    pub profile: usize,
+    /// cpi_base × (1 + siblings' pressure).
+    pub base_cpi: f64,
+    /// Speed factor of remote memory (numa_remote_speed or 1).
+    pub numa: f64,
+    /// Its group's CBM on this socket.
+    pub mask: u32,
+    /// Its group's MB percent on this socket.
+    pub mb_percent: u32,
+}
+
+/// What the solver gives each runner.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Share {
+    /// LLC bytes it holds.
+    pub occupancy: f64,
+    /// Cycles per instruction now, stalls of MBA and peak throttling included.
+    pub cpi: f64,
+    /// LLC misses per thousand instructions now.
+    pub mpki: f64,
+    /// CPI_ref / CPI_now.
+    pub speed: f64,
+}
+
+/// The socket's state at the fixed point: per runner shares, and the memory utilisation.
+#[derive(Debug, Clone, Default)]
+pub struct Equilibrium {
+    pub shares: Vec<Share>,
+    pub utilisation: f64,
+    pub latency_ns: f64,
+    pub iterations: usize,
+}
+
+impl Machine {
+    pub fn new(h: &HardwareSpec, cores_per_socket: u32, smt_speed: f64, profiles: &[&ProfileSpec]) -> Machine {
+        let mut m = Machine {
+            ghz: h.ghz,
+            llc_bytes: h
+                .llc
+                .size_bytes
+                .unwrap_or(DEFAULT_LLC_PER_CORE * cores_per_socket as u64) as f64,
+            ways: h.llc.ways,
+            peak: h.memory_bandwidth.peak_bytes_per_s,
+            idle_latency_ns: h.memory_bandwidth.idle_latency_ns,
+            queue_factor: h.memory_bandwidth.queue_factor,
+            max_u: h.memory_bandwidth.max_utilisation,
+            profiles: vec![],
+        };
+        let full = ((1u64 << m.ways) - 1) as u32;
+        for p in profiles {
+            m.profiles.push(Profile {
+                cpi_base: p.cpi_base,
+                apki: p.llc_apki,
+                footprint: p.footprint_bytes,
+                alpha: p.miss_exponent,
+                mlp: p.mlp,
+                pressure: p.core_pressure.unwrap_or(1.0 / smt_speed - 1.0),
+                cpi_ref: 1.0,
+            });
+            let i = m.profiles.len() - 1;
+            let alone = Runner {
+                profile: i,
+                base_cpi: p.cpi_base,
+                numa: 1.0,
+                mask: full,
+                mb_percent: 100,
+            };
+            m.profiles[i].cpi_ref = m.solve(&[alone], None).shares[0].cpi;
+        }
+        m
+    }
+
+    /// Bytes/s of LLC misses a runner makes at `cpi` and miss ratio `miss` (unthrottled).
+    fn traffic(&self, r: &Runner, cpi: f64, miss: f64) -> f64 {
+        let p = &self.profiles[r.profile];
+        self.ghz * 1e9 / cpi * r.numa * p.apki * miss / 1000.0 * LINE_BYTES
+    }
+
+    /// The occupancy / bandwidth fixed point of the runners of one socket. `warm`: the
+    /// occupancies to start from (the last solution), else an even split per way.
+    pub fn solve(&self, runners: &[Runner], warm: Option<&[f64]>) -> Equilibrium {
+        let n = runners.len();
+        let mut eq = Equilibrium {
+            shares: vec![Share::default(); n],
+            ..Default::default()
+        };
+        if n == 0 {
+            eq.latency_ns = self.idle_latency_ns;
+            return eq;
+        }
+        let uniform = runners.iter().all(|r| r.mask == runners[0].mask);
+        let mut occ = match warm {
+            Some(w) if w.len() == n => w.to_vec(),
+            _ => self.share_out(runners, &vec![1.0; n], uniform),
+        };
+        let mut u = 0.0;
+        let mut state = self.step(runners, &occ, u);
+        for it in 0..MAX_ITERS {
+            eq.iterations = it + 1;
+            let target = self.share_out(runners, &state.insertions, uniform);
+            let mut change = (state.utilisation - u).abs();
+            for i in 0..n {
+                let next = occ[i] + DAMPING * (target[i] - occ[i]);
+                change = change.max((next - occ[i]).abs() / self.llc_bytes);
+                occ[i] = next;
+            }
+            u += DAMPING * (state.utilisation - u);
+            state = self.step(runners, &occ, u);
+            if change < TOLERANCE {
+                break;
+            }
+        }
+        for i in 0..n {
+            let p = &self.profiles[runners[i].profile];
+            let cpi = state.cpi[i] / state.throttle[i];
+            eq.shares[i] = Share {
+                occupancy: occ[i],
+                cpi,
+                mpki: p.apki * state.miss[i],
+                speed: p.cpi_ref / cpi,
+            };
+        }
+        eq.utilisation = u;
+        eq.latency_ns = loaded_latency_ns(self, u);
+        eq
+    }
+
+    /// One evaluation at given occupancies and utilisation: CPIs, throttles (MBA per group,
+    /// then the socket's peak) and the resulting insertion rates and utilisation.
+    fn step(&self, runners: &[Runner], occ: &[f64], u: f64) -> Step {
+        let lat = loaded_latency_ns(self, u);
+        let n = runners.len();
+        let mut s = Step {
+            cpi: vec![0.0; n],
+            miss: vec![0.0; n],
+            throttle: vec![1.0; n],
+            insertions: vec![0.0; n],
+            utilisation: 0.0,
+        };
+        let mut traffic = vec![0.0; n];
+        for (i, r) in runners.iter().enumerate() {
+            let p = &self.profiles[r.profile];
+            s.miss[i] = miss_ratio(p, occ[i]);
+            s.cpi[i] = cpi(r.base_cpi, p.apki, s.miss[i], lat * self.ghz / p.mlp);
+            traffic[i] = self.traffic(r, s.cpi[i], s.miss[i]);
+        }
+        // MBA: the threads of a group (same controls) together get at most MB% of peak.
+        for i in 0..n {
+            if runners[i].mb_percent >= 100 {
+                continue;
+            }
+            let key = (runners[i].mask, runners[i].mb_percent);
+            let demand: f64 = (0..n)
+                .filter(|&j| (runners[j].mask, runners[j].mb_percent) == key)
+                .map(|j| traffic[j])
+                .sum();
+            let cap = self.peak * runners[i].mb_percent as f64 / 100.0;
+            if demand > cap {
+                s.throttle[i] = cap / demand;
+            }
+        }
+        let total: f64 = (0..n).map(|i| traffic[i] * s.throttle[i]).sum();
+        let over = if total > self.peak { self.peak / total } else { 1.0 };
+        for i in 0..n {
+            s.throttle[i] *= over;
+            s.insertions[i] = traffic[i] * s.throttle[i];
+        }
+        s.utilisation = total * over / self.peak;
+        s
+    }
+
+    /// LLC bytes per runner when each way is shared in proportion to `weights` (insertion
+    /// rates) among the runners whose CBM has it, a runner spreading its weight evenly over
+    /// its ways. A way nobody inserts into is split evenly among those allowed.
+    pub fn share_out(&self, runners: &[Runner], weights: &[f64], uniform: bool) -> Vec<f64> {
+        let n = runners.len();
+        if uniform {
+            let total: f64 = weights.iter().sum();
+            let held = self.llc_bytes * runners[0].mask.count_ones() as f64 / self.ways as f64;
+            return (0..n)
+                .map(|i| {
+                    if total > 0.0 {
+                        held * weights[i] / total
+                    } else {
+                        held / n as f64
+                    }
+                })
+                .collect();
+        }
+        let way_bytes = self.llc_bytes / self.ways as f64;
+        let per_way: Vec<f64> = (0..n)
+            .map(|i| weights[i] / runners[i].mask.count_ones().max(1) as f64)
+            .collect();
+        let mut occ = vec![0.0; n];
+        for w in 0..self.ways {
+            let bit = 1u32 << w;
+            let mut sum = 0.0;
+            let mut count = 0;
+            for i in 0..n {
+                if runners[i].mask & bit != 0 {
+                    sum += per_way[i];
+                    count += 1;
+                }
+            }
+            for i in 0..n {
+                if runners[i].mask & bit != 0 {
+                    occ[i] += if sum > 0.0 {
+                        way_bytes * per_way[i] / sum
+                    } else {
+                        way_bytes / count as f64
+                    };
+                }
+            }
+        }
+        occ
+    }
+}
+
+struct Step {
+    cpi: Vec<f64>,
+    miss: Vec<f64>,
+    throttle: Vec<f64>,
+    insertions: Vec<f64>,
+    utilisation: f64,
+}
+
+// ---------------------------------------------------------------------------------------
+// The node's shared hardware: resctrl, perf counters and (with profiles) the contention state
+
+/// What the node keeps per running CPU from the last solve of its socket.
+#[derive(Debug, Clone)]
+pub struct Contention {
+    pub machine: Machine,
+    /// Per workload index: its profile.
+    pub profile_of_wl: Vec<Option<usize>>,
+    /// Per CPU: the running task's speed factor (with the SMT term), CPI, MPKI, LLC bytes
+    /// and resctrl group, valid while `task[cpu]` is its running task.
+    pub task: Vec<Option<TaskId>>,
+    pub speed: Vec<f64>,
+    pub cpi: Vec<f64>,
+    pub mpki: Vec<f64>,
+    pub occupancy: Vec<f64>,
+    pub group: Vec<usize>,
+    /// Per socket: the last equilibrium's utilisation.
+    pub utilisation: Vec<f64>,
+}
+
+/// Per cgroup: CPU time, instructions and LLC misses of its profiled tasks (perf counters of
+/// the others follow from their CPU time).
+#[derive(Debug, Clone, Default)]
+pub struct PerfCounts {
+    pub profiled_ns: u64,
+    pub instructions: f64,
+    pub misses: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Hardware {
+    pub ghz: f64,
+    pub llc_bytes: u64,
+    pub resctrl: Resctrl,
+    pub contention: Option<Box<Contention>>,
+    pub perf: Vec<PerfCounts>,
+}
+
+impl Hardware {
+    pub fn new(
+        h: &HardwareSpec,
+        topo: &crate::topology::Topology,
+        cores_per_socket: u32,
+        workload_names: &[String],
+    ) -> Hardware {
+        let nsockets = topo.socket_cpus.len();
+        let names: Vec<&String> = h.profiles.keys().collect();
+        let specs: Vec<&ProfileSpec> = h.profiles.values().collect();
+        let machine = Machine::new(h, cores_per_socket, topo.smt_speed, &specs);
+        let llc_bytes = machine.llc_bytes as u64;
+        let contention = (!specs.is_empty()).then(|| {
+            let ncpus = topo.ncpus;
+            Box::new(Contention {
+                profile_of_wl: workload_names
+                    .iter()
+                    .map(|w| names.iter().position(|n| *n == w))
+                    .collect(),
+                machine,
+                task: vec![None; ncpus],
+                speed: vec![1.0; ncpus],
+                cpi: vec![1.0; ncpus],
+                mpki: vec![0.0; ncpus],
+                occupancy: vec![0.0; ncpus],
+                group: vec![0; ncpus],
+                utilisation: vec![0.0; nsockets],
+            })
+        });
+        Hardware {
+            ghz: h.ghz,
+            llc_bytes,
+            resctrl: Resctrl::new(ResctrlInfo {
+                cbm_len: h.llc.ways,
+                min_cbm_bits: h.llc.min_cbm_bits,
+                num_closids: h.llc.num_closids as usize,
+                bandwidth_gran: 10,
+                min_bandwidth: 10,
+                domains: nsockets,
+            }),
+            contention,
+            perf: vec![],
+        }
+    }
+}
+
+impl Node {
+    /// The profile of task `t`, if its workload has one.
+    fn profile_of(&self, t: TaskId) -> Option<usize> {
+        let c = self.hw.contention.as_ref()?;
+        c.profile_of_wl.get(self.tasks[t].wl).copied().flatten()
+    }
+
+    /// The contention speed factor of `cpu`'s running task, when it has a profile (the SMT
+    /// term included; NUMA is applied by `speed_of` as for every task).
+    #[inline]
+    pub(crate) fn contention_speed(&self, cpu: CpuId) -> Option<f64> {
+        let c = self.hw.contention.as_ref()?;
+        let t = self.cpus[cpu].curr?;
+        (c.task[cpu] == Some(t)).then_some(c.speed[cpu])
+    }
+
+    /// `cpu`'s running task changed from `prev` to `next`: if that changes who shares its
+    /// socket's LLC and memory (or an SMT sibling's core), solve the socket again and give
+    /// every other profiled CPU of the socket its new speed.
+    pub(crate) fn llc_changed(&mut self, cpu: CpuId, prev: Option<TaskId>, next: Option<TaskId>) {
+        if self.hw.contention.is_none() {
+            return;
+        }
+        let profiled = |t: Option<TaskId>| t.and_then(|t| self.profile_of(t)).is_some();
+        if !profiled(prev) && !profiled(next) && prev.is_some() == next.is_some() {
+            return; // the profiled set and every sibling's busy state are unchanged
+        }
+        self.resolve_socket(self.topo.socket_of[cpu], Some(cpu));
+    }
+
+    /// Settle the socket's running CPUs at their old speeds, solve it, and reprogram every
+    /// profiled CPU but `except` (whose caller sets its speed) at the new ones.
+    pub(crate) fn resolve_socket(&mut self, socket: usize, except: Option<CpuId>) {
+        for i in 0..self.topo.socket_cpus[socket].len() {
+            let o = self.topo.socket_cpus[socket][i];
+            if Some(o) != except {
+                self.observe_curr(o);
+            }
+        }
+        self.solve_socket(socket);
+        for i in 0..self.topo.socket_cpus[socket].len() {
+            let o = self.topo.socket_cpus[socket][i];
+            if Some(o) != except && self.contention_speed(o).is_some() {
+                self.refresh_speed(o);
+            }
+        }
+    }
+
+    /// After a resctrl change: every socket again.
+    pub(crate) fn resolve_all(&mut self) {
+        if self.hw.contention.is_none() {
+            return;
+        }
+        for s in 0..self.topo.socket_cpus.len() {
+            self.resolve_socket(s, None);
+        }
+    }
+
+    fn solve_socket(&mut self, socket: usize) {
+        let mut cpus: Vec<CpuId> = vec![];
+        let mut runners: Vec<Runner> = vec![];
+        let mut warm: Vec<f64> = vec![];
+        let smt_pressure = 1.0 / self.topo.smt_speed - 1.0;
+        let c = self.hw.contention.as_ref().expect("contention");
+        for &cpu in &self.topo.socket_cpus[socket] {
+            let Some(t) = self.cpus[cpu].curr else { continue };
+            let Some(p) = c.profile_of_wl.get(self.tasks[t].wl).copied().flatten() else {
+                continue;
+            };
+            let mut pressure = 0.0;
+            for &s in self.topo.siblings(cpu) {
+                if s == cpu {
+                    continue;
+                }
+                if let Some(st) = self.cpus[s].curr {
+                    pressure += match c.profile_of_wl.get(self.tasks[st].wl).copied().flatten() {
+                        Some(sp) => c.machine.profiles[sp].pressure,
+                        None => smt_pressure,
+                    };
+                }
+            }
+            let numa = match self.tasks[t].home_node {
+                Some(h) if h != self.topo.numa_of[cpu] => self.topo.numa_remote_speed,
+                _ => 1.0,
+            };
+            let cg = self.tasks[t].cg;
+            let group = self.hw.resctrl.group_of(cg, |g| self.cgroups[g].parent);
+            let g = &self.hw.resctrl.groups[group];
+            runners.push(Runner {
+                profile: p,
+                base_cpi: c.machine.profiles[p].cpi_base * (1.0 + pressure),
+                numa,
+                mask: g.l3[socket],
+                mb_percent: g.mb[socket],
+            });
+            warm.push(if c.task[cpu] == Some(t) { c.occupancy[cpu] } else { 0.0 });
+            cpus.push(cpu);
+        }
+        // A newcomer starts from an even share, the others from where they were.
+        let fresh = warm.iter().any(|&w| w <= 0.0);
+        let eq = c.machine.solve(&runners, if fresh { None } else { Some(&warm) });
+        let groups: Vec<usize> = cpus
+            .iter()
+            .map(|&cpu| {
+                let cg = self.tasks[self.cpus[cpu].curr.unwrap()].cg;
+                self.hw.resctrl.group_of(cg, |g| self.cgroups[g].parent)
+            })
+            .collect();
+        let c = self.hw.contention.as_mut().expect("contention");
+        for &cpu in &self.topo.socket_cpus[socket] {
+            c.task[cpu] = None;
+        }
+        for (i, &cpu) in cpus.iter().enumerate() {
+            let s = eq.shares[i];
+            c.task[cpu] = self.cpus[cpu].curr;
+            c.speed[cpu] = (s.speed * SPEED_QUANTUM).round() / SPEED_QUANTUM;
+            c.cpi[cpu] = s.cpi;
+            c.mpki[cpu] = s.mpki;
+            c.occupancy[cpu] = s.occupancy;
+            c.group[cpu] = groups[i];
+        }
+        c.utilisation[socket] = eq.utilisation;
+    }
+
+    /// Account `delta` ns of CPU run by task `t` on `cpu` at fixed-point `speed`: the perf
+    /// counters of its cgroup and its resctrl group's memory traffic (profiled tasks only;
+    /// the others' counters follow from their CPU time).
+    pub(crate) fn charge_hw(&mut self, cpu: CpuId, t: TaskId, delta: Ns, speed: u64) {
+        let Some(p) = self.profile_of(t) else { return };
+        let c = self.hw.contention.as_ref().expect("contention");
+        if c.task[cpu] != Some(t) {
+            return;
+        }
+        let cpi_ref = c.machine.profiles[p].cpi_ref;
+        let instructions = delta as f64 * self.hw.ghz * (speed as f64 / SPEED_ONE as f64) / cpi_ref;
+        let misses = instructions * c.mpki[cpu] / 1000.0;
+        let group = c.group[cpu];
+        let socket = self.topo.socket_of[cpu];
+        let local = self.tasks[t]
+            .home_node
+            .is_none_or(|h| h / (self.topo.nnodes / self.topo.socket_cpus.len()).max(1) == socket);
+        let cg = self.tasks[t].cg;
+        if self.hw.perf.len() <= cg {
+            self.hw.perf.resize(self.cgroups.len(), PerfCounts::default());
+        }
+        let pc = &mut self.hw.perf[cg];
+        pc.profiled_ns += delta;
+        pc.instructions += instructions;
+        pc.misses += misses;
+        if let Some(m) = self.hw.resctrl.mon.get_mut(group) {
+            m[socket].mbm_total_bytes += misses * LINE_BYTES;
+            if local {
+                m[socket].mbm_local_bytes += misses * LINE_BYTES;
+            }
+        }
+    }
+
+    /// perf_event's cgroup mode over `cg`'s subtree: cycles, instructions, LLC misses.
+    pub fn perf_counters(&mut self, cg: usize) -> [(&'static str, u64); 3] {
+        self.settle();
+        let ghz = self.hw.ghz;
+        let mut usage = 0u64;
+        let mut prof = PerfCounts::default();
+        for g in self.subtree(cg) {
+            usage += self.cgroups[g].usage_total_ns;
+            if let Some(p) = self.hw.perf.get(g) {
+                prof.profiled_ns += p.profiled_ns;
+                prof.instructions += p.instructions;
+                prof.misses += p.misses;
+            }
+        }
+        let plain_ns = usage.saturating_sub(prof.profiled_ns);
+        [
+            ("cycles", (usage as f64 * ghz).round() as u64),
+            ("instructions", (plain_ns as f64 * ghz + prof.instructions).round() as u64),
+            ("cache-misses", prof.misses.round() as u64),
+        ]
+    }
+
+    /// `cg` and its descendants (cgroup ids are topological: children after parents).
+    fn subtree(&self, cg: usize) -> Vec<usize> {
+        let mut out = vec![cg];
+        for g in cg + 1..self.cgroups.len() {
+            if self.cgroups[g].parent.is_some_and(|p| out.contains(&p)) {
+                out.push(g);
+            }
+        }
+        out
+    }
+
+    /// mon_data of a resctrl group per L3 domain: (llc_occupancy bytes now, mbm_total_bytes,
+    /// mbm_local_bytes).
+    pub fn resctrl_mon(&mut self, group: usize) -> Vec<(u64, u64, u64)> {
+        self.settle();
+        let nsockets = self.topo.socket_cpus.len();
+        let mut occ = vec![0.0; nsockets];
+        if let Some(c) = self.hw.contention.as_ref() {
+            for cpu in 0..self.ncpus() {
+                if c.task[cpu].is_some() && c.task[cpu] == self.cpus[cpu].curr && c.group[cpu] == group {
+                    occ[self.topo.socket_of[cpu]] += c.occupancy[cpu];
+                }
+            }
+        }
+        let mon = &self.hw.resctrl.mon[group];
+        (0..nsockets)
+            .map(|s| {
+                (
+                    occ[s].round() as u64,
+                    mon[s].mbm_total_bytes.round() as u64,
+                    mon[s].mbm_local_bytes.round() as u64,
+                )
+            })
+            .collect()
+    }
+
+    /// Write a group's schemata (creating it), as `echo ... > schemata` does.
+    pub fn resctrl_write(&mut self, group: &str, schemata: &str) -> crate::Result<()> {
+        self.hw
+            .resctrl
+            .write(group, schemata)
+            .map_err(|e| crate::SpecError::new("", e))?;
+        self.resolve_all();
+        Ok(())
+    }
+
+    /// Every task of `cgroup`'s subtree joins `group`.
+    pub fn resctrl_assign(&mut self, group: &str, cgroup: &str) -> crate::Result<()> {
+        let g = self.resctrl_group(group)?;
+        let cg = self.cgroup_id(cgroup)?;
+        self.hw.resctrl.assign(g, cg);
+        self.resolve_all();
+        Ok(())
+    }
+
+    /// rmdir of a group (the root group cannot be removed).
+    pub fn resctrl_remove(&mut self, group: &str) -> crate::Result<()> {
+        if group.is_empty() {
+            return Err(crate::SpecError::new("", "the resctrl root group cannot be removed"));
+        }
+        let g = self.resctrl_group(group)?;
+        self.hw.resctrl.remove(g);
+        self.resolve_all();
+        Ok(())
+    }
+
+    pub fn resctrl_group(&self, group: &str) -> crate::Result<usize> {
+        self.hw.resctrl.group_index(group).ok_or_else(|| {
+            crate::SpecError::new(
+                "",
+                format!(
+                    "no resctrl group {group:?} (groups: {})",
+                    self.hw
+                        .resctrl
+                        .names()
+                        .iter()
+                        .map(|n| format!("{n:?}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+        })
+    }
+
+    /// The scenario's resctrl groups, before the run.
+    pub(crate) fn init_resctrl(&mut self, groups: &[ResctrlGroupSpec]) -> crate::Result<()> {
+        for (i, g) in groups.iter().enumerate() {
+            let field = format!("resctrl.{}", g.name);
+            if g.name.is_empty() {
+                return Err(crate::SpecError::new(format!("hardware.resctrl[{i}].name"), "must not be empty"));
+            }
+            self.hw
+                .resctrl
+                .write(&g.name, &g.schemata)
+                .map_err(|e| crate::SpecError::new(format!("{field}.schemata"), e))?;
+            for (j, cg) in g.cgroups.iter().enumerate() {
+                let id = self
+                    .cgroup_id(cg)
+                    .map_err(|e| crate::SpecError::new(format!("{field}.cgroups[{j}]"), e.reason))?;
+                let gi = self.hw.resctrl.group_index(&g.name).expect("just written");
+                self.hw.resctrl.assign(gi, id);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn machine(profiles: &[ProfileSpec]) -> Machine {
+        let h = HardwareSpec {
+            llc: LlcSpec {
+                size_bytes: Some(16 << 20),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let refs: Vec<&ProfileSpec> = profiles.iter().collect();
+        Machine::new(&h, 8, 0.6, &refs)
+    }
+
+    fn profile(apki: f64, footprint_mb: f64) -> ProfileSpec {
+        ProfileSpec {
+            cpi_base: 1.0,
+            llc_apki: apki,
+            footprint_bytes: footprint_mb * (1 << 20) as f64,
+            miss_exponent: 1.0,
+            mlp: 1.0,
+            core_pressure: None,
+        }
+    }
+
+    fn runner(profile: usize, mask: u32) -> Runner {
+        Runner {
+            profile,
+            base_cpi: 1.0,
+            numa: 1.0,
+            mask,
+            mb_percent: 100,
+        }
+    }
+
+    const FULL: u32 = 0x7ff;
+
+    #[test]
+    fn alone_runs_at_speed_one_with_the_whole_cache() {
+        let m = machine(&[profile(10.0, 2.0)]);
+        let eq = m.solve(&[runner(0, FULL)], None);
+        assert_eq!(eq.shares[0].occupancy, m.llc_bytes);
+        assert!((eq.shares[0].speed - 1.0).abs() < 1e-12);
+        // By hand: m(16 MiB) = (1 + 16/2)^-1 = 1/9; the CPI is 1 + 10/1000 × m × L × 2.5.
+        let miss = 1.0 / 9.0;
+        let c = m.profiles[0].cpi_ref;
+        let u = 2.5e9 / c * 10.0 * miss / 1000.0 * 64.0 / 100e9;
+        let lat = 90.0 * (1.0 + 0.25 * u / (1.0 - u));
+        assert!((c - (1.0 + 10.0 / 1000.0 * miss * lat * 2.5)).abs() < 1e-6, "cpi_ref {c}");
+    }
+
+    #[test]
+    fn two_identical_threads_each_hold_half() {
+        let m = machine(&[profile(10.0, 2.0)]);
+        let eq = m.solve(&[runner(0, FULL), runner(0, FULL)], None);
+        for s in &eq.shares {
+            assert!((s.occupancy - m.llc_bytes / 2.0).abs() < 1e-6 * m.llc_bytes);
+            assert!(s.speed < 1.0);
+        }
+    }
+
+    #[test]
+    fn occupancy_is_proportional_to_insertion_rate_at_the_fixed_point() {
+        // A cache-friendly service beside a streaming job.
+        let m = machine(&[profile(5.0, 1.0), profile(30.0, 4096.0)]);
+        let rs = [runner(0, FULL), runner(1, FULL)];
+        let eq = m.solve(&rs, None);
+        let lat = loaded_latency_ns(&m, eq.utilisation);
+        let rate = |i: usize| {
+            let p = &m.profiles[rs[i].profile];
+            let miss = miss_ratio(p, eq.shares[i].occupancy);
+            2.5e9 / eq.shares[i].cpi * p.apki * miss / 1000.0
+        };
+        let (r0, r1) = (rate(0), rate(1));
+        let expect0 = m.llc_bytes * r0 / (r0 + r1);
+        assert!(
+            (eq.shares[0].occupancy - expect0).abs() < 1e-6 * m.llc_bytes,
+            "{} vs {expect0} after {} iterations",
+            eq.shares[0].occupancy,
+            eq.iterations
+        );
+        assert!((eq.shares[0].occupancy + eq.shares[1].occupancy - m.llc_bytes).abs() < 1.0);
+        assert!(lat > m.idle_latency_ns);
+        assert!(eq.shares[0].occupancy < m.llc_bytes / 2.0, "the streamer holds most of it");
+        assert!(eq.shares[0].speed < 0.95);
+    }
+
+    #[test]
+    fn disjoint_cat_masks_isolate_the_cache() {
+        let m = machine(&[profile(5.0, 1.0), profile(30.0, 4096.0)]);
+        // Service: ways 0-7, streamer: ways 8-10. Bandwidth still couples them.
+        let eq = m.solve(&[runner(0, 0xff), runner(1, 0x700)], None);
+        assert!((eq.shares[0].occupancy - m.llc_bytes * 8.0 / 11.0).abs() < 1.0);
+        assert!((eq.shares[1].occupancy - m.llc_bytes * 3.0 / 11.0).abs() < 1.0);
+        let shared = m.solve(&[runner(0, FULL), runner(1, FULL)], None);
+        assert!(eq.shares[0].speed > shared.shares[0].speed + 0.05);
+    }
+
+    #[test]
+    fn latency_follows_the_queueing_formula() {
+        let m = machine(&[]);
+        assert_eq!(loaded_latency_ns(&m, 0.0), 90.0);
+        assert!((loaded_latency_ns(&m, 0.5) - 90.0 * 1.25).abs() < 1e-12);
+        assert!((loaded_latency_ns(&m, 0.8) - 90.0 * 2.0).abs() < 1e-9);
+        assert_eq!(loaded_latency_ns(&m, 3.0), loaded_latency_ns(&m, 0.95));
+    }
+
+    #[test]
+    fn mba_caps_a_groups_bandwidth() {
+        let mut streamer = profile(60.0, 4096.0);
+        streamer.mlp = 16.0;
+        let m = machine(&[streamer]);
+        let mut rs = vec![runner(0, FULL); 12];
+        let free = m.solve(&rs, None);
+        let bytes = |eq: &Equilibrium| -> f64 {
+            eq.shares
+                .iter()
+                .map(|s| 2.5e9 / s.cpi * s.mpki / 1000.0 * LINE_BYTES)
+                .sum()
+        };
+        assert!(bytes(&free) > 0.4 * m.peak, "unthrottled they use {}", bytes(&free));
+        for r in &mut rs {
+            r.mb_percent = 30;
+        }
+        let capped = m.solve(&rs, None);
+        assert!((bytes(&capped) - 0.3 * m.peak).abs() < 1e-6 * m.peak, "{}", bytes(&capped));
+    }
+
+    #[test]
+    fn solving_is_deterministic() {
+        let m = machine(&[profile(5.0, 1.0), profile(30.0, 4096.0)]);
+        let rs = [runner(0, 0xff), runner(1, FULL), runner(1, 0x7)];
+        let a = m.solve(&rs, None);
+        let b = m.solve(&rs, None);
+        for (x, y) in a.shares.iter().zip(&b.shares) {
+            assert_eq!(x.speed.to_bits(), y.speed.to_bits());
+        }
+    }
+}
