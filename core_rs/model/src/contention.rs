@@ -341,6 +341,8 @@ pub struct Share {
     pub mpki: f64,
     /// CPI_ref / CPI_now.
     pub speed: f64,
+    /// LLC accesses, bytes/s.
+    pub access: f64,
 }
 
 /// The socket's state at the fixed point: per runner shares, and the memory utilisation.
@@ -350,6 +352,8 @@ pub struct Equilibrium {
     pub utilisation: f64,
     pub latency_ns: f64,
     pub iterations: usize,
+    /// Characteristic time (s) of each way class.
+    pub lifetimes: Vec<f64>,
 }
 
 impl Machine {
@@ -391,42 +395,42 @@ impl Machine {
         m
     }
 
-    /// Bytes/s of LLC misses a runner makes at `cpi` and miss ratio `miss` (unthrottled).
-    fn traffic(&self, r: &Runner, cpi: f64, miss: f64) -> f64 {
-        let p = &self.profiles[r.profile];
-        self.ghz * 1e9 / cpi * r.numa * p.apki * miss / 1000.0 * LINE_BYTES
-    }
-
     /// The occupancy / bandwidth fixed point of the runners of one socket. `warm`: the
-    /// occupancies to start from (the last solution), else an even split per way.
+    /// access rates to start from (the last solution), else each runner's rate alone.
     pub fn solve(&self, runners: &[Runner], warm: Option<&[f64]>) -> Equilibrium {
         let n = runners.len();
         let mut eq = Equilibrium {
             shares: vec![Share::default(); n],
+            latency_ns: self.idle_latency_ns,
             ..Default::default()
         };
         if n == 0 {
-            eq.latency_ns = self.idle_latency_ns;
             return eq;
         }
-        let uniform = runners.iter().all(|r| r.mask == runners[0].mask);
-        let mut occ = match warm {
+        let classes = way_classes(self.ways, runners);
+        let mut access = match warm {
             Some(w) if w.len() == n => w.to_vec(),
-            _ => self.share_out(runners, &vec![1.0; n], uniform),
+            _ => runners
+                .iter()
+                .map(|r| {
+                    let p = &self.profiles[r.profile];
+                    self.ghz * 1e9 / p.cpi_ref * r.numa * p.apki / 1000.0 * LINE_BYTES
+                })
+                .collect(),
         };
         let mut u = 0.0;
-        let mut state = self.step(runners, &occ, u);
+        let mut times = vec![0.0; classes.len()];
+        let mut state = self.step(runners, &classes, &access, u, &mut times);
         for it in 0..MAX_ITERS {
             eq.iterations = it + 1;
-            let target = self.share_out(runners, &state.insertions, uniform);
             let mut change = (state.utilisation - u).abs();
             for i in 0..n {
-                let next = occ[i] + DAMPING * (target[i] - occ[i]);
-                change = change.max((next - occ[i]).abs() / self.llc_bytes);
-                occ[i] = next;
+                let next = access[i] + DAMPING * (state.access[i] - access[i]);
+                change = change.max((next - access[i]).abs() / access[i].max(1.0));
+                access[i] = next;
             }
             u += DAMPING * (state.utilisation - u);
-            state = self.step(runners, &occ, u);
+            state = self.step(runners, &classes, &access, u, &mut times);
             if change < TOLERANCE {
                 break;
             }
@@ -435,35 +439,63 @@ impl Machine {
             let p = &self.profiles[runners[i].profile];
             let cpi = state.cpi[i] / state.throttle[i];
             eq.shares[i] = Share {
-                occupancy: occ[i],
+                occupancy: state.occupancy[i],
                 cpi,
                 mpki: p.apki * state.miss[i],
                 speed: p.cpi_ref / cpi,
+                access: access[i],
             };
         }
         eq.utilisation = u;
         eq.latency_ns = loaded_latency_ns(self, u);
+        eq.lifetimes = times;
         eq
     }
 
-    /// One evaluation at given occupancies and utilisation: CPIs, throttles (MBA per group,
-    /// then the socket's peak) and the resulting insertion rates and utilisation.
-    fn step(&self, runners: &[Runner], occ: &[f64], u: f64) -> Step {
+    /// One evaluation at given access rates and utilisation: each way class's characteristic
+    /// time and so every runner's occupancy and miss ratio, its CPI, the throttles (MBA per
+    /// group, then the socket's peak), and the access rates and utilisation that result.
+    fn step(&self, runners: &[Runner], classes: &[WayClass], access: &[f64], u: f64, times: &mut [f64]) -> Step {
         let lat = loaded_latency_ns(self, u);
         let n = runners.len();
         let mut s = Step {
             cpi: vec![0.0; n],
             miss: vec![0.0; n],
+            occupancy: vec![0.0; n],
             throttle: vec![1.0; n],
-            insertions: vec![0.0; n],
+            access: vec![0.0; n],
             utilisation: 0.0,
         };
+        let way_bytes = self.llc_bytes / self.ways as f64;
+        for (k, class) in classes.iter().enumerate() {
+            // Σ_{i in class} fill_i(T) / n_i = way_bytes: each runner spreads its lines
+            // evenly over its ways (per way of the class).
+            let members: Vec<(usize, f64)> = class
+                .members
+                .iter()
+                .map(|&i| (i, runners[i].mask.count_ones() as f64))
+                .collect();
+            let t = lifetime(way_bytes, times[k], |t| {
+                members.iter().fold((0.0, 0.0), |(f, d), &(i, ni)| {
+                    let p = &self.profiles[runners[i].profile];
+                    let (c, dc) = fill(p, access[i], t);
+                    (f + c / ni, d + dc / ni)
+                })
+            });
+            times[k] = t;
+            for &(i, ni) in &members {
+                let p = &self.profiles[runners[i].profile];
+                let c = fill(p, access[i], t).0;
+                let share = class.ways as f64 / ni;
+                s.occupancy[i] += share * c;
+                s.miss[i] += share * miss_ratio(p, c);
+            }
+        }
         let mut traffic = vec![0.0; n];
         for (i, r) in runners.iter().enumerate() {
             let p = &self.profiles[r.profile];
-            s.miss[i] = miss_ratio(p, occ[i]);
             s.cpi[i] = cpi(r.base_cpi, p.apki, s.miss[i], lat * self.ghz / p.mlp);
-            traffic[i] = self.traffic(r, s.cpi[i], s.miss[i]);
+            traffic[i] = self.ghz * 1e9 / s.cpi[i] * r.numa * p.apki * s.miss[i] / 1000.0 * LINE_BYTES;
         }
         // MBA: the threads of a group (same controls) together get at most MB% of peak.
         for i in 0..n {
@@ -482,66 +514,86 @@ impl Machine {
         }
         let total: f64 = (0..n).map(|i| traffic[i] * s.throttle[i]).sum();
         let over = if total > self.peak { self.peak / total } else { 1.0 };
-        for i in 0..n {
+        for (i, r) in runners.iter().enumerate() {
+            let p = &self.profiles[r.profile];
             s.throttle[i] *= over;
-            s.insertions[i] = traffic[i] * s.throttle[i];
+            s.access[i] = self.ghz * 1e9 / s.cpi[i] * s.throttle[i] * r.numa * p.apki / 1000.0 * LINE_BYTES;
         }
         s.utilisation = total * over / self.peak;
         s
     }
+}
 
-    /// LLC bytes per runner when each way is shared in proportion to `weights` (insertion
-    /// rates) among the runners whose CBM has it, a runner spreading its weight evenly over
-    /// its ways. A way nobody inserts into is split evenly among those allowed.
-    pub fn share_out(&self, runners: &[Runner], weights: &[f64], uniform: bool) -> Vec<f64> {
-        let n = runners.len();
-        if uniform {
-            let total: f64 = weights.iter().sum();
-            let held = self.llc_bytes * runners[0].mask.count_ones() as f64 / self.ways as f64;
-            return (0..n)
-                .map(|i| {
-                    if total > 0.0 {
-                        held * weights[i] / total
-                    } else {
-                        held / n as f64
-                    }
-                })
-                .collect();
+/// Ways that the same runners may fill (same membership in every runner's CBM).
+#[derive(Debug, Clone)]
+pub struct WayClass {
+    pub ways: u32,
+    pub members: Vec<usize>,
+}
+
+pub fn way_classes(ways: u32, runners: &[Runner]) -> Vec<WayClass> {
+    let mut classes: Vec<WayClass> = vec![];
+    for w in 0..ways {
+        let members: Vec<usize> = (0..runners.len()).filter(|&i| runners[i].mask >> w & 1 == 1).collect();
+        if members.is_empty() {
+            continue;
         }
-        let way_bytes = self.llc_bytes / self.ways as f64;
-        let per_way: Vec<f64> = (0..n)
-            .map(|i| weights[i] / runners[i].mask.count_ones().max(1) as f64)
-            .collect();
-        let mut occ = vec![0.0; n];
-        for w in 0..self.ways {
-            let bit = 1u32 << w;
-            let mut sum = 0.0;
-            let mut count = 0;
-            for i in 0..n {
-                if runners[i].mask & bit != 0 {
-                    sum += per_way[i];
-                    count += 1;
-                }
-            }
-            for i in 0..n {
-                if runners[i].mask & bit != 0 {
-                    occ[i] += if sum > 0.0 {
-                        way_bytes * per_way[i] / sum
-                    } else {
-                        way_bytes / count as f64
-                    };
-                }
-            }
+        match classes.iter_mut().find(|c| c.members == members) {
+            Some(c) => c.ways += 1,
+            None => classes.push(WayClass { ways: 1, members }),
         }
-        occ
     }
+    classes
+}
+
+/// HOTL's fill (Xiang, Ding, Luo et al., "HOTL: a higher order theory of locality",
+/// ASPLOS 2013): a thread accessing `access` bytes/s whose miss ratio at c bytes is m(c)
+/// fills its cache as dc/dt = access × m(c); for m(c) = (1 + c/F)^(−α) that integrates to
+/// t(c) = F/((α+1)·access) · ((1 + c/F)^(α+1) − 1). Returns c(t) and dc/dt.
+pub fn fill(p: &Profile, access: f64, t: f64) -> (f64, f64) {
+    if access <= 0.0 || t <= 0.0 {
+        return (0.0, access.max(0.0));
+    }
+    let a1 = p.alpha + 1.0;
+    let base = 1.0 + t * access * a1 / p.footprint;
+    let c = p.footprint * (libm::pow(base, 1.0 / a1) - 1.0);
+    let dc = access * libm::pow(base, 1.0 / a1 - 1.0);
+    (c, dc)
+}
+
+/// The time t(c) for a thread to fill c bytes (the inverse of `fill`).
+pub fn fill_time(p: &Profile, access: f64, c: f64) -> f64 {
+    let a1 = p.alpha + 1.0;
+    p.footprint / (a1 * access) * (libm::pow(1.0 + c / p.footprint, a1) - 1.0)
+}
+
+/// The characteristic time T of a shared LRU cache of `size` bytes (Che, Tung, Wang, "Hierarchical
+/// web caching systems: modeling, design and experimental results", JSAC 2002; composed with
+/// HOTL fills): Σ fill_i(T) = size, by Newton's method on the concave increasing sum from
+/// `guess` (the last solution), kept positive.
+fn lifetime(size: f64, guess: f64, sum: impl Fn(f64) -> (f64, f64)) -> f64 {
+    let mut t = if guess > 0.0 { guess } else { 1e-3 };
+    for _ in 0..100 {
+        let (f, d) = sum(t);
+        if d <= 0.0 {
+            return t; // nobody inserts: any lifetime holds
+        }
+        let next = t - (f - size) / d;
+        let next = if next <= 0.0 { t / 16.0 } else { next };
+        if (next - t).abs() <= 1e-12 * t {
+            return next;
+        }
+        t = next;
+    }
+    t
 }
 
 struct Step {
     cpi: Vec<f64>,
     miss: Vec<f64>,
+    occupancy: Vec<f64>,
     throttle: Vec<f64>,
-    insertions: Vec<f64>,
+    access: Vec<f64>,
     utilisation: f64,
 }
 
@@ -561,6 +613,8 @@ pub struct Contention {
     pub cpi: Vec<f64>,
     pub mpki: Vec<f64>,
     pub occupancy: Vec<f64>,
+    /// LLC accesses (bytes/s) at the last solve: where the next solve starts.
+    pub access: Vec<f64>,
     pub group: Vec<usize>,
     /// Per socket: the last equilibrium's utilisation.
     pub utilisation: Vec<f64>,
@@ -609,6 +663,7 @@ impl Hardware {
                 cpi: vec![1.0; ncpus],
                 mpki: vec![0.0; ncpus],
                 occupancy: vec![0.0; ncpus],
+                access: vec![0.0; ncpus],
                 group: vec![0; ncpus],
                 utilisation: vec![0.0; nsockets],
             })
@@ -725,10 +780,10 @@ impl Node {
                 mask: g.l3[socket],
                 mb_percent: g.mb[socket],
             });
-            warm.push(if c.task[cpu] == Some(t) { c.occupancy[cpu] } else { 0.0 });
+            warm.push(if c.task[cpu] == Some(t) { c.access[cpu] } else { 0.0 });
             cpus.push(cpu);
         }
-        // A newcomer starts from an even share, the others from where they were.
+        // With a newcomer every runner starts from its rate alone, else from where it was.
         let fresh = warm.iter().any(|&w| w <= 0.0);
         let eq = c.machine.solve(&runners, if fresh { None } else { Some(&warm) });
         let groups: Vec<usize> = cpus
@@ -749,6 +804,7 @@ impl Node {
             c.cpi[cpu] = s.cpi;
             c.mpki[cpu] = s.mpki;
             c.occupancy[cpu] = s.occupancy;
+            c.access[cpu] = s.access;
             c.group[cpu] = groups[i];
         }
         c.utilisation[socket] = eq.utilisation;
@@ -959,8 +1015,8 @@ mod tests {
     fn alone_runs_at_speed_one_with_the_whole_cache() {
         let m = machine(&[profile(10.0, 2.0)]);
         let eq = m.solve(&[runner(0, FULL)], None);
-        assert_eq!(eq.shares[0].occupancy, m.llc_bytes);
-        assert!((eq.shares[0].speed - 1.0).abs() < 1e-12);
+        assert!((eq.shares[0].occupancy - m.llc_bytes).abs() < 1e-6 * m.llc_bytes);
+        assert!((eq.shares[0].speed - 1.0).abs() < 1e-9);
         // By hand: m(16 MiB) = (1 + 16/2)^-1 = 1/9; the CPI is 1 + 10/1000 × m × L × 2.5.
         let miss = 1.0 / 9.0;
         let c = m.profiles[0].cpi_ref;
@@ -980,29 +1036,38 @@ mod tests {
     }
 
     #[test]
-    fn occupancy_is_proportional_to_insertion_rate_at_the_fixed_point() {
-        // A cache-friendly service beside a streaming job.
+    fn occupancies_share_one_lifetime_at_the_fixed_point() {
+        // A cache-friendly service beside a streaming job: LRU keeps a line for the same
+        // characteristic time T whoever owns it, so each thread holds what it fills in T
+        // (t(c) integrated by hand from dc/dt = access × m(c)), and together they fill the LLC.
         let m = machine(&[profile(5.0, 1.0), profile(30.0, 4096.0)]);
         let rs = [runner(0, FULL), runner(1, FULL)];
         let eq = m.solve(&rs, None);
-        let lat = loaded_latency_ns(&m, eq.utilisation);
-        let rate = |i: usize| {
-            let p = &m.profiles[rs[i].profile];
-            let miss = miss_ratio(p, eq.shares[i].occupancy);
-            2.5e9 / eq.shares[i].cpi * p.apki * miss / 1000.0
+        let (s0, s1) = (eq.shares[0], eq.shares[1]);
+        assert!((s0.occupancy + s1.occupancy - m.llc_bytes).abs() < 1e-6 * m.llc_bytes);
+        let t_of = |i: usize, c: f64| {
+            let p = &m.profiles[i];
+            let (f, a, a1) = (p.footprint, eq.shares[i].access, p.alpha + 1.0);
+            f / (a1 * a) * ((1.0 + c / f).powf(a1) - 1.0)
         };
-        let (r0, r1) = (rate(0), rate(1));
-        let expect0 = m.llc_bytes * r0 / (r0 + r1);
-        assert!(
-            (eq.shares[0].occupancy - expect0).abs() < 1e-6 * m.llc_bytes,
-            "{} vs {expect0} after {} iterations",
-            eq.shares[0].occupancy,
-            eq.iterations
-        );
-        assert!((eq.shares[0].occupancy + eq.shares[1].occupancy - m.llc_bytes).abs() < 1.0);
-        assert!(lat > m.idle_latency_ns);
-        assert!(eq.shares[0].occupancy < m.llc_bytes / 2.0, "the streamer holds most of it");
-        assert!(eq.shares[0].speed < 0.95);
+        let (t0, t1) = (t_of(0, s0.occupancy), t_of(1, s1.occupancy));
+        assert!((t0 - t1).abs() < 1e-6 * t0, "lifetimes {t0} vs {t1}");
+        // The access rates are the ones the CPIs give.
+        for (i, sh) in [s0, s1].iter().enumerate() {
+            let a = 2.5e9 / sh.cpi * m.profiles[i].apki / 1000.0 * LINE_BYTES;
+            assert!((sh.access - a).abs() < 1e-6 * a, "{} vs {a}", sh.access);
+        }
+        assert!(s0.speed < 0.99 && s1.speed < 1.0);
+    }
+
+    #[test]
+    fn one_streamer_does_not_take_the_reused_lines() {
+        // The service re-touches its lines within T, so it keeps more than its insertion share.
+        let m = machine(&[profile(20.0, 1.0), profile(30.0, 4096.0)]);
+        let eq = m.solve(&[runner(0, FULL), runner(1, FULL)], None);
+        let ins = |i: usize| eq.shares[i].access * eq.shares[i].mpki / m.profiles[i].apki;
+        let by_insertion = m.llc_bytes * ins(0) / (ins(0) + ins(1));
+        assert!(eq.shares[0].occupancy > by_insertion, "{} vs {by_insertion}", eq.shares[0].occupancy);
     }
 
     #[test]
