@@ -43,9 +43,9 @@ pub const DEFAULT_LLC_PER_CORE: u64 = 1_441_792;
 const MAX_ITERS: usize = 60;
 const DAMPING: f64 = 0.5;
 const TOLERANCE: f64 = 1e-9;
-/// Speeds are kept to 2^-12: a co-runner's switch that moves a thread's speed by less does
+/// Speeds are kept to 2^-10: a co-runner's switch that moves a thread's speed by less does
 /// not reprogram its CPU.
-const SPEED_QUANTUM: f64 = 4096.0;
+const SPEED_QUANTUM: f64 = 1024.0;
 
 // ---------------------------------------------------------------------------------------
 // The spec (Python sends it under "hardware")
@@ -66,6 +66,11 @@ pub struct HardwareSpec {
     /// resctrl groups set up before the run (scenario `[resctrl.<group>]`).
     #[serde(default)]
     pub resctrl: Vec<ResctrlGroupSpec>,
+    /// How long a change of a socket's running set may wait before its other threads take
+    /// their new speeds (changes within it are coalesced); None: one scheduler tick; 0: at
+    /// once (exact, and slow on wide sockets).
+    #[serde(default)]
+    pub refresh_ns: Option<u64>,
 }
 
 impl Default for HardwareSpec {
@@ -76,6 +81,7 @@ impl Default for HardwareSpec {
             memory_bandwidth: MemoryBandwidthSpec::default(),
             profiles: BTreeMap::new(),
             resctrl: vec![],
+            refresh_ns: None,
         }
     }
 }
@@ -328,6 +334,8 @@ pub struct Runner {
     pub mask: u32,
     /// Its group's MB percent on this socket.
     pub mb_percent: u32,
+    /// How many identical threads it stands for.
+    pub count: f64,
 }
 
 /// What the solver gives each runner.
@@ -389,6 +397,7 @@ impl Machine {
                 numa: 1.0,
                 mask: full,
                 mb_percent: 100,
+                count: 1.0,
             };
             m.profiles[i].cpi_ref = m.solve(&[alone], None).shares[0].cpi;
         }
@@ -479,7 +488,8 @@ impl Machine {
                 members.iter().fold((0.0, 0.0), |(f, d), &(i, ni)| {
                     let p = &self.profiles[runners[i].profile];
                     let (c, dc) = fill(p, access[i], t);
-                    (f + c / ni, d + dc / ni)
+                    let k = runners[i].count / ni;
+                    (f + k * c, d + k * dc)
                 })
             });
             times[k] = t;
@@ -505,14 +515,14 @@ impl Machine {
             let key = (runners[i].mask, runners[i].mb_percent);
             let demand: f64 = (0..n)
                 .filter(|&j| (runners[j].mask, runners[j].mb_percent) == key)
-                .map(|j| traffic[j])
+                .map(|j| traffic[j] * runners[j].count)
                 .sum();
             let cap = self.peak * runners[i].mb_percent as f64 / 100.0;
             if demand > cap {
                 s.throttle[i] = cap / demand;
             }
         }
-        let total: f64 = (0..n).map(|i| traffic[i] * s.throttle[i]).sum();
+        let total: f64 = (0..n).map(|i| traffic[i] * s.throttle[i] * runners[i].count).sum();
         let over = if total > self.peak { self.peak / total } else { 1.0 };
         for (i, r) in runners.iter().enumerate() {
             let p = &self.profiles[r.profile];
@@ -600,25 +610,48 @@ struct Step {
 // ---------------------------------------------------------------------------------------
 // The node's shared hardware: resctrl, perf counters and (with profiles) the contention state
 
+/// What makes two running threads of a socket interchangeable for the solver: profile,
+/// base CPI (the SMT term), NUMA factor, CBM and MB percent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ClassKey {
+    pub profile: usize,
+    pub base_bits: u64,
+    pub numa_bits: u64,
+    pub mask: u32,
+    pub mb: u32,
+}
+
+/// A socket's solution: each class's share.
+pub type Solution = Vec<(ClassKey, Share)>;
+
 /// What the node keeps per running CPU from the last solve of its socket.
 #[derive(Debug, Clone)]
 pub struct Contention {
     pub machine: Machine,
     /// Per workload index: its profile.
     pub profile_of_wl: Vec<Option<usize>>,
-    /// Per CPU: the running task's speed factor (with the SMT term), CPI, MPKI, LLC bytes
-    /// and resctrl group, valid while `task[cpu]` is its running task.
+    /// Per CPU: the running task's class, speed factor (with the SMT term), CPI, MPKI, LLC
+    /// bytes and resctrl group, valid while `task[cpu]` is its running task.
     pub task: Vec<Option<TaskId>>,
+    pub key: Vec<Option<ClassKey>>,
     pub speed: Vec<f64>,
     pub cpi: Vec<f64>,
     pub mpki: Vec<f64>,
     pub occupancy: Vec<f64>,
-    /// LLC accesses (bytes/s) at the last solve: where the next solve starts.
-    pub access: Vec<f64>,
     pub group: Vec<usize>,
-    /// Per socket: the last equilibrium's utilisation.
-    pub utilisation: Vec<f64>,
+    /// Per socket: the solution in force, and whether a refresh is pending.
+    pub current: Vec<std::sync::Arc<Solution>>,
+    pub pending: Vec<bool>,
+    /// Solutions by socket composition (sorted (class, count)): a pure function of it.
+    pub memo: std::collections::HashMap<Vec<(ClassKey, u32)>, std::sync::Arc<Solution>>,
+    /// How long a change may wait before the socket's co-runners take their new speeds.
+    pub refresh_ns: Ns,
+    /// Solves done and memo hits (for benchmarks).
+    pub solves: u64,
 }
+
+/// Compositions remembered at most (then the memo starts over).
+const MEMO_CAP: usize = 1 << 16;
 
 /// Per cgroup: CPU time, instructions and LLC misses of its profiled tasks (perf counters of
 /// the others follow from their CPU time).
@@ -644,7 +677,9 @@ impl Hardware {
         topo: &crate::topology::Topology,
         cores_per_socket: u32,
         workload_names: &[String],
+        tick_ns: Ns,
     ) -> Hardware {
+        let refresh_ns = h.refresh_ns.unwrap_or(tick_ns);
         let nsockets = topo.socket_cpus.len();
         let names: Vec<&String> = h.profiles.keys().collect();
         let specs: Vec<&ProfileSpec> = h.profiles.values().collect();
@@ -659,13 +694,17 @@ impl Hardware {
                     .collect(),
                 machine,
                 task: vec![None; ncpus],
+                key: vec![None; ncpus],
                 speed: vec![1.0; ncpus],
                 cpi: vec![1.0; ncpus],
                 mpki: vec![0.0; ncpus],
                 occupancy: vec![0.0; ncpus],
-                access: vec![0.0; ncpus],
                 group: vec![0; ncpus],
-                utilisation: vec![0.0; nsockets],
+                current: vec![std::sync::Arc::new(vec![]); nsockets],
+                pending: vec![false; nsockets],
+                memo: std::collections::HashMap::new(),
+                refresh_ns,
+                solves: 0,
             })
         });
         Hardware {
@@ -701,39 +740,96 @@ impl Node {
         (c.task[cpu] == Some(t)).then_some(c.speed[cpu])
     }
 
-    /// `cpu`'s running task changed from `prev` to `next`: if that changes who shares its
-    /// socket's LLC and memory (or an SMT sibling's core), solve the socket again and give
-    /// every other profiled CPU of the socket its new speed.
+    /// `cpu`'s running task changed from `prev` to `next`. The new task and `cpu`'s SMT
+    /// siblings (whose core pressure changed) take their class's share in the socket's
+    /// current solution at once; the socket is solved again for its new composition within
+    /// `refresh_ns` (changes coalesced), when every co-runner takes its new speed.
     pub(crate) fn llc_changed(&mut self, cpu: CpuId, prev: Option<TaskId>, next: Option<TaskId>) {
-        if self.hw.contention.is_none() {
-            return;
-        }
-        let profiled = |t: Option<TaskId>| t.and_then(|t| self.profile_of(t)).is_some();
+        let Some(c) = self.hw.contention.as_ref() else { return };
+        let profiled = |t: Option<TaskId>| t.is_some_and(|t| c.profile_of_wl.get(self.tasks[t].wl).copied().flatten().is_some());
         if !profiled(prev) && !profiled(next) && prev.is_some() == next.is_some() {
             return; // the profiled set and every sibling's busy state are unchanged
         }
-        self.resolve_socket(self.topo.socket_of[cpu], Some(cpu));
+        let socket = self.topo.socket_of[cpu];
+        if c.refresh_ns == 0 {
+            self.resolve_socket(socket, Some(cpu));
+            return;
+        }
+        for i in 0..self.topo.siblings(cpu).len() {
+            let s = self.topo.siblings(cpu)[i];
+            if s != cpu {
+                self.observe_curr(s);
+            }
+            self.take_share(s, false);
+        }
+        let c = self.hw.contention.as_mut().expect("contention");
+        if !c.pending[socket] {
+            c.pending[socket] = true;
+            let at = self.now + c.refresh_ns;
+            self.queue.push(at, crate::events::Event::LlcRefresh { socket });
+        }
     }
 
-    /// Settle the socket's running CPUs at their old speeds, solve it, and reprogram every
-    /// profiled CPU but `except` (whose caller sets its speed) at the new ones.
+    /// The coalesced refresh of a socket is due.
+    pub(crate) fn llc_refresh(&mut self, socket: usize) {
+        if let Some(c) = self.hw.contention.as_mut() {
+            c.pending[socket] = false;
+            self.resolve_socket(socket, None);
+        }
+    }
+
+    /// Solve the socket for its composition now (memoised) and give every profiled CPU but
+    /// `except` (whose caller sets its speed) its new share, settling it at the old one first.
     pub(crate) fn resolve_socket(&mut self, socket: usize, except: Option<CpuId>) {
+        let mut comp: Vec<(ClassKey, u32)> = vec![];
         for i in 0..self.topo.socket_cpus[socket].len() {
-            let o = self.topo.socket_cpus[socket][i];
-            if Some(o) != except {
-                self.observe_curr(o);
+            let cpu = self.topo.socket_cpus[socket][i];
+            if let Some(k) = self.class_of(cpu) {
+                match comp.iter_mut().find(|(ck, _)| *ck == k) {
+                    Some(e) => e.1 += 1,
+                    None => comp.push((k, 1)),
+                }
             }
         }
-        self.solve_socket(socket);
+        comp.sort_unstable();
+        let c = self.hw.contention.as_mut().expect("contention");
+        let sol = match c.memo.get(&comp) {
+            Some(s) => s.clone(),
+            None => {
+                let runners: Vec<Runner> = comp
+                    .iter()
+                    .map(|(k, n)| Runner {
+                        profile: k.profile,
+                        base_cpi: f64::from_bits(k.base_bits),
+                        numa: f64::from_bits(k.numa_bits),
+                        mask: k.mask,
+                        mb_percent: k.mb,
+                        count: *n as f64,
+                    })
+                    .collect();
+                let eq = c.machine.solve(&runners, None);
+                let sol: Solution = comp.iter().map(|(k, _)| *k).zip(eq.shares).collect();
+                let sol = std::sync::Arc::new(sol);
+                if c.memo.len() >= MEMO_CAP {
+                    c.memo.clear();
+                }
+                c.memo.insert(comp, sol.clone());
+                c.solves += 1;
+                sol
+            }
+        };
+        c.current[socket] = sol;
         for i in 0..self.topo.socket_cpus[socket].len() {
             let o = self.topo.socket_cpus[socket][i];
-            if Some(o) != except && self.contention_speed(o).is_some() {
+            if Some(o) == except {
+                self.take_share(o, false);
+            } else if self.take_share(o, true) {
                 self.refresh_speed(o);
             }
         }
     }
 
-    /// After a resctrl change: every socket again.
+    /// After a resctrl change: every socket again, at once.
     pub(crate) fn resolve_all(&mut self) {
         if self.hw.contention.is_none() {
             return;
@@ -743,71 +839,83 @@ impl Node {
         }
     }
 
-    fn solve_socket(&mut self, socket: usize) {
-        let mut cpus: Vec<CpuId> = vec![];
-        let mut runners: Vec<Runner> = vec![];
-        let mut warm: Vec<f64> = vec![];
+    /// The class of `cpu`'s running task, if it has a profile.
+    fn class_of(&self, cpu: CpuId) -> Option<ClassKey> {
+        let c = self.hw.contention.as_ref()?;
+        let t = self.cpus[cpu].curr?;
+        let p = c.profile_of_wl.get(self.tasks[t].wl).copied().flatten()?;
         let smt_pressure = 1.0 / self.topo.smt_speed - 1.0;
-        let c = self.hw.contention.as_ref().expect("contention");
-        for &cpu in &self.topo.socket_cpus[socket] {
-            let Some(t) = self.cpus[cpu].curr else { continue };
-            let Some(p) = c.profile_of_wl.get(self.tasks[t].wl).copied().flatten() else {
+        let mut pressure = 0.0;
+        for &s in self.topo.siblings(cpu) {
+            if s == cpu {
                 continue;
-            };
-            let mut pressure = 0.0;
-            for &s in self.topo.siblings(cpu) {
-                if s == cpu {
-                    continue;
-                }
-                if let Some(st) = self.cpus[s].curr {
-                    pressure += match c.profile_of_wl.get(self.tasks[st].wl).copied().flatten() {
-                        Some(sp) => c.machine.profiles[sp].pressure,
-                        None => smt_pressure,
-                    };
-                }
             }
-            let numa = match self.tasks[t].home_node {
-                Some(h) if h != self.topo.numa_of[cpu] => self.topo.numa_remote_speed,
-                _ => 1.0,
-            };
-            let cg = self.tasks[t].cg;
-            let group = self.hw.resctrl.group_of(cg, |g| self.cgroups[g].parent);
-            let g = &self.hw.resctrl.groups[group];
-            runners.push(Runner {
-                profile: p,
-                base_cpi: c.machine.profiles[p].cpi_base * (1.0 + pressure),
-                numa,
-                mask: g.l3[socket],
-                mb_percent: g.mb[socket],
-            });
-            warm.push(if c.task[cpu] == Some(t) { c.access[cpu] } else { 0.0 });
-            cpus.push(cpu);
+            if let Some(st) = self.cpus[s].curr {
+                pressure += match c.profile_of_wl.get(self.tasks[st].wl).copied().flatten() {
+                    Some(sp) => c.machine.profiles[sp].pressure,
+                    None => smt_pressure,
+                };
+            }
         }
-        // With a newcomer every runner starts from its rate alone, else from where it was.
-        let fresh = warm.iter().any(|&w| w <= 0.0);
-        let eq = c.machine.solve(&runners, if fresh { None } else { Some(&warm) });
-        let groups: Vec<usize> = cpus
-            .iter()
-            .map(|&cpu| {
-                let cg = self.tasks[self.cpus[cpu].curr.unwrap()].cg;
-                self.hw.resctrl.group_of(cg, |g| self.cgroups[g].parent)
-            })
-            .collect();
+        let numa = match self.tasks[t].home_node {
+            Some(h) if h != self.topo.numa_of[cpu] => self.topo.numa_remote_speed,
+            _ => 1.0,
+        };
+        let socket = self.topo.socket_of[cpu];
+        let group = self.hw.resctrl.group_of(self.tasks[t].cg, |g| self.cgroups[g].parent);
+        let g = &self.hw.resctrl.groups[group];
+        Some(ClassKey {
+            profile: p,
+            base_bits: (c.machine.profiles[p].cpi_base * (1.0 + pressure)).to_bits(),
+            numa_bits: numa.to_bits(),
+            mask: g.l3[socket],
+            mb: g.mb[socket],
+        })
+    }
+
+    /// Give `cpu`'s running task its class's share of the socket's current solution (a class
+    /// the solution lacks keeps running at speed 1 until the refresh). With `settle`, the CPU
+    /// is settled at its old share first, and only when its speed changes; returns whether
+    /// it changed.
+    fn take_share(&mut self, cpu: CpuId, settle: bool) -> bool {
+        let key = self.class_of(cpu);
+        let curr = self.cpus[cpu].curr;
+        let socket = self.topo.socket_of[cpu];
+        let group = curr.map_or(0, |t| self.hw.resctrl.group_of(self.tasks[t].cg, |g| self.cgroups[g].parent));
+        let c = self.hw.contention.as_ref().expect("contention");
+        let Some(k) = key else {
+            let was = c.task[cpu].is_some();
+            self.hw.contention.as_mut().expect("contention").task[cpu] = None;
+            return was;
+        };
+        let share = c.current[socket].iter().find(|(ck, _)| *ck == k).map(|(_, s)| *s);
+        let speed = share.map_or(1.0, |s| (s.speed * SPEED_QUANTUM).round() / SPEED_QUANTUM);
+        let same = c.task[cpu] == curr && c.key[cpu] == Some(k) && c.speed[cpu] == speed;
+        if same && share.is_none_or(|s| s.occupancy == c.occupancy[cpu]) {
+            return false;
+        }
+        if settle {
+            self.observe_curr(cpu);
+        }
         let c = self.hw.contention.as_mut().expect("contention");
-        for &cpu in &self.topo.socket_cpus[socket] {
-            c.task[cpu] = None;
+        c.task[cpu] = curr;
+        c.key[cpu] = Some(k);
+        c.speed[cpu] = speed;
+        c.group[cpu] = group;
+        match share {
+            Some(s) => {
+                c.cpi[cpu] = s.cpi;
+                c.mpki[cpu] = s.mpki;
+                c.occupancy[cpu] = s.occupancy;
+            }
+            None => {
+                let p = &c.machine.profiles[k.profile];
+                c.cpi[cpu] = p.cpi_ref;
+                c.mpki[cpu] = p.apki * miss_ratio(p, c.machine.llc_bytes);
+                c.occupancy[cpu] = 0.0;
+            }
         }
-        for (i, &cpu) in cpus.iter().enumerate() {
-            let s = eq.shares[i];
-            c.task[cpu] = self.cpus[cpu].curr;
-            c.speed[cpu] = (s.speed * SPEED_QUANTUM).round() / SPEED_QUANTUM;
-            c.cpi[cpu] = s.cpi;
-            c.mpki[cpu] = s.mpki;
-            c.occupancy[cpu] = s.occupancy;
-            c.access[cpu] = s.access;
-            c.group[cpu] = groups[i];
-        }
-        c.utilisation[socket] = eq.utilisation;
+        !same
     }
 
     /// Account `delta` ns of CPU run by task `t` on `cpu` at fixed-point `speed`: the perf
@@ -1006,6 +1114,7 @@ mod tests {
             numa: 1.0,
             mask,
             mb_percent: 100,
+            count: 1.0,
         }
     }
 

@@ -160,10 +160,10 @@ impl Node {
     pub fn new(spec: &NodeSpec) -> Result<Node> {
         spec.validate()?;
         let topo = Topology::build(&spec.topology)?;
-        let names: Vec<String> = spec.workloads.iter().map(|w| w.name().to_string()).collect();
-        let hw = crate::contention::Hardware::new(&spec.hardware, &topo, spec.topology.cores_per_socket, &names);
         let ncpus = topo.ncpus;
         let tun = Tunables::new(&spec.kernel, ncpus);
+        let names: Vec<String> = spec.workloads.iter().map(|w| w.name().to_string()).collect();
+        let hw = crate::contention::Hardware::new(&spec.hardware, &topo, spec.topology.cores_per_socket, &names, tun.tick_ns);
         let nnodes = topo.nnodes;
         let mut cgroups = vec![Cgroup::new(String::new(), None, 1024, false, 0, ncpus, nnodes)];
         for c in &spec.cgroups {
@@ -941,6 +941,7 @@ impl Node {
             Event::Period { cg, gen } => self.period_timer(cg, gen),
             Event::Slack { cg, gen } => self.slack_timer(cg, gen),
             Event::Psi => self.psi_update(),
+            Event::LlcRefresh { socket } => self.llc_refresh(socket),
             Event::Resume { task } => self.resume(task),
             Event::Disk { gen } => self.disk_event(gen),
             Event::Kupdate => self.kupdate_event(),
