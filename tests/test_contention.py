@@ -58,7 +58,10 @@ def completed(env: NodeEnvironment, name: str = "web") -> int:
 def test_no_profile_is_bit_identical_whatever_the_hardware_tables_say():
     """Without a profile the shared-hardware tables change nothing: the same latencies and
     CPU per CPU to the bit (the model is not even built)."""
-    work = {"web": {**SERVICE, "clients": 3, "service": {"dist": "exponential", "mean": "2ms"}}, "hog": {"kind": "hog", "cgroup": "offline", "threads": 6}}
+    work = {
+        "web": {**SERVICE, "clients": 3, "service": {"dist": "exponential", "mean": "2ms"}},
+        "hog": {"kind": "hog", "cgroup": "offline", "threads": 6},
+    }
     plain = run(doc(work, node={"llc": {}, "memory_bandwidth": {}}))
     tables = run(
         doc(
@@ -91,7 +94,10 @@ def test_perf_counters_follow_the_cpi_by_hand():
     profile = {"cpi_base": 1.2, "llc_apki": 10.0, "footprint_mb": 2.0, "mlp": 2.0}
     env = run(
         doc(
-            {"hog": {"kind": "hog", "cgroup": "offline", "threads": 1, "contention": profile}, "plain": {"kind": "hog", "cgroup": "online", "threads": 1}},
+            {
+                "hog": {"kind": "hog", "cgroup": "offline", "threads": 1, "contention": profile},
+                "plain": {"kind": "hog", "cgroup": "online", "threads": 1},
+            },
             node={"memory_bandwidth": {"peak_gbps": 20.0, "queue_factor": 0.0}},
         ),
         1.0,
@@ -115,7 +121,10 @@ def test_two_identical_threads_each_hold_half_the_llc():
     profile = {"llc_apki": 10.0, "footprint_mb": 64.0}
     env = run(
         doc(
-            {"x": {"kind": "hog", "cgroup": "online", "threads": 1, "contention": profile}, "y": {"kind": "hog", "cgroup": "offline", "threads": 1, "contention": profile}},
+            {
+                "x": {"kind": "hog", "cgroup": "online", "threads": 1, "contention": profile},
+                "y": {"kind": "hog", "cgroup": "offline", "threads": 1, "contention": profile},
+            },
             resctrl=two_groups("", ""),
         ),
         0.5,

@@ -217,8 +217,14 @@ pub fn validate(h: &HardwareSpec, workloads: &[String]) -> crate::Result<()> {
         }
     };
     positive("hardware.ghz", h.ghz)?;
-    positive("hardware.memory_bandwidth.peak_bytes_per_s", h.memory_bandwidth.peak_bytes_per_s)?;
-    positive("hardware.memory_bandwidth.idle_latency_ns", h.memory_bandwidth.idle_latency_ns)?;
+    positive(
+        "hardware.memory_bandwidth.peak_bytes_per_s",
+        h.memory_bandwidth.peak_bytes_per_s,
+    )?;
+    positive(
+        "hardware.memory_bandwidth.idle_latency_ns",
+        h.memory_bandwidth.idle_latency_ns,
+    )?;
     let mb = &h.memory_bandwidth;
     if !(mb.queue_factor.is_finite() && mb.queue_factor >= 0.0) {
         return Err(SpecError::new(
@@ -233,7 +239,10 @@ pub fn validate(h: &HardwareSpec, workloads: &[String]) -> crate::Result<()> {
         ));
     }
     if !(1..=32).contains(&h.llc.ways) {
-        return Err(SpecError::new("hardware.llc.ways", format!("must be in 1..=32 (got {})", h.llc.ways)));
+        return Err(SpecError::new(
+            "hardware.llc.ways",
+            format!("must be in 1..=32 (got {})", h.llc.ways),
+        ));
     }
     if h.llc.min_cbm_bits > h.llc.ways {
         return Err(SpecError::new(
@@ -242,7 +251,10 @@ pub fn validate(h: &HardwareSpec, workloads: &[String]) -> crate::Result<()> {
         ));
     }
     if h.llc.num_closids < 1 {
-        return Err(SpecError::new("hardware.llc.num_closids", "must be >= 1 (CLOSID 0 is the root group)"));
+        return Err(SpecError::new(
+            "hardware.llc.num_closids",
+            "must be >= 1 (CLOSID 0 is the root group)",
+        ));
     }
     if h.llc.size_bytes == Some(0) {
         return Err(SpecError::new("hardware.llc.size_bytes", "must be > 0"));
@@ -259,7 +271,10 @@ pub fn validate(h: &HardwareSpec, workloads: &[String]) -> crate::Result<()> {
         positive(&at("footprint_bytes"), p.footprint_bytes)?;
         positive(&at("mlp"), p.mlp)?;
         if !(p.llc_apki.is_finite() && p.llc_apki >= 0.0) {
-            return Err(SpecError::new(at("llc_apki"), format!("must be >= 0 (got {})", p.llc_apki)));
+            return Err(SpecError::new(
+                at("llc_apki"),
+                format!("must be >= 0 (got {})", p.llc_apki),
+            ));
         }
         if !(p.miss_exponent > 0.0 && p.miss_exponent <= 2.0) {
             return Err(SpecError::new(
@@ -433,10 +448,10 @@ impl Machine {
         for it in 0..MAX_ITERS {
             eq.iterations = it + 1;
             let mut change = (state.utilisation - u).abs();
-            for i in 0..n {
-                let next = access[i] + DAMPING * (state.access[i] - access[i]);
-                change = change.max((next - access[i]).abs() / access[i].max(1.0));
-                access[i] = next;
+            for (a, &target) in access.iter_mut().zip(&state.access) {
+                let next = *a + DAMPING * (target - *a);
+                change = change.max((next - *a).abs() / a.max(1.0));
+                *a = next;
             }
             u += DAMPING * (state.utilisation - u);
             state = self.step(runners, &classes, &access, u, &mut times);
@@ -700,7 +715,7 @@ impl Hardware {
                 mpki: vec![0.0; ncpus],
                 occupancy: vec![0.0; ncpus],
                 group: vec![0; ncpus],
-                current: vec![std::sync::Arc::new(vec![]); nsockets],
+                current: (0..nsockets).map(|_| std::sync::Arc::new(vec![])).collect(),
                 pending: vec![false; nsockets],
                 memo: std::collections::HashMap::new(),
                 refresh_ns,
@@ -746,7 +761,8 @@ impl Node {
     /// `refresh_ns` (changes coalesced), when every co-runner takes its new speed.
     pub(crate) fn llc_changed(&mut self, cpu: CpuId, prev: Option<TaskId>, next: Option<TaskId>) {
         let Some(c) = self.hw.contention.as_ref() else { return };
-        let profiled = |t: Option<TaskId>| t.is_some_and(|t| c.profile_of_wl.get(self.tasks[t].wl).copied().flatten().is_some());
+        let profiled =
+            |t: Option<TaskId>| t.is_some_and(|t| c.profile_of_wl.get(self.tasks[t].wl).copied().flatten().is_some());
         if !profiled(prev) && !profiled(next) && prev.is_some() == next.is_some() {
             return; // the profiled set and every sibling's busy state are unchanged
         }
@@ -881,7 +897,9 @@ impl Node {
         let key = self.class_of(cpu);
         let curr = self.cpus[cpu].curr;
         let socket = self.topo.socket_of[cpu];
-        let group = curr.map_or(0, |t| self.hw.resctrl.group_of(self.tasks[t].cg, |g| self.cgroups[g].parent));
+        let group = curr.map_or(0, |t| {
+            self.hw.resctrl.group_of(self.tasks[t].cg, |g| self.cgroups[g].parent)
+        });
         let c = self.hw.contention.as_ref().expect("contention");
         let Some(k) = key else {
             let was = c.task[cpu].is_some();
@@ -968,7 +986,10 @@ impl Node {
         let plain_ns = usage.saturating_sub(prof.profiled_ns);
         [
             ("cycles", (usage as f64 * ghz).round() as u64),
-            ("instructions", (plain_ns as f64 * ghz + prof.instructions).round() as u64),
+            (
+                "instructions",
+                (plain_ns as f64 * ghz + prof.instructions).round() as u64,
+            ),
             ("cache-misses", prof.misses.round() as u64),
         ]
     }
@@ -1062,7 +1083,10 @@ impl Node {
         for (i, g) in groups.iter().enumerate() {
             let field = format!("resctrl.{}", g.name);
             if g.name.is_empty() {
-                return Err(crate::SpecError::new(format!("hardware.resctrl[{i}].name"), "must not be empty"));
+                return Err(crate::SpecError::new(
+                    format!("hardware.resctrl[{i}].name"),
+                    "must not be empty",
+                ));
             }
             self.hw
                 .resctrl
@@ -1131,7 +1155,10 @@ mod tests {
         let c = m.profiles[0].cpi_ref;
         let u = 2.5e9 / c * 10.0 * miss / 1000.0 * 64.0 / 100e9;
         let lat = 90.0 * (1.0 + 0.25 * u / (1.0 - u));
-        assert!((c - (1.0 + 10.0 / 1000.0 * miss * lat * 2.5)).abs() < 1e-6, "cpi_ref {c}");
+        assert!(
+            (c - (1.0 + 10.0 / 1000.0 * miss * lat * 2.5)).abs() < 1e-6,
+            "cpi_ref {c}"
+        );
     }
 
     #[test]
@@ -1176,7 +1203,11 @@ mod tests {
         let eq = m.solve(&[runner(0, FULL), runner(1, FULL)], None);
         let ins = |i: usize| eq.shares[i].access * eq.shares[i].mpki / m.profiles[i].apki;
         let by_insertion = m.llc_bytes * ins(0) / (ins(0) + ins(1));
-        assert!(eq.shares[0].occupancy > by_insertion, "{} vs {by_insertion}", eq.shares[0].occupancy);
+        assert!(
+            eq.shares[0].occupancy > by_insertion,
+            "{} vs {by_insertion}",
+            eq.shares[0].occupancy
+        );
     }
 
     #[test]
@@ -1217,7 +1248,11 @@ mod tests {
             r.mb_percent = 30;
         }
         let capped = m.solve(&rs, None);
-        assert!((bytes(&capped) - 0.3 * m.peak).abs() < 1e-6 * m.peak, "{}", bytes(&capped));
+        assert!(
+            (bytes(&capped) - 0.3 * m.peak).abs() < 1e-6 * m.peak,
+            "{}",
+            bytes(&capped)
+        );
     }
 
     #[test]

@@ -163,7 +163,13 @@ impl Node {
         let ncpus = topo.ncpus;
         let tun = Tunables::new(&spec.kernel, ncpus);
         let names: Vec<String> = spec.workloads.iter().map(|w| w.name().to_string()).collect();
-        let hw = crate::contention::Hardware::new(&spec.hardware, &topo, spec.topology.cores_per_socket, &names, tun.tick_ns);
+        let hw = crate::contention::Hardware::new(
+            &spec.hardware,
+            &topo,
+            spec.topology.cores_per_socket,
+            &names,
+            tun.tick_ns,
+        );
         let nnodes = topo.nnodes;
         let mut cgroups = vec![Cgroup::new(String::new(), None, 1024, false, 0, ncpus, nnodes)];
         for c in &spec.cgroups {

@@ -109,7 +109,10 @@ impl Resctrl {
         };
         let (mut l3, mut mb) = match idx {
             Some(i) => (self.groups[i].l3.clone(), self.groups[i].mb.clone()),
-            None => (vec![self.info.cbm_mask(); self.info.domains], vec![100; self.info.domains]),
+            None => (
+                vec![self.info.cbm_mask(); self.info.domains],
+                vec![100; self.info.domains],
+            ),
         };
         parse_schemata(&self.info, schemata, &mut l3, &mut mb).map_err(|e| format!("{who}: {e}"))?;
         match idx {
@@ -193,7 +196,10 @@ fn check_group_name(name: &str) -> Result<(), String> {
     if name.contains('/') || name.contains('\n') || name == "." || name == ".." {
         return Err("a group name is one directory name (no '/', not '.' or '..')".into());
     }
-    if matches!(name, "info" | "mon_groups" | "mon_data" | "tasks" | "cpus" | "cpus_list" | "schemata" | "mode" | "size") {
+    if matches!(
+        name,
+        "info" | "mon_groups" | "mon_data" | "tasks" | "cpus" | "cpus_list" | "schemata" | "mode" | "size"
+    ) {
         return Err(format!("{name:?} is a file or directory resctrl itself has"));
     }
     Ok(())
@@ -216,7 +222,11 @@ pub fn parse_schemata(info: &ResctrlInfo, text: &str, l3: &mut [u32], mb: &mut [
         let is_l3 = match res {
             "L3" => true,
             "MB" => false,
-            _ => return Err(format!("unknown or unsupported resource name {res:?} (this node has L3 and MB)")),
+            _ => {
+                return Err(format!(
+                    "unknown or unsupported resource name {res:?} (this node has L3 and MB)"
+                ))
+            }
         };
         let mut seen = vec![false; info.domains];
         for dom in doms.split(';') {
@@ -281,10 +291,7 @@ pub fn bw_validate(info: &ResctrlInfo, text: &str) -> Result<u32, String> {
         return Err(format!("invalid MB value {text:?}"));
     };
     if bw < info.min_bandwidth || bw > 100 {
-        return Err(format!(
-            "MB value {bw} out of range [{},{}]",
-            info.min_bandwidth, 100
-        ));
+        return Err(format!("MB value {bw} out of range [{},{}]", info.min_bandwidth, 100));
     }
     Ok(bw.div_ceil(info.bandwidth_gran) * info.bandwidth_gran)
 }
@@ -314,7 +321,10 @@ mod tests {
         assert!(cbm_validate(&i, "0").unwrap_err().contains("out of range"));
         assert!(cbm_validate(&i, "fff").unwrap_err().contains("out of range"));
         assert!(cbm_validate(&i, "xyz").unwrap_err().contains("non-hex"));
-        let two = ResctrlInfo { min_cbm_bits: 2, ..info() };
+        let two = ResctrlInfo {
+            min_cbm_bits: 2,
+            ..info()
+        };
         assert!(cbm_validate(&two, "4").unwrap_err().contains("at least 2 bits"));
         assert_eq!(cbm_validate(&two, "c"), Ok(0xc));
     }
@@ -338,7 +348,10 @@ mod tests {
         let err = r.write("be", "L3:0=f\nMB:1=5").unwrap_err();
         assert!(err.starts_with("resctrl group \"be\": MB domain 1:"), "{err}");
         assert_eq!(r.read("be").unwrap(), "L3:0=7ff;1=3\nMB:0=20;1=100");
-        assert!(r.write("be", "L2:0=f").unwrap_err().contains("unknown or unsupported resource"));
+        assert!(r
+            .write("be", "L2:0=f")
+            .unwrap_err()
+            .contains("unknown or unsupported resource"));
         assert!(r.write("be", "L3:0=f;0=f").unwrap_err().contains("duplicate domain 0"));
         assert!(r.write("be", "L3:2=f").unwrap_err().contains("no L3 domain 2"));
         assert!(r.write("be", "L3 0=f").unwrap_err().contains("missing ':'"));
@@ -365,7 +378,11 @@ mod tests {
         let parent = |c: CgId| [None, Some(0), Some(1)][c];
         r.assign(2, 2);
         r.assign(1, 1);
-        assert_eq!(r.group_of(2, parent), 1, "the parent's later assignment covers the child");
+        assert_eq!(
+            r.group_of(2, parent),
+            1,
+            "the parent's later assignment covers the child"
+        );
         r.assign(2, 2);
         assert_eq!(r.group_of(2, parent), 2);
         assert_eq!(r.group_of(1, parent), 1);
