@@ -252,3 +252,23 @@ def test_cpu_busy_stays_the_cpu_time():
     env = run(doc({"stream": {"kind": "hog", "cgroup": "offline", "threads": 4, "contention": STREAM}}), 1.0)
     busy = np.frombuffer(env.node.cpu_busy(), dtype="<u8").sum()
     assert busy == 4 * 10**9
+
+
+@pytest.mark.parametrize(("pressure", "speed"), [(None, 0.6), (1.0, 0.5), (0.25, 0.8)])
+def test_smt_siblings_slow_each_other_by_their_core_pressure(pressure: float | None, speed: float):
+    """Two profiled hogs on the two threads of one core, neither missing the LLC (apki 0):
+    CPI = cpi_base x (1 + the sibling's core_pressure), so instructions / cycles =
+    1 / (1 + pressure); the default pressure 1/smt_speed - 1 gives smt_speed (0.6)."""
+    profile: dict[str, Any] = {"cpi_base": 1.0, "llc_apki": 0.0, "footprint_mb": 1.0}
+    if pressure is not None:
+        profile["core_pressure"] = pressure
+    env = run(
+        doc(
+            {"pair": {"kind": "hog", "cgroup": "offline", "threads": 2, "contention": profile}},
+            node={"cores_per_socket": 1, "threads_per_core": 2},
+        ),
+        1.0,
+    )
+    p = env.node.perf_counters("offline")
+    assert p["cycles"] == pytest.approx(2 * GHZ * 1e9, rel=1e-9)
+    assert p["instructions"] / p["cycles"] == pytest.approx(speed, abs=1e-3)  # speeds kept to 2^-10

@@ -758,7 +758,8 @@ impl Node {
     /// `cpu`'s running task changed from `prev` to `next`. The new task and `cpu`'s SMT
     /// siblings (whose core pressure changed) take their class's share in the socket's
     /// current solution at once; the socket is solved again for its new composition within
-    /// `refresh_ns` (changes coalesced), when every co-runner takes its new speed.
+    /// `refresh_ns` (changes coalesced), when every co-runner takes its new speed. A class
+    /// the current solution does not have yet makes the solve immediate.
     pub(crate) fn llc_changed(&mut self, cpu: CpuId, prev: Option<TaskId>, next: Option<TaskId>) {
         let Some(c) = self.hw.contention.as_ref() else { return };
         let profiled =
@@ -767,7 +768,12 @@ impl Node {
             return; // the profiled set and every sibling's busy state are unchanged
         }
         let socket = self.topo.socket_of[cpu];
-        if c.refresh_ns == 0 {
+        // A class the current solution lacks (a newcomer) cannot wait: solve now.
+        let known = |s: CpuId| {
+            self.class_of(s)
+                .is_none_or(|k| c.current[socket].iter().any(|(ck, _)| *ck == k))
+        };
+        if c.refresh_ns == 0 || !self.topo.siblings(cpu).iter().all(|&s| known(s)) {
             self.resolve_socket(socket, Some(cpu));
             return;
         }
@@ -890,7 +896,7 @@ impl Node {
     }
 
     /// Give `cpu`'s running task its class's share of the socket's current solution (a class
-    /// the solution lacks keeps running at speed 1 until the refresh). With `settle`, the CPU
+    /// the solution lacks runs as alone until the socket is solved). With `settle`, the CPU
     /// is settled at its old share first, and only when its speed changes; returns whether
     /// it changed.
     fn take_share(&mut self, cpu: CpuId, settle: bool) -> bool {
