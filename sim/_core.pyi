@@ -100,8 +100,9 @@ Core spec (JSON object passed to `Node`):
                              "footprint_bytes": 4194304,         #   none: today's speeds
                              "miss_exponent": 1.0, "mlp": 1.0, "core_pressure": null}},
         "resctrl": [{"name": "be", "schemata": "L3:0=7;1=7\nMB:0=30;1=30",
-                     "cgroups": ["offline"]}]
-      }
+                     "cgroups": ["offline"]}],
+        "refresh_ns": null                          #   co-runners' speeds follow a change
+      }                                             #   within this (null: a tick; 0: at once)
     }
     # kernel also takes "dirty_ratio", "dirty_background_ratio", "cgroup_writeback".
     # Node-wide files are written on the root "": blkio.cost.model, blkio.cost.qos (text as
