@@ -737,7 +737,9 @@ impl Node {
         self.cpus[cpu].observed = false;
         if prev != next {
             self.cpus[cpu].progress_rem = 0;
-            self.llc_changed(cpu, prev, next);
+            if self.hw.contention.is_some() {
+                self.llc_changed(cpu, prev, next);
+            }
         }
         self.cpus[cpu].speed = self.speed_of(cpu);
         if prev != next {
@@ -825,7 +827,9 @@ impl Node {
         self.update_curr(cpu);
         self.put_prev(cpu);
         self.cpus[cpu].curr = None;
-        self.llc_changed(cpu, Some(t), None);
+        if self.hw.contention.is_some() {
+            self.llc_changed(cpu, Some(t), None);
+        }
         self.psi_switch(cpu, Some(t), None);
         if let Some(tr) = self.run_trace.as_mut() {
             tr.push((self.now, cpu, None));

@@ -760,6 +760,8 @@ impl Node {
     /// current solution at once; the socket is solved again for its new composition within
     /// `refresh_ns` (changes coalesced), when every co-runner takes its new speed. A class
     /// the current solution does not have yet makes the solve immediate.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn llc_changed(&mut self, cpu: CpuId, prev: Option<TaskId>, next: Option<TaskId>) {
         let Some(c) = self.hw.contention.as_ref() else { return };
         let profiled =
@@ -945,6 +947,8 @@ impl Node {
     /// Account `delta` ns of CPU run by task `t` on `cpu` at fixed-point `speed`: the perf
     /// counters of its cgroup and its resctrl group's memory traffic (profiled tasks only;
     /// the others' counters follow from their CPU time).
+    #[cold]
+    #[inline(never)]
     pub(crate) fn charge_hw(&mut self, cpu: CpuId, t: TaskId, delta: Ns, speed: u64) {
         let Some(p) = self.profile_of(t) else { return };
         let c = self.hw.contention.as_ref().expect("contention");
