@@ -14,12 +14,13 @@
 //!   scale — the power-law tail of miss-ratio curves (Hartstein et al., "On the nature of
 //!   cache miss behavior: is it √2?", JILP 2008: m ∝ c^(−α), α ≈ 0.5) with a finite cold
 //!   value m(0) = 1.
-//! * Occupancy: the running threads of a socket share its LLC in proportion to their insertion
-//!   (miss) rates, the LRU occupancy equilibrium of Chandra, Guo, Kim, Solihin, "Predicting
-//!   inter-thread cache contention on a chip multi-processor architecture", HPCA 2005 and of
-//!   CAMP (Xu, Chen, Dick, Mao, ISPASS 2010), solved as a damped fixed point. With CAT, each
-//!   way is shared among the threads whose CBM has it, a thread spreading its insertions
-//!   evenly over its ways.
+//! * Occupancy: the running threads of a socket share its LLC as LRU does — a line lives the
+//!   same characteristic time T whoever brought it in (Che, Tung, Wang, JSAC 2002), and a
+//!   thread accessing a bytes/s fills dc/dt = a·m(c) (HOTL: Xiang, Ding, Luo et al., ASPLOS
+//!   2013), so Σ c_i(T) = LLC fixes T. (The insertion-share rule of Chandra et al., HPCA 2005
+//!   and CAMP, ISPASS 2010, gives a streamer nearly all of it; LRU lets a thread keep the lines
+//!   it re-reads.) With CAT each way is its own pool, shared by the threads whose CBM has it,
+//!   a thread spreading its lines evenly over its ways.
 //! * Memory bandwidth per socket: demand = Σ misses/s × 64 B; latency L(u) = L0·(1 + k·u/(1−u))
 //!   with u capped at `max_utilisation` (an M/M/1-like queue in front of the DRAM channels);
 //!   demand above peak is throttled; MBA caps a group's bytes/s at its MB percent of peak.
@@ -38,8 +39,8 @@ use std::collections::BTreeMap;
 pub const LINE_BYTES: f64 = 64.0;
 /// LLC per core when the scenario does not say: Skylake-SP's 1.375 MiB a core (11 ways).
 pub const DEFAULT_LLC_PER_CORE: u64 = 1_441_792;
-/// Fixed-point iterations at most, and the damping of each step (the occupancy map's slope
-/// lies in (−α, 0], so a half step contracts for α ≤ 2).
+/// Fixed-point iterations at most over the access rates and utilisation, and the damping of
+/// each step (a half step: rates fall as CPI rises, so undamped steps would oscillate).
 const MAX_ITERS: usize = 60;
 const DAMPING: f64 = 0.5;
 const TOLERANCE: f64 = 1e-9;
