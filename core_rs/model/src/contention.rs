@@ -350,6 +350,8 @@ pub struct Runner {
     pub mask: u32,
     /// Its group's MB percent on this socket.
     pub mb_percent: u32,
+    /// Its resctrl group (MBA caps each group's traffic).
+    pub group: usize,
     /// How many identical threads it stands for.
     pub count: f64,
 }
@@ -413,6 +415,7 @@ impl Machine {
                 numa: 1.0,
                 mask: full,
                 mb_percent: 100,
+                group: 0,
                 count: 1.0,
             };
             m.profiles[i].cpi_ref = m.solve(&[alone], None).shares[0].cpi;
@@ -523,14 +526,13 @@ impl Machine {
             s.cpi[i] = cpi(r.base_cpi, p.apki, s.miss[i], lat * self.ghz / p.mlp);
             traffic[i] = self.ghz * 1e9 / s.cpi[i] * r.numa * p.apki * s.miss[i] / 1000.0 * LINE_BYTES;
         }
-        // MBA: the threads of a group (same controls) together get at most MB% of peak.
+        // MBA: the threads of a group together get at most MB% of peak.
         for i in 0..n {
             if runners[i].mb_percent >= 100 {
                 continue;
             }
-            let key = (runners[i].mask, runners[i].mb_percent);
             let demand: f64 = (0..n)
-                .filter(|&j| (runners[j].mask, runners[j].mb_percent) == key)
+                .filter(|&j| runners[j].group == runners[i].group)
                 .map(|j| traffic[j] * runners[j].count)
                 .sum();
             let cap = self.peak * runners[i].mb_percent as f64 / 100.0;
@@ -627,7 +629,7 @@ struct Step {
 // The node's shared hardware: resctrl, perf counters and (with profiles) the contention state
 
 /// What makes two running threads of a socket interchangeable for the solver: profile,
-/// base CPI (the SMT term), NUMA factor, CBM and MB percent.
+/// base CPI (the SMT term), NUMA factor, CBM, MB percent and (under MBA) resctrl group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ClassKey {
     pub profile: usize,
@@ -635,6 +637,8 @@ pub struct ClassKey {
     pub numa_bits: u64,
     pub mask: u32,
     pub mb: u32,
+    /// Its resctrl group, when its MB is below 100 (else 0: groups without MBA share classes).
+    pub group: usize,
 }
 
 /// A socket's solution: each class's share.
@@ -829,6 +833,7 @@ impl Node {
                         numa: f64::from_bits(k.numa_bits),
                         mask: k.mask,
                         mb_percent: k.mb,
+                        group: k.group,
                         count: *n as f64,
                     })
                     .collect();
@@ -895,6 +900,7 @@ impl Node {
             numa_bits: numa.to_bits(),
             mask: g.l3[socket],
             mb: g.mb[socket],
+            group: if g.mb[socket] < 100 { group } else { 0 },
         })
     }
 
@@ -1149,6 +1155,7 @@ mod tests {
             numa: 1.0,
             mask,
             mb_percent: 100,
+            group: 0,
             count: 1.0,
         }
     }
@@ -1264,6 +1271,27 @@ mod tests {
             "{}",
             bytes(&capped)
         );
+    }
+
+    #[test]
+    fn mba_caps_each_group_on_its_own() {
+        // Two groups at MB 20: each gets 20% of peak, not 20% between them.
+        let mut streamer = profile(60.0, 4096.0);
+        streamer.mlp = 16.0;
+        let m = machine(&[streamer]);
+        let mut rs = vec![runner(0, FULL); 24];
+        for (i, r) in rs.iter_mut().enumerate() {
+            r.mb_percent = 20;
+            r.group = 1 + i % 2;
+        }
+        let eq = m.solve(&rs, None);
+        for g in [1, 2] {
+            let bytes: f64 = (0..24)
+                .filter(|&i| rs[i].group == g)
+                .map(|i| 2.5e9 / eq.shares[i].cpi * eq.shares[i].mpki / 1000.0 * LINE_BYTES)
+                .sum();
+            assert!((bytes - 0.2 * m.peak).abs() < 1e-6 * m.peak, "group {g}: {bytes}");
+        }
     }
 
     #[test]
