@@ -1248,48 +1248,44 @@ mod tests {
         assert_eq!(loaded_latency_ns(&m, 3.0), loaded_latency_ns(&m, 0.95));
     }
 
-    #[test]
-    fn mba_caps_a_groups_bandwidth() {
+    /// A machine whose one profile streams with 16 misses in flight, and `n` such threads.
+    fn streamers(n: usize) -> (Machine, Vec<Runner>) {
         let mut streamer = profile(60.0, 4096.0);
         streamer.mlp = 16.0;
-        let m = machine(&[streamer]);
-        let mut rs = vec![runner(0, FULL); 12];
-        let free = m.solve(&rs, None);
-        let bytes = |eq: &Equilibrium| -> f64 {
-            eq.shares
-                .iter()
-                .map(|s| 2.5e9 / s.cpi * s.mpki / 1000.0 * LINE_BYTES)
-                .sum()
-        };
-        assert!(bytes(&free) > 0.4 * m.peak, "unthrottled they use {}", bytes(&free));
+        (machine(&[streamer]), vec![runner(0, FULL); n])
+    }
+
+    /// DRAM bytes/s of the runners `pick` keeps.
+    fn traffic_of(eq: &Equilibrium, pick: impl Fn(usize) -> bool) -> f64 {
+        (0..eq.shares.len())
+            .filter(|&i| pick(i))
+            .map(|i| 2.5e9 / eq.shares[i].cpi * eq.shares[i].mpki / 1000.0 * LINE_BYTES)
+            .sum()
+    }
+
+    #[test]
+    fn mba_caps_a_groups_bandwidth() {
+        let (m, mut rs) = streamers(12);
+        let free = traffic_of(&m.solve(&rs, None), |_| true);
+        assert!(free > 0.4 * m.peak, "unthrottled they use {free}");
         for r in &mut rs {
             r.mb_percent = 30;
         }
-        let capped = m.solve(&rs, None);
-        assert!(
-            (bytes(&capped) - 0.3 * m.peak).abs() < 1e-6 * m.peak,
-            "{}",
-            bytes(&capped)
-        );
+        let capped = traffic_of(&m.solve(&rs, None), |_| true);
+        assert!((capped - 0.3 * m.peak).abs() < 1e-6 * m.peak, "{capped}");
     }
 
     #[test]
     fn mba_caps_each_group_on_its_own() {
         // Two groups at MB 20: each gets 20% of peak, not 20% between them.
-        let mut streamer = profile(60.0, 4096.0);
-        streamer.mlp = 16.0;
-        let m = machine(&[streamer]);
-        let mut rs = vec![runner(0, FULL); 24];
+        let (m, mut rs) = streamers(24);
         for (i, r) in rs.iter_mut().enumerate() {
             r.mb_percent = 20;
             r.group = 1 + i % 2;
         }
         let eq = m.solve(&rs, None);
         for g in [1, 2] {
-            let bytes: f64 = (0..24)
-                .filter(|&i| rs[i].group == g)
-                .map(|i| 2.5e9 / eq.shares[i].cpi * eq.shares[i].mpki / 1000.0 * LINE_BYTES)
-                .sum();
+            let bytes = traffic_of(&eq, |i| rs[i].group == g);
             assert!((bytes - 0.2 * m.peak).abs() < 1e-6 * m.peak, "group {g}: {bytes}");
         }
     }
