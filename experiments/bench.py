@@ -8,7 +8,9 @@ experiments/memory_bench.toml (memory on every cgroup vs CPU only), and (b) both
 experiments/open_loop_96cpu.toml (96 logical CPUs, 5,000 req/s on 48 workers, 96 hogs, 60
 simulated seconds; without limits and with quotas and bursts on every group) through the
 same Python path users take (scenario -> NodeEnvironment -> core), REPEAT times each, and
-prints the median. The machine is shared and noisy: compare ratios within one run.
+prints the median. open_loop_96cpu runs once more with a contention profile on every
+workload (LLC and memory bandwidth, contention.rs): the [interference] target is at most
+1.5x the wall time of the same run without. The machine is shared and noisy: compare ratios within one run.
 `--clock cpu` times the process's CPU (time.process_time) instead of wall time: steadier
 when other tenants load the machine (it still counts cache and SMT contention), so two
 builds compared by alternating runs agree within a few per cent. `--only` keeps the
@@ -26,6 +28,11 @@ from sim import NodeEnvironment, load_scenario
 from sim.environment import NS_PER_S
 
 HERE = Path(__file__).resolve().parent
+# A web service that reuses its cache and stress hogs that stream through memory.
+PROFILED = [
+    "workloads.web.contention={llc_apki=5.0,footprint_mb=2.0}",
+    "workloads.stress.contention={llc_apki=20.0,footprint_mb=4096.0,mlp=4.0}",
+]
 
 
 def time_run(variant, clock=time.perf_counter) -> tuple[float, int, float]:
@@ -50,15 +57,21 @@ def main() -> None:
     if args.only:
         files = tuple(f for f in files if f.removesuffix(".toml") in args.only.split(","))
     rows = []
-    for file in files:
-        scenario = load_scenario(HERE / file)
+    runs = [(file, load_scenario(HERE / file)) for file in files]
+    if "open_loop_96cpu.toml" in files:
+        runs.append(("open_loop_96cpu.toml", load_scenario(HERE / "open_loop_96cpu.toml", PROFILED)))
+    for file, scenario in runs:
+        profiled = scenario.workloads["web"].contention is not None if file == "open_loop_96cpu.toml" else False
         for variant in scenario.variants():
+            if profiled and variant.name != "no limits":
+                continue
             walls, events, sim_s = [], 0, 0.0
             for _ in range(args.repeat):
                 wall, events, sim_s = time_run(variant, clock)
                 walls.append(wall)
             wall = statistics.median(walls)
-            rows.append((f"{scenario.name}: {variant.name}", sim_s, wall, sim_s / wall, events / wall))
+            name = f"{scenario.name}: {variant.name}" + (", profiled" if profiled else "")
+            rows.append((name, sim_s, wall, sim_s / wall, events / wall))
     width = max(len(r[0]) for r in rows)
     unit = "CPU s" if args.clock == "cpu" else "wall s"
     print(f"{'scenario: run':<{width}}  sim s  {unit} (median of {args.repeat})  sim s / {unit}  events / s")
@@ -75,6 +88,10 @@ def main() -> None:
     memory = walls.get("memory_bench: memory on every cgroup")
     if cpu_only and memory:
         print(f"memory on every cgroup / CPU only, wall time: {memory / cpu_only:.2f}x")
+    # The [interference] target: contention profiles on every workload at most 1.5x.
+    profiled = walls.get("open_loop_96cpu: no limits, profiled")
+    if plain and profiled:
+        print(f"contention profiles on every workload / none, wall time: {profiled / plain:.2f}x")
 
 
 if __name__ == "__main__":

@@ -88,7 +88,21 @@ Core spec (JSON object passed to `Node`):
       "disk": {"rbps": 550000000, "rseqiops": 130000, "rrandiops": 90000,  # or null
                "wbps": 500000000, "wseqiops": 120000, "wrandiops": 80000,
                "latency_ns": 80000, "scheduler": "mq-deadline"},  # none|kyber|bfq|cfq
-      "network": {"egress_bytes_per_s": 1250000000}   # or null
+      "network": {"egress_bytes_per_s": 1250000000},  # or null
+      "hardware": {                                 # optional (contention.rs): shared hardware
+        "ghz": 2.5,                                 #   cycles = CPU time x GHz
+        "llc": {"size_bytes": null,                 #   per socket; null: 1.375 MiB a core
+                "ways": 11, "min_cbm_bits": 1, "num_closids": 16},
+        "memory_bandwidth": {"peak_bytes_per_s": 1e11, "idle_latency_ns": 90.0,
+                             "queue_factor": 0.25,  #   latency L0 (1 + k u / (1 - u))
+                             "max_utilisation": 0.95},
+        "profiles": {"web": {"cpi_base": 1.0, "llc_apki": 5.0,  # workload name -> profile;
+                             "footprint_bytes": 4194304,         #   none: today's speeds
+                             "miss_exponent": 1.0, "mlp": 1.0, "core_pressure": null}},
+        "resctrl": [{"name": "be", "schemata": "L3:0=7;1=7\nMB:0=30;1=30",
+                     "cgroups": ["offline"]}],
+        "refresh_ns": null                          #   co-runners' speeds follow a change
+      }                                             #   within this (null: a tick; 0: at once)
     }
     # kernel also takes "dirty_ratio", "dirty_background_ratio", "cgroup_writeback".
     # Node-wide files are written on the root "": blkio.cost.model, blkio.cost.qos (text as
@@ -186,3 +200,27 @@ class Node:
         every sample_interval_ns since time 0 (not reset by reset_stats)."""
     def events(self) -> int:
         """Events processed so far (for benchmarks)."""
+    def resctrl_info(self) -> dict[str, object]:
+        """/sys/fs/resctrl/info: {"cbm_mask": "7ff", "min_cbm_bits", "num_closids",
+        "bandwidth_gran", "min_bandwidth", "l3_domains": [0, 1], "llc_bytes" (per domain)}."""
+    def resctrl_write(self, group: str, schemata: str) -> None:
+        """Write a group's schemata ("L3:0=7ff;1=3f\nMB:0=100;1=30"; unnamed domains keep
+        their value), creating the group if absent ("" is the root group). ValueError naming
+        the group, resource and rule for text the kernel refuses (non-contiguous or too short
+        CBM, MB out of [min_bandwidth, 100]; MB is rounded up to bandwidth_gran) and "no free
+        CLOSID" beyond num_closids groups."""
+    def resctrl_read_schemata(self, group: str) -> str:
+        """The schemata as the kernel prints it: "L3:0=7ff;1=7ff\nMB:0=100;1=100"."""
+    def resctrl_assign(self, group: str, cgroup: str) -> None:
+        """Every task of the cgroup subtree, present and future, joins the group (the
+        assignment made last wins). KeyError for an unknown group or cgroup."""
+    def resctrl_remove(self, group: str) -> None:
+        """rmdir: its tasks return to the root group."""
+    def resctrl_groups(self) -> list[str]:
+        """Groups in CLOSID order, the root "" first."""
+    def resctrl_mon(self, group: str) -> dict[int, dict[str, int]]:
+        """mon_data per L3 domain: {"llc_occupancy": bytes now, "mbm_total_bytes",
+        "mbm_local_bytes": cumulative bytes} (0 for work without a contention profile)."""
+    def perf_counters(self, cgroup: str) -> dict[str, int]:
+        """Cumulative over the cgroup subtree since time 0: {"cycles", "instructions",
+        "cache-misses"}; without a profile instructions = cycles (CPI 1) and no misses."""

@@ -311,6 +311,8 @@ def test_eviction_kills_the_lowest_priority_be_pod_after_the_cool_down():
 
 
 def test_seed_003_shapes(root):
+    """The seed's own numbers are the truth (requests/s at 30/20/10/4/0 offline cores): plain
+    88/148/214/263/272, FullPCPUs 146/150/161/163/165, SpreadByPCPUs 244/248/255/272/273."""
     sc = load_scenario(root / "experiments/koordinator_cpu_curve.toml", ["scenario.duration=30s"])
     r = run_scenario(sc, progress=False)
     q = {name: run.services["wrk"] for name, run in r.runs.items()}
@@ -318,16 +320,19 @@ def test_seed_003_shapes(root):
     solo = q["plain colocation, 0c"]
     # the service alone serves about what the seed measured alone (272 requests/s)
     assert solo.qps == pytest.approx(272, rel=0.05)
-    # plain colocation: throughput falls and the tail grows as offline load grows
-    assert q["plain colocation, 30c"].qps < 0.8 * solo.qps
+    # plain colocation loses within 10 percentage points of the seed's loss at every column
+    # (CPU sharing, SMT, and the offline job's LLC and memory-bandwidth contention)
+    for cores, seed in zip((30, 20, 10, 4), (88, 148, 214, 263), strict=True):
+        assert abs(q[f"plain colocation, {cores}c"].qps / solo.qps - seed / 272) < 0.10
     assert q["plain colocation, 30c"].p99_s > 1.3 * solo.p99_s
-    # bound SpreadByPCPUs: the online tail stays at its solo value whatever the offline load
-    for cores in (30, 20, 10, 4):
-        assert q[f"Koordinator SpreadByPCPUs, {cores}c"].p99_s == pytest.approx(solo.p99_s, rel=0.05)
-    # FullPCPUs shares 4 physical cores between 8 threads: SMT speed (0.6) × solo, flat
+    # bound SpreadByPCPUs: no CPU sharing, but the shared cache and memory cost ~10% at 30c
+    spread = q["Koordinator SpreadByPCPUs, 30c"].qps / solo.qps
+    assert 0.84 < spread < 0.94
+    # FullPCPUs shares 4 physical cores between 8 threads: about the seed's 165/s alone, and
+    # it loses less to the offline load than plain colocation does
     full = [q[f"Koordinator FullPCPUs, {c}c"].qps for c in (30, 20, 10, 4, 0)]
-    assert max(full) == pytest.approx(min(full), rel=0.02)
-    assert full[0] == pytest.approx(0.6 * solo.qps, rel=0.05)
+    assert full[-1] == pytest.approx(165, rel=0.05)
+    assert min(full) > 0.85 * full[-1]
     # Koordinator beats plain colocation where the offline load is heaviest
     assert q["Koordinator, 30c"].qps > 1.3 * q["plain colocation, 30c"].qps
 

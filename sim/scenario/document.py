@@ -19,6 +19,7 @@ from sim.errors import ScenarioError
 from sim.overrides import apply_override, format_path, normalize, parse_path
 from sim.scenario.base import Duration, FieldError, FieldErrors, PositiveDuration, Table, show
 from sim.scenario.cgroups import Cgroup
+from sim.scenario.hardware import ResctrlGroup, hardware_spec, resctrl_errors
 from sim.scenario.messages import toml_message, validate
 from sim.scenario.node import Kernel, Topology
 from sim.scenario.pods import Kubelet, PodTable, Scheduler
@@ -103,6 +104,8 @@ class Scenario(Table):
     kubelet: Kubelet = Field(default_factory=Kubelet)
     scheduler: Scheduler = Field(default_factory=Scheduler)
     workloads: dict[str, Workload] = {}
+    # resctrl groups made before the run ([resctrl.<group>] schemata, cgroups)
+    resctrl: dict[str, ResctrlGroup] = {}
     # the node agent ([policy] name = "none" | "static" | "rubik" and its configuration)
     policy: dict[str, Any] | None = None
     # `colosim tune`'s study ([tune]: policy, params, slo, objective, trials, seeds, batch);
@@ -153,6 +156,7 @@ class Scenario(Table):
                 errors.append(
                     (("workloads", name, "kind"), 'a network workload needs the node\'s link: give [node.network] egress = "10Gbit"')
                 )
+        errors += resctrl_errors(self.resctrl, set(self.cgroups) | {ROOT_CGROUP})
         if self.policy is not None:
             from policies import PolicyError
 
@@ -301,6 +305,11 @@ class Scenario(Table):
             },
             "disk": None if self.node.disk is None else self.node.disk.core_spec(),
             "network": None if self.node.network is None else self.node.network.core_spec(),
+            "hardware": hardware_spec(
+                self.node,
+                {name: w.contention for name, w in self.workloads.items() if w.enabled and w.contention is not None},
+                self.resctrl,
+            ),
         }
 
     def _sessions(self) -> dict[str, str]:

@@ -12,6 +12,7 @@ from policies.pods import memory_bytes
 from sim.duration import NS_PER_UNIT, parse_duration
 from sim.limits import MAX_SMT, topology_errors
 from sim.scenario.base import Duration, FieldError, FieldErrors, PositiveDuration, Rate, Table, show
+from sim.scenario.hardware import Llc, MemoryBandwidth
 
 
 class Disk(Table):
@@ -60,6 +61,10 @@ class Topology(Table):
     # the block device and the egress link: modelled when given
     disk: Disk | None = None
     network: Network | None = None
+    # shared hardware (contention model, resctrl, perf counters): core clock, LLC, DRAM
+    ghz: float = Field(default=2.5, gt=0, allow_inf_nan=False)
+    llc: Llc = Field(default_factory=Llc)
+    memory_bandwidth: MemoryBandwidth = Field(default_factory=MemoryBandwidth)
 
     @property
     def ncpus(self) -> int:

@@ -11,6 +11,7 @@ from sim.duration import format_duration
 from sim.limits import DEFAULT_BACKLOG, MAX_BACKLOG, PID_MAX_LIMIT
 from sim.scenario.base import Duration, FieldError, FieldErrors, PositiveDuration, Rate, Table, alternatives, show
 from sim.scenario.distributions import Constant, Distribution, mean_s
+from sim.scenario.hardware import Contention
 
 
 def _fanout(value: Any) -> int | str:
@@ -146,6 +147,8 @@ class _Workload(Table):
     enabled: bool = True  # a disabled workload is left out of the core spec
     start: Duration = 0
     host: Annotated[HostProgram, BeforeValidator(_host_shorthand)] = Field(default_factory=HostProgram)
+    # how its threads use the LLC and memory bandwidth (none: CPU time is its only channel)
+    contention: Contention | None = None
     if TYPE_CHECKING:
         kind: str  # each kind's Literal tag
 

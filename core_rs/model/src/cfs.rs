@@ -147,6 +147,10 @@ impl Node {
                 None => break,
             }
         }
+        if self.hw.contention.is_some() {
+            let speed = self.cpus[cpu].speed;
+            self.charge_hw(cpu, t, delta, speed);
+        }
         self.cgroups[cg].stats.usage_ns += delta;
         self.cgroups[cg].usage_total_ns += delta;
         let ncg = self.cgroups.len();
@@ -734,6 +738,9 @@ impl Node {
         self.cpus[cpu].observed = false;
         if prev != next {
             self.cpus[cpu].progress_rem = 0;
+            if self.hw.contention.is_some() {
+                self.llc_changed(cpu, prev, next);
+            }
         }
         self.cpus[cpu].speed = self.speed_of(cpu);
         if prev != next {
@@ -821,6 +828,9 @@ impl Node {
         self.update_curr(cpu);
         self.put_prev(cpu);
         self.cpus[cpu].curr = None;
+        if self.hw.contention.is_some() {
+            self.llc_changed(cpu, Some(t), None);
+        }
         self.psi_switch(cpu, Some(t), None);
         if let Some(tr) = self.run_trace.as_mut() {
             tr.push((self.now, cpu, None));
@@ -855,11 +865,14 @@ impl Node {
         }
     }
 
-    /// Speed of the work running on `cpu`: `smt_speed` while an SMT sibling also runs, times
-    /// `numa_remote_speed` when the task's memory is on another NUMA node.
+    /// Speed of the work running on `cpu`: `smt_speed` while an SMT sibling also runs (for a
+    /// task with a contention profile: its LLC / memory / core-sharing speed, contention.rs),
+    /// times `numa_remote_speed` when the task's memory is on another NUMA node.
     fn speed_of(&self, cpu: CpuId) -> u64 {
         let mut speed = 1.0f64;
-        if self
+        if let Some(s) = self.contention_speed(cpu) {
+            speed = s;
+        } else if self
             .topo
             .siblings(cpu)
             .iter()

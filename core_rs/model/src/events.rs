@@ -49,6 +49,8 @@ pub enum Event {
     Kupdate,
     /// oncn-bwm's rate check (every 10 ms while enabled).
     Bwm { gen: u64 },
+    /// A socket's shared-hardware equilibrium is due again (contention.rs).
+    LlcRefresh { socket: usize },
 }
 
 #[derive(Debug, Clone, Copy)]

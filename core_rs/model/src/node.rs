@@ -148,6 +148,8 @@ pub struct Node {
     /// The block device and the egress link (node_io.rs), when the spec gives them.
     pub disk: Option<crate::disk::Disk>,
     pub net: Option<crate::net::Net>,
+    /// Clock, resctrl, perf counters and (with profiles) LLC / memory contention.
+    pub hw: crate::contention::Hardware,
 }
 
 impl Node {
@@ -160,6 +162,14 @@ impl Node {
         let topo = Topology::build(&spec.topology)?;
         let ncpus = topo.ncpus;
         let tun = Tunables::new(&spec.kernel, ncpus);
+        let names: Vec<String> = spec.workloads.iter().map(|w| w.name().to_string()).collect();
+        let hw = crate::contention::Hardware::new(
+            &spec.hardware,
+            &topo,
+            spec.topology.cores_per_socket,
+            &names,
+            tun.tick_ns,
+        );
         let nnodes = topo.nnodes;
         let mut cgroups = vec![Cgroup::new(String::new(), None, 1024, false, 0, ncpus, nnodes)];
         for c in &spec.cgroups {
@@ -274,6 +284,7 @@ impl Node {
             oom_kills: vec![],
             disk: None,
             net: None,
+            hw,
         };
         // Each group's CFS period timer phase (bandwidth.rs `start_cfs_bandwidth`): pinned, or
         // drawn for every group in creation order from stream 0, the node's own (workloads use
@@ -312,6 +323,7 @@ impl Node {
                 ));
             }
         }
+        node.init_resctrl(&spec.hardware.resctrl)?;
         if node.sample_interval > 0 {
             node.queue.push(0, Event::Sample);
         }
@@ -935,6 +947,7 @@ impl Node {
             Event::Period { cg, gen } => self.period_timer(cg, gen),
             Event::Slack { cg, gen } => self.slack_timer(cg, gen),
             Event::Psi => self.psi_update(),
+            Event::LlcRefresh { socket } => self.llc_refresh(socket),
             Event::Resume { task } => self.resume(task),
             Event::Disk { gen } => self.disk_event(gen),
             Event::Kupdate => self.kupdate_event(),

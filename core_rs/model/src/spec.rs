@@ -32,6 +32,10 @@ pub struct NodeSpec {
     /// The node's egress link (net.rs); None: no workload may send.
     #[serde(default)]
     pub network: Option<NetworkSpec>,
+    /// Shared hardware (contention.rs): clock, LLC, memory bandwidth, the workloads'
+    /// contention profiles and the resctrl groups set up before the run.
+    #[serde(default)]
+    pub hardware: crate::contention::HardwareSpec,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -873,6 +877,8 @@ impl NodeSpec {
     }
 
     pub fn validate(&self) -> Result<()> {
+        let names: Vec<String> = self.workloads.iter().map(|w| w.name().to_string()).collect();
+        crate::contention::validate(&self.hardware, &names)?;
         if let Some(d) = &self.disk {
             d.device().check("disk")?;
         }

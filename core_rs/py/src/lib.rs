@@ -155,6 +155,80 @@ impl Node {
         guarded(|| self.inner.set_workload(name, key, value).map_err(value_err))
     }
 
+    /// What /sys/fs/resctrl/info says (seam20.md).
+    fn resctrl_info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let hw = &self.inner.hw;
+        let i = &hw.resctrl.info;
+        let d = PyDict::new(py);
+        d.set_item("cbm_mask", format!("{:x}", i.cbm_mask()))?;
+        d.set_item("min_cbm_bits", i.min_cbm_bits)?;
+        d.set_item("num_closids", i.num_closids)?;
+        d.set_item("bandwidth_gran", i.bandwidth_gran)?;
+        d.set_item("min_bandwidth", i.min_bandwidth)?;
+        d.set_item("l3_domains", (0..i.domains).collect::<Vec<usize>>())?;
+        d.set_item("llc_bytes", hw.llc_bytes)?;
+        Ok(d)
+    }
+
+    /// Write a group's schemata (creating the group), as `echo ... > schemata`.
+    fn resctrl_write(&mut self, group: &str, schemata: &str) -> PyResult<()> {
+        self.check()?;
+        guarded(|| self.inner.resctrl_write(group, schemata).map_err(value_err))
+    }
+
+    fn resctrl_read_schemata(&self, group: &str) -> PyResult<String> {
+        self.inner.resctrl_group(group).map_err(key_err)?;
+        Ok(self.inner.hw.resctrl.read(group).unwrap_or_default())
+    }
+
+    /// Every task of `cgroup`'s subtree, present and future, joins `group`.
+    fn resctrl_assign(&mut self, group: &str, cgroup: &str) -> PyResult<()> {
+        self.check()?;
+        self.inner.resctrl_group(group).map_err(key_err)?;
+        self.inner.cgroup_id(cgroup).map_err(key_err)?;
+        guarded(|| self.inner.resctrl_assign(group, cgroup).map_err(value_err))
+    }
+
+    fn resctrl_remove(&mut self, group: &str) -> PyResult<()> {
+        self.check()?;
+        if !group.is_empty() {
+            self.inner.resctrl_group(group).map_err(key_err)?;
+        }
+        guarded(|| self.inner.resctrl_remove(group).map_err(value_err))
+    }
+
+    fn resctrl_groups(&self) -> Vec<String> {
+        self.inner.hw.resctrl.names()
+    }
+
+    /// mon_data per L3 domain: llc_occupancy (bytes now), mbm_total_bytes, mbm_local_bytes.
+    fn resctrl_mon<'py>(&mut self, py: Python<'py>, group: &str) -> PyResult<Bound<'py, PyDict>> {
+        self.check()?;
+        let g = self.inner.resctrl_group(group).map_err(key_err)?;
+        let mon = guarded(|| Ok(self.inner.resctrl_mon(g)))?;
+        let d = PyDict::new(py);
+        for (dom, (occ, total, local)) in mon.into_iter().enumerate() {
+            let e = PyDict::new(py);
+            e.set_item("llc_occupancy", occ)?;
+            e.set_item("mbm_total_bytes", total)?;
+            e.set_item("mbm_local_bytes", local)?;
+            d.set_item(dom, e)?;
+        }
+        Ok(d)
+    }
+
+    /// perf_event's cgroup mode over the subtree: cycles, instructions, cache-misses.
+    fn perf_counters<'py>(&mut self, py: Python<'py>, cgroup: &str) -> PyResult<Bound<'py, PyDict>> {
+        self.check()?;
+        let id = self.inner.cgroup_id(cgroup).map_err(key_err)?;
+        let counts = guarded(|| Ok(self.inner.perf_counters(id)))?;
+        let d = PyDict::new(py);
+        for (k, v) in counts {
+            d.set_item(k, v)?;
+        }
+        Ok(d)
+    }
+
     fn reset_stats(&mut self) -> PyResult<()> {
         self.check()?;
         guarded(|| {
