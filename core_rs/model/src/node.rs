@@ -423,6 +423,7 @@ impl Node {
                 shape,
                 client_cpu,
                 delay,
+                rounds,
                 start_ns,
                 ..
             } => {
@@ -462,6 +463,7 @@ impl Node {
                         serving: vec![0; w as usize],
                     }),
                     shape: crate::shape::Shape::build(shape, n as usize),
+                    rounds: crate::shape::Rounds::build(rounds.unwrap_or(1), *clients as usize, n as usize),
                 };
                 (Workload::ClosedLoop(cl), *start_ns)
             }
