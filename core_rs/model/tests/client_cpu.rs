@@ -104,7 +104,10 @@ fn rounds_alternate_the_client_and_the_server() {
         assert!(lat.iter().all(|&l| l == 1_600_000), "rounds {rounds}: {:?}", &lat[..4]);
         assert!((qps / (1.0 / 1.6e-3) - 1.0).abs() < 0.001, "rounds {rounds}: {qps}");
         assert!((cpu - 1.0).abs() < 0.001, "rounds {rounds}: {cpu}");
-        assert!((sw - switches).abs() < 0.01, "rounds {rounds}: {sw} switches per request");
+        assert!(
+            (sw - switches).abs() < 0.01,
+            "rounds {rounds}: {sw} switches per request"
+        );
     }
 }
 
@@ -116,7 +119,10 @@ fn each_round_waits_for_every_thread_of_the_fanout() {
     for (cpus, latency) in [(2, 1_600_000u64), (1, 2_600_000)] {
         let (lat, qps, cpu, _) = one_client(cpus, json!({"rounds": 2, "fanout": 2}));
         assert!(lat.iter().all(|&l| l == latency), "{cpus} CPUs: {:?}", &lat[..4]);
-        assert!((cpu / (qps * 2.6e-3) - 1.0).abs() < 0.001, "{cpus} CPUs: {cpu} CPUs at {qps}/s");
+        assert!(
+            (cpu / (qps * 2.6e-3) - 1.0).abs() < 0.001,
+            "{cpus} CPUs: {cpu} CPUs at {qps}/s"
+        );
     }
 }
 
@@ -156,7 +162,9 @@ fn rounds_are_refused_where_their_parts_are_undefined() {
             wl[k] = v.clone();
         }
         let spec = json!({"topology": topo(2, 1), "cgroups": [cg("web", 1024, 0, 0)], "workloads": [wl]});
-        let Err(err) = colosim_core::Node::from_json(&spec.to_string()) else { panic!("{why}: accepted") };
+        let Err(err) = colosim_core::Node::from_json(&spec.to_string()) else {
+            panic!("{why}: accepted")
+        };
         assert_eq!(err.field, "workloads[0].rounds", "{err:?}");
         assert!(err.reason.contains(why), "{err:?}");
     };
@@ -164,5 +172,8 @@ fn rounds_are_refused_where_their_parts_are_undefined() {
     bad(json!({"rounds": 0}), "must be in 1..=");
     bad(json!({"rounds": 2}), "client_cpu");
     bad(json!({"rounds": 2, "client_cpu": cpu, "workers": 1}), "workers");
-    bad(json!({"rounds": 2, "client_cpu": cpu, "shape": {"bursts": 2, "wait": cpu}}), "shape");
+    bad(
+        json!({"rounds": 2, "client_cpu": cpu, "shape": {"bursts": 2, "wait": cpu}}),
+        "shape",
+    );
 }
