@@ -507,8 +507,10 @@ mod tests {
     /// group `w` (its one request served at t = 0, then a think of 1000 s) last run on CPU 1.
     fn node(pinned: &[(&str, u64, u32, u32)], features: serde_json::Value) -> (Node, TaskId) {
         let mut cgroups = vec![json!({"name": "w"})];
-        let mut workloads = vec![json!({"kind": "closed_loop", "name": "svc", "cgroup": "w", "clients": 1,
-            "service": {"dist": "constant", "value_ns": 1}, "think": {"dist": "constant", "value_ns": 1_000_000_000_000u64}})];
+        let mut workloads = vec![
+            json!({"kind": "closed_loop", "name": "svc", "cgroup": "w", "clients": 1,
+            "service": {"dist": "constant", "value_ns": 1}, "think": {"dist": "constant", "value_ns": 1_000_000_000_000u64}}),
+        ];
         for &(name, shares, cpu, hogs) in pinned {
             cgroups.push(json!({"name": name, "cpu.shares": shares, "cpuset.cpus": cpu.to_string()}));
             workloads.push(json!({"kind": "hog", "name": format!("h{name}"), "cgroup": name, "threads": hogs}));
@@ -570,8 +572,16 @@ mod tests {
             let (n, t) = node(&[("a", a, 0, 1), ("b", 4096, 1, 1)], json!({"WA_BIAS": bias}));
             assert_eq!((load(&n, 0), load(&n, 1)), (a as f64 * 1024.0, 4.0 * NICE_0));
             assert_eq!(n.wakee_h_load(t, 1), NICE_0);
-            let w = Waker { cpu: 0, task: hog(&n, 1), sync: false };
-            assert_eq!(n.wake_affine_weight(t, w, 1, 117), expect.then_some(0), "a = {a}, bias {bias}");
+            let w = Waker {
+                cpu: 0,
+                task: hog(&n, 1),
+                sync: false,
+            };
+            assert_eq!(
+                n.wake_affine_weight(t, w, 1, 117),
+                expect.then_some(0),
+                "a = {a}, bias {bias}"
+            );
         }
     }
 
@@ -583,19 +593,34 @@ mod tests {
         let (n, t) = node(&[("a", 10240, 0, 1), ("b", 4096, 1, 1)], json!({}));
         assert_eq!(n.task_h_load(hog(&n, 1)), load(&n, 0));
         for (sync, expect) in [(true, Some(0)), (false, None)] {
-            let w = Waker { cpu: 0, task: hog(&n, 1), sync };
+            let w = Waker {
+                cpu: 0,
+                task: hog(&n, 1),
+                sync,
+            };
             assert_eq!(n.wake_affine_weight(t, w, 1, 117), expect);
         }
         // through wake_affine: with WA_IDLE the lone sync waker already decides it
-        let w = Waker { cpu: 0, task: hog(&n, 1), sync: true };
+        let w = Waker {
+            cpu: 0,
+            task: hog(&n, 1),
+            sync: true,
+        };
         assert_eq!(n.wake_affine(t, w, 1), 0);
         assert_eq!(n.wake_affine(t, Waker { sync: false, ..w }, 1), 1);
     }
 
     #[test]
     fn without_a_release_or_with_the_switches_off_the_wakee_stays_near_prev() {
-        let (n, t) = node(&[("a", 1024, 0, 1), ("b", 1024, 1, 1)], json!({"WA_IDLE": false, "WA_WEIGHT": false}));
-        let w = Waker { cpu: 0, task: hog(&n, 1), sync: true };
+        let (n, t) = node(
+            &[("a", 1024, 0, 1), ("b", 1024, 1, 1)],
+            json!({"WA_IDLE": false, "WA_WEIGHT": false}),
+        );
+        let w = Waker {
+            cpu: 0,
+            task: hog(&n, 1),
+            sync: true,
+        };
         assert_eq!(n.wake_affine(t, w, 1), 1);
     }
 }

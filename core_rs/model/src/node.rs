@@ -467,7 +467,8 @@ impl Node {
                         serving: vec![0; w as usize],
                     }),
                     shape: crate::shape::Shape::build(shape, n as usize),
-                    rounds: crate::shape::Rounds::build(rounds.unwrap_or(1), *clients as usize, n as usize),
+                    rounds: crate::shape::Rounds::build(rounds.unwrap_or(1), *clients as usize, n as usize)
+                        .map(Box::new),
                 };
                 (Workload::ClosedLoop(cl), *start_ns)
             }
@@ -982,7 +983,11 @@ impl Node {
                     self.cpus[cpu].blocking = true;
                     // a wakeup from a task that then blocks is a sync wakeup (WF_SYNC: pipe
                     // and socket writes), as it wakes its partner before the read
-                    self.waker = Some(crate::balance::Waker { cpu, task: t, sync: true });
+                    self.waker = Some(crate::balance::Waker {
+                        cpu,
+                        task: t,
+                        sync: true,
+                    });
                     self.apply_effects(&mut eff);
                     self.waker = None;
                     self.cpus[cpu].blocking = false;
@@ -998,7 +1003,11 @@ impl Node {
             }
             // a task that runs on wakes others without WF_SYNC
             if self.cpus[cpu].curr == Some(t) {
-                self.waker = Some(crate::balance::Waker { cpu, task: t, sync: false });
+                self.waker = Some(crate::balance::Waker {
+                    cpu,
+                    task: t,
+                    sync: false,
+                });
             }
             self.apply_effects(&mut eff);
             self.waker = None;

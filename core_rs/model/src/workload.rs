@@ -87,8 +87,9 @@ pub struct ClosedLoop {
     pub pool: Option<Pool>,
     /// Requests in bursts and waits on each thread (shape.rs), or None: one burst.
     pub shape: Option<Shaped>,
-    /// The client↔server exchange in rounds (shape.rs `Rounds`), or None: one round.
-    pub rounds: Option<Rounds>,
+    /// The client↔server exchange in rounds (shape.rs `Rounds`), or None: one round (boxed:
+    /// most loops have none, and the workload enum stays small).
+    pub rounds: Option<Box<Rounds>>,
 }
 
 /// Workers of a closed loop's pool: requests wait in FIFO order for a free one.
