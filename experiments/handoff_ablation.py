@@ -44,6 +44,9 @@ VARIANTS: list[tuple[str, str, dict[str, bool]]] = [
     ("6.18.44 −PLACE_REL_DEADLINE", "6.18.44", {"PLACE_REL_DEADLINE": False}),
     ("6.18.44 −RUN_TO_PARITY", "6.18.44", {"RUN_TO_PARITY": False}),
     ("6.18.44 −PREEMPT_SHORT", "6.18.44", {"PREEMPT_SHORT": False}),
+    # the placement before wake_affine was modelled (balance.rs): every wakeup stays near prev
+    ("6.12 −wake_affine", "6.12", {"WA_IDLE": False, "WA_WEIGHT": False}),
+    ("6.18.44 −wake_affine", "6.18.44", {"WA_IDLE": False, "WA_WEIGHT": False}),
 ]
 
 

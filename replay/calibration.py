@@ -13,6 +13,11 @@ The model fitted (`Fit`), per request of a closed loop:
     client_cpu   the generator's CPU, constant = its measured CPU rate / QPS (wrk parses and
                  writes each request; clickhouse-benchmark reads each block): it runs on the
                  client's task in the cgroup the generator runs in, before the request is sent
+    rounds       how many times per request the generator waits for the server (its
+                 voluntary context switches over its run / requests, rounded, at least 1):
+                 client_cpu and the service then alternate in that many equal parts (the core's
+                 `rounds`), as clickhouse-benchmark parses each result block while the server
+                 produces the next (docs/replay.md, "The client's rounds")
     delay        a wait inside each request's latency that is neither CPU nor queueing, a
                  lognormal (mean and sigma fitted: wake-ups and round trips are skewed),
                  fitted only when the host's cgroup left its CPUs idle for part of the alone
@@ -39,7 +44,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from pydantic import TypeAdapter
@@ -47,6 +52,7 @@ from pydantic import TypeAdapter
 from sim.errors import HostError
 from sim.scenario import ClosedLoop, OpenLoop, Scenario, Variant
 from sim.scenario.distributions import Distribution
+from sim.scenario.workloads import MAX_BURSTS as MAX_ROUNDS
 
 # a fitted metric further off than this (|sim / host - 1|) makes the fit poor
 POOR_FIT = 0.10
@@ -77,8 +83,26 @@ class AloneRun:
     # CPU·s/s the load generator used in the service's cgroup; None: no separate generator
     # (colosim-load's clients are the workload itself); NaN: one ran, its CPU was not measured
     generator_cpu: float | None = None
+    # its voluntary context switches per second over its run (None / NaN: not measured)
+    generator_switches: float | None = None
     # the share of the node busy outside the run's cgroups meanwhile (other tenants)
     others: float | None = None
+
+
+class Client(NamedTuple):
+    """A closed loop's load generator as fitted: its CPU per request, in `rounds` parts."""
+
+    cpu_s: float
+    rounds: int = 1
+
+
+def client_rounds(alone: AloneRun, client_cpu_s: float) -> int:
+    """The rounds of a request: the generator's voluntary switches per request (each one a
+    wait for the server's next block), at least 1; 1 without a generator CPU to split."""
+    sw = alone.generator_switches
+    if not (client_cpu_s > 0 and sw is not None and math.isfinite(sw) and alone.qps > 0):
+        return 1
+    return int(min(MAX_ROUNDS, max(1, round(sw / alone.qps))))
 
 
 @dataclass
@@ -96,6 +120,7 @@ class Fit:
     notes: list[str] = field(default_factory=list)
     others: float | None = None  # AloneRun.others
     delay_sigma: float = 0.0  # the delay's lognormal sigma (0: none fitted)
+    rounds: int = 1  # the client<->server rounds per request (client_rounds)
 
     @property
     def disturbed(self) -> bool:
@@ -124,6 +149,7 @@ class Fit:
             "client_cpu_s": self.client_cpu_s,
             "delay_s": self.delay_s,
             "delay_sigma": self.delay_sigma,
+            "rounds": self.rounds,
             "measured": self.measured,
             "fitted": self.fitted,
             "residuals": self.residuals,
@@ -140,6 +166,8 @@ class Fit:
         lines = [f"service model of {self.workload}: {self.family}{f' ({svc})' if svc else ''} fitted to the host's alone run"]
         if self.client_cpu_s > 0:
             lines.append(f"  load generator's CPU: {self.client_cpu_s * 1e6:.1f} µs per request in the service's cgroup")
+        if self.rounds > 1:
+            lines.append(f"  in {self.rounds} rounds with the server (the generator's voluntary switches per request)")
         if self.delay_s > 0:
             lines.append(
                 f"  gaps: a delay of {self.delay_s * 1e6:.1f} µs (lognormal, sigma {self.delay_sigma:.2f}) in each request, "
@@ -193,11 +221,11 @@ def measured_metrics(alone: AloneRun, fit_gaps: bool) -> dict[str, float]:
 
 
 # what one simulated alone run gives, for a service model: metric -> value
-Simulate = Callable[[dict[str, Any], float, tuple[float, float]], dict[str, float]]
+Simulate = Callable[[dict[str, Any], Client, tuple[float, float]], dict[str, float]]
 
 
 def fit_service(name: str, alone: AloneRun, simulate: Simulate, ncpus: int, clients: int | None, gaps: bool = True) -> Fit:
-    """Fit workload `name`'s model to `alone`; `simulate(service_table, client_cpu_s, (delay_s, delay_sigma))`
+    """Fit workload `name`'s model to `alone`; `simulate(service_table, Client, (delay_s, delay_sigma))`
     runs the alone run in the simulator and returns its metrics (QPS, P50, P90, P99, CPU share).
     `clients`: a closed loop's (None: an open loop, whose QPS is its arrival rate and whose
     clients are not on the node); `gaps`: whether a delay may be fitted to the cgroup's idle
@@ -205,6 +233,7 @@ def fit_service(name: str, alone: AloneRun, simulate: Simulate, ncpus: int, clie
     closed = clients is not None
     g = alone.generator_cpu
     client_cpu = g / alone.qps if closed and g is not None and g > 0 and alone.qps > 0 else 0.0
+    client = Client(client_cpu, client_rounds(alone, client_cpu))
     # the gaps are the node's idle time, which other work on a disturbed host fills: a delay is
     # fitted only to an undisturbed alone run
     disturbed = alone.others is not None and alone.others > DISTURBED
@@ -250,7 +279,7 @@ def fit_service(name: str, alone: AloneRun, simulate: Simulate, ncpus: int, clie
     ]
     results: dict[str, tuple[float, dict[str, Any], tuple[float, float], dict[str, float]]] = {}
     for family, table, x0 in families:
-        results[family] = _fit_family(table, x0, fit_gaps, delay0, client_cpu, simulate, objective_of)
+        results[family] = _fit_family(table, x0, fit_gaps, delay0, client, simulate, objective_of)
     # the simplest family not materially worse than a richer one
     order = [f for f, _, _ in families]
     best = order[0]
@@ -262,7 +291,7 @@ def fit_service(name: str, alone: AloneRun, simulate: Simulate, ncpus: int, clie
         abs(results[best][3].get(m, math.nan) / v - 1) > POOR_FIT or not math.isfinite(results[best][3].get(m, math.nan))
         for m, v in measured.items()
     ):
-        emp = _fit_empirical(alone, fit_gaps, delay0, client_cpu, simulate, objective_of)
+        emp = _fit_empirical(alone, fit_gaps, delay0, client, simulate, objective_of)
         if emp is not None:
             results["empirical"] = emp
             if emp[0] < results[best][0]:
@@ -288,6 +317,7 @@ def fit_service(name: str, alone: AloneRun, simulate: Simulate, ncpus: int, clie
         notes=notes,
         others=alone.others,
         delay_sigma=delay_sigma,
+        rounds=client.rounds,
     )
 
 
@@ -295,14 +325,14 @@ def _ns(seconds: float) -> str:
     return f"{max(1, round(seconds * 1e9))}ns"
 
 
-def _fit_family(table, x0, fit_gaps, delay0: list[float], client_cpu, simulate, objective_of):
+def _fit_family(table, x0, fit_gaps, delay0: list[float], client: Client, simulate, objective_of):
     """Nelder-Mead over the family's log-parameters (and the log delay when gaps are fitted,
     from each first delay in turn: the best fit)."""
-    fits = [_fit_from(table, x0, fit_gaps, d, client_cpu, simulate, objective_of) for d in delay0]
+    fits = [_fit_from(table, x0, fit_gaps, d, client, simulate, objective_of) for d in delay0]
     return min(fits, key=lambda f: f[0])
 
 
-def _fit_from(table, x0, fit_gaps, delay0: float, client_cpu, simulate, objective_of):
+def _fit_from(table, x0, fit_gaps, delay0: float, client: Client, simulate, objective_of):
     cache: dict[tuple[float, ...], tuple[float, dict[str, float]]] = {}
 
     def split(x: np.ndarray) -> tuple[dict[str, Any], tuple[float, float]]:
@@ -315,7 +345,7 @@ def _fit_from(table, x0, fit_gaps, delay0: float, client_cpu, simulate, objectiv
         key = tuple(np.round(x, 6))
         if key not in cache:
             svc, delay = split(x)
-            metrics = simulate(svc, client_cpu, delay)
+            metrics = simulate(svc, client, delay)
             cache[key] = (objective_of(metrics), metrics)
         return cache[key][0]
 
@@ -384,13 +414,13 @@ def empirical_table(percentiles: dict[float, float], scale: float) -> dict[str, 
     return {"dist": "empirical", "edges": [_ns(e * scale) for e in edges], "weights": [w / 100 for w in weights]}
 
 
-def _fit_empirical(alone, fit_gaps, delay0, client_cpu, simulate, objective_of):
+def _fit_empirical(alone, fit_gaps, delay0, client: Client, simulate, objective_of):
     pts = {p: v for p, v in alone.percentiles.items() if 0 < p < 100}
     try:
         empirical_table(pts, 1.0)
     except ValueError:
         return None
-    return _fit_family(lambda x: empirical_table(pts, math.exp(x[0])), [0.0], fit_gaps, delay0, client_cpu, simulate, objective_of)
+    return _fit_family(lambda x: empirical_table(pts, math.exp(x[0])), [0.0], fit_gaps, delay0, client, simulate, objective_of)
 
 
 def apply_fit(scenario: Scenario, fit: Fit) -> Scenario:
@@ -403,6 +433,8 @@ def apply_fit(scenario: Scenario, fit: Fit) -> Scenario:
     if isinstance(w, ClosedLoop):
         if fit.client_cpu_s > 0:
             w.client_cpu = _DIST.validate_python({"dist": "constant", "value": _ns(fit.client_cpu_s)})
+            if w.workers is None and (w.shape is None or w.shape.bursts == 1):
+                w.rounds = fit.rounds
         if fit.delay_s > 0:
             w.delay = _DIST.validate_python({"dist": "lognormal", "mean": _ns(fit.delay_s), "sigma": fit.delay_sigma})
     return out
@@ -415,8 +447,8 @@ def simulator_of(scenario: Scenario, name: str, seed: int, substitute: frozenset
 
     cg = scenario.workloads[name].cgroup
 
-    def simulate(service: dict[str, Any], client_cpu_s: float, delay: tuple[float, float]) -> dict[str, float]:
-        fit = Fit(name, service["dist"], service, client_cpu_s, delay[0], {}, {}, delay_sigma=delay[1])
+    def simulate(service: dict[str, Any], client: Client, delay: tuple[float, float]) -> dict[str, float]:
+        fit = Fit(name, service["dist"], service, client.cpu_s, delay[0], {}, {}, delay_sigma=delay[1], rounds=client.rounds)
         sc = apply_fit(scenario, fit)
         got = run_variant(Variant("calibration", True, sc), seed, substitute=substitute)
         svc = got.services[name]

@@ -477,6 +477,7 @@ def calibrate_services(scenario: Scenario, host: ExperimentResult, seed: int, su
             percentiles=percentiles,
             busy=cg.cpu_share if cg is not None and math.isfinite(cg.cpu_share) else None,
             generator_cpu=got.generator_cpu if isinstance(got, MeasuredService) else None,
+            generator_switches=got.generator_switches if isinstance(got, MeasuredService) else None,
             others=measured_base.others_cpu_share,
         )
         # a think time is fitted to the gaps only for a real server whose scenario has none:
@@ -496,7 +497,7 @@ def predict(
     """Calibrate each service on the measured baseline (or take `fits` made by
     calibrate_services), then simulate every variant. Returns the prediction and, per
     service, its fitted figures: NAME (the service's mean over the scenario's), "NAME sigma"
-    (a lognormal's), "NAME client_cpu_s", "NAME delay_s", "NAME poor fit" (1.0 when poor)."""
+    (a lognormal's), "NAME client_cpu_s", "NAME rounds", "NAME delay_s", "NAME poor fit" (1.0 when poor)."""
     from sim.runner import run_variant
 
     if fits is None:
@@ -511,6 +512,7 @@ def predict(
         if isinstance(fitted.service, Lognormal):
             factors[f"{name} sigma"] = fitted.service.sigma
         factors[f"{name} client_cpu_s"] = fit.client_cpu_s
+        factors[f"{name} rounds"] = float(fit.rounds)
         factors[f"{name} delay_s"] = fit.delay_s
         factors[f"{name} poor fit"] = float(fit.quality == "poor")
     result = ExperimentResult(scenario.name, seed, scenario.duration_s, scenario.warmup_s, scenario.baseline)

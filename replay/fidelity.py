@@ -127,6 +127,7 @@ def pooled_alone(runs: list[RunResult]) -> RunResult:
         # the generator's CPU is part of what the calibration fits (client_cpu): dropping it
         # here left every suite's load generators free
         gen = [g for s in got if isinstance(s, MeasuredService) and math.isfinite(g := s.generator_cpu)]
+        switches = [g for s in got if isinstance(s, MeasuredService) and math.isfinite(g := s.generator_switches)]
         services[name] = ReportedService(
             name=name,
             latencies_s=np.empty(0),
@@ -137,6 +138,7 @@ def pooled_alone(runs: list[RunResult]) -> RunResult:
             reported=pct,
             reported_qps=float(np.median([s.qps for s in got])),
             generator_cpu=float(np.median(gen)) if gen else math.nan,
+            generator_switches=float(np.median(switches)) if switches else math.nan,
         )
     return replace(first, services=services)
 

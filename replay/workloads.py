@@ -131,6 +131,9 @@ class MeasuredService(ServiceResult):
     # the load generator's own CPU over its run (CPU·s/s; NaN: not measured). It runs in the
     # service's cgroup, so its CPU is part of that cgroup's (replay/calibration.py models it)
     generator_cpu: float = math.nan
+    # its voluntary context switches per second over its run, all threads (NaN: not
+    # measured): how often it waits for the server (replay/calibration.py fits `rounds`)
+    generator_switches: float = math.nan
 
 
 @dataclass
@@ -171,6 +174,7 @@ class HostWorkload:
         self._files: list[Path] = []
         self.port: int | None = None  # a real server's port, once it listens
         self.generator_cpu = math.nan  # the load generator's CPU·s/s over its run, once it ended
+        self.generator_switches = math.nan  # ... and its voluntary switches per second
 
     # -- before anything starts ----------------------------------------------------------
 
@@ -622,7 +626,9 @@ class HostWorkload:
     def _wait_generator(self, timeout: float) -> None:
         """Wait for the load generator to exit and, before reaping it, read its CPU time:
         a zombie's /proc/PID/stat still holds utime + stime summed over all its threads
-        (proc(5)), and waitid(WNOWAIT) sees the exit without reaping."""
+        (proc(5)), and waitid(WNOWAIT) sees the exit without reaping. Reaping it with wait4
+        gives its voluntary context switches summed over all its threads (ru_nvcsw:
+        getrusage(2) of the child, which the kernel fills from the whole thread group)."""
         p = self._gen_proc
         deadline = time.monotonic() + max(0.1, timeout)
         while time.monotonic() < deadline:
@@ -631,8 +637,9 @@ class HostWorkload:
             except ChildProcessError:  # already reaped
                 return
             if done is not None:
-                self.generator_cpu = generator_cpu_rate(p.pid, time.monotonic() - self._gen_started)
-                p.wait()
+                wall = time.monotonic() - self._gen_started
+                self.generator_cpu = generator_cpu_rate(p.pid, wall)
+                self.generator_switches = reap_switches(p) / wall if wall > 0 else math.nan
                 return
             time.sleep(0.02)
 
@@ -695,6 +702,7 @@ class HostWorkload:
         else:
             svc = parse_wrk(self.name, text, measured)
         svc.generator_cpu = self.generator_cpu
+        svc.generator_switches = self.generator_switches
         return svc
 
     def close(self) -> None:
@@ -761,6 +769,18 @@ def generator_cpu_rate(pid: int, wall_s: float) -> float:
     # redis-benchmark as its child)
     ticks = int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
     return ticks / os.sysconf("SC_CLK_TCK") / wall_s if wall_s > 0 else math.nan
+
+
+def reap_switches(p: subprocess.Popen) -> float:
+    """Reap exited child `p` (which Popen has not) and return its voluntary context switches,
+    all threads; NaN if it was reaped elsewhere. `p.returncode` is set as Popen.wait sets it."""
+    try:
+        _, status, usage = os.wait4(p.pid, 0)
+    except ChildProcessError:
+        p.wait()
+        return math.nan
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return float(usage.ru_nvcsw)
 
 
 def parse_clickhouse_json(name: str, text: str, measured_s: float) -> ReportedService:

@@ -15,9 +15,9 @@ import time
 import numpy as np
 import pytest
 
-from replay.calibration import POOR_FIT, AloneRun, Fit, apply_fit, calibration_doc, fit_service, shortened, simulator_of
+from replay.calibration import POOR_FIT, AloneRun, Fit, apply_fit, calibration_doc, client_rounds, fit_service, shortened, simulator_of
 from replay.cgroupfs import HostError
-from replay.workloads import HostWorkload, generator_cpu_rate
+from replay.workloads import HostWorkload, generator_cpu_rate, reap_switches
 from sim.scenario import Scenario, Variant
 
 pytest.importorskip("sim._core")
@@ -211,3 +211,57 @@ def test_validate_says_when_the_calibration_behind_its_errors_is_poor():
     )
     assert "best: the service model of web fits its alone run poorly (P50)" in text
     assert "default: the service model" not in text
+
+
+def test_the_rounds_are_the_generators_voluntary_switches_per_request():
+    # 450 voluntary switches/s at 10 requests/s: the generator waits for the server 45 times
+    # a request, so client_cpu and the service alternate in 45 parts
+    alone = AloneRun(qps=10.0, percentiles={50.0: 0.4, 90.0: 0.5, 99.0: 0.6}, busy=1.0, generator_cpu=0.9, generator_switches=450.0)
+    seen = []
+
+    def simulate(svc, c, d):
+        seen.append(c)
+        return {"QPS": 10.0, "P50": 0.4, "P90": 0.5, "P99": 0.6}
+
+    fit = fit_service("web", alone, simulate, ncpus=2, clients=4)
+    assert seen and all(c.rounds == 45 and c.cpu_s == pytest.approx(0.09) for c in seen)
+    assert fit.rounds == 45 and fit.to_dict()["rounds"] == 45 and "in 45 rounds" in fit.describe()
+    sc = apply_fit(one_client(), fit)
+    w = sc.workloads["web"]
+    assert w.rounds == 45  # type: ignore[union-attr]
+    assert w.core_spec("web", 1)["rounds"] == 45
+    # nothing to split, or nothing measured: one round
+    assert client_rounds(AloneRun(qps=10.0, percentiles={}, generator_switches=450.0), 0.0) == 1
+    assert client_rounds(AloneRun(qps=10.0, percentiles={}, generator_switches=math.nan), 0.09) == 1
+    assert client_rounds(AloneRun(qps=10.0, percentiles={}, generator_switches=2.0), 0.09) == 1
+    # one round leaves the scenario as it was (the core spec without `rounds`: bit-identical)
+    one = apply_fit(one_client(), Fit("web", "constant", {"dist": "constant", "value": "1ms"}, 1e-4, 0.0, {}, {}))
+    assert "rounds" not in one.workloads["web"].core_spec("web", 1)
+
+
+def test_rounds_need_a_client_cpu_to_split_and_say_so():
+    from sim.errors import ScenarioError
+
+    with pytest.raises(ScenarioError, match=r"workloads\.web\.rounds.*client_cpu"):
+        one_client(rounds=3)
+    with pytest.raises(ScenarioError, match=r"workloads\.web\.rounds.*workers"):
+        one_client(rounds=3, workers=2, client_cpu={"dist": "constant", "value": "10us"})
+
+
+def test_a_reaped_generators_voluntary_switches_count_every_thread():
+    # three threads each sleep 20 times: every sleep is a voluntary switch, 60 at least, all
+    # of them summed by wait4 over the whole thread group (one thread alone would show <= 21)
+    prog = (
+        "import threading, time\n"
+        "def nap():\n    for _ in range(20): time.sleep(0.002)\n"
+        "ts = [threading.Thread(target=nap) for _ in range(3)]\n"
+        "[t.start() for t in ts]; [t.join() for t in ts]\n"
+        "raise SystemExit(3)"
+    )
+    p = subprocess.Popen([sys.executable, "-c", prog])
+    while os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOWAIT) is None:
+        pass
+    switches = reap_switches(p)
+    assert 60 <= switches < 1000
+    assert p.returncode == 3 and p.wait() == 3
+    assert math.isnan(reap_switches(p))  # already reaped

@@ -390,13 +390,24 @@ def test_the_pooled_alone_run_keeps_the_load_generators_cpu():
         services: dict
         measured_s: float = 10.0
 
-    def svc(qps: float, gen: float) -> ReportedService:
+    def svc(qps: float, gen: float, switches: float = math.nan) -> ReportedService:
         return ReportedService(
-            "ch", np.empty(0), np.empty(0), 0, 0, 10.0, reported={50.0: 0.5, 90.0: 0.8, 99.0: 1.0}, reported_qps=qps, generator_cpu=gen
+            "ch",
+            np.empty(0),
+            np.empty(0),
+            0,
+            0,
+            10.0,
+            reported={50.0: 0.5, 90.0: 0.8, 99.0: 1.0},
+            reported_qps=qps,
+            generator_cpu=gen,
+            generator_switches=switches,
         )
 
-    pooled = pooled_alone([Run({"ch": svc(6.0, 0.4)}), Run({"ch": svc(7.0, math.nan)}), Run({"ch": svc(8.0, 0.6)})])
+    pooled = pooled_alone([Run({"ch": svc(6.0, 0.4, 300.0)}), Run({"ch": svc(7.0, math.nan)}), Run({"ch": svc(8.0, 0.6, 340.0)})])
     got = pooled.services["ch"]
     assert got.qps == 7.0 and got.generator_cpu == pytest.approx(0.5)
+    # ... and its voluntary switches (the rounds are fitted from them)
+    assert got.generator_switches == pytest.approx(320.0)
     none = pooled_alone([Run({"ch": svc(6.0, math.nan)})]).services["ch"]
-    assert math.isnan(none.generator_cpu)
+    assert math.isnan(none.generator_cpu) and math.isnan(none.generator_switches)

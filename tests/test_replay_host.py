@@ -248,6 +248,8 @@ host = "{program}"
     assert fit["client_cpu_s"] > 0
     ncpus = len(os.sched_getaffinity(0))
     assert fit["client_cpu_s"] * m["QPS"] <= m["online CPU (share)"] * ncpus * 1.01 + 0.01
+    # ... and its voluntary switches (wait4's rusage): the rounds it waits for the server in
+    assert isinstance(fit["rounds"], int) and fit["rounds"] >= 1
     assert doc["calibration"]["quality"] in ("good", "poor") and set(fit["residuals"]) <= set(fit["measured"])
     assert "service model of svc" in proc.stdout
     assert_clean(layout, before)

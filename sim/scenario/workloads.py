@@ -224,11 +224,23 @@ class ClosedLoop(_Workload):
     # loopback round trip and wake-ups: neither CPU nor queueing; the gaps a real server
     # leaves on its CPUs). With it or client_cpu, latency runs from when the client is ready
     delay: Distribution | None = None
+    # the client<->server exchange in this many rounds (core_rs shape.rs `Rounds`): client_cpu
+    # and each server thread's service split into equal parts that alternate, as a generator
+    # parsing result blocks while the server produces the next. Replay fits it from the
+    # generator's voluntary switches per request (replay/calibration.py); unset: one round
+    rounds: int = Field(default=1, ge=1, le=MAX_BURSTS)
 
     @model_validator(mode="after")
     def _check_workers(self) -> ClosedLoop:
         if self.workers is not None and self.fanout != 1:
             raise FieldErrors([(("workers",), "a worker pool serves requests of fanout 1")])
+        if self.rounds > 1:
+            if self.client_cpu is None:
+                raise FieldErrors([(("rounds",), "rounds > 1 split the client's CPU: set client_cpu too")])
+            if self.workers is not None:
+                raise FieldErrors([(("rounds",), "rounds > 1 need a thread per client (no workers)")])
+            if self.shape is not None and self.shape.bursts > 1:
+                raise FieldErrors([(("rounds",), "rounds > 1 are the server's bursts already: drop shape, or set rounds = 1")])
         return self
 
     def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
@@ -248,6 +260,8 @@ class ClosedLoop(_Workload):
             spec["client_cpu"] = self.client_cpu.core_spec()
         if self.delay is not None:
             spec["delay"] = self.delay.core_spec()
+        if self.rounds > 1:
+            spec["rounds"] = self.rounds
         return _with_shape(spec, self.shape)
 
 

@@ -14,6 +14,15 @@ use crate::node::{Node, TaskState};
 use crate::topology::CpuId;
 use crate::workload::TaskId;
 
+/// A task waking others from its own context (`current` in `select_task_rq_fair`): its CPU,
+/// itself, and whether it is about to block (WF_SYNC).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Waker {
+    pub cpu: CpuId,
+    pub task: TaskId,
+    pub sync: bool,
+}
+
 /// Tasks moved at most per balancing pass (`sysctl_sched_nr_migrate`).
 const NR_MIGRATE: usize = 32;
 
@@ -30,15 +39,138 @@ impl Node {
         self.rqs[self.root_rq(cpu)].h_nr_running == 0 && self.cpus[cpu].curr.is_none()
     }
 
-    /// `select_task_rq_fair` for a wakeup, reduced to `select_idle_sibling(prev)`: the previous
-    /// CPU if it is idle, else an idle core of the LLC (SMT), else an idle CPU of the LLC
-    /// scanned from prev + 1, else prev. Wakeups do not leave the LLC (balancing does that)
-    /// unless prev is outside the task's cpuset (`select_fallback_rq`). Only allowed CPUs.
+    /// `select_task_rq_fair` for a wakeup: the target is the previous CPU, or — woken by a
+    /// task (`self.waker`) with WA_IDLE / WA_WEIGHT on — the waker's CPU when `wake_affine`
+    /// says so; then `select_idle_sibling(prev, target)`. Not modelled: `wake_wide` (a waker
+    /// that wakes many different tasks is never pulled from), the slow path's
+    /// `find_idlest_cpu` (no SD_BALANCE_WAKE domain by default), `recent_used_cpu`.
     pub(crate) fn select_task_rq(&self, t: TaskId, prev: CpuId) -> CpuId {
-        let ok = |c: CpuId| self.allowed(t, c);
-        if ok(prev) && self.idle_for_wake(prev) {
+        let target = match self.waker {
+            Some(w) if w.task != t => self.wake_affine(t, w, prev),
+            _ => prev,
+        };
+        self.select_idle_sibling(t, prev, target)
+    }
+
+    /// `wake_affine`: the waker's CPU (`this`) or the wakee's previous one, on the lowest
+    /// domain that spans both (SD_WAKE_AFFINE is set on all of them). `wake_affine_idle`
+    /// first; if it has no answer, `wake_affine_weight`; anything but `this` means prev.
+    fn wake_affine(&self, t: TaskId, w: Waker, prev: CpuId) -> CpuId {
+        let f = &self.tun.feat;
+        let this = w.cpu;
+        // want_affine needs the waker's CPU in the wakee's cpuset; `cpu == prev_cpu` skips it
+        if this == prev || !(f.wa_idle || f.wa_weight) || !self.allowed(t, this) {
             return prev;
         }
+        let Some(dom) = self.topo.domains[this].iter().find(|d| d.span.contains(&prev)) else {
+            return prev;
+        };
+        let mut target = None;
+        if f.wa_idle {
+            target = self.wake_affine_idle(this, prev, w.sync);
+        }
+        if f.wa_weight && target.is_none() {
+            target = self.wake_affine_weight(t, w, prev, dom.level.imbalance_pct());
+        }
+        if target == Some(this) {
+            this
+        } else {
+            prev
+        }
+    }
+
+    /// `wake_affine_idle` (fair.c, 6.15+ with `cfs_h_nr_delayed`): an idle waking CPU sharing
+    /// the LLC with prev takes the wakee unless prev is idle too (an interrupt woke it); a
+    /// sync waker that is alone on its CPU (delayed entities not counted) hands it over;
+    /// otherwise an idle prev keeps it; else no answer.
+    fn wake_affine_idle(&self, this: CpuId, prev: CpuId, sync: bool) -> Option<CpuId> {
+        let shares_cache = self.topo.socket_of[this] == self.topo.socket_of[prev];
+        if self.truly_idle(this) && shares_cache {
+            return Some(if self.truly_idle(prev) { prev } else { this });
+        }
+        if sync && self.rqs[self.root_rq(this)].h_nr_running == 1 {
+            return Some(this);
+        }
+        if self.truly_idle(prev) {
+            return Some(prev);
+        }
+        None
+    }
+
+    /// `wake_affine_weight`: the waker's CPU if its load with the wakee added (and, for a
+    /// sync wakeup, the waker's own taken away) is below prev's without the wakee, prev
+    /// favoured by half the domain's imbalance_pct (WA_BIAS); a sync tie goes to the waker.
+    /// Loads are instantaneous queue weights (the model keeps no per-task PELT): the
+    /// kernel's `cpu_load` is the root cfs_rq's load_avg, which they equal on a CPU that
+    /// stays busy. CPU capacities are equal (the model's SMT and NUMA speeds are not
+    /// capacities).
+    fn wake_affine_weight(&self, t: TaskId, w: Waker, prev: CpuId, imbalance_pct: u64) -> Option<CpuId> {
+        let bias = self.tun.feat.wa_bias;
+        let mut this_eff = self.rqs[self.root_rq(w.cpu)].load as f64;
+        if w.sync {
+            let current = self.task_h_load(w.task);
+            if current > this_eff {
+                return Some(w.cpu);
+            }
+            this_eff -= current;
+        }
+        let task_load = self.wakee_h_load(t, prev);
+        this_eff += task_load;
+        if bias {
+            this_eff *= 100.0;
+        }
+        let mut prev_eff = self.rqs[self.root_rq(prev)].load as f64 - task_load;
+        if bias {
+            prev_eff *= (100 + (imbalance_pct - 100) / 2) as f64;
+        }
+        if w.sync {
+            prev_eff += 1.0;
+        }
+        (this_eff < prev_eff).then_some(w.cpu)
+    }
+
+    /// What sleeping task `t` would weigh on `cpu`'s root queue (`task_h_load` of a queued
+    /// task): its weight's share at each level of its hierarchy, counting itself — and any
+    /// group entity of its path that is not queued there — as added.
+    fn wakee_h_load(&self, t: TaskId, cpu: CpuId) -> f64 {
+        let ncpus = self.ncpus();
+        let (mut ent, mut added) = (self.ses[self.tasks[t].se].weight as f64, true);
+        let mut frac = 1.0f64;
+        let mut rq = self.tasks[t].cg * ncpus + cpu;
+        loop {
+            let r = &self.rqs[rq];
+            let load = r.load as f64 + if added { ent } else { 0.0 };
+            frac *= ent / load.max(1.0);
+            match r.gse {
+                Some(g) => {
+                    ent = self.ses[g].weight as f64;
+                    added = !self.ses[g].on_rq;
+                    rq = self.ses[g].parent_rq;
+                }
+                None => return frac * load,
+            }
+        }
+    }
+
+    /// `select_idle_sibling(p, prev, target)`: the target if it is idle; prev if it is idle
+    /// and shares the target's LLC; else an idle core of the target's LLC (SMT), else an idle
+    /// CPU of it scanned from target + 1, else the target. Wakeups do not leave the LLC
+    /// (balancing does that) unless the target is outside the task's cpuset
+    /// (`select_fallback_rq`). Only allowed CPUs. With target = prev, the placement the model
+    /// always had.
+    fn select_idle_sibling(&self, t: TaskId, prev: CpuId, target: CpuId) -> CpuId {
+        let ok = |c: CpuId| self.allowed(t, c);
+        if ok(target) && self.idle_for_wake(target) {
+            return target;
+        }
+        if prev != target
+            && ok(prev)
+            && self.topo.socket_of[prev] == self.topo.socket_of[target]
+            && self.idle_for_wake(prev)
+        {
+            return prev;
+        }
+        let prev = target;
         let llc = &self.topo.socket_cpus[self.topo.socket_of[prev]];
         let start = llc.iter().position(|&c| c == prev).unwrap_or(0);
         let n = llc.len();
@@ -359,5 +491,136 @@ impl Node {
                 self.check_preempt_curr(cpu, t);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! `wake_affine_idle` and `wake_affine_weight` worked by hand as fair.c (6.18) has them.
+    use super::*;
+    use serde_json::json;
+
+    /// scale_load(1024): a nice-0 task's weight, and a 1024-share group's whole on one CPU.
+    const NICE_0: f64 = 1024.0 * 1024.0;
+
+    /// 2 CPUs, one LLC: `pinned` = [(cgroup, cpu.shares, CPU, hogs)], and a sleeping task in
+    /// group `w` (its one request served at t = 0, then a think of 1000 s) last run on CPU 1.
+    fn node(pinned: &[(&str, u64, u32, u32)], features: serde_json::Value) -> (Node, TaskId) {
+        let mut cgroups = vec![json!({"name": "w"})];
+        let mut workloads = vec![
+            json!({"kind": "closed_loop", "name": "svc", "cgroup": "w", "clients": 1,
+            "service": {"dist": "constant", "value_ns": 1}, "think": {"dist": "constant", "value_ns": 1_000_000_000_000u64}}),
+        ];
+        for &(name, shares, cpu, hogs) in pinned {
+            cgroups.push(json!({"name": name, "cpu.shares": shares, "cpuset.cpus": cpu.to_string()}));
+            workloads.push(json!({"kind": "hog", "name": format!("h{name}"), "cgroup": name, "threads": hogs}));
+        }
+        let spec = json!({"topology": {"cores_per_socket": 2},
+            "kernel": {"scheduler": "eevdf", "version": "6.18.44", "sched_features": features},
+            "cgroups": cgroups, "workloads": workloads});
+        let mut n = Node::from_json(&spec.to_string()).unwrap();
+        // long enough for a delayed dequeue (DELAY_DEQUEUE) of the sleeper to have ended
+        n.run_until(200_000_000).unwrap();
+        let t = n.tasks.iter().position(|t| t.wl == 0).unwrap();
+        assert_eq!(n.tasks[t].state, TaskState::Sleeping);
+        assert!(!n.ses[n.tasks[t].se].on_rq);
+        n.tasks[t].cpu = 1;
+        (n, t)
+    }
+
+    fn hog(n: &Node, wl: usize) -> TaskId {
+        n.tasks.iter().position(|t| t.wl == wl).unwrap()
+    }
+
+    fn load(n: &Node, cpu: CpuId) -> f64 {
+        n.rqs[n.root_rq(cpu)].load as f64
+    }
+
+    #[test]
+    fn wake_affine_idle_takes_an_idle_waker_cpu_a_lone_sync_waker_or_an_idle_prev() {
+        // CPU 0 idle, CPU 1 busy: an idle waking CPU in prev's LLC takes the wakee (an
+        // interrupt woke it); with prev idle too, prev keeps it
+        let (n, _) = node(&[("b", 1024, 1, 1)], json!({}));
+        assert_eq!(n.wake_affine_idle(0, 1, false), Some(0));
+        let (n, _) = node(&[], json!({}));
+        assert_eq!(n.wake_affine_idle(0, 1, false), Some(1));
+        // CPU 0 runs only the waker: a sync wakeup is handed over; a plain one, with prev
+        // busy, gets no answer (then the weights decide); with prev idle, prev
+        let (n, _) = node(&[("a", 1024, 0, 1), ("b", 1024, 1, 1)], json!({}));
+        assert_eq!(n.wake_affine_idle(0, 1, true), Some(0));
+        assert_eq!(n.wake_affine_idle(0, 1, false), None);
+        let (n, _) = node(&[("a", 1024, 0, 1)], json!({}));
+        assert_eq!(n.wake_affine_idle(0, 1, false), Some(1));
+        // two tasks on CPU 0: the sync waker is not alone, prev busy: no answer
+        let (n, _) = node(&[("a", 1024, 0, 2), ("b", 1024, 1, 1)], json!({}));
+        assert_eq!(n.wake_affine_idle(0, 1, true), None);
+    }
+
+    #[test]
+    fn wake_affine_weight_favours_prev_by_half_the_imbalance_pct() {
+        // Each CPU runs one pinned group, all its load there: its entity weighs its whole
+        // shares (calc_group_shares), so CPU 0 weighs a·1024 and CPU 1 b·1024 = 4·NICE_0. The
+        // sleeping wakee adds its group's entity on prev: a lone 1024-share group, NICE_0.
+        // Not sync, CPU 0 wins iff (L0 + tl)·100 < (L1 − tl)·(100 + (117 − 100)/2), i.e. in
+        // NICE_0 units (a/1024 + 1)·100 < 3·108 = 324: a < 2293.8.
+        for (a, bias, expect) in [
+            (2048, true, true),   // 300 < 324: the waker's CPU ...
+            (2048, false, false), // ... which without WA_BIAS (300 < 300) is not better than prev
+            (2290, true, true),   // 323.6 < 324
+            (2300, true, false),  // 324.6: prev
+        ] {
+            let (n, t) = node(&[("a", a, 0, 1), ("b", 4096, 1, 1)], json!({"WA_BIAS": bias}));
+            assert_eq!((load(&n, 0), load(&n, 1)), (a as f64 * 1024.0, 4.0 * NICE_0));
+            assert_eq!(n.wakee_h_load(t, 1), NICE_0);
+            let w = Waker {
+                cpu: 0,
+                task: hog(&n, 1),
+                sync: false,
+            };
+            assert_eq!(
+                n.wake_affine_weight(t, w, 1, 117),
+                expect.then_some(0),
+                "a = {a}, bias {bias}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_sync_wakers_own_load_does_not_count_against_its_cpu() {
+        // CPU 0 ten times heavier than a nice-0 task, but all of it is the waker's (its
+        // h_load is L0, not more): this_eff = (L0 − L0 + NICE_0)·100 = 100 units against
+        // prev's (4 − 1)·108 + 1 = 324: the waker's CPU. Not sync, (10 + 1)·100 = 1100: prev.
+        let (n, t) = node(&[("a", 10240, 0, 1), ("b", 4096, 1, 1)], json!({}));
+        assert_eq!(n.task_h_load(hog(&n, 1)), load(&n, 0));
+        for (sync, expect) in [(true, Some(0)), (false, None)] {
+            let w = Waker {
+                cpu: 0,
+                task: hog(&n, 1),
+                sync,
+            };
+            assert_eq!(n.wake_affine_weight(t, w, 1, 117), expect);
+        }
+        // through wake_affine: with WA_IDLE the lone sync waker already decides it
+        let w = Waker {
+            cpu: 0,
+            task: hog(&n, 1),
+            sync: true,
+        };
+        assert_eq!(n.wake_affine(t, w, 1), 0);
+        assert_eq!(n.wake_affine(t, Waker { sync: false, ..w }, 1), 1);
+    }
+
+    #[test]
+    fn without_a_release_or_with_the_switches_off_the_wakee_stays_near_prev() {
+        let (n, t) = node(
+            &[("a", 1024, 0, 1), ("b", 1024, 1, 1)],
+            json!({"WA_IDLE": false, "WA_WEIGHT": false}),
+        );
+        let w = Waker {
+            cpu: 0,
+            task: hog(&n, 1),
+            sync: true,
+        };
+        assert_eq!(n.wake_affine(t, w, 1), 1);
     }
 }

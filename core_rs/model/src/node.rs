@@ -130,6 +130,9 @@ pub struct Node {
     pub idle_kick_pending: bool,
     /// PELT shares: when idle CPUs' blocked averages are next decayed (`nohz.next_blocked`).
     pub next_blocked: Ns,
+    /// The task whose finished work is waking others, while its effects apply (balance.rs
+    /// `wake_affine`): None for wakeups from timers, IO and the node.
+    pub waker: Option<crate::balance::Waker>,
     /// CPUs with nothing running.
     pub nr_idle_cpus: usize,
     /// PSI state per (cgroup, CPU): cgroup * ncpus + cpu.
@@ -274,6 +277,7 @@ impl Node {
             sample_interval: spec.sample_interval_ns,
             idle_kick_pending: false,
             next_blocked: 0,
+            waker: None,
             nr_idle_cpus: ncpus,
             psi_cpu: vec![Default::default(); ncpus * ncg],
             psi_last: 0,
@@ -435,6 +439,7 @@ impl Node {
                 shape,
                 client_cpu,
                 delay,
+                rounds,
                 start_ns,
                 ..
             } => {
@@ -474,6 +479,8 @@ impl Node {
                         serving: vec![0; w as usize],
                     }),
                     shape: crate::shape::Shape::build(shape, n as usize),
+                    rounds: crate::shape::Rounds::build(rounds.unwrap_or(1), *clients as usize, n as usize)
+                        .map(Box::new),
                 };
                 (Workload::ClosedLoop(cl), *start_ns)
             }
@@ -987,7 +994,15 @@ impl Node {
                     // `schedule`. (With memory to charge first, the old order: the charge
                     // may give the sleeper more work.)
                     self.cpus[cpu].blocking = true;
+                    // a wakeup from a task that then blocks is a sync wakeup (WF_SYNC: pipe
+                    // and socket writes), as it wakes its partner before the read
+                    self.waker = Some(crate::balance::Waker {
+                        cpu,
+                        task: t,
+                        sync: true,
+                    });
                     self.apply_effects(&mut eff);
+                    self.waker = None;
                     self.cpus[cpu].blocking = false;
                     self.dequeue_task(t, true);
                     self.tasks[t].state = TaskState::Sleeping;
@@ -999,7 +1014,16 @@ impl Node {
                     self.schedule(cpu);
                 }
             }
+            // a task that runs on wakes others without WF_SYNC
+            if self.cpus[cpu].curr == Some(t) {
+                self.waker = Some(crate::balance::Waker {
+                    cpu,
+                    task: t,
+                    sync: false,
+                });
+            }
             self.apply_effects(&mut eff);
+            self.waker = None;
             self.eff = eff;
         } else if (self.now >= self.cpus[cpu].resched_at && self.tick_wants_resched(cpu))
             || self.bandwidth_exhausted(cpu)

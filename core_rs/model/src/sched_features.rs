@@ -16,6 +16,10 @@
 //!   Upstream reverted this in 101f3498b4bd (7.1; stable 6.18.45): `reweight_eevdf` again
 //!   keeps V invariant.
 //!
+//! - every release: a task's wakeup may be pulled to the waker's CPU (`wake_affine`: WA_IDLE,
+//!   WA_WEIGHT, WA_BIAS). The model places wakeups this way only when `version` is given, so
+//!   every scenario without one keeps the placement it always had (balance.rs).
+//!
 //! `version` picks the defaults; `sched_features` overrides single switches by the kernel's
 //! names. Known names that the model does not act on are accepted (replay writes the host's
 //! whole list) and listed in `IGNORED`.
@@ -56,11 +60,18 @@ pub struct SchedFeatures {
     pub wakeup_preemption: bool,
     /// Protection up to the shortest queued slice (6.17+) rather than to the deadline.
     pub protect_min_slice: bool,
+    /// WA_IDLE: `wake_affine_idle` — an idle waker CPU, a sync waker alone on its CPU, or an
+    /// idle previous CPU decides where a wakee goes.
+    pub wa_idle: bool,
+    /// WA_WEIGHT: `wake_affine_weight` — else the less loaded of the two CPUs.
+    pub wa_weight: bool,
+    /// WA_BIAS: that comparison favours the previous CPU by half the domain's imbalance_pct.
+    pub wa_bias: bool,
     pub reweight: Reweight,
 }
 
 /// The features.h names the model acts on, in the order of `SchedFeatures`.
-pub const MODELLED: [&str; 9] = [
+pub const MODELLED: [&str; 12] = [
     "PLACE_LAG",
     "PLACE_DEADLINE_INITIAL",
     "PLACE_REL_DEADLINE",
@@ -70,11 +81,14 @@ pub const MODELLED: [&str; 9] = [
     "DELAY_DEQUEUE",
     "DELAY_ZERO",
     "WAKEUP_PREEMPTION",
+    "WA_IDLE",
+    "WA_WEIGHT",
+    "WA_BIAS",
 ];
 
 /// features.h names (6.6 – 6.18) that are accepted but change nothing in the model: buddies
 /// it does not model (NEXT_BUDDY, CACHE_HOT_BUDDY), PELT/util/balancing switches, HRTICK.
-pub const IGNORED: [&str; 22] = [
+pub const IGNORED: [&str; 19] = [
     "NEXT_BUDDY",
     "CACHE_HOT_BUDDY",
     "HRTICK",
@@ -87,9 +101,6 @@ pub const IGNORED: [&str; 22] = [
     "RT_RUNTIME_SHARE",
     "LB_MIN",
     "ATTACH_AGE_LOAD",
-    "WA_IDLE",
-    "WA_WEIGHT",
-    "WA_BIAS",
     "UTIL_EST",
     "LATENCY_WARN",
     "HZ_BW",
@@ -132,6 +143,10 @@ impl SchedFeatures {
             delay_zero: v612,
             wakeup_preemption: true,
             protect_min_slice: at_least(6, 17),
+            // features.h has them on in every release; see `from_spec` for the model's gate
+            wa_idle: true,
+            wa_weight: true,
+            wa_bias: true,
             reweight: if replace {
                 Reweight::Replace
             } else {
@@ -152,7 +167,7 @@ impl SchedFeatures {
                 )
             })?,
         };
-        let mut f = SchedFeatures::of_version(v);
+        let mut f = SchedFeatures::of_version(v).with_wake_affine(version.is_some());
         for (name, &on) in overrides {
             match f.switch(name) {
                 Some(slot) => *slot = on,
@@ -171,6 +186,13 @@ impl SchedFeatures {
         Ok(f)
     }
 
+    /// wake_affine only behind an explicit release (`on`): without one, the placement every
+    /// earlier result had (an idle sibling of the previous CPU).
+    fn with_wake_affine(mut self, on: bool) -> SchedFeatures {
+        (self.wa_idle, self.wa_weight, self.wa_bias) = (on, on, on);
+        self
+    }
+
     fn switch(&mut self, name: &str) -> Option<&mut bool> {
         Some(match name {
             "PLACE_LAG" => &mut self.place_lag,
@@ -182,6 +204,9 @@ impl SchedFeatures {
             "DELAY_DEQUEUE" => &mut self.delay_dequeue,
             "DELAY_ZERO" => &mut self.delay_zero,
             "WAKEUP_PREEMPTION" => &mut self.wakeup_preemption,
+            "WA_IDLE" => &mut self.wa_idle,
+            "WA_WEIGHT" => &mut self.wa_weight,
+            "WA_BIAS" => &mut self.wa_bias,
             _ => return None,
         })
     }
@@ -189,7 +214,7 @@ impl SchedFeatures {
 
 impl Default for SchedFeatures {
     fn default() -> SchedFeatures {
-        SchedFeatures::of_version((6, 6, 0))
+        SchedFeatures::of_version((6, 6, 0)).with_wake_affine(false)
     }
 }
 
@@ -208,7 +233,11 @@ mod tests {
         assert_eq!(f.reweight, Reweight::Invariant);
         let f = SchedFeatures::from_spec(Some("6.12"), &BTreeMap::new()).unwrap();
         assert!(f.delay_dequeue && !f.protect_min_slice && f.reweight == Reweight::Invariant);
-        assert_eq!(SchedFeatures::from_spec(None, &BTreeMap::new()).unwrap(), f66);
+        // without a release: 6.6, and the wakeup placement without wake_affine
+        let none = SchedFeatures::from_spec(None, &BTreeMap::new()).unwrap();
+        assert!(f66.wa_idle && f66.wa_weight && f66.wa_bias && !none.wa_idle && !none.wa_weight);
+        assert_eq!(none, f66.with_wake_affine(false));
+        assert_eq!(none, SchedFeatures::default());
     }
 
     #[test]

@@ -42,10 +42,8 @@ impl Shape {
     pub fn build(shape: &Option<Shape>, threads: usize) -> Option<Shaped> {
         match shape {
             Some(s) if s.bursts > 1 => Some(Shaped {
-                bursts: s.bursts,
                 wait: s.wait.clone(),
-                rest: vec![0; threads],
-                left: vec![0; threads],
+                parts: Parts::new(s.bursts, threads),
             }),
             _ => None,
         }
@@ -80,14 +78,52 @@ pub fn plan(total: u64, shape: &Option<Shape>, rng: &mut Rng) -> Vec<(u64, u64)>
 /// thread `slot − WAIT_OVER`'s wait between two bursts ending.
 pub const WAIT_OVER: u32 = 1 << 29;
 
+/// Per thread (or client), a piece of CPU being run as `n` equal parts (`next_part`): what
+/// is left of it and in how many parts. A shape's bursts and a closed loop's rounds
+/// (`Rounds`) both split work this way.
+#[derive(Debug)]
+pub struct Parts {
+    pub n: u32,
+    pub rest: Vec<u64>,
+    pub left: Vec<u32>,
+}
+
+impl Parts {
+    pub fn new(n: u32, slots: usize) -> Parts {
+        Parts {
+            n,
+            rest: vec![0; slots],
+            left: vec![0; slots],
+        }
+    }
+
+    /// Slot `k` takes `total` CPU: its first part.
+    pub fn start(&mut self, k: usize, total: u64) -> u64 {
+        self.rest[k] = total;
+        self.left[k] = self.n;
+        self.take(k)
+    }
+
+    /// Slot `k`'s next part (the last one takes the remainder).
+    pub fn take(&mut self, k: usize) -> u64 {
+        let part = next_part(self.rest[k], self.left[k]);
+        self.rest[k] = self.rest[k].saturating_sub(part);
+        self.left[k] -= 1;
+        part
+    }
+
+    /// Parts slot `k` has still to run.
+    pub fn left(&self, k: usize) -> u32 {
+        self.left[k]
+    }
+}
+
 /// A shape at run time: per thread, the CPU of its current request not yet run and how many
 /// parts it still comes in.
 #[derive(Debug)]
 pub struct Shaped {
-    pub bursts: u32,
     pub wait: Dist,
-    pub rest: Vec<u64>,
-    pub left: Vec<u32>,
+    pub parts: Parts,
 }
 
 /// What a thread does after a burst.
@@ -104,32 +140,59 @@ pub enum AfterBurst {
 impl Shaped {
     /// Thread `k` takes a request of `total` CPU: its first part.
     pub fn start(&mut self, k: usize, total: u64) -> u64 {
-        self.rest[k] = total;
-        self.left[k] = self.bursts;
-        self.take(k)
-    }
-
-    fn take(&mut self, k: usize) -> u64 {
-        let part = next_part(self.rest[k], self.left[k]);
-        self.rest[k] = self.rest[k].saturating_sub(part);
-        self.left[k] -= 1;
-        part
+        self.parts.start(k, total)
     }
 
     /// Thread `k` finished a burst.
     pub fn after_burst(&mut self, k: usize, rng: &mut Rng) -> AfterBurst {
-        if self.left[k] == 0 {
+        if self.parts.left(k) == 0 {
             return AfterBurst::Done;
         }
         match self.wait.sample(rng) {
-            0 => AfterBurst::Continue(self.take(k)),
+            0 => AfterBurst::Continue(self.parts.take(k)),
             wait => AfterBurst::Wait(wait),
         }
     }
 
     /// Thread `k`'s wait is over: the part it wakes with.
     pub fn resume(&mut self, k: usize) -> u64 {
-        self.take(k)
+        self.parts.take(k)
+    }
+}
+
+/// The most rounds a closed loop's exchange may come in (as `MAX_BURSTS`).
+pub const MAX_ROUNDS: u32 = MAX_BURSTS;
+
+/// A closed loop's request as `n` rounds between its client and its server (spec.rs
+/// `rounds`): the client's CPU for the request and the server's on each of its threads are
+/// each split into `n` equal parts, and they alternate — client part 1, then every server
+/// thread's part 1 (the client waits for all of them, as it waits for the server's next
+/// block), client part 2, … , the servers' part n, which ends the request. This is a load
+/// generator that reads and parses result blocks while the server produces the next: each
+/// round is two wakeups, server→client and client→server, on the ordinary wakeup path.
+/// One round is the model without rounds (the client's CPU in one burst before the request).
+#[derive(Debug)]
+pub struct Rounds {
+    /// Per client: its generator's CPU for the current request.
+    pub client: Parts,
+    /// Per server thread: its CPU for the current request.
+    pub server: Parts,
+}
+
+impl Rounds {
+    /// The run-time state, or None for one round (nothing is split, so results are
+    /// bit-identical to a loop without `rounds`).
+    pub fn build(rounds: u32, clients: usize, threads: usize) -> Option<Rounds> {
+        (rounds > 1).then(|| Rounds {
+            client: Parts::new(rounds, clients),
+            server: Parts::new(rounds, threads),
+        })
+    }
+
+    /// Client `c` finished a part: true when it was its first one (the request then goes
+    /// out, through any delay; later parts hand the next round straight to the server).
+    pub fn first_round_done(&self, c: usize) -> bool {
+        self.client.left(c) + 1 == self.client.n
     }
 }
 

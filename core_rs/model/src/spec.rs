@@ -445,6 +445,12 @@ pub enum WorkloadSpec {
         /// (workload.rs `ClosedLoop::delay`). None: none.
         #[serde(default)]
         delay: Option<Dist>,
+        /// The exchange between a client and the server in this many rounds (shape.rs
+        /// `Rounds`): `client_cpu` and each server thread's CPU split into equal parts that
+        /// alternate, as a generator that parses result blocks while the server produces the
+        /// next. Needs `client_cpu`; None or 1: the client's CPU in one burst before the request.
+        #[serde(default)]
+        rounds: Option<u32>,
         #[serde(default)]
         start_ns: u64,
     },
@@ -1158,6 +1164,7 @@ impl NodeSpec {
                     shape,
                     client_cpu,
                     delay,
+                    rounds,
                     ..
                 } => {
                     if *clients == 0 {
@@ -1187,6 +1194,9 @@ impl NodeSpec {
                     }
                     if let Some(d) = delay {
                         d.validate(&f("delay"))?;
+                    }
+                    if let Some(r) = *rounds {
+                        validate_rounds(r, client_cpu, workers, shape).map_err(|e| SpecError::new(f("rounds"), e))?;
                     }
                 }
                 WorkloadSpec::Bursty {
@@ -1354,4 +1364,31 @@ impl NodeSpec {
         }
         crate::autogroup::check_sessions(self)
     }
+}
+
+/// `rounds` of a closed loop: a count, and (above one) only where its parts are defined — the
+/// client's CPU to split, a thread per client (a pool worker may serve another client between
+/// rounds) and no shape of its own (a round is the server's wait already).
+fn validate_rounds(
+    rounds: u32,
+    client_cpu: &Option<Dist>,
+    workers: &Option<u32>,
+    shape: &Option<Shape>,
+) -> std::result::Result<(), String> {
+    if !(1..=crate::shape::MAX_ROUNDS).contains(&rounds) {
+        return Err(format!("must be in 1..={} (got {rounds})", crate::shape::MAX_ROUNDS));
+    }
+    if rounds == 1 {
+        return Ok(());
+    }
+    if client_cpu.is_none() {
+        return Err("rounds > 1 split the client's CPU: set client_cpu too".into());
+    }
+    if workers.is_some() {
+        return Err("rounds > 1 need a thread per client (no workers)".into());
+    }
+    if shape.as_ref().is_some_and(|s| s.bursts > 1) {
+        return Err("rounds > 1 are the server's bursts already: drop shape, or set rounds = 1".into());
+    }
+    Ok(())
 }

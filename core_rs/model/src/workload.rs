@@ -5,7 +5,7 @@
 use crate::dist::Dist;
 use crate::events::Ns;
 use crate::rng::Rng;
-use crate::shape::{AfterBurst, Shaped, WAIT_OVER};
+use crate::shape::{AfterBurst, Rounds, Shaped, WAIT_OVER};
 use crate::stats::ServiceStats;
 use std::collections::VecDeque;
 
@@ -87,6 +87,9 @@ pub struct ClosedLoop {
     pub pool: Option<Pool>,
     /// Requests in bursts and waits on each thread (shape.rs), or None: one burst.
     pub shape: Option<Shaped>,
+    /// The client↔server exchange in rounds (shape.rs `Rounds`), or None: one round (boxed:
+    /// most loops have none, and the workload enum stays small).
+    pub rounds: Option<Box<Rounds>>,
 }
 
 /// Workers of a closed loop's pool: requests wait in FIFO order for a free one.
@@ -497,10 +500,43 @@ impl ClosedLoop {
         self.clients[c].issued_at = now;
         if let Some(d) = &self.client_cpu {
             let work = d.sample(&mut self.rng).max(1);
+            let work = match self.rounds.as_mut() {
+                Some(r) => r.client.start(c, work),
+                None => work,
+            };
             eff.wakes.push((self.generator[c], work));
             return None;
         }
         self.after_client(c, now, wl, me, eff)
+    }
+
+    /// Client `c`'s generator finished a part of its CPU: after the first, the request goes
+    /// out (`after_client`); after a later one, the server's threads run their next round.
+    fn client_part_done(&mut self, c: usize, now: Ns, wl: usize, eff: &mut Effects) {
+        match self.rounds.as_mut() {
+            Some(r) if !r.first_round_done(c) => {
+                self.clients[c].outstanding = self.fanout;
+                for k in 0..self.fanout {
+                    let slot = c * self.fanout as usize + k as usize;
+                    eff.wakes.push((self.threads[slot], r.server.take(slot)));
+                }
+            }
+            // (without `me`, send wakes every thread the request needs and returns None)
+            _ => {
+                self.after_client(c, now, wl, None, eff);
+            }
+        }
+    }
+
+    /// Every server thread of client `c` finished its part of a round: the client runs its
+    /// next part, or None when the request is complete (no rounds left).
+    fn next_client_part(&mut self, c: usize, eff: &mut Effects) -> Option<()> {
+        let r = self.rounds.as_mut()?;
+        if r.client.left(c) == 0 {
+            return None;
+        }
+        eff.wakes.push((self.generator[c], r.client.take(c)));
+        Some(())
     }
 
     /// Client `c`'s CPU for its request is done: the request waits its delay, or goes out.
@@ -532,7 +568,10 @@ impl ClosedLoop {
         for k in 0..self.fanout {
             let slot = c as u32 * self.fanout + k;
             let work = self.service.sample(&mut self.rng).max(1);
-            let work = first_burst(&mut self.shape, slot as usize, work);
+            let work = match self.rounds.as_mut() {
+                Some(r) => r.server.start(slot as usize, work),
+                None => first_burst(&mut self.shape, slot as usize, work),
+            };
             if Some(slot) == me {
                 mine = Some(work);
             } else {
@@ -797,9 +836,7 @@ impl Workload {
             }
             Workload::ClosedLoop(cl) if slot as usize >= cl.threads.len() => {
                 // a client's generator task has done the request's CPU: it sends it and waits
-                let c = slot as usize - cl.threads.len();
-                // (without `me`, send wakes every thread the request needs and returns None)
-                cl.after_client(c, now, wl, None, eff);
+                cl.client_part_done(slot as usize - cl.threads.len(), now, wl, eff);
                 Next::Sleep
             }
             Workload::ClosedLoop(ClosedLoop {
@@ -857,7 +894,7 @@ impl Workload {
                 }
                 let c = (slot / cl.fanout) as usize;
                 cl.clients[c].outstanding -= 1;
-                if cl.clients[c].outstanding > 0 {
+                if cl.clients[c].outstanding > 0 || cl.next_client_part(c, eff).is_some() {
                     return Next::Sleep;
                 }
                 let svc = cl.svc;

@@ -69,3 +69,111 @@ fn a_client_cost_a_delay_and_a_shape_add_up() {
         assert!((cpu / (qps * 1.5e-3) - 1.0).abs() < 0.001, "{workers:?}: {cpu}");
     }
 }
+
+/// One client with `extra` on `cpus` idle CPUs, measured 10 s after 1 s: latencies, QPS, the
+/// cgroup's CPU (CPUs) and its switches per request.
+fn one_client(cpus: u32, extra: serde_json::Value) -> (Vec<u64>, f64, f64, f64) {
+    let mut wl = json!({"kind": "closed_loop", "name": "web", "cgroup": "web", "clients": 1,
+                        "client_cpu": {"dist": "constant", "value_ns": 600_000},
+                        "service": {"dist": "constant", "value_ns": 1_000_000}});
+    for (k, v) in extra.as_object().unwrap() {
+        wl[k] = v.clone();
+    }
+    let mut n = node(json!({"topology": topo(cpus, 1), "cgroups": [cg("web", 1024, 0, 0)], "workloads": [wl]}));
+    n.run_until(S).unwrap();
+    n.reset_stats();
+    let before = usage(&mut n, "web");
+    n.run_until(11 * S).unwrap();
+    n.check_invariants().unwrap();
+    let cpu = (usage(&mut n, "web") - before) as f64 / (10.0 * S as f64);
+    let svc = &n.services[n.service_id("web").unwrap()];
+    let qps = svc.completed as f64 / 10.0;
+    let switches = n.cgroups[1].stats.nr_switches as f64 / svc.completed as f64;
+    (svc.latencies.clone(), qps, cpu, switches)
+}
+
+#[test]
+fn rounds_alternate_the_client_and_the_server() {
+    // One client on 4 idle CPUs, 0.6 ms of client CPU and 1 ms of service in 3 rounds: the
+    // client runs 0.2 ms, the server 0.333 ms, three times over, nothing overlaps and nothing
+    // waits, so every latency is still 1.6 ms, X = 1 / 1.6 ms, the cgroup uses X x 1.6 ms = 1
+    // CPU; but the generator and the server thread each go to sleep 3 times per request (6
+    // switches) where one round has them sleep once each (2).
+    for (rounds, switches) in [(1, 2.0), (3, 6.0), (7, 14.0)] {
+        let (lat, qps, cpu, sw) = one_client(4, json!({"rounds": rounds}));
+        assert!(lat.iter().all(|&l| l == 1_600_000), "rounds {rounds}: {:?}", &lat[..4]);
+        assert!((qps / (1.0 / 1.6e-3) - 1.0).abs() < 0.001, "rounds {rounds}: {qps}");
+        assert!((cpu - 1.0).abs() < 0.001, "rounds {rounds}: {cpu}");
+        assert!(
+            (sw - switches).abs() < 0.01,
+            "rounds {rounds}: {sw} switches per request"
+        );
+    }
+}
+
+#[test]
+fn each_round_waits_for_every_thread_of_the_fanout() {
+    // fanout 2 on 2 CPUs, 2 rounds: each round the client's 0.3 ms, then both threads' 0.5 ms
+    // side by side (the client waits for both), so a request takes 2 x (0.3 + 0.5) = 1.6 ms
+    // and uses 0.6 + 2 ms of CPU; on 1 CPU everything queues: 0.6 + 2 = 2.6 ms, 1 CPU busy.
+    for (cpus, latency) in [(2, 1_600_000u64), (1, 2_600_000)] {
+        let (lat, qps, cpu, _) = one_client(cpus, json!({"rounds": 2, "fanout": 2}));
+        assert!(lat.iter().all(|&l| l == latency), "{cpus} CPUs: {:?}", &lat[..4]);
+        assert!(
+            (cpu / (qps * 2.6e-3) - 1.0).abs() < 0.001,
+            "{cpus} CPUs: {cpu} CPUs at {qps}/s"
+        );
+    }
+}
+
+#[test]
+fn one_round_is_the_loop_without_rounds_bit_for_bit() {
+    // random service and client CPU, a delay and a hog beside: `rounds = 1` draws nothing
+    // more and splits nothing
+    let spec = |rounds: Option<u32>| {
+        let mut wl = json!({"kind": "closed_loop", "name": "web", "cgroup": "web", "clients": 3, "fanout": 2,
+                            "client_cpu": {"dist": "exponential", "mean_ns": 700_000.0},
+                            "delay": {"dist": "exponential", "mean_ns": 300_000.0},
+                            "service": {"dist": "exponential", "mean_ns": 2_000_000.0}});
+        if let Some(r) = rounds {
+            wl["rounds"] = json!(r);
+        }
+        json!({"topology": topo(2, 1), "cgroups": [cg("web", 1024, 0, 0), cg("batch", 1024, 0, 0)],
+               "workloads": [wl, hog("stress", "batch", 3)]})
+    };
+    let lat = |rounds| {
+        let mut n = node(spec(rounds));
+        n.run_until(3 * S).unwrap();
+        let svc = &n.services[n.service_id("web").unwrap()];
+        (svc.latencies.clone(), usage(&mut n, "batch"))
+    };
+    let (a, b) = (lat(None), lat(Some(1)));
+    assert!(a.0.len() > 100);
+    assert_eq!(a, b);
+    assert_ne!(lat(Some(2)).0, a.0);
+}
+
+#[test]
+fn rounds_are_refused_where_their_parts_are_undefined() {
+    let bad = |extra: serde_json::Value, why: &str| {
+        let mut wl = json!({"kind": "closed_loop", "name": "web", "cgroup": "web", "clients": 1,
+                            "service": {"dist": "constant", "value_ns": 1_000}});
+        for (k, v) in extra.as_object().unwrap() {
+            wl[k] = v.clone();
+        }
+        let spec = json!({"topology": topo(2, 1), "cgroups": [cg("web", 1024, 0, 0)], "workloads": [wl]});
+        let Err(err) = colosim_core::Node::from_json(&spec.to_string()) else {
+            panic!("{why}: accepted")
+        };
+        assert_eq!(err.field, "workloads[0].rounds", "{err:?}");
+        assert!(err.reason.contains(why), "{err:?}");
+    };
+    let cpu = json!({"dist": "constant", "value_ns": 1_000});
+    bad(json!({"rounds": 0}), "must be in 1..=");
+    bad(json!({"rounds": 2}), "client_cpu");
+    bad(json!({"rounds": 2, "client_cpu": cpu, "workers": 1}), "workers");
+    bad(
+        json!({"rounds": 2, "client_cpu": cpu, "shape": {"bursts": 2, "wait": cpu}}),
+        "shape",
+    );
+}
