@@ -403,16 +403,11 @@ class SimBackend:
     def resctrl(self, action: ResctrlAction) -> None:
         rc.apply(self.env.node, action)
 
-    def _seam20(self) -> Any:
-        """The node's resctrl and perf-counter methods (the seam of issue 20), which the
-        core's binding declares in sim/_core.pyi."""
-        return self.env.node
-
     def resctrl_info(self) -> ResctrlInfo:
-        return ResctrlInfo.from_dict(self._seam20().resctrl_info())
+        return ResctrlInfo.from_dict(self.env.node.resctrl_info())
 
     def perf_counters(self, cgroup: str) -> PerfCounters:
-        raw = self._seam20().perf_counters(cgroup)
+        raw = self.env.node.perf_counters(cgroup)
         # kept monotonic across the warm-up's reset, like the cgroup counters
         return PerfCounters.from_dict(self._monotonic(f"perf:{cgroup}", dict(raw)))
 

@@ -28,7 +28,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Protocol, cast
+from typing import Any
 
 from sim.errors import ScenarioError
 
@@ -79,13 +79,6 @@ def pair_document(profiles: Mapping[str, Mapping[str, Any]], node: Mapping[str, 
     }
 
 
-class _PerfNode(Protocol):
-    """The binding's perf_event counters per cgroup (sim._core.Node.perf_counters, which the
-    core's shared-hardware model brings: issue 20)."""
-
-    def perf_counters(self, cgroup: str) -> dict[str, int]: ...
-
-
 # Simulated seconds per pair run, counted after WARM_S: the core coalesces a co-runner's
 # arrival into the next tick's refresh (Event::LlcRefresh), so each thread's first tick runs
 # at its alone speed; counting after it leaves the steady state only.
@@ -99,15 +92,8 @@ def instructions(profiles: Mapping[str, Mapping[str, Any]], node: Mapping[str, A
     from sim import NodeEnvironment
     from sim.scenario import Scenario
 
-    try:
-        env = NodeEnvironment(Scenario.from_document(pair_document(profiles, node)).core_spec())
-    except ScenarioError as err:
-        if "contention" in str(err):
-            raise ScenarioError(
-                f"this build's simulator has no shared-hardware model ([workloads.X.contention], issue 20): {err}"
-            ) from None
-        raise
-    perf = cast(_PerfNode, env.node)
+    env = NodeEnvironment(Scenario.from_document(pair_document(profiles, node)).core_spec())
+    perf = env.node
     env.run(until=WARM_S)
     before = {name: int(perf.perf_counters(name)["instructions"]) for name in profiles}
     env.run(until=WARM_S + RUN_S)

@@ -223,4 +223,5 @@ class Node:
         "mbm_local_bytes": cumulative bytes} (0 for work without a contention profile)."""
     def perf_counters(self, cgroup: str) -> dict[str, int]:
         """Cumulative over the cgroup subtree since time 0: {"cycles", "instructions",
-        "cache-misses"}; without a profile instructions = cycles (CPI 1) and no misses."""
+        "cache-references", "cache-misses"} (LLC references and misses); without a profile
+        instructions = cycles (CPI 1) and no references or misses."""

@@ -96,7 +96,7 @@ class FakeResctrlNode:
         return sorted(self.groups)
 
     def perf_counters(self, cgroup: str) -> dict[str, int]:
-        return dict(self.perf.get(cgroup, {"cycles": 0, "instructions": 0, "cache-misses": 0}))
+        return dict(self.perf.get(cgroup, {"cycles": 0, "instructions": 0, "cache-references": 0, "cache-misses": 0}))
 
 
 def fake_env(node: FakeResctrlNode) -> Any:

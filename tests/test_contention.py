@@ -89,7 +89,7 @@ def test_a_service_alone_runs_at_speed_one():
 def test_perf_counters_follow_the_cpi_by_hand():
     """A hog alone with queue_factor 0 (latency L0 at any load): CPI = 1 + apki/1000 x
     m(C) x L0 x GHz / mlp with m(C) = (1 + C/F)^-1 over the whole 8 MiB LLC; cycles = CPU
-    time x GHz, instructions = cycles / CPI, cache-misses = instructions x apki/1000 x m(C).
+    time x GHz, instructions = cycles / CPI, cache-references = instructions x apki/1000, cache-misses = references x m(C).
     A cgroup without a profile counts CPI 1 and no misses."""
     profile = {"cpi_base": 1.2, "llc_apki": 10.0, "footprint_mb": 2.0, "mlp": 2.0}
     env = run(
@@ -108,8 +108,9 @@ def test_perf_counters_follow_the_cpi_by_hand():
     assert p["cycles"] == pytest.approx(1e9 * GHZ, rel=1e-9)  # one CPU for 1 s
     assert p["cycles"] / p["instructions"] == pytest.approx(cpi, rel=1e-6)
     assert p["cache-misses"] == pytest.approx(p["instructions"] * 10.0 / 1000 * miss, rel=1e-6)
+    assert p["cache-references"] == pytest.approx(p["instructions"] * 10.0 / 1000, rel=1e-6)  # apki
     q = env.node.perf_counters("online")
-    assert q["instructions"] == q["cycles"] and q["cache-misses"] == 0
+    assert q["instructions"] == q["cycles"] and q["cache-misses"] == q["cache-references"] == 0
     assert env.node.perf_counters("")["cycles"] == p["cycles"] + q["cycles"]
 
 

@@ -14,7 +14,6 @@ import pytest
 
 from replay import contention_fit as cf
 from replay.contention_host import NONE, Case, cases, parse_metrics_brief, ratios
-from sim.errors import ScenarioError
 
 # stress-ng 0.15.06 --cache 1 --timeout 2s --metrics-brief, as this host printed it
 METRICS = """stress-ng: metrc: [15486] stressor       bogo ops real time  usr time  sys time   bogo ops/s     bogo ops/s
@@ -70,18 +69,6 @@ def test_ratios_use_the_alone_run_of_the_same_round_and_arrangement():
     assert got["antagonist_per_cpu"] == pytest.approx([0.75, 0.95])
 
 
-def _core_has_contention() -> bool:
-    try:
-        cf.instructions({"x": cf.profile("nginx", 1.0)})
-    except ScenarioError:
-        return False
-    return True
-
-
-needs_model = pytest.mark.skipif(not _core_has_contention(), reason="the core has no shared-hardware model yet (issue 20, branch llc)")
-
-
-@needs_model
 def test_a_split_pair_follows_the_loaded_latency_by_hand():
     """Two identical threads that stream (footprint far beyond the LLC): alone one holds the
     whole LLC S, beside its twin half of it (symmetry); m(c) = (1 + c/F)^-alpha; CPI = 1 +
@@ -106,7 +93,6 @@ def test_a_split_pair_follows_the_loaded_latency_by_hand():
     assert x == pytest.approx(want, abs=2 / 1024)  # the core keeps speeds to 2^-10
 
 
-@needs_model
 def test_fit_round_trip_predicts_every_case_again():
     """Ratios made by known profiles; fit from one case per workload; every case (the nine
     held out too) predicted within 2% (the profiles themselves are not identifiable from a

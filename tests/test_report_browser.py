@@ -59,6 +59,8 @@ PLOTS = {
     "web_batch": (LATENCY, CPU),
     "autogroup": (CPU,),
     "memory_host": (LATENCY, OVER_TIME, CPU, MEMORY),
+    "handoff_probe": (LATENCY,),
+    "cache_qos": (LATENCY, OVER_TIME, CPU, THROTTLED, DECISIONS),
     "tune_koordinator": ("Optimization history", "Trade-off", "Hyperparameter Importances", "Best against the defaults"),
     "tune_fleet": ("Optimization history", "Trade-off", "Hyperparameter Importances", "Best against the defaults", "Per machine"),
     # `colosim fidelity`'s report (not an experiments/*.toml: made below from a suite scored

@@ -679,6 +679,8 @@ const MEMO_CAP: usize = 1 << 16;
 pub struct PerfCounts {
     pub profiled_ns: u64,
     pub instructions: f64,
+    /// LLC references (perf's `cache-references`): rubik dynCache's miss ratio divides by them.
+    pub references: f64,
     pub misses: f64,
 }
 
@@ -965,6 +967,7 @@ impl Node {
         let cpi_ref = c.machine.profiles[p].cpi_ref;
         let instructions = delta as f64 * self.hw.ghz * (speed as f64 / SPEED_ONE as f64) / cpi_ref;
         let misses = instructions * c.mpki[cpu] / 1000.0;
+        let references = instructions * c.machine.profiles[p].apki / 1000.0;
         let group = c.group[cpu];
         let socket = self.topo.socket_of[cpu];
         let local = self.tasks[t]
@@ -977,6 +980,7 @@ impl Node {
         let pc = &mut self.hw.perf[cg];
         pc.profiled_ns += delta;
         pc.instructions += instructions;
+        pc.references += references;
         pc.misses += misses;
         if let Some(m) = self.hw.resctrl.mon.get_mut(group) {
             m[socket].mbm_total_bytes += misses * LINE_BYTES;
@@ -986,8 +990,9 @@ impl Node {
         }
     }
 
-    /// perf_event's cgroup mode over `cg`'s subtree: cycles, instructions, LLC misses.
-    pub fn perf_counters(&mut self, cg: usize) -> [(&'static str, u64); 3] {
+    /// perf_event's cgroup mode over `cg`'s subtree: cycles, instructions, LLC references and
+    /// misses.
+    pub fn perf_counters(&mut self, cg: usize) -> [(&'static str, u64); 4] {
         self.settle();
         let ghz = self.hw.ghz;
         let mut usage = 0u64;
@@ -997,6 +1002,7 @@ impl Node {
             if let Some(p) = self.hw.perf.get(g) {
                 prof.profiled_ns += p.profiled_ns;
                 prof.instructions += p.instructions;
+                prof.references += p.references;
                 prof.misses += p.misses;
             }
         }
@@ -1007,6 +1013,7 @@ impl Node {
                 "instructions",
                 (plain_ns as f64 * ghz + prof.instructions).round() as u64,
             ),
+            ("cache-references", prof.references.round() as u64),
             ("cache-misses", prof.misses.round() as u64),
         ]
     }

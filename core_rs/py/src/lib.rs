@@ -217,7 +217,7 @@ impl Node {
         Ok(d)
     }
 
-    /// perf_event's cgroup mode over the subtree: cycles, instructions, cache-misses.
+    /// perf_event's cgroup mode over the subtree: cycles, instructions, cache-references, cache-misses.
     fn perf_counters<'py>(&mut self, py: Python<'py>, cgroup: &str) -> PyResult<Bound<'py, PyDict>> {
         self.check()?;
         let id = self.inner.cgroup_id(cgroup).map_err(key_err)?;
