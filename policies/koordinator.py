@@ -230,10 +230,8 @@ class Koordinator(Policy):
         knob = {k.v1: k for k in Knob if k.v1.startswith("memory.")}
         out = []
         for cg, values in mq.cgroup_values(self.pods, classes, self.node_memory or 0).items():
-            # memory.wmark_min_adj is decided but the node model has no such file yet (it is
-            # no Knob): it stays in the decision's text and inputs, not among its writes.
-            writes = tuple(KnobWrite(cg, knob[k], v) for k, v in values.items() if k in knob)
-            shown = ", ".join(f"{k} {'max' if v < 0 else v}" for k, v in values.items())
+            writes = tuple(KnobWrite(cg, knob[k], v) for k, v in values.items())
+            shown = ", ".join(f"{k} {'max' if v < 0 and k == 'memory.high' else v}" for k, v in values.items())
             out.append(Decision(obs.now, self.name, f"memory QoS {cg}: {shown}", writes, {k: float(v) for k, v in values.items()}))
         return out
 
