@@ -29,6 +29,7 @@ from policies import cpu_suppress as cs
 from policies import evict_tasks as et
 from policies import memory_evict as me
 from policies import memory_qos as mq
+from policies import peak_prediction as pp
 from policies.cgroup import CgroupStats, Knob, KnobWrite, NodeStats, format_cpus, parse_cpus
 from policies.evict_round import kill_and_evict
 from policies.pods import BESTEFFORT, Pod, QoSClass
@@ -133,6 +134,26 @@ class Koordinator(Policy):
             integer=True,
             doc="batchMemoryThresholdPercent: batch-memory ≤ capacity × this %; -1 = unset (no cap)",
         ),
+        # the Mid tier (slo-controller midresource, ColocationStrategy) and koordlet's peak
+        # prediction flags it is computed from
+        Param("mid_cpu_threshold_percent", 0, 100, 100, integer=True, doc="midCPUThresholdPercent: mid-cpu ≤ capacity × this %"),
+        Param("mid_memory_threshold_percent", 0, 100, 100, integer=True, doc="midMemoryThresholdPercent"),
+        Param("mid_unallocated_percent", 0, 100, 0, integer=True, doc="midUnallocatedPercent: share of the unallocated added"),
+        Param(
+            "prediction_cold_start_seconds",
+            0,
+            30 * 86400,
+            pp.COLD_START_S,
+            doc="koordlet --prediction-cold-start-duration: a younger prod pod counts its requests as peak",
+        ),
+        Param(
+            "prediction_safety_margin_percent",
+            0,
+            100,
+            pp.SAFETY_MARGIN_PERCENT,
+            integer=True,
+            doc="koordlet --prediction-safety-margin-percent: above the predicted peaks",
+        ),
         Param("blkio_be_io_weight_percent", 1, 100, bq.IO_WEIGHT_PERCENT, integer=True, doc="beClass blkioQOS ioCfg.ioWeightPercent"),
         Param("blkio_be_read_iops", 0, 1_000_000, 0, integer=True, doc="beClass blkioQOS ioCfg.readIOPS"),
         Param("blkio_be_write_iops", 0, 1_000_000, 0, integer=True, doc="beClass blkioQOS ioCfg.writeIOPS"),
@@ -208,6 +229,9 @@ class Koordinator(Policy):
         self.evicted: set[str] = set()
         self.usage_window: list[dict[str, float]] = []  # per-second usages for the NodeMetric
         self.batch: tuple[int, int | None] | None = None  # last advertised (cpu milli, memory)
+        self.mid: tuple[int, int] | None = None  # last advertised mid-cpu (milli), mid-memory (bytes)
+        self.predictor = pp.PredictServer()
+        self.started = 0.0
         self.batch_at = 0.0
 
     def use_pods(self, pods: tuple[Pod, ...]) -> None:
@@ -284,6 +308,7 @@ class Koordinator(Policy):
         self.prev = (obs.node, dict(obs.cgroups))
         # The CPU evictor starts with lastEvictTime = now: no eviction in the first cool-down.
         self.last_evict = obs.now
+        self.started = obs.now  # the pods' creation, for the predictor's cold start
         out = []
         for cg in self.burst_cgroups:
             quota = int(obs.knob(cg, Knob.CPU_CFS_QUOTA_US))
@@ -458,7 +483,7 @@ class Koordinator(Policy):
         allocatable = {
             "cpu": capacity - int(self.reserved * 1000),
             "batch-cpu": None if self.batch is None else self.batch[0],
-            "mid-cpu": None,  # the Mid tier is not advertised by this model
+            "mid-cpu": None if self.mid is None else self.mid[0],
         }
         tasks, _ = et.cpu_tasks(self.evict_features, t, self._states(obs, cores), capacity, node_avg, allocatable, release)
         usage = int(node_avg * 1000) * 100 // capacity
@@ -514,7 +539,7 @@ class Koordinator(Policy):
         allocatable = {
             "memory": self.node_memory or n.mem_total,
             "batch-memory": None if self.batch is None else self.batch[1],
-            "mid-memory": None,
+            "mid-memory": None if self.mid is None else self.mid[1],
         }
         states = self._states(obs, cores)
         tasks, _ = et.memory_tasks(self.evict_features, t, states, n.mem_total, used, allocatable)
@@ -569,14 +594,18 @@ class Koordinator(Policy):
             memory = br.batch_allocatable(
                 self.node_memory, self.values["memory_reclaim_threshold_percent"], 0, 0, mem_hp, threshold_percent=cap_mem
             )
-        old = self.batch
+        mid, reclaim = self._mid_resource(obs, cores, node_used, capacity, reserved, system, live)
+        old, old_mid = self.batch, self.mid
         if (
             old is not None
+            and old_mid is not None
             and not br.needs_sync(old[0], cpu, obs.now - self.batch_at)
             and (memory is None or not br.needs_sync(old[1], memory, obs.now - self.batch_at))
+            and not any(br.needs_sync(old_mid[i], mid[i], obs.now - self.batch_at) for i in (0, 1))
         ):
             return []
         self.batch = (cpu, memory)
+        self.mid = mid
         self.batch_at = obs.now
         margin = br.safety_margin(capacity, self.values["cpu_reclaim_threshold_percent"])
         mem_text = f", batch-memory {memory / 2**30:.1f} GiB" if memory is not None else ""
@@ -586,11 +615,16 @@ class Koordinator(Policy):
                 self.name,
                 f"batch resources: batch-cpu {cpu / 1000:.2f} CPUs{mem_text} (capacity {capacity / 1000:g} − margin "
                 f"{margin / 1000:g} − system {max(system, reserved) / 1000:.2f} − HP used {hp.used / 1000:.2f}, "
-                f"{br.AGGREGATE_SECONDS} s averages over {n} samples)",
+                f"{br.AGGREGATE_SECONDS} s averages over {n} samples); mid-cpu {mid[0] / 1000:.2f} CPUs, mid-memory "
+                f"{mid[1] / 2**30:.1f} GiB (prod reclaimable {reclaim[0] / 1000:.2f} CPUs, {reclaim[1] / 2**30:.1f} GiB)",
                 (),
                 {
                     "batch_cpu_milli": cpu,
                     "batch_memory_bytes": memory or 0,
+                    "mid_cpu_milli": mid[0],
+                    "mid_memory_bytes": mid[1],
+                    "prod_reclaimable_cpu_milli": reclaim[0],
+                    "prod_reclaimable_memory_bytes": reclaim[1],
                     "hp_used_milli": hp.used,
                     "hp_request_milli": hp.request,
                     "system_used_milli": system,
@@ -598,6 +632,41 @@ class Koordinator(Policy):
                 },
             )
         ]
+
+    def _mid_resource(
+        self, obs: Observation, cores, node_used: float, capacity: int, reserved: int, system: int, live: list[Pod]
+    ) -> tuple[tuple[int, int], tuple[int, int]]:
+        """koordlet's peak predictor trained on this report's last samples (one a minute, as
+        its training interval), its prod reclaimable, and the slo-controller's Mid tier
+        from it (policies/peak_prediction.py, batch_resource.mid_allocatable)."""
+        n = obs.node
+        memory = self.node_memory or n.mem_total
+        node_memory_used = max(n.mem_total - n.mem_available, 0) if n.mem_total > 0 else 0
+        samples = []
+        for p in live:
+            if p.cgroup in obs.cgroups:
+                c = obs.cgroups[p.cgroup]
+                samples.append((p.cgroup, pp.priority_class(p), cores(p.cgroup), float(max(c.memory_bytes - c.memory_file, 0))))
+        self.predictor.train(obs.now, samples, node_used, float(node_memory_used))
+        self.predictor.gc(obs.now)
+        infos = [pp.PodInfo(p, obs.now - self.started, p.cgroup) for p in live]
+        reclaim = pp.prod_reclaimable(
+            infos,
+            self.predictor,
+            (capacity - reserved, memory),
+            pp.Flags(self.values["prediction_cold_start_seconds"], int(self.values["prediction_safety_margin_percent"])),
+        ).result
+        # the Running/Pending pods that are neither mid, batch nor free: their own requests
+        prod = [i.requests for i in infos if pp.priority_class(i.pod) in pp.RECLAIMABLE_FOR_PROD]
+        requests = (sum(r[0] for r in prod), sum(r[1] for r in prod))
+        unallocated = br.mid_unallocated((capacity, memory), (reserved, 0), (system, 0), requests)
+        strategy = br.MidStrategy(
+            cpu_threshold_percent=int(self.values["mid_cpu_threshold_percent"]),
+            memory_threshold_percent=int(self.values["mid_memory_threshold_percent"]),
+            unallocated_percent=int(self.values["mid_unallocated_percent"]),
+        )
+        usage = (int(node_used * 1000), node_memory_used)
+        return br.mid_allocatable(strategy, (capacity, memory), unallocated, usage, reclaim), reclaim
 
     def _by_cpuset(self, obs: Observation, milli: int, why: str, inputs: dict[str, float]) -> list[Decision]:
         old = parse_cpus(str(obs.knob(self.besteffort, Knob.CPUSET_CPUS)))

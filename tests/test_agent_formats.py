@@ -402,3 +402,16 @@ def test_the_evictors_thresholds_round_trip_and_unset_ones_stay_out(tmp_path):
             k: v for k, v in table.items() if k not in ("name", "besteffort")
         }
         assert "cpu_evict_lower_percent" not in got and "cpu_allocatable_evict_threshold_percent" not in got  # the policy keeps -1
+
+
+def test_the_mid_tier_thresholds_round_trip_through_the_configmap(tmp_path):
+    """midCPUThresholdPercent / midMemoryThresholdPercent / midUnallocatedPercent are the
+    ColocationStrategy's (slo-controller-config's colocation-config), not the NodeSLO's."""
+    from policies.formats import CONFIGMAP_FILE, write_files
+
+    table = {"name": "koordinator", "besteffort": "be", "mid_cpu_threshold_percent": 60, "mid_unallocated_percent": 30}
+    (configmap,) = [f for f in write_files(table, tmp_path) if f.name == CONFIGMAP_FILE]
+    colocation = json.loads(yaml.safe_load(configmap.read_text())["data"]["colocation-config"])
+    assert (colocation["midCPUThresholdPercent"], colocation["midUnallocatedPercent"]) == (60, 30)
+    got = read(configmap)
+    assert (got["mid_cpu_threshold_percent"], got["mid_unallocated_percent"], got["mid_memory_threshold_percent"]) == (60, 30, 100)
