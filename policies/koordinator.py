@@ -173,6 +173,11 @@ class Koordinator(Policy):
         self.mode = config.pop("cpu_suppress_policy", "cpuset")
         if self.mode not in ("cpuset", "cfsQuota"):
             raise PolicyError(f'{where}.cpu_suppress_policy: must be "cpuset" or "cfsQuota" (got {self.mode!r})')
+        self.cpu_evict_policy = config.pop("cpu_evict_policy", "evictByRealLimit")
+        if self.cpu_evict_policy not in ("evictByRealLimit", "evictByAllocatable"):
+            raise PolicyError(
+                f'{where}.cpu_evict_policy: must be "evictByRealLimit" or "evictByAllocatable" (got {self.cpu_evict_policy!r})'
+            )
         self.burst_cgroups = cgroup_names(config.pop("cpu_burst", []), f"{where}.cpu_burst")
         self.burst_policy = config.pop("cpu_burst_policy", "auto" if self.burst_cgroups else "none")
         if self.burst_policy not in BURST_POLICIES:
@@ -505,7 +510,10 @@ class Koordinator(Policy):
         cpuset = parse_cpus(str(obs.knob(self.besteffort, Knob.CPUSET_CPUS)))
         quota = int(obs.knob(self.besteffort, Knob.CPU_CFS_QUOTA_US))
         live = [self.by_cgroup[cg] for cg in self.be if cg in self.by_cgroup and cg not in self.evicted]
-        latest = ce.BEState(be_used * 1000, sum(p.cpu_request for p in live), ce.real_limit(len(cpuset), quota))
+        # cpuEvictPolicy: satisfaction against the real limit, or the advertised batch-cpu
+        batch_cpu = None if self.batch is None else self.batch[0]
+        limit = ce.be_limit(self.cpu_evict_policy, ce.real_limit(len(cpuset), quota), batch_cpu)
+        latest = ce.BEState(be_used * 1000, sum(p.cpu_request for p in live), int(limit))
         self.evict_window = (self.evict_window + [latest])[-keep:]
         if len(self.evict_window) * self.interval < window / 3:
             return 0, ("", {})

@@ -386,8 +386,10 @@ def test_the_evictors_thresholds_round_trip_and_unset_ones_stay_out(tmp_path):
         "memory_allocatable_evict_threshold_percent": 80,
         "memory_allocatable_evict_lower_percent": 70,
         "allocatable_evict_priority_threshold": 5999,
+        "cpu_evict_policy": "evictByAllocatable",
     }
     spec = nodeslo.write_spec(table)["resourceUsedThresholdWithBE"]
+    assert spec["cpuEvictPolicy"] == "evictByAllocatable"
     assert (spec["cpuEvictThresholdPercent"], spec["evictEnabledPriorityThreshold"], spec["allocatableEvictPriorityThreshold"]) == (
         85,
         7999,

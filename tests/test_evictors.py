@@ -205,3 +205,26 @@ def test_memory_evict_takes_one_pod_by_priority_then_usage():
 def test_bad_evictor_configuration_is_named(extra, message):
     with pytest.raises(PolicyError, match=message):
         build_policy({"name": "koordinator", "besteffort": "be", **extra})
+
+
+def test_be_cpu_evict_by_allocatable_waits_for_the_advertised_batch_cpu():
+    """cpuEvictPolicy evictByAllocatable: BECPUEvict measures the BE requests against the
+    node's batch-cpu instead of the BE real limit. None is advertised before the first
+    NodeMetric report (60 s): the limit is then −1, never "used enough", so the pod that the
+    real-limit policy evicts at 20 s survives until the report; batch-cpu is then
+    8 − 3.2 (margin) − 2 (web) ≈ 2.8 CPUs, satisfaction 2.8 / 16 = 17.5% ≤ 40%, BE uses its
+    4 CPUs (≥ 90% of 2.8): release 16 × (0.6 − 0.175) ≈ 6.8 CPUs → batch1 (priority 5100)."""
+    from tests.test_koordinator import EVICT_SCENARIO
+
+    sc = EVICT_SCENARIO.replace('duration = "40s"', 'duration = "70s"').replace(
+        "cpu_evict_be_satisfaction_upper_percent = 60\n",
+        'cpu_evict_be_satisfaction_upper_percent = 60\ncpu_evict_policy = "evictByAllocatable"\n',
+    )
+    run = run_scenario(Scenario.from_toml(sc), progress=False).runs["evict"]
+    (ev,) = kills(run)
+    assert ev[2] == ["kubepods/besteffort/pod-batch1"] and 60.0 < ev[0] <= 61.0
+    batch = next(d for d in run.decisions if d["what"].startswith("batch resources"))["inputs"]["batch_cpu_milli"]
+    assert batch == pytest.approx(2800, abs=50)  # the web pod's 2 CPUs average a little under 2
+    d = next(d for d in run.decisions if d["what"].startswith("BE CPU evict"))
+    assert d["inputs"]["be_limit_milli"] == batch
+    assert d["inputs"]["release_milli"] == int(16_000 * (60 / 100 - batch / 16_000))

@@ -10,9 +10,7 @@ The evictors' thresholds map to the policy's parameters; which evictors run is k
 --feature-gates, not the NodeSLO: the policy's `evict_features` (BECPUEvict and BEMemoryEvict
 also follow from their own settings).
 
-Not modelled, accepted as upstream writes them: cpuSuppressMinPercent, cpuEvictPolicy
-(evictByAllocatable exists as policies.cpu_evict.be_limit, the running policy uses the real
-limit), every
+Not modelled, accepted as upstream writes them: cpuSuppressMinPercent, every
 class's cpuQOS, resctrlQOS and networkQOS, memoryQOS's pageCache*, the
 blkioQOS of classes other than BE and all but one BE block, resourceQOSStrategy.policies,
 systemStrategy, extensions, hostApplications.
@@ -104,7 +102,7 @@ THRESHOLD_FIELDS: tuple[Field, ...] = (
     _percent("cpuEvictLowerPercent", "cpu_evict_lower_percent"),
     _percent("cpuAllocatableEvictThresholdPercent", "cpu_allocatable_evict_threshold_percent"),
     _percent("cpuAllocatableEvictLowerPercent", "cpu_allocatable_evict_lower_percent"),
-    Field("cpuEvictPolicy", None, "str", choices=("evictByRealLimit", "evictByAllocatable")),
+    Field("cpuEvictPolicy", "cpu_evict_policy", "str", default="evictByRealLimit", choices=("evictByRealLimit", "evictByAllocatable")),
     Field("evictEnabledPriorityThreshold", "evict_enabled_priority_threshold", "int", 0, 2**31 - 1),
     Field("allocatableEvictPriorityThreshold", "allocatable_evict_priority_threshold", "int", 0, 7999),
 )
@@ -220,6 +218,7 @@ def effective(table: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = dict(p.values)
     out.update(
         cpu_suppress_policy=p.mode,
+        cpu_evict_policy=p.cpu_evict_policy,
         cpu_burst_policy=p.burst_policy,
         blkio_qos=p.blkio_qos,
         memory_qos={c: asdict(v) for c, v in p.memory_qos.items()},
