@@ -5,10 +5,17 @@
   QoS directory, with the LSR/LSE pools of bound pods;
 * CPU burst (policies/cpu_burst.py, §2): static cfs_burst_us and the CFS-quota burst state
   machine for LS pods with a CPU limit;
-* BE CPU eviction (policies/cpu_evict.py, §4.2): `cgroup.kill` of BE pods when their CPU
-  satisfaction falls below cpuEvictBESatisfactionLowerPercent (off unless configured);
-* batch resources (policies/batch_resource.py, §5): the batch-cpu/batch-memory the node would
-  advertise, recorded as decisions (nothing is written: it is the scheduler's input).
+* memory QoS (policies/memory_qos.py, §3): memory.min/low/high and the Alibaba Cloud Linux
+  files (wmark_ratio, wmark_scale_factor, wmark_min_adj, priority) per QoS class;
+* evictions (§4; policies/evict_tasks.py, evict_round.py): the CPU evictor (BECPUEvict by
+  satisfaction — off unless its percents are set —, CPUAllocatableEvict, CPUEvict) and the
+  memory evictor (BEMemoryEvict, MemoryAllocatableEvict, MemoryEvict) as koordlet runs them,
+  one round each with its cool-down, the features enabled as koordlet's feature gates
+  (`evict_features`); victims are killed with `cgroup.kill`;
+* batch resources and the Mid tier (policies/batch_resource.py, peak_prediction.py, §5): the
+  batch-cpu/batch-memory and mid-cpu/mid-memory the node would advertise, recorded as
+  decisions (nothing is written: it is the scheduler's input) and read by the allocatable
+  evictors.
 
 With pods in the scenario everything is taken from them (BE = BE pods under
 kubepods/besteffort, LS = the others, LSR/LSE pools from their bound CPUs); without pods,
