@@ -177,8 +177,8 @@ evict_enabled_priority_threshold = 7999
 
 def test_memory_evict_takes_one_pod_by_priority_then_usage():
     # 1.5 GiB + 300 + 1024 + 400 MiB of 4 GiB ≈ 80% ≥ 70% (from 5 s): release ≈ 12% of 4 GiB.
-    # Candidates by spec.priority: big and small (5000) before cache (7500); big uses more.
-    # Upstream counts MemoryEvict's victims ×1000 (its quirk, followed), so big alone covers it.
+    # Candidates by spec.priority: big and small (5000) before cache (7500); big uses more and
+    # its 1 GiB covers the release (upstream would count it ×1000 anyway: its quirk, followed).
     run = run_scenario(Scenario.from_toml(MEMORY_NODE), progress=False).runs["me"]
     (ev,) = kills(run)
     assert ev[1] == "MemoryEvict" and ev[2] == ["kubepods/besteffort/pod-big"]
