@@ -367,3 +367,19 @@ def test_memory_evict_round(
     allocatable = {"memory": capacity, "batch-memory": batch_memory or None}
     tasks, _ = memory_tasks(features, thresholds or Thresholds(), states, capacity, used * G, allocatable)
     assert [v.label for v in kill_and_evict(tasks).evicted] == want
+
+
+def test_memory_evict_counts_its_victims_memory_a_thousandfold() -> None:
+    """Ours, from the code (koordinator.md §4.4): MemoryEvict's candidate builder stores
+    `int64(result * 1000)`, so the first victim covers any release. 120G node at 115G used,
+    threshold 80 (lower 78): release 120G × 17% = 20.4G; the first eviction-enabled pod uses
+    only 1G but counts as 1000G — the second is spared (BEMemoryEvict, unscaled, would take
+    both)."""
+    a = PodState(mpod("a", QoSClass.BE, 100, evict_enabled=True), memory_used=1 * G)
+    b = PodState(mpod("b", QoSClass.BE, 100, evict_enabled=True), memory_used=G // 2)
+    t = T(80, evict_enabled_priority_threshold=3000)
+    tasks, _ = memory_tasks(["MemoryEvict"], t, [a, b], 120 * G, 115 * G, {})
+    r = kill_and_evict(tasks)
+    assert [v.label for v in r.evicted] == ["a"] and r.released["podUsed"] == {"memory": 1000 * G}
+    tasks, _ = memory_tasks(["BEMemoryEvict"], t, [a, b], 120 * G, 115 * G, {})
+    assert [v.label for v in kill_and_evict(tasks).evicted] == ["a", "b"]
