@@ -14,6 +14,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from policies import resctrl as rc
+from policies.perf import PerfCounters
+from policies.resctrl import ResctrlAction, ResctrlInfo
+
 if TYPE_CHECKING:
     from sim.environment import NodeEnvironment
 
@@ -337,6 +341,11 @@ class Backend(Protocol):
     def stats(self, cgroup: str) -> CgroupStats: ...
     def node(self) -> NodeStats: ...
     def cpus(self) -> list[Cpu]: ...
+    # resctrl and perf counters (policies/resctrl.py, policies/perf.py): what a backend without
+    # them (this host: no /sys/fs/resctrl) refuses with one message
+    def resctrl(self, action: ResctrlAction) -> None: ...
+    def resctrl_info(self) -> ResctrlInfo: ...
+    def perf_counters(self, cgroup: str) -> PerfCounters: ...
 
 
 class SimBackend:
@@ -394,6 +403,22 @@ class SimBackend:
 
     def cpus(self) -> list[Cpu]:
         return [Cpu(i, core, socket, numa) for i, (core, socket, numa) in enumerate(self.env.node.cpu_topology())]
+
+    def resctrl(self, action: ResctrlAction) -> None:
+        rc.apply(self.env.node, action)
+
+    def _seam20(self) -> Any:
+        """The node's resctrl and perf-counter methods (the seam of issue 20), which the
+        core's binding declares in sim/_core.pyi."""
+        return self.env.node
+
+    def resctrl_info(self) -> ResctrlInfo:
+        return ResctrlInfo.from_dict(self._seam20().resctrl_info())
+
+    def perf_counters(self, cgroup: str) -> PerfCounters:
+        raw = self._seam20().perf_counters(cgroup)
+        # kept monotonic across the warm-up's reset, like the cgroup counters
+        return PerfCounters.from_dict(self._monotonic(f"perf:{cgroup}", dict(raw)))
 
     def node(self) -> NodeStats:
         node = self.env.node

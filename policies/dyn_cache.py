@@ -1,7 +1,7 @@
 """rubik's dynCache (../shared/reference/rubik.md §4.6; rubik `pkg/services/dyncache`): the
-level → resctrl schemata arithmetic and the dynamic controller's steps. The last-level cache
-and memory bandwidth themselves are not modelled yet (they come with the interference work),
-and this host has no resctrl mount, so these are the writes rubik would make, as text.
+level → resctrl schemata arithmetic and the dynamic controller's steps. The rubik policy
+writes the groups and assigns the offline pods through the seam's resctrl actions
+(policies/resctrl.py); the dynamic level follows the online pods' perf counters.
 
 Five resctrl groups `rubik_{max,high,middle,low,dynamic}`; each gets, for every NUMA node,
 `L3:<n>=<mask>` with floor(ways × pct / 100) ways (at least 1) as a contiguous low mask of the
@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from policies.perf import PerfCounters
 from policies.policy import PolicyError
 
 LEVELS = ("low", "middle", "high", "max", "dynamic")
@@ -200,3 +201,44 @@ def parse(table: Mapping[str, object] | None, where: str) -> Config | None:
     mode = table.get("default_limit_mode", d.default_limit_mode)
     cfg = Config(str(mode), ms["adjust_interval"], ms["perf_duration"], lv("l3_percent", d.l3), lv("mem_band_percent", d.mb))
     return validate(cfg, where)
+
+
+def perf_miss(d: PerfCounters) -> tuple[int, int]:
+    """getPodCacheMiss on one perf window: (cache-miss %, LLC-miss %). The seam counts one
+    miss event (LLC misses) and, where the core counts them, its references, so both
+    percents are int(100 × misses / (1 + references)); without references the read fails
+    and rubik takes (0, 0), as it does when perf.CgroupStat errs."""
+    if d.cache_references is None:
+        return 0, 0
+    m = miss_percent(d.cache_misses, d.cache_references)
+    return m, m
+
+
+@dataclass
+class Dynamic:
+    """startDynamic's loop for the `rubik_dynamic` group: every adjust_interval after the last
+    round ended, each online pod's counters over perf_duration (here all pods over the same
+    window, where rubik samples them one after another), then one step of next_dynamic."""
+
+    c: Config
+    current: tuple[int, int]
+    start: float = 0.0  # when the next window opens (s)
+    before: dict[str, PerfCounters] | None = None
+
+    def step(
+        self, now: float, perf: Mapping[str, PerfCounters], max_miss: int = MAX_MISS, min_miss: int = MIN_MISS
+    ) -> tuple[int, int] | None:
+        """The new (l3 %, mb %) when a round ends and changes them, else None."""
+        if self.before is None:
+            if now + 1e-9 >= self.start:
+                self.before, self.start = dict(perf), now
+            return None
+        if now + 1e-9 < self.start + self.c.perf_duration / 1000:
+            return None
+        misses = [perf_miss(perf[cg] - self.before[cg]) for cg in sorted(perf)]
+        self.before, self.start = None, now + self.c.adjust_interval / 1000
+        nxt = next_dynamic(self.current, self.c, misses, max_miss, min_miss)
+        if nxt == self.current:
+            return None  # flush: unchanged percents are not rewritten
+        self.current = nxt
+        return nxt

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from policies.cgroup import Knob, KnobWrite
-from policies.policy import PolicyError
+from policies.policy import PolicyError, known_table
 
 ONLINE_WEIGHT = 1000
 OFFLINE_WEIGHT = 10
@@ -41,11 +41,8 @@ def parse_model(value: Any, where: str) -> dict[str, int] | None:
     only model rubik accepts)."""
     if value is None:
         return None
-    if not isinstance(value, Mapping):
-        raise PolicyError(f"{where}: must be a table of the linear model's {', '.join(MODEL_KEYS)}")
-    extra = sorted(set(value) - set(MODEL_KEYS))
-    if extra:
-        raise PolicyError(f"{where}.{extra[0]}: unknown (the linear model has {', '.join(MODEL_KEYS)})")
+    keys = ", ".join(MODEL_KEYS)
+    known_table(value, MODEL_KEYS, where, f"a table of the linear model's {keys}", f"the linear model has {keys}")
     out = {}
     for k in MODEL_KEYS:
         v = value.get(k)

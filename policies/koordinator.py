@@ -12,6 +12,8 @@
   memory evictor (BEMemoryEvict, MemoryAllocatableEvict, MemoryEvict) as koordlet runs them,
   one round each with its cool-down, the features enabled as koordlet's feature gates
   (`evict_features`); victims are killed with `cgroup.kill`;
+* resctrl QoS (policies/resctrl_qos.py, §8 "Resctrl"): the LSR / LS / BE groups' L3 ways and
+  memory bandwidth from NodeSLO resctrlQOS, and the pods' tasks in their class's group;
 * batch resources and the Mid tier (policies/batch_resource.py, peak_prediction.py, §5): the
   batch-cpu/batch-memory and mid-cpu/mid-memory the node would advertise, recorded as
   decisions (nothing is written: it is the scheduler's input) and read by the allocatable
@@ -37,6 +39,7 @@ from policies import evict_tasks as et
 from policies import memory_evict as me
 from policies import memory_qos as mq
 from policies import peak_prediction as pp
+from policies import resctrl_qos as rq
 from policies.cgroup import CgroupStats, Knob, KnobWrite, NodeStats, format_cpus, parse_cpus
 from policies.evict_round import kill_and_evict
 from policies.pods import BESTEFFORT, Pod, QoSClass
@@ -161,6 +164,9 @@ class Koordinator(Policy):
             integer=True,
             doc="koordlet --prediction-safety-margin-percent: above the predicted peaks",
         ),
+        # resctrlQOS of the BE class as flat, tunable parameters (policies/resctrl_qos.py): a value
+        # above 0 turns resctrl QoS on and enables BE with it (over the `resctrl_qos` table's)
+        *(Param(f"resctrl_be_{f}", 0, 100, 0, integer=True, doc=f"NodeSLO beClass resctrlQOS {f}; 0 = unset") for f in rq.FLAT_FIELDS),
         Param("blkio_be_io_weight_percent", 1, 100, bq.IO_WEIGHT_PERCENT, integer=True, doc="beClass blkioQOS ioCfg.ioWeightPercent"),
         Param("blkio_be_read_iops", 0, 1_000_000, 0, integer=True, doc="beClass blkioQOS ioCfg.readIOPS"),
         Param("blkio_be_write_iops", 0, 1_000_000, 0, integer=True, doc="beClass blkioQOS ioCfg.writeIOPS"),
@@ -206,11 +212,14 @@ class Koordinator(Policy):
         if not isinstance(features, list) or any(f not in et.FEATURES for f in features):
             raise PolicyError(f"{where}.evict_features: must be a list of koordlet feature gates among {', '.join(et.FEATURES)}")
         self.evict_features: list[str] = list(features)
+        # resctrl QoS (policies/resctrl_qos.py): the table present = the RdtResctrl gate on
+        self.resctrl_qos = rq.parse(config.pop("resctrl_qos", None), f"{where}.resctrl_qos")
         memory = config.pop("node_memory", None)
         if memory is not None and (isinstance(memory, bool) or not isinstance(memory, int) or memory <= 0):
             raise PolicyError(f"{where}.node_memory: must be the node's memory in bytes")
         self.node_memory: int | None = memory
         super().__init__(config, where)
+        self.resctrl_qos = rq.with_flat(self.resctrl_qos, {f: int(self.values[f"resctrl_be_{f}"]) for f in rq.FLAT_FIELDS}, where)
         lower = self.values["cpu_evict_be_satisfaction_lower_percent"]
         upper = self.values["cpu_evict_be_satisfaction_upper_percent"]
         if (lower > 0) != (upper > 0) or (lower > 0 and not (upper >= lower and upper < 100)):
@@ -276,9 +285,22 @@ class Koordinator(Policy):
     def watched_cgroups(self) -> Iterable[str]:
         return {self.besteffort, *self.be, *self.ls, *self.burst_cgroups}
 
+    def uses_resctrl(self) -> bool:
+        return self.resctrl_qos is not None
+
     def attach(self, obs: Observation) -> list[Decision]:
-        out = self._memory_qos(obs) + self._blkio_qos(obs)
+        out = self._memory_qos(obs) + self._blkio_qos(obs) + self._resctrl_qos(obs)
         return out + self._attach_cpu(obs)
+
+    def _resctrl_qos(self, obs: Observation) -> list[Decision]:
+        """koordlet's ResctrlReconcile (policies/resctrl_qos.py): the NodeSLO and the pods are
+        static in a scenario, so the groups' schemata and the pods' groups are set once."""
+        if self.resctrl_qos is None:
+            return []
+        writes, skipped = rq.policy_writes(self.resctrl_qos, obs.resctrl)
+        tasks = rq.assignments(self.resctrl_qos, rq.pod_classes(self.pods, self.ls, self.be))
+        what = "; ".join([*(str(w) for w in writes), *(str(a) for a in tasks), *skipped])
+        return [Decision(obs.now, self.name, f"resctrlQOS: {what}", resctrl=(*writes, *tasks))]
 
     def _blkio_qos(self, obs: Observation) -> list[Decision]:
         """koordlet's BlkIOReconcile for the BE class (policies/blkio_qos.py)."""

@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from policies.cgroup import Backend, CgroupStats, Cpu, Knob, KnobWrite, NodeStats
+from policies.perf import PerfCounters
 from policies.pods import Pod
+from policies.resctrl import ResctrlAction, ResctrlInfo, ResctrlWrite
 
 
 class PolicyError(ValueError):
@@ -52,6 +54,17 @@ def cgroup_names(value: Any, where: str) -> list[str]:
     return list(value)
 
 
+def known_table(value: Any, known: Iterable[str], where: str, must: str, unknown: str) -> Mapping[str, Any]:
+    """A configuration table whose keys must be among `known`: the first unknown key is named
+    with `unknown` (what the known keys are); a non-table is refused with `must`."""
+    if not isinstance(value, Mapping):
+        raise PolicyError(f"{where}: must be {must}")
+    extra = sorted(set(value) - set(known))
+    if extra:
+        raise PolicyError(f"{where}.{extra[0]}: unknown ({unknown})")
+    return value
+
+
 @dataclass(frozen=True)
 class Observation:
     """What a policy sees at one tick: the time, the node, and for each cgroup it watches its
@@ -62,6 +75,10 @@ class Observation:
     cgroups: Mapping[str, CgroupStats]
     knobs: Mapping[tuple[str, Knob], int | str]
     cpus: tuple[Cpu, ...] = ()
+    # the perf counters of the cgroups `Policy.perf_watch` names, and resctrl's info/ (when
+    # `Policy.uses_resctrl`)
+    perf: Mapping[str, PerfCounters] = field(default_factory=dict)
+    resctrl: ResctrlInfo | None = None
 
     def knob(self, cgroup: str, knob: Knob) -> int | str:
         return self.knobs[(cgroup, knob)]
@@ -76,15 +93,23 @@ class Decision:
     what: str
     writes: tuple[KnobWrite, ...] = ()
     inputs: Mapping[str, float] = field(default_factory=dict)
+    # resctrl writes and task assignments (policies/resctrl.py), applied after `writes`
+    resctrl: tuple[ResctrlAction, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "t_s": self.t,
             "policy": self.policy,
             "what": self.what,
             "writes": [{"cgroup": w.cgroup, "knob": w.knob.v1, "value": w.value} for w in self.writes],
             "inputs": dict(self.inputs),
         }
+        if self.resctrl:
+            out["resctrl"] = [
+                {"group": a.group, "schemata": a.schemata} if isinstance(a, ResctrlWrite) else {"group": a.group, "cgroup": a.cgroup}
+                for a in self.resctrl
+            ]
+        return out
 
     def __str__(self) -> str:
         return f"t={self.t:.2f}s {self.policy}: {self.what}"
@@ -132,6 +157,14 @@ class Policy(abc.ABC):
     def watched_cgroups(self) -> Iterable[str]:
         return {cg for cg, _ in self.watch()}
 
+    def perf_watch(self) -> Iterable[str]:
+        """Cgroups whose perf counters `tick` needs (Observation.perf)."""
+        return ()
+
+    def uses_resctrl(self) -> bool:
+        """Whether the policy reads resctrl's info/ (Observation.resctrl) and writes groups."""
+        return False
+
     def attach(self, obs: Observation) -> list[Decision]:
         """Called once at the start: the initial writes."""
         return []
@@ -149,6 +182,7 @@ class PolicyRunner:
         self.backend = backend
         self.decisions: list[Decision] = []
         self._cpus: tuple[Cpu, ...] | None = None
+        self._resctrl: ResctrlInfo | None = None
 
     def observe(self) -> Observation:
         b = self.backend
@@ -157,7 +191,11 @@ class PolicyRunner:
         knobs = {(cg, k): b.read(cg, k) for cg, k in watched}
         if self._cpus is None:
             self._cpus = tuple(b.cpus())
-        return Observation(now=b.now(), node=b.node(), cgroups=cgroups, knobs=knobs, cpus=self._cpus)
+        if self._resctrl is None and self.policy.uses_resctrl():
+            # a backend without resctrl refuses here, once, before the policy starts
+            self._resctrl = b.resctrl_info()
+        perf = {cg: b.perf_counters(cg) for cg in sorted(set(self.policy.perf_watch()))}
+        return Observation(b.now(), b.node(), cgroups, knobs, self._cpus, perf, self._resctrl)
 
     def apply(self, decisions: list[Decision]) -> None:
         """Write each decision's knobs in order. A write the kernel refuses (EINVAL: e.g. a
@@ -165,9 +203,12 @@ class PolicyRunner:
         on — so it is recorded as a decision of its own."""
         for d in decisions:
             self.decisions.append(d)
-            for w in d.writes:
+            for w in (*d.writes, *d.resctrl):
                 try:
-                    self.backend.write(w)
+                    if isinstance(w, KnobWrite):
+                        self.backend.write(w)
+                    else:
+                        self.backend.resctrl(w)
                 except (ValueError, KeyError) as err:
                     reason = err.args[0] if err.args else str(err)
                     self.decisions.append(Decision(d.t, d.policy, f"write refused: {w}: {reason}", (), {}))

@@ -5,16 +5,17 @@ is the kernel's `kernel.smt_expeller`), quota burst (policies/quota_burst.py), q
 offline pods' memory.high from MemFree every 5 s, or rubik 1.0's dynlevel), PSI interference
 eviction (policies/psi_evict.py), the node watermark evictions cpuevict / memoryevict
 (policies/watermark_evict.py), ioCost and ioLimit (policies/io_cost.py), pod bandwidth
-management (policies/net_qos.py) and dynCache's resctrl writes, recorded only
-(policies/dyn_cache.py). docs/conformance.md ("rubik"): how each follows rubik's own unit tests.
+management (policies/net_qos.py), dynCache's resctrl groups and dynamic level
+(policies/dyn_cache.py, through the seam's resctrl actions) and the CPI interference detector
+(policies/cpi.py). docs/conformance.md ("rubik"): how each follows rubik's own unit tests.
 
 Configuration (the scenario's `[policy]` table): which cgroups are offline, which are under
 quotaTurbo, the burst of each quota-burst cgroup, `dyn_memory = "fssr"` or `"dynlevel"`,
 `psi = { resource = ["memory"] }` (with `online`, default the pods that are not offline),
 `cpu_evict = { interval, windows, threshold, cooldown }`, `memory_evict = { interval,
 threshold, cooldown }`, `dyn_cache = { default_limit_mode, adjust_interval, perf_duration,
-l3_percent = {low, mid, high}, mem_band_percent = {…}, cbm_mask }` with `cache_limit = {
-cgroup = level }`, and quotaTurbo's tunables with rubik's defaults; `io_cost = { rbps = …, …
+l3_percent = {low, mid, high}, mem_band_percent = {…} }` with `cache_limit = {
+cgroup = level }`, `cpi = {}` (or with its timers, policies/cpi.py), and quotaTurbo's tunables with rubik's defaults; `io_cost = { rbps = …, …
 }` (the linear model), `io_limit = { cgroup = { device_write_bps = … } }`, `net = true`
 (preemption of the network).
 """
@@ -24,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from policies import cpi as ci
 from policies import dyn_cache as dc
 from policies import dyn_memory as dm
 from policies import io_cost as ic
@@ -36,6 +38,7 @@ from policies import watermark_evict as we
 from policies.cgroup import Knob, KnobWrite, NodeStats, utilisation
 from policies.pods import Pod
 from policies.policy import Decision, Observation, Param, Policy, PolicyError, cgroup_names
+from policies.resctrl import ResctrlAssign, ResctrlWrite
 
 
 class Rubik(Policy):
@@ -83,21 +86,18 @@ class Rubik(Policy):
         self.next_psi = 0.0
         self.io_model = ic.parse_model(config.pop("io_cost", None), f"{where}.io_cost")
         self.io_limits = ic.parse_limits(config.pop("io_limit", None), f"{where}.io_limit")
-        # dynCache (policies/dyn_cache.py): its configuration, each offline pod's
-        # `volcano.sh/cache-limit` level, and the node's L3 cbm_mask (hex)
-        dyn_cache = config.pop("dyn_cache", None)
-        self.cbm_mask = "7ff"
-        if isinstance(dyn_cache, Mapping):
-            dyn_cache = dict(dyn_cache)
-            self.cbm_mask = str(dyn_cache.pop("cbm_mask", self.cbm_mask))
-        self.dyn_cache = dc.parse(dyn_cache, f"{where}.dyn_cache")
-        try:
-            dc.cbm_ways(self.cbm_mask)
-        except dc.DynCacheError as err:
-            raise PolicyError(f"{where}.dyn_cache.cbm_mask: {err}") from None
+        # dynCache (policies/dyn_cache.py): its configuration and each offline pod's
+        # `volcano.sh/cache-limit` level; the cache's cbm_mask and domains are the node's
+        self.dyn_cache = dc.parse(config.pop("dyn_cache", None), f"{where}.dyn_cache")
+        self.dynamic: dc.Dynamic | None = None
+        self.numa = 1
+        self.ways = 0
         self.cache_limit = config.pop("cache_limit", {})
         if not isinstance(self.cache_limit, Mapping) or not all(v in dc.LEVELS for v in self.cache_limit.values()):
             raise PolicyError(f"{where}.cache_limit: must map offline cgroups to a level ({', '.join(dc.LEVELS)})")
+        # CPI interference detection (policies/cpi.py): its pods are set in use_pods
+        self.cpi = ci.parse(config.pop("cpi", None), f"{where}.cpi")
+        self.cpi_service: ci.Service | None = None
         self.net = config.pop("net", False)
         if not isinstance(self.net, bool):
             raise PolicyError(f'{where}.net: must be true or false (rubik\'s preemption.resource contains "net")')
@@ -124,6 +124,9 @@ class Rubik(Policy):
         # with pods and no `offline` list: the BE pods are rubik's offline pods
         self.offline = self.offline or [p.cgroup for p in pods if p.is_be]
         self.online = self.online or [p.cgroup for p in pods if p.cgroup not in self.offline]
+        if self.cpi is not None:
+            # rubik's volcano.sh/cpi annotation: the online pods are watched, the offline limited
+            self.cpi_service = ci.Service(self.cpi, self.online, self.offline)
 
     @property
     def interval(self) -> float:
@@ -149,12 +152,22 @@ class Rubik(Policy):
         if self.dyn_memory == "dynlevel":
             for cg in self.offline:
                 yield (cg, Knob.MEMORY_LIMIT)
+        if self.cpi_service is not None:
+            for cg in self.cpi_service.offline:
+                yield (cg, Knob.CPU_CFS_QUOTA_US)
+
+    def perf_watch(self) -> Iterable[str]:
+        cgs = set(self.cpi_service.online) if self.cpi_service is not None else set()
+        if self.dyn_cache is not None and "dynamic" in self._dyn_levels().values():
+            cgs |= set(self.online)
+        return sorted(cgs)
 
     def watched_cgroups(self) -> Iterable[str]:
         cgs = {cg for cg, _ in self.watch()}
         evict = self.cpu_evict or self.memory_evict
         pods = set(self.offline) | (set(self.online) if self.memory_evict else set())
-        return cgs | pods if self.psi or self.dyn_memory == "dynlevel" or evict else cgs
+        cpi = set(self.cpi_service.cgroups()) if self.cpi_service is not None else set()
+        return (cgs | pods if self.psi or self.dyn_memory == "dynlevel" or evict else cgs) | cpi
 
     def attach(self, obs: Observation) -> list[Decision]:
         # preemption (policies/preemption.py): an offline pod's cpu.qos_level = -1
@@ -212,20 +225,51 @@ class Rubik(Policy):
         elif self.dyn_memory == "dynlevel":
             self.dynlevel = dm.DynLevel()
             self.next_fssr = obs.now + dm.FSSR_INTERVAL_S
-        return out + self._io_net(obs) + self._dyn_cache(obs)
+        return out + self._io_net(obs) + self._dyn_cache(obs) + self._cpi_tick(obs)
+
+    def uses_resctrl(self) -> bool:
+        return self.dyn_cache is not None
+
+    def _dyn_levels(self) -> dict[str, str]:
+        """syncLevel for every offline pod: its group's level."""
+        assert self.dyn_cache is not None
+        return {cg: dc.level(self.cache_limit.get(cg), self.dyn_cache.default_limit_mode) for cg in self.offline}
 
     def _dyn_cache(self, obs: Observation) -> list[Decision]:
-        """dynCache's resctrl writes, recorded and not applied: the simulator has no model of
-        the last-level cache or memory bandwidth yet, and resctrl is missing on this host."""
-        if self.dyn_cache is None:
+        """initCacheLimitDir and syncCacheLimit: the five rubik_<level> groups' schemata, one
+        L3 and one MB entry per NUMA node with the node's cbm_mask (a NUMA node without an L3
+        domain of its own is refused by the kernel, as on a host), then each offline pod's
+        tasks to its level's group."""
+        if self.dyn_cache is None or obs.resctrl is None:
             return []
-        groups = dc.groups(self.dyn_cache, len({c.node for c in obs.cpus}) or 1, self.cbm_mask)
-        text = "; ".join(f"{g}/schemata = {v.strip()!r}" for g, v in groups.items())
-        out = [Decision(obs.now, self.name, f"dynCache (not modelled: no cache model, no resctrl): {text}")]
-        for cg in self.offline:
-            tasks, _ = dc.placement(self.cache_limit.get(cg), self.dyn_cache.default_limit_mode, [])
-            out.append(Decision(obs.now, self.name, f"dynCache (not modelled): {cg}'s tasks → {tasks}"))
+        self.numa = len({c.node for c in obs.cpus}) or 1
+        self.ways = dc.cbm_ways(obs.resctrl.cbm_mask)
+        groups = dc.groups(self.dyn_cache, self.numa, obs.resctrl.cbm_mask)
+        writes = [ResctrlWrite(g, text) for g, text in groups.items()]
+        tasks = [ResctrlAssign(dc.PREFIX + lv, cg) for cg, lv in self._dyn_levels().items()]
+        out = [Decision(obs.now, self.name, "dynCache: " + "; ".join(str(a) for a in (*writes, *tasks)), resctrl=(*writes, *tasks))]
+        if "dynamic" in self._dyn_levels().values():
+            c = self.dyn_cache
+            self.dynamic = dc.Dynamic(c, (c.l3.low, c.mb.low), obs.now)
         return out
+
+    def _dyn_cache_tick(self, obs: Observation) -> list[Decision]:
+        """startDynamic: the dynamic group's percents from the online pods' cache misses."""
+        if self.dynamic is None:
+            return []
+        nxt = self.dynamic.step(obs.now, {cg: obs.perf[cg] for cg in self.online})
+        if nxt is None:
+            return []
+        text = dc.schemata(nxt[0], nxt[1], self.numa, self.ways)
+        return [
+            Decision(
+                obs.now,
+                self.name,
+                f"dynCache dynamic: L3 {nxt[0]} %, MB {nxt[1]} %",
+                resctrl=(ResctrlWrite(dc.PREFIX + "dynamic", text),),
+                inputs={"l3_percent": nxt[0], "mb_percent": nxt[1]},
+            )
+        ]
 
     def _io_net(self, obs: Observation) -> list[Decision]:
         """ioCost, ioLimit and the network's preemption: static, written once at start."""
@@ -439,8 +483,20 @@ class Rubik(Policy):
             out.append(Decision(obs.now, self.name, f"quotaTurbo {c.cgroup} left: quota back to {c.origin} µs", writes))
         return out
 
+    def _cpi_tick(self, obs: Observation) -> list[Decision]:
+        """CPI interference detection (policies/cpi.py)."""
+        svc = self.cpi_service
+        if svc is None:
+            return []
+        usage = {cg: obs.cgroups[cg].usage_ns for cg in svc.cgroups()}
+        perf = {cg: (obs.perf[cg].cycles, obs.perf[cg].instructions) for cg in svc.online}
+        quota = {cg: int(obs.knob(cg, Knob.CPU_CFS_QUOTA_US)) for cg in svc.offline}
+        writes = svc.step(round(obs.now * 1e9), usage, perf, quota)
+        return [Decision(obs.now, self.name, why, (KnobWrite(cg, Knob.CPU_CFS_QUOTA_US, q),)) for why, cg, q in writes]
+
     def tick(self, obs: Observation) -> list[Decision]:
         fssr = self._fssr_tick(obs) + self._dynlevel_tick(obs) + self._psi_tick(obs) + self._evict_tick(obs)
+        fssr += self._cpi_tick(obs) + self._dyn_cache_tick(obs)
         fssr += self._turbo_sync(obs)
         if not self.containers:
             return fssr

@@ -43,7 +43,25 @@ from policies.cgroup import (
     shares_to_weight,
     weight_to_shares,
 )
+from policies.perf import PerfCounters
+from policies.resctrl import NO_RESCTRL, ResctrlAction, ResctrlInfo
 from sim.errors import HostError, ScenarioError, WriteRefused
+
+# resctrl's info directory: present only where the kernel has RDT / PQoS and resctrl is mounted
+RESCTRL_INFO = Path("/sys/fs/resctrl/info")
+PERF_REFUSAL = (
+    "replay does not read hardware perf counters (perf_event cgroup mode) yet; the policy's CPI / "
+    "cache-miss readings come from the simulator only (colosim run)"
+)
+
+
+def resctrl_refusal(fs: Fs | None = None, info: Path = RESCTRL_INFO) -> str:
+    """Why replay cannot apply resctrl here: the filesystem is absent (this host), or
+    present but not driven by replay yet."""
+    if not (fs or Fs()).exists(info):
+        return NO_RESCTRL
+    return f"{info.parent} is mounted, but replay does not drive resctrl groups yet; the simulator models them (colosim run)"
+
 
 # The controllers replay needs in v1, each possibly co-mounted ("cpu,cpuacct"); blkio too
 # when a scenario does IO, memory when it limits or measures memory.
@@ -772,6 +790,19 @@ class HostBackend:
         except OSError as err:
             reason = os.strerror(err.errno) if err.errno else str(err)
             raise WriteRefused(f"{path}: the kernel refused {text!r}: {reason}{_why_refused(path.name, err.errno)}") from None
+
+    # -- resctrl and perf counters: refused on this host ----------------------------------
+
+    def resctrl_info(self) -> ResctrlInfo:
+        """resctrl needs the CPU feature and the mount (policies/resctrl.py NO_RESCTRL); replay
+        refuses a policy that uses it before the policy starts, with one message."""
+        raise HostError(resctrl_refusal(self.fs))
+
+    def resctrl(self, action: ResctrlAction) -> None:
+        self.resctrl_info()  # raises: no write without the filesystem
+
+    def perf_counters(self, cgroup: str) -> PerfCounters:
+        raise HostError(f"{cgroup or 'the run folder'}: {PERF_REFUSAL}")
 
     def stats(self, cgroup: str) -> CgroupStats:
         if self.layout.version == 1:

@@ -31,7 +31,7 @@ from policies.cgroup import (
     memory_limit_pages,
     memory_refusal,
 )
-from replay.cgroupfs import HostBackend, HostError, WriteRecord, read_disk_stat, read_node_busy_s
+from replay.cgroupfs import PERF_REFUSAL, HostBackend, HostError, WriteRecord, read_disk_stat, read_node_busy_s, resctrl_refusal
 from replay.host_kernel import host_kernel, kernel_overrides, parse_version, scheduler_of
 from replay.probe import Probe, ProbeResult, Watch
 from replay.session import Session
@@ -96,11 +96,25 @@ def missing_knobs(session: Session) -> set[Knob]:
     return {k for k in Knob if k not in skip and not backend.has_file("", k)}
 
 
+def check_resctrl(sc: Scenario) -> None:
+    """A scenario that sets resctrl groups, or whose policy writes them or reads perf
+    counters, fails before anything runs on a host without resctrl (this one): one message
+    (policies/resctrl.py NO_RESCTRL). The scenario's `[resctrl]` tables are the core's."""
+    policy = sc.build_policy() if sc.policy is not None else None
+    wants = bool(getattr(sc, "resctrl", None)) or (policy is not None and policy.uses_resctrl())
+    if wants:
+        raise HostError(resctrl_refusal())
+    if policy is not None and list(policy.perf_watch()):
+        raise HostError(f"the {policy.name} policy reads perf counters of {', '.join(policy.perf_watch())}: {PERF_REFUSAL}")
+
+
 def check_knobs(scenarios: list[Scenario], missing: set[Knob], say: Callable[[str], Any]) -> set[Knob]:
     """Knobs the host lacks: one with an upstream stand-in is substituted — in the scenario's
     cgroups, in every policy write, and in the prediction — and said once if anything uses
     it; a scenario that sets one without a stand-in fails before anything runs. Returns the
     substituted knobs."""
+    for sc in scenarios:
+        check_resctrl(sc)
     used = {w.knob for sc in scenarios for w in cgroup_writes(sc)}
     substituted = missing & set(SUBSTITUTES)
     for knob in sorted(substituted, key=lambda k: k.v1):

@@ -11,7 +11,7 @@ The evictors' thresholds map to the policy's parameters; which evictors run is k
 also follow from their own settings).
 
 Not modelled, accepted as upstream writes them: cpuSuppressMinPercent, every
-class's cpuQOS, resctrlQOS and networkQOS, memoryQOS's pageCache*, the
+class's cpuQOS and networkQOS, the system class's resctrlQOS, memoryQOS's pageCache*, the
 blkioQOS of classes other than BE and all but one BE block, resourceQOSStrategy.policies,
 systemStrategy, extensions, hostApplications.
 """
@@ -23,6 +23,7 @@ from dataclasses import asdict
 from typing import Any
 
 from policies import memory_qos as mq
+from policies import resctrl_qos as rq
 from policies.formats.fields import Field, FormatError, flatten, get, nest, read, write
 from policies.koordinator import Koordinator
 
@@ -60,9 +61,24 @@ def _memory_qos(cls: str, qos: str) -> list[Field]:
     ]
 
 
+def _resctrl_qos(cls: str, qos: str) -> list[Field]:
+    """One class's resctrlQOS (koordlet reconciles LSR, LS and BE; policies/resctrl_qos.py).
+    No defaults here: a NodeSLO without resctrlQOS leaves the koordlet's RdtResctrl gate off,
+    and one with it gets DefaultResctrlQOS for what it leaves out (the policy merges them)."""
+    if qos not in ("LSR", "LS", "BE"):
+        return [Field(f"{cls}.resctrlQOS", None, "any")]
+    p, r = f"{cls}.resctrlQOS", f"resctrl_qos.{qos}"
+    return [
+        Field(f"{p}.enable", f"{r}.enable", "bool"),
+        _percent(f"{p}.catRangeStartPercent", f"{r}.cat_range_start_percent"),
+        _percent(f"{p}.catRangeEndPercent", f"{r}.cat_range_end_percent"),
+        _percent(f"{p}.mbaPercent", f"{r}.mba_percent"),
+    ]
+
+
 def _class(cls: str, qos: str) -> list[Field]:
     p = cls
-    fields = _memory_qos(cls, qos) + [Field(f"{p}.{k}", None, "any") for k in ("cpuQOS", "resctrlQOS", "networkQOS")]
+    fields = _memory_qos(cls, qos) + _resctrl_qos(cls, qos) + [Field(f"{p}.{k}", None, "any") for k in ("cpuQOS", "networkQOS")]
     if cls != "beClass":
         return [*fields, Field(f"{p}.blkioQOS", None, "any")]
     b = f"{p}.blkioQOS"
@@ -155,6 +171,8 @@ IO_CFG: tuple[Field, ...] = (
 )
 BLOCKS = ("beClass", "blkioQOS", "blocks")
 
+# resctrlQOS percents of the BE class the policy also takes flat (resctrl_be_mba_percent …)
+FLAT_RESCTRL = {f"resctrl_be_{f}": f for f in rq.FLAT_FIELDS}
 # memory QoS percents the policy also takes flat (memory_qos_ls_min_limit_percent …)
 FLAT_MEMORY = {
     f"memory_qos_{c.lower()}_{f}": (c, f) for c in ("LS", "BE") for f in ("min_limit_percent", "low_limit_percent", "throttling_percent")
@@ -188,6 +206,7 @@ def read_spec(sections: Mapping[str, tuple[Any, str]]) -> dict[str, Any]:
     table = nest(flat)
     # the flat memory QoS percents are carried by the classes (0: not set)
     table.update(dict.fromkeys(FLAT_MEMORY, 0))
+    table.update(dict.fromkeys(FLAT_RESCTRL, 0))
     return table
 
 
@@ -223,6 +242,8 @@ def effective(table: Mapping[str, Any]) -> dict[str, Any]:
         blkio_qos=p.blkio_qos,
         memory_qos={c: asdict(v) for c, v in p.memory_qos.items()},
     )
+    if p.resctrl_qos is not None:
+        out["resctrl_qos"] = {c: asdict(v) for c, v in p.resctrl_qos.items()}
     return out
 
 
@@ -246,6 +267,13 @@ def canonical(table: Mapping[str, Any]) -> dict[str, Any]:
             v["wmark_scale_permill"] = 50 if cls == "SYSTEM" else 20
     if classes:
         out["memory_qos"] = classes
+    # the BE resctrl percents likewise (policies/resctrl_qos.py with_flat)
+    flat = {f: out.get(key, 0) for key, f in FLAT_RESCTRL.items()}
+    if any(flat.values()):
+        folded = rq.with_flat(rq.parse(out.get("resctrl_qos"), "policy.resctrl_qos"), flat, "policy")
+        assert folded is not None  # a flat value is set
+        out["resctrl_qos"] = {c: asdict(v) for c, v in folded.items()}
+    out.update(dict.fromkeys(FLAT_RESCTRL, 0))
     return out
 
 
@@ -253,8 +281,9 @@ def write_spec(table: Mapping[str, Any]) -> dict[str, Any]:
     """The NodeSLO spec of a koordinator `[policy]` table, by section: every field it maps,
     with resourceUsedThresholdWithBE.enable true (the policy suppresses)."""
     t = canonical(effective(table))
-    flat = {k: v for k, v in t.items() if k != "memory_qos"}
-    flat.update({f"memory_qos.{k}": v for k, v in flatten(t.get("memory_qos") or {}).items()})
+    flat = {k: v for k, v in t.items() if k not in ("memory_qos", "resctrl_qos")}
+    for key in ("memory_qos", "resctrl_qos"):
+        flat.update({f"{key}.{k}": v for k, v in flatten(t.get(key) or {}).items()})
     spec = {key: write(flat, fields, skip=_unset) for key, fields in SECTIONS.items() if fields}
     spec[THRESHOLD] = {"enable": True, **spec[THRESHOLD]}
     io = write(t, IO_CFG, skip=lambda f, v: v == f.default)
@@ -269,6 +298,8 @@ def _unset(f: Field, v: Any) -> bool:
     percents (BECPUEvict off) and memoryEvictLowerPercent (koordlet then takes threshold − 2;
     an explicit 0 would evict down to an empty node); -1 for the evictors' thresholds that
     have no default upstream."""
+    if v is None:  # a resctrlQOS percent left unset (koordlet then skips that line)
+        return True
     if v == -1 and f.param is not None and f.param in UNSET_IS_MINUS_ONE:
         return True
     return v == 0 and f.path.endswith(("SatisfactionUpperPercent", "SatisfactionLowerPercent", "memoryEvictLowerPercent"))

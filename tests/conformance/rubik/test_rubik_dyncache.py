@@ -5,8 +5,9 @@ Upstream's init test writes the groups' schemata files into a fake resctrl direc
 and NUMA node directories made by the test); here the same inputs go to the pure arithmetic
 and the expected files are upstream's literal strings. Its sync tests assert nothing beyond
 "does not crash"; their level resolution and placement are checked against what sync.go does.
-Its dynamic tests need perf hardware counters and assert nothing: not ported (the controller's
-steps are checked below against hand-worked cases of dynamic.go's arithmetic instead).
+Its dynamic tests (TestCacheLimit_StartDynamic) read the test machine's perf counters and
+assert nothing; here they run on a stated reading and assert dynamic.go's outcome, which for
+all but the first case does not depend on the reading.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import pytest
 
 from policies import dyn_cache as dc
+from policies.perf import PerfCounters
 from policies.policy import PolicyError
 
 INIT = "pkg/services/dyncache/dyncache_init_test.go::TestCacheLimit_InitCacheLimitDir"
@@ -144,20 +146,117 @@ def test_dynamic_steps_by_hand():
     assert dc.miss_percent(19, 99) == 19 and dc.miss_percent(0, 0) == 0
 
 
-def test_the_policy_records_the_writes_it_cannot_make():
-    """ours: the rubik policy with dyn_cache records each group's schemata (two NUMA nodes
-    here) and each offline pod's group, and applies nothing (no cache model, no resctrl)."""
-    from policies import build_policy
-    from policies.cgroup import Cpu, NodeStats
-    from policies.policy import Observation
+DYN = "pkg/services/dyncache/dynamic_test.go::TestCacheLimit_StartDynamic"
+BIG = 2**63 - 1  # math.MaxInt64
+# one online pod's perf window: 5 LLC misses of 100 references, int(100 × 5 / 101) = 4 %
+QUIET = PerfCounters(0, 0, 5, 100)
+STEPS = [
+    # (id, MaxMiss, MinMiss, the dynamic group's schemata written, or None: no write).
+    # Upstream: cbm_mask 3ff (10 ways), 4 NUMA nodes, dynamic mode, the offline pod at
+    # "dynamic", the dynamic level at its start (l3 20 %, mb 10 %); it asserts nothing (its
+    # readings are the test machine's perf counters): the expected writes are dynamic.go's
+    # outcome for the reading above, which only the first case depends on.
+    (f"{DYN}/TC-normal dynamic setting", 20, 10, "L3:0=3;1=3;2=3;3=3\nMB:0=15;1=15;2=15;3=15\n"),
+    # every reading is >= 0: lower by 50, clamped to (20, 10) = unchanged: flush writes nothing
+    (f"{DYN}/TC-max and min miss both 0", 0, 0, None),
+    # no reading reaches either line: +5
+    (f"{DYN}/TC-start dynamic with very high water line", BIG, BIG, "L3:0=3;1=3;2=3;3=3\nMB:0=15;1=15;2=15;3=15\n"),
+    # every reading reaches MinMiss 0 but not MaxMiss: no step
+    (f"{DYN}/TC-start dynamic with low min water line", BIG, 0, None),
+]
 
-    p = build_policy({"name": "rubik", "offline": ["be"], "dyn_cache": {"cbm_mask": "7fff"}, "cache_limit": {"be": "low"}})
-    obs = Observation(0.0, NodeStats(4, 0, 0), {}, {}, tuple(Cpu(i, i, 0, i // 2) for i in range(4)))
-    cache = [d for d in p.attach(obs) if d.what.startswith("dynCache")]
-    assert "rubik_high/schemata = 'L3:0=7f;1=7f\\nMB:0=50;1=50'" in cache[0].what
-    assert cache[1].what.endswith("be's tasks → rubik_low/tasks")
-    assert all(not d.writes for d in cache)
-    with pytest.raises(PolicyError, match="dyn_cache.cbm_mask"):
-        build_policy({"name": "rubik", "dyn_cache": {"cbm_mask": "xyz"}})
+
+@pytest.mark.parametrize(("max_miss", "min_miss", "want"), [s[1:] for s in STEPS], ids=[s[0] for s in STEPS])
+def test_start_dynamic(max_miss, min_miss, want):
+    c = dc.Config(default_limit_mode="dynamic", perf_duration=10)
+    d = dc.Dynamic(c, (c.l3.low, c.mb.low), 0.0)
+    assert d.step(0.0, {"online": PerfCounters(0, 0, 0, 0)}, max_miss, min_miss) is None  # the window opens
+    nxt = d.step(0.010, {"online": QUIET}, max_miss, min_miss)
+    got = None if nxt is None else dc.schemata(nxt[0], nxt[1], 4, dc.cbm_ways("3ff"))
+    assert got == want
+
+
+def test_start_dynamic_without_a_dynamic_pod():
+    """dynamic_test.go::TestCacheLimit_StartDynamic/TC-dynamic not exist: two online pods and
+    no offline pod at "dynamic": startDynamic returns at once — the policy runs no dynamic
+    controller and watches no perf counters."""
+    from policies import build_policy
+
+    p = build_policy({"name": "rubik", "online": ["web", "db"], "offline": [], "dyn_cache": {"default_limit_mode": "dynamic"}})
+    assert list(p.perf_watch()) == []
+    p2 = build_policy({"name": "rubik", "online": ["web"], "offline": ["be"], "dyn_cache": {"default_limit_mode": "static"}})
+    assert list(p2.perf_watch()) == []
+
+
+def rubik_on(node, table):
+    from fake_resctrl import backend
+
+    from policies import PolicyRunner, build_policy
+
+    p = build_policy(table)
+    r = PolicyRunner(p, backend(node))
+    r.apply(p.attach(r.observe()))
+    return p, r
+
+
+def test_the_policy_writes_its_groups_through_the_seam():
+    """ours: the five groups on the node's cache (cbm_mask 7ff: 11 ways; two NUMA nodes, two L3
+    domains): high 50 % → floor(5.5) = 5 ways 1f, middle 30 % → 3 ways 7, low 20 % → 2 ways 3;
+    as the kernel prints them (zero-padded to 3 hex digits). be (annotated low) goes to
+    rubik_low, be2 (no annotation, static mode) to rubik_max."""
+    from fake_resctrl import FakeResctrlNode
+
+    from policies import build_policy
+
+    node = FakeResctrlNode(["be", "be2", "web"])
+    p, r = rubik_on(node, {"name": "rubik", "offline": ["be", "be2"], "online": ["web"], "dyn_cache": {}, "cache_limit": {"be": "low"}})
+    assert node.resctrl_read_schemata("rubik_high") == "L3:0=01f;1=01f\nMB:0=50;1=50"
+    assert node.resctrl_read_schemata("rubik_middle") == "L3:0=007;1=007\nMB:0=30;1=30"
+    assert node.resctrl_read_schemata("rubik_low") == "L3:0=003;1=003\nMB:0=10;1=10"
+    assert node.resctrl_read_schemata("rubik_max") == "L3:0=7ff;1=7ff\nMB:0=100;1=100"
+    assert node.assigned == {"be": "rubik_low", "be2": "rubik_max"}
+    assert not [d for d in r.decisions if d.what.startswith("write refused")]
     with pytest.raises(PolicyError, match="cache_limit"):
         build_policy({"name": "rubik", "cache_limit": {"be": "mid"}})  # the docs' "mid"; the code's level is "middle"
+    with pytest.raises(PolicyError, match="dyn_cache.cbm_mask"):
+        build_policy({"name": "rubik", "dyn_cache": {"cbm_mask": "7ff"}})  # the node's, not a key
+
+
+def test_a_numa_node_without_its_own_l3_domain_is_refused():
+    """ours: rubik writes one entry per NUMA node; on a node with 4 NUMA nodes but 2 L3
+    domains the kernel refuses domains 2 and 3 (unknown domain): every write is recorded as
+    refused and the policy goes on, as rubik logs the error (and its tasks write fails)."""
+    from fake_resctrl import FakeResctrlNode
+
+    node = FakeResctrlNode(["be"], numa=4)
+    _, r = rubik_on(node, {"name": "rubik", "offline": ["be"], "dyn_cache": {}})
+    refused = [d.what for d in r.decisions if d.what.startswith("write refused")]
+    assert len(refused) == 6 and all("unknown domain 2" in w for w in refused[:5])
+    assert "no resctrl group named 'rubik_max'" in refused[5]  # the fake creates a group only with a valid write
+
+
+def test_the_dynamic_level_follows_the_online_pods_misses():
+    """ours, hand-worked through the seam: dynamic mode, adjust 1 s, perf window 1 s, ticks
+    every 0.5 s. Window [0.5, 1.5]: web's LLC misses 5 % of references (int(100·5/101) = 4 <
+    10): +5 → L3 25 % of 11 ways = floor(2.75) = 2 ways, MB 15 — which the kernel rounds up
+    to 20. Window [2.5, 3.5]: 30 % (int(100·30/101) = 29 >= 20): −50 → clamped to (20, 10)."""
+    from fake_resctrl import FakeResctrlNode
+
+    node = FakeResctrlNode(["be", "web"])
+    table = {"name": "rubik", "offline": ["be"], "online": ["web"], "sync_interval": 0.5}
+    p, r = rubik_on(node, {**table, "dyn_cache": {"default_limit_mode": "dynamic", "adjust_interval": 1000, "perf_duration": 1000}})
+    assert node.assigned == {"be": "rubik_dynamic"}
+    misses = {1.5: (5, 100), 3.5: (35, 100)}
+    total = [0, 0]
+    for k in range(1, 9):
+        t = k * 0.5
+        dm, dr = misses.get(t, (0, 0))
+        total = [total[0] + dm, total[1] + dr]
+        node.perf["web"] = {"cycles": 0, "instructions": 0, "cache-misses": total[0], "cache-references": total[1]}
+        node.t_ns = round(t * 1e9)
+        r.apply(p.tick(r.observe()))
+        if t == 1.5:
+            assert node.resctrl_read_schemata("rubik_dynamic") == "L3:0=003;1=003\nMB:0=20;1=20"
+    steps = [(d.t, d.inputs["l3_percent"], d.inputs["mb_percent"]) for d in r.decisions if d.what.startswith("dynCache dynamic")]
+    assert steps == [(1.5, 25, 15), (3.5, 20, 10)]
+    assert node.resctrl_read_schemata("rubik_dynamic") == "L3:0=003;1=003\nMB:0=10;1=10"
