@@ -104,3 +104,60 @@ def needs_sync(old: int | None, new: int, since_s: float) -> bool:
     if old is None:
         return True
     return abs(new - old) > old * DIFF_THRESHOLD or since_s >= UPDATE_TIME_THRESHOLD_S
+
+
+# --- the Mid tier (slo-controller plugin midresource; util.CalculateMidResourceByPolicy) ----
+
+Amount = tuple[int, int]  # (CPU millicores, memory bytes)
+DEGRADE_TIME_MINUTES = 15  # DefaultColocationStrategy's degradeTimeMinutes
+
+
+@dataclass(frozen=True)
+class MidStrategy:
+    """The ColocationStrategy's Mid-tier fields (DefaultColocationStrategy: thresholds 100,
+    unallocated 0, static reserved 0, reclaim mode by policy)."""
+
+    static: bool = False  # midReclaimMode "static"
+    static_cpu_reserved_percent: int = 0
+    static_memory_reserved_percent: int = 0
+    cpu_threshold_percent: int = 100
+    memory_threshold_percent: int = 100
+    unallocated_percent: int = 0
+
+
+def mid_degrade_needed(metric_age_s: float | None, degrade_minutes: int = DEGRADE_TIME_MINUTES) -> bool:
+    """`isDegradeNeeded`: no NodeMetric (or no update time), or one older than
+    degradeTimeMinutes: the Mid resources are reset (a NodeMetric without prod reclaimable
+    is not degraded: it counts as 0)."""
+    return metric_age_s is None or metric_age_s > degrade_minutes * 60
+
+
+def mid_unallocated(capacity: Amount, kubelet_reserved: Amount, system_used: Amount, prod_requests: Amount) -> Amount:
+    """`getUnallocated`: max(capacity − max(kubelet reserved, system used + host
+    applications above mid) − Σ requests of the Running/Pending prod (or priority-less)
+    pods, 0)."""
+    cpu, memory = (max(capacity[i] - max(kubelet_reserved[i], system_used[i]) - prod_requests[i], 0) for i in (0, 1))
+    return cpu, memory
+
+
+def mid_allocatable(
+    s: MidStrategy, capacity: Amount, unallocated: Amount, node_usage: Amount | None, prod_reclaimable: Amount | None
+) -> Amount:
+    """mid-cpu (millicores) and mid-memory (bytes):
+
+        static:  min(capacity × staticReserved%, capacity × threshold%)
+        policy:  min(min(prodReclaimable, capacity − node usage) + unallocated × unallocated%,
+                     capacity × threshold%)
+
+    prod reclaimable missing counts 0; node usage missing (invalid NodeMetric) leaves
+    nothing unused. Float steps as upstream (int64(float64(x) × ratio))."""
+    thresholds = (s.cpu_threshold_percent / 100, s.memory_threshold_percent / 100)
+    if s.static:
+        reserved = (s.static_cpu_reserved_percent / 100, s.static_memory_reserved_percent / 100)
+        out = [int(capacity[i] * reserved[i]) for i in (0, 1)]
+    else:
+        unused = (0, 0) if node_usage is None else (capacity[0] - node_usage[0], capacity[1] - node_usage[1])
+        reclaim = prod_reclaimable or (0, 0)
+        ratio = s.unallocated_percent / 100
+        out = [max(min(reclaim[i], unused[i]), 0) + int(unallocated[i] * ratio) for i in (0, 1)]
+    return min(out[0], int(capacity[0] * thresholds[0])), min(out[1], int(capacity[1] * thresholds[1]))

@@ -86,6 +86,10 @@ class Knob(enum.Enum):
     # openEuler (memory.high_async_ratio)
     MEMORY_WMARK_RATIO = ("memory.wmark_ratio", "memory.wmark_ratio", "memory", Values(lo=0, hi=100), "%")
     MEMORY_WMARK_SCALE_FACTOR = ("memory.wmark_scale_factor", "memory.wmark_scale_factor", "memory", Values(lo=1, hi=1000), "1/10000")
+    # Alibaba Cloud Linux's memcg global-min-watermark adjustment (cgroup v1 only, not on the
+    # root; Documentation/alibaba/interfaces.rst): −25..50 % of [0, WMARK_MIN] below the
+    # global min or of [WMARK_MIN, WMARK_LOW] above it
+    MEMORY_WMARK_MIN_ADJ = ("memory.wmark_min_adj", None, "memory", Values(lo=-25, hi=50), "%")
     MEMORY_PRIORITY = ("memory.priority", "memory.priority", "memory", Values(lo=0, hi=12))
     MEMORY_USE_PRIORITY_OOM = ("memory.use_priority_oom", "memory.use_priority_oom", "memory", FLAG)
     MEMORY_HIGH_ASYNC_RATIO = ("memory.high_async_ratio", "memory.high_async_ratio", "memory", Values(lo=11, hi=100), "%")

@@ -79,7 +79,7 @@ class Candidate:
     request: int  # batch-cpu millicores
 
 
-def victims(candidates: Sequence[Candidate], release: int) -> list[Candidate]:
+def victims(candidates: Sequence[Candidate], release: float) -> list[Candidate]:
     """BE pods in eviction order, taken until their requests cover `release`."""
 
     def ratio(c: Candidate) -> float:
@@ -152,15 +152,18 @@ def used_threshold_config_error(threshold: int | None, lower: int | None, priori
     return None
 
 
-def allocatable_config_error(threshold: int | None, lower: int | None, priority_threshold: int | None) -> str | None:
-    """`isAllocatableThresholdConfigValid` (CPUAllocatableEvict): threshold ≥ 0, lower set
-    and below it, priority threshold set and at most koord-mid's (prod is never evicted)."""
+def allocatable_config_error(threshold: int | None, lower: int | None, priority_threshold: int | None, resource: str = "CPU") -> str | None:
+    """`isAllocatableThresholdConfigValid` of CPUAllocatableEvict (`resource` "CPU") and
+    MemoryAllocatableEvict ("Memory"): threshold ≥ 0, lower set and below it, priority
+    threshold set and at most koord-mid's (prod is never evicted). The two copies upstream
+    word a negative threshold differently; each message is kept."""
     if threshold is None:
-        return "CPUAllocatableEvictThresholdPercent not config"
+        return f"{resource}AllocatableEvictThresholdPercent not config"
     if threshold < 0:
-        return f"threshold percent({threshold}) should equal or greater than 0"
+        should = "should equal or greater than 0" if resource == "CPU" else "should greater than 0"
+        return f"threshold percent({threshold}) {should}"
     if lower is None:
-        return "CPUAllocatableEvictLowerPercent not config"
+        return f"{resource}AllocatableEvictLowerPercent not config"
     if lower >= threshold:
         return f"lower percent({lower}) should less than threshold percent({threshold})"
     if priority_threshold is None:
@@ -180,17 +183,3 @@ def release_by_used_threshold(capacity_milli: int, node_used_cores: float, thres
         return 0
     low = lower if lower is not None else threshold - RELEASE_BUFFER_PERCENT
     return capacity_milli * (usage - low) // 100
-
-
-def release_by_allocatable(requested: dict[str, int], allocatable: dict[str, int | None], threshold: int, lower: int) -> dict[str, int]:
-    """CPUAllocatableEvict per extended resource (batch-cpu, mid-cpu): what its pods (those
-    at or below the priority threshold) request beyond lower% of the node's allocatable,
-    once the requests exceed threshold%; all of it when the node advertises none."""
-    out = {}
-    for res, req in requested.items():
-        alloc = allocatable.get(res)
-        if not alloc:
-            out[res] = req
-        elif req / alloc > threshold / 100:
-            out[res] = int(req - lower / 100 * alloc)
-    return out

@@ -5,12 +5,19 @@
   QoS directory, with the LSR/LSE pools of bound pods;
 * CPU burst (policies/cpu_burst.py, §2): static cfs_burst_us and the CFS-quota burst state
   machine for LS pods with a CPU limit;
-* BE CPU eviction (policies/cpu_evict.py, §4.2): `cgroup.kill` of BE pods when their CPU
-  satisfaction falls below cpuEvictBESatisfactionLowerPercent (off unless configured);
+* memory QoS (policies/memory_qos.py, §3): memory.min/low/high and the Alibaba Cloud Linux
+  files (wmark_ratio, wmark_scale_factor, wmark_min_adj, priority) per QoS class;
+* evictions (§4; policies/evict_tasks.py, evict_round.py): the CPU evictor (BECPUEvict by
+  satisfaction — off unless its percents are set —, CPUAllocatableEvict, CPUEvict) and the
+  memory evictor (BEMemoryEvict, MemoryAllocatableEvict, MemoryEvict) as koordlet runs them,
+  one round each with its cool-down, the features enabled as koordlet's feature gates
+  (`evict_features`); victims are killed with `cgroup.kill`;
 * resctrl QoS (policies/resctrl_qos.py, §8 "Resctrl"): the LSR / LS / BE groups' L3 ways and
   memory bandwidth from NodeSLO resctrlQOS, and the pods' tasks in their class's group;
-* batch resources (policies/batch_resource.py, §5): the batch-cpu/batch-memory the node would
-  advertise, recorded as decisions (nothing is written: it is the scheduler's input).
+* batch resources and the Mid tier (policies/batch_resource.py, peak_prediction.py, §5): the
+  batch-cpu/batch-memory and mid-cpu/mid-memory the node would advertise, recorded as
+  decisions (nothing is written: it is the scheduler's input) and read by the allocatable
+  evictors.
 
 With pods in the scenario everything is taken from them (BE = BE pods under
 kubepods/besteffort, LS = the others, LSR/LSE pools from their bound CPUs); without pods,
@@ -28,10 +35,13 @@ from policies import blkio_qos as bq
 from policies import cpu_burst as cb
 from policies import cpu_evict as ce
 from policies import cpu_suppress as cs
+from policies import evict_tasks as et
 from policies import memory_evict as me
 from policies import memory_qos as mq
+from policies import peak_prediction as pp
 from policies import resctrl_qos as rq
 from policies.cgroup import CgroupStats, Knob, KnobWrite, NodeStats, format_cpus, parse_cpus
+from policies.evict_round import kill_and_evict
 from policies.pods import BESTEFFORT, Pod, QoSClass
 from policies.policy import Decision, Observation, Param, Policy, PolicyError, cgroup_names
 
@@ -56,6 +66,35 @@ class Koordinator(Policy):
             "cpu_evict_be_usage_threshold_percent", 0, 100, ce.USAGE_THRESHOLD_PERCENT, integer=True, doc="cpuEvictBEUsageThresholdPercent"
         ),
         Param("cpu_evict_time_window_seconds", 1, 3600, 1, integer=True, doc="cpuEvictTimeWindowSeconds (at least 1 s)"),
+        # CPUEvict / CPUAllocatableEvict / MemoryEvict / MemoryAllocatableEvict (with their
+        # feature in `evict_features`): NodeSLO thresholds with no upstream default; -1 = unset
+        *(
+            Param(name, -1, 100, -1, integer=True, doc=doc)
+            for name, doc in (
+                ("cpu_evict_threshold_percent", "cpuEvictThresholdPercent (CPUEvict: node CPU usage, window average)"),
+                ("cpu_evict_lower_percent", "cpuEvictLowerPercent; -1 = threshold − 2"),
+                ("cpu_allocatable_evict_threshold_percent", "cpuAllocatableEvictThresholdPercent (requests / allocatable)"),
+                ("cpu_allocatable_evict_lower_percent", "cpuAllocatableEvictLowerPercent"),
+                ("memory_allocatable_evict_threshold_percent", "memoryAllocatableEvictThresholdPercent (requests / allocatable)"),
+                ("memory_allocatable_evict_lower_percent", "memoryAllocatableEvictLowerPercent"),
+            )
+        ),
+        Param(
+            "evict_enabled_priority_threshold",
+            -1,
+            2**31 - 1,
+            -1,
+            integer=True,
+            doc="evictEnabledPriorityThreshold: CPUEvict/MemoryEvict take eviction-enabled pods at or below it; -1 = unset",
+        ),
+        Param(
+            "allocatable_evict_priority_threshold",
+            -1,
+            ce.PRIORITY_MID_MAX,
+            -1,
+            integer=True,
+            doc="allocatableEvictPriorityThreshold (at most koord-mid's 7999); -1 = unset",
+        ),
         # memory QoS percents of the LS and BE classes as flat, tunable parameters: a value
         # above 0 enables the class with it (over the `memory_qos` table's)
         *(
@@ -105,6 +144,26 @@ class Koordinator(Policy):
             integer=True,
             doc="batchMemoryThresholdPercent: batch-memory ≤ capacity × this %; -1 = unset (no cap)",
         ),
+        # the Mid tier (slo-controller midresource, ColocationStrategy) and koordlet's peak
+        # prediction flags it is computed from
+        Param("mid_cpu_threshold_percent", 0, 100, 100, integer=True, doc="midCPUThresholdPercent: mid-cpu ≤ capacity × this %"),
+        Param("mid_memory_threshold_percent", 0, 100, 100, integer=True, doc="midMemoryThresholdPercent"),
+        Param("mid_unallocated_percent", 0, 100, 0, integer=True, doc="midUnallocatedPercent: share of the unallocated added"),
+        Param(
+            "prediction_cold_start_seconds",
+            0,
+            30 * 86400,
+            pp.COLD_START_S,
+            doc="koordlet --prediction-cold-start-duration: a younger prod pod counts its requests as peak",
+        ),
+        Param(
+            "prediction_safety_margin_percent",
+            0,
+            100,
+            pp.SAFETY_MARGIN_PERCENT,
+            integer=True,
+            doc="koordlet --prediction-safety-margin-percent: above the predicted peaks",
+        ),
         # resctrlQOS of the BE class as flat, tunable parameters (policies/resctrl_qos.py): a value
         # above 0 turns resctrl QoS on and enables BE with it (over the `resctrl_qos` table's)
         *(Param(f"resctrl_be_{f}", 0, 100, 0, integer=True, doc=f"NodeSLO beClass resctrlQOS {f}; 0 = unset") for f in rq.FLAT_FIELDS),
@@ -127,6 +186,11 @@ class Koordinator(Policy):
         self.mode = config.pop("cpu_suppress_policy", "cpuset")
         if self.mode not in ("cpuset", "cfsQuota"):
             raise PolicyError(f'{where}.cpu_suppress_policy: must be "cpuset" or "cfsQuota" (got {self.mode!r})')
+        self.cpu_evict_policy = config.pop("cpu_evict_policy", "evictByRealLimit")
+        if self.cpu_evict_policy not in ("evictByRealLimit", "evictByAllocatable"):
+            raise PolicyError(
+                f'{where}.cpu_evict_policy: must be "evictByRealLimit" or "evictByAllocatable" (got {self.cpu_evict_policy!r})'
+            )
         self.burst_cgroups = cgroup_names(config.pop("cpu_burst", []), f"{where}.cpu_burst")
         self.burst_policy = config.pop("cpu_burst_policy", "auto" if self.burst_cgroups else "none")
         if self.burst_policy not in BURST_POLICIES:
@@ -144,6 +208,10 @@ class Koordinator(Policy):
         if not isinstance(self.memory_evict, bool):
             raise PolicyError(f"{where}.memory_evict: must be true or false (BEMemoryEvict; off by default, as in koordlet)")
         self.last_memory_evict = -1e18  # the memory evictor starts at time 0: no initial cool-down
+        features = config.pop("evict_features", [])
+        if not isinstance(features, list) or any(f not in et.FEATURES for f in features):
+            raise PolicyError(f"{where}.evict_features: must be a list of koordlet feature gates among {', '.join(et.FEATURES)}")
+        self.evict_features: list[str] = list(features)
         # resctrl QoS (policies/resctrl_qos.py): the table present = the RdtResctrl gate on
         self.resctrl_qos = rq.parse(config.pop("resctrl_qos", None), f"{where}.resctrl_qos")
         memory = config.pop("node_memory", None)
@@ -160,6 +228,16 @@ class Koordinator(Policy):
                 f"lower in (0, 60] and upper in [lower, 100) (got lower {lower:g}, upper {upper:g})"
             )
         self.evict_on = lower > 0
+        if self.evict_on and "BECPUEvict" not in self.evict_features:
+            self.evict_features.append("BECPUEvict")  # the satisfaction percents switch it on
+        if self.memory_evict and "BEMemoryEvict" not in self.evict_features:
+            self.evict_features.append("BEMemoryEvict")
+        self.thresholds = self._thresholds()
+        for feature in self.evict_features:
+            why = et.config_error(feature, self.thresholds)
+            if why:
+                raise PolicyError(f"{where}.evict_features: {feature} is enabled but its thresholds are not valid: {why}")
+        self.node_window: list[float] = []  # node CPU used (cores) per round, CPUEvict's window
         self.lsr_cpus: set[int] = set()
         self.lse_cpus: set[int] = set()
         self.by_cgroup: dict[str, Pod] = {}
@@ -172,6 +250,9 @@ class Koordinator(Policy):
         self.evicted: set[str] = set()
         self.usage_window: list[dict[str, float]] = []  # per-second usages for the NodeMetric
         self.batch: tuple[int, int | None] | None = None  # last advertised (cpu milli, memory)
+        self.mid: tuple[int, int] | None = None  # last advertised mid-cpu (milli), mid-memory (bytes)
+        self.predictor = pp.PredictServer()
+        self.started = 0.0
         self.batch_at = 0.0
 
     def use_pods(self, pods: tuple[Pod, ...]) -> None:
@@ -252,10 +333,8 @@ class Koordinator(Policy):
         knob = {k.v1: k for k in Knob if k.v1.startswith("memory.")}
         out = []
         for cg, values in mq.cgroup_values(self.pods, classes, self.node_memory or 0).items():
-            # memory.wmark_min_adj is decided but the node model has no such file yet (it is
-            # no Knob): it stays in the decision's text and inputs, not among its writes.
-            writes = tuple(KnobWrite(cg, knob[k], v) for k, v in values.items() if k in knob)
-            shown = ", ".join(f"{k} {'max' if v < 0 else v}" for k, v in values.items())
+            writes = tuple(KnobWrite(cg, knob[k], v) for k, v in values.items())
+            shown = ", ".join(f"{k} {'max' if v < 0 and k == 'memory.high' else v}" for k, v in values.items())
             out.append(Decision(obs.now, self.name, f"memory QoS {cg}: {shown}", writes, {k: float(v) for k, v in values.items()}))
         return out
 
@@ -263,6 +342,7 @@ class Koordinator(Policy):
         self.prev = (obs.node, dict(obs.cgroups))
         # The CPU evictor starts with lastEvictTime = now: no eviction in the first cool-down.
         self.last_evict = obs.now
+        self.started = obs.now  # the pods' creation, for the predictor's cold start
         out = []
         for cg in self.burst_cgroups:
             quota = int(obs.knob(cg, Knob.CPU_CFS_QUOTA_US))
@@ -311,10 +391,10 @@ class Koordinator(Policy):
         pool = cb.pool_state(pool_cpus, sum(self.pool_usage) / len(self.pool_usage), self.values["share_pool_threshold_percent"])
         for cg in self.base:
             out += self._burst(obs, cg, cores(cg), cg0[cg], pool, dt)
-        if self.evict_on:
-            out += self._evict(obs, cores, be_used)
-        if self.memory_evict:
-            out += self._memory_evict(obs)
+        if any(f in et.CPU_FEATURES for f in self.evict_features):
+            out += self._cpu_evict(obs, cores, be_used, node_used)
+        if any(f in et.MEMORY_FEATURES for f in self.evict_features):
+            out += self._memory_evict(obs, cores)
         out += self._batch_resource(obs, cores, node_used, pods_used)
         return out
 
@@ -358,17 +438,114 @@ class Koordinator(Policy):
             )
         return out
 
-    def _evict(self, obs: Observation, cores, be_used: float) -> list[Decision]:
-        """BECPUEvict (§4.2): satisfaction of the BE requests by their real limit, averaged
-        over the time window; kill the chosen BE pods (cgroup.kill), then cool down 20 s."""
+    def _thresholds(self) -> et.Thresholds:
+        """The NodeSLO's resourceUsedThresholdWithBE as the evictors read it (None: unset)."""
+        v = self.values
+
+        def given(name: str, unset: float = -1) -> int | None:
+            return None if v[name] == unset else int(v[name])
+
+        return et.Thresholds(
+            memory_evict_threshold_percent=int(v["memory_evict_threshold_percent"]),
+            memory_evict_lower_percent=given("memory_evict_lower_percent", 0),
+            memory_allocatable_evict_threshold_percent=given("memory_allocatable_evict_threshold_percent"),
+            memory_allocatable_evict_lower_percent=given("memory_allocatable_evict_lower_percent"),
+            cpu_evict_threshold_percent=given("cpu_evict_threshold_percent"),
+            cpu_evict_lower_percent=given("cpu_evict_lower_percent"),
+            cpu_allocatable_evict_threshold_percent=given("cpu_allocatable_evict_threshold_percent"),
+            cpu_allocatable_evict_lower_percent=given("cpu_allocatable_evict_lower_percent"),
+            cpu_evict_be_satisfaction_lower_percent=given("cpu_evict_be_satisfaction_lower_percent", 0),
+            cpu_evict_be_satisfaction_upper_percent=given("cpu_evict_be_satisfaction_upper_percent", 0),
+            evict_enabled_priority_threshold=given("evict_enabled_priority_threshold"),
+            allocatable_evict_priority_threshold=given("allocatable_evict_priority_threshold"),
+        )
+
+    def _states(self, obs: Observation, cores) -> list[et.PodState]:
+        """The pods not yet evicted, with this round's CPU (millicores) and memory (no page
+        cache) samples: the metrics the evictors read last."""
+        out = []
+        for p in self.pods:
+            if p.cgroup in self.evicted or p.cgroup not in obs.cgroups:
+                continue
+            s = obs.cgroups[p.cgroup]
+            out.append(et.PodState(p, cores(p.cgroup) * 1000, float(max(0, s.memory_bytes - s.memory_file))))
+        return out
+
+    def _evictions(self, obs: Observation, tasks: list, what: dict[str, tuple[str, dict[str, float]]]) -> list[Decision]:
+        """Run one round (policies.evict_round) and kill its victims with cgroup.kill: one
+        decision per task that took pods, its text and inputs from `what` by feature."""
+        r = kill_and_evict(tasks)
+        self.evicted.update(v.name for v in r.evicted)
+        out = []
+        for reason, took in r.by_task:
+            if not took:
+                continue
+            feature = reason.removeprefix(et.REASON)
+            text, inputs = what[feature]
+            names = ", ".join(v.label for v in took)
+            released = {
+                f"released_{k}": float(q) for k, q in r.released.get(next(t.target for t in tasks if t.reason == reason), {}).items()
+            }
+            out.append(
+                Decision(
+                    obs.now,
+                    self.name,
+                    text.format(names=names),
+                    tuple(KnobWrite(v.name, Knob.CGROUP_KILL, 1) for v in took),
+                    {**inputs, **released},
+                )
+            )
+        return out
+
+    def _cpu_evict(self, obs: Observation, cores, be_used: float, node_used: float) -> list[Decision]:
+        """koordlet's CPU evictor (§4.1–4.3): BECPUEvict (satisfaction of the BE requests by
+        their real limit, averaged over the time window), CPUAllocatableEvict (requests
+        against the node's batch-cpu / mid-cpu allocatable) and CPUEvict (node usage,
+        window average) in one round; then a 20 s cool-down."""
+        window = self.values["cpu_evict_time_window_seconds"]
+        keep = max(1, round(window / self.interval))
+        self.node_window = (self.node_window + [node_used])[-keep:]
+        release, what = 0, {}
+        if "BECPUEvict" in self.evict_features:
+            release, be_text = self._be_cpu_release(obs, be_used, keep, window)
+            what["BECPUEvict"] = be_text
+        if obs.now - self.last_evict < ce.COOL_DOWN_S:
+            return []
+        t = self.thresholds
+        capacity = obs.node.ncpus * 1000
+        node_avg = sum(self.node_window) / len(self.node_window)
+        allocatable = {
+            "cpu": capacity - int(self.reserved * 1000),
+            "batch-cpu": None if self.batch is None else self.batch[0],
+            "mid-cpu": None if self.mid is None else self.mid[0],
+        }
+        tasks, _ = et.cpu_tasks(self.evict_features, t, self._states(obs, cores), capacity, node_avg, allocatable, release)
+        usage = int(node_avg * 1000) * 100 // capacity
+        what["CPUEvict"] = (
+            f"CPUEvict: {{names}} (node CPU {usage}% ≥ {t.cpu_evict_threshold_percent}% over {window} s)",
+            {"node_usage_percent": float(usage)},
+        )
+        what["CPUAllocatableEvict"] = (
+            f"CPUAllocatableEvict: {{names}} (requests above {t.cpu_allocatable_evict_threshold_percent}% of the allocatable)",
+            {},
+        )
+        out = self._evictions(obs, tasks, what)
+        if out:
+            self.last_evict = obs.now
+        return out
+
+    def _be_cpu_release(self, obs: Observation, be_used: float, keep: int, window: float) -> tuple[int, tuple[str, dict[str, float]]]:
+        """BECPUEvict's release (§4.2) from the BE triplet's window average and latest sample."""
         cpuset = parse_cpus(str(obs.knob(self.besteffort, Knob.CPUSET_CPUS)))
         quota = int(obs.knob(self.besteffort, Knob.CPU_CFS_QUOTA_US))
         live = [self.by_cgroup[cg] for cg in self.be if cg in self.by_cgroup and cg not in self.evicted]
-        latest = ce.BEState(be_used * 1000, sum(p.cpu_request for p in live), ce.real_limit(len(cpuset), quota))
-        window = self.values["cpu_evict_time_window_seconds"]
-        self.evict_window = (self.evict_window + [latest])[-max(1, round(window / self.interval)) :]
-        if obs.now - self.last_evict < ce.COOL_DOWN_S or len(self.evict_window) * self.interval < window / 3:
-            return []
+        # cpuEvictPolicy: satisfaction against the real limit, or the advertised batch-cpu
+        batch_cpu = None if self.batch is None else self.batch[0]
+        limit = ce.be_limit(self.cpu_evict_policy, ce.real_limit(len(cpuset), quota), batch_cpu)
+        latest = ce.BEState(be_used * 1000, sum(p.cpu_request for p in live), int(limit))
+        self.evict_window = (self.evict_window + [latest])[-keep:]
+        if len(self.evict_window) * self.interval < window / 3:
+            return 0, ("", {})
         n = len(self.evict_window)
         avg = ce.BEState(
             sum(s.usage for s in self.evict_window) / n,
@@ -378,55 +555,47 @@ class Koordinator(Policy):
         lower = self.values["cpu_evict_be_satisfaction_lower_percent"]
         upper = self.values["cpu_evict_be_satisfaction_upper_percent"]
         release = ce.to_release(avg, latest, lower, upper, self.values["cpu_evict_be_usage_threshold_percent"])
-        if release <= 0:
-            return []
-        chosen = ce.victims([ce.Candidate(p.cgroup, p.priority_value, cores(p.cgroup) * 1000, p.cpu_request) for p in live], release)
-        if not chosen:
-            return []
-        self.last_evict = obs.now
-        self.evicted.update(c.name for c in chosen)
-        names = ", ".join(self.by_cgroup[c.name].name for c in chosen)
         satisfaction = avg.limit / avg.request if avg.request else 0.0
-        return [
-            Decision(
-                obs.now,
-                self.name,
-                f"BE CPU evict: {names} (BE limit {avg.limit / 1000:g} of {avg.request / 1000:g} CPUs requested = "
-                f"{satisfaction:.0%} ≤ {lower:g}%, used {avg.usage / 1000:.2f}; give back {release}m to reach {upper:g}%)",
-                tuple(KnobWrite(c.name, Knob.CGROUP_KILL, 1) for c in chosen),
-                {"be_limit_milli": avg.limit, "be_request_milli": avg.request, "be_used_milli": avg.usage, "release_milli": release},
-            )
-        ]
+        text = (
+            f"BE CPU evict: {{names}} (BE limit {avg.limit / 1000:g} of {avg.request / 1000:g} CPUs requested = "
+            f"{satisfaction:.0%} ≤ {lower:g}%, used {avg.usage / 1000:.2f}; give back {release}m to reach {upper:g}%)"
+        )
+        inputs = {"be_limit_milli": avg.limit, "be_request_milli": avg.request, "be_used_milli": avg.usage, "release_milli": release}
+        return release, (text, inputs)
 
-    def _memory_evict(self, obs: Observation) -> list[Decision]:
-        """BEMemoryEvict (policies/memory_evict.py, §4.4), killed with cgroup.kill."""
+    def _memory_evict(self, obs: Observation, cores) -> list[Decision]:
+        """koordlet's memory evictor (§4.4): BEMemoryEvict and MemoryEvict (node memory used =
+        MemTotal − MemAvailable against the threshold) and MemoryAllocatableEvict (requests
+        against the node's memory / batch-memory allocatable) in one round, killed with
+        cgroup.kill; then a 4 s cool-down."""
         n = obs.node
         if n.mem_total <= 0 or obs.now - self.last_memory_evict < me.COOL_DOWN_S:
             return []
-        threshold = int(self.values["memory_evict_threshold_percent"])
-        release = me.to_release(n.mem_total, n.mem_available, threshold, int(self.values["memory_evict_lower_percent"]))
-        if release <= 0:
-            return []
-        live = [self.by_cgroup[cg] for cg in self.be if cg in self.by_cgroup and cg not in self.evicted]
-        cands = [
-            me.Candidate(p.cgroup, p.name, p.priority_value, max(0, obs.cgroups[p.cgroup].memory_bytes - obs.cgroups[p.cgroup].memory_file))
-            for p in live
-        ]
-        chosen = me.victims(cands, release)
-        if not chosen:
-            return []
-        self.last_memory_evict = obs.now
-        self.evicted.update(c.name for c in chosen)
-        usage = (n.mem_total - n.mem_available) * 100 // n.mem_total
-        return [
-            Decision(
-                obs.now,
-                self.name,
-                f"BE memory evict: {', '.join(c.label for c in chosen)} (node memory {usage}% ≥ {threshold}%; release {release / 2**20:.0f} MiB)",
-                tuple(KnobWrite(c.name, Knob.CGROUP_KILL, 1) for c in chosen),
-                {"usage_percent": float(usage), "release_bytes": float(release), "freed_bytes": float(sum(c.used for c in chosen))},
-            )
-        ]
+        t = self.thresholds
+        used = n.mem_total - n.mem_available
+        allocatable = {
+            "memory": self.node_memory or n.mem_total,
+            "batch-memory": None if self.batch is None else self.batch[1],
+            "mid-memory": None if self.mid is None else self.mid[1],
+        }
+        states = self._states(obs, cores)
+        tasks, _ = et.memory_tasks(self.evict_features, t, states, n.mem_total, used, allocatable)
+        usage = used * 100 // n.mem_total
+        threshold = t.memory_evict_threshold_percent
+        release = next((task.to_release["memory"] for task in tasks if task.reason.endswith("MemoryEvict")), 0)
+        node = f"node memory {usage}% ≥ {threshold}%; release {release / 2**20:.0f} MiB"
+        what = {
+            "BEMemoryEvict": (f"BE memory evict: {{names}} ({node})", {"usage_percent": float(usage), "release_bytes": float(release)}),
+            "MemoryEvict": (f"MemoryEvict: {{names}} ({node})", {"usage_percent": float(usage), "release_bytes": float(release)}),
+            "MemoryAllocatableEvict": (
+                f"MemoryAllocatableEvict: {{names}} (requests above {t.memory_allocatable_evict_threshold_percent}% of the allocatable)",
+                {},
+            ),
+        }
+        out = self._evictions(obs, tasks, what)
+        if out:
+            self.last_memory_evict = obs.now
+        return out
 
     def _batch_resource(self, obs: Observation, cores, node_used: float, pods_used: float) -> list[Decision]:
         """The slo-controller's batch-cpu/batch-memory (§5) from the NodeMetric koordlet
@@ -462,14 +631,18 @@ class Koordinator(Policy):
             memory = br.batch_allocatable(
                 self.node_memory, self.values["memory_reclaim_threshold_percent"], 0, 0, mem_hp, threshold_percent=cap_mem
             )
-        old = self.batch
+        mid, reclaim = self._mid_resource(obs, cores, node_used, capacity, reserved, system, live)
+        old, old_mid = self.batch, self.mid
         if (
             old is not None
+            and old_mid is not None
             and not br.needs_sync(old[0], cpu, obs.now - self.batch_at)
             and (memory is None or not br.needs_sync(old[1], memory, obs.now - self.batch_at))
+            and not any(br.needs_sync(old_mid[i], mid[i], obs.now - self.batch_at) for i in (0, 1))
         ):
             return []
         self.batch = (cpu, memory)
+        self.mid = mid
         self.batch_at = obs.now
         margin = br.safety_margin(capacity, self.values["cpu_reclaim_threshold_percent"])
         mem_text = f", batch-memory {memory / 2**30:.1f} GiB" if memory is not None else ""
@@ -479,11 +652,16 @@ class Koordinator(Policy):
                 self.name,
                 f"batch resources: batch-cpu {cpu / 1000:.2f} CPUs{mem_text} (capacity {capacity / 1000:g} − margin "
                 f"{margin / 1000:g} − system {max(system, reserved) / 1000:.2f} − HP used {hp.used / 1000:.2f}, "
-                f"{br.AGGREGATE_SECONDS} s averages over {n} samples)",
+                f"{br.AGGREGATE_SECONDS} s averages over {n} samples); mid-cpu {mid[0] / 1000:.2f} CPUs, mid-memory "
+                f"{mid[1] / 2**30:.1f} GiB (prod reclaimable {reclaim[0] / 1000:.2f} CPUs, {reclaim[1] / 2**30:.1f} GiB)",
                 (),
                 {
                     "batch_cpu_milli": cpu,
                     "batch_memory_bytes": memory or 0,
+                    "mid_cpu_milli": mid[0],
+                    "mid_memory_bytes": mid[1],
+                    "prod_reclaimable_cpu_milli": reclaim[0],
+                    "prod_reclaimable_memory_bytes": reclaim[1],
                     "hp_used_milli": hp.used,
                     "hp_request_milli": hp.request,
                     "system_used_milli": system,
@@ -491,6 +669,41 @@ class Koordinator(Policy):
                 },
             )
         ]
+
+    def _mid_resource(
+        self, obs: Observation, cores, node_used: float, capacity: int, reserved: int, system: int, live: list[Pod]
+    ) -> tuple[tuple[int, int], tuple[int, int]]:
+        """koordlet's peak predictor trained on this report's last samples (one a minute, as
+        its training interval), its prod reclaimable, and the slo-controller's Mid tier
+        from it (policies/peak_prediction.py, batch_resource.mid_allocatable)."""
+        n = obs.node
+        memory = self.node_memory or n.mem_total
+        node_memory_used = max(n.mem_total - n.mem_available, 0) if n.mem_total > 0 else 0
+        samples = []
+        for p in live:
+            if p.cgroup in obs.cgroups:
+                c = obs.cgroups[p.cgroup]
+                samples.append((p.cgroup, pp.priority_class(p), cores(p.cgroup), float(max(c.memory_bytes - c.memory_file, 0))))
+        self.predictor.train(obs.now, samples, node_used, float(node_memory_used))
+        self.predictor.gc(obs.now)
+        infos = [pp.PodInfo(p, obs.now - self.started, p.cgroup) for p in live]
+        reclaim = pp.prod_reclaimable(
+            infos,
+            self.predictor,
+            (capacity - reserved, memory),
+            pp.Flags(self.values["prediction_cold_start_seconds"], int(self.values["prediction_safety_margin_percent"])),
+        ).result
+        # the Running/Pending pods that are neither mid, batch nor free: their own requests
+        prod = [i.requests for i in infos if pp.priority_class(i.pod) in pp.RECLAIMABLE_FOR_PROD]
+        requests = (sum(r[0] for r in prod), sum(r[1] for r in prod))
+        unallocated = br.mid_unallocated((capacity, memory), (reserved, 0), (system, 0), requests)
+        strategy = br.MidStrategy(
+            cpu_threshold_percent=int(self.values["mid_cpu_threshold_percent"]),
+            memory_threshold_percent=int(self.values["mid_memory_threshold_percent"]),
+            unallocated_percent=int(self.values["mid_unallocated_percent"]),
+        )
+        usage = (int(node_used * 1000), node_memory_used)
+        return br.mid_allocatable(strategy, (capacity, memory), unallocated, usage, reclaim), reclaim
 
     def _by_cpuset(self, obs: Observation, milli: int, why: str, inputs: dict[str, float]) -> list[Decision]:
         old = parse_cpus(str(obs.knob(self.besteffort, Knob.CPUSET_CPUS)))

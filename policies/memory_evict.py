@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from policies import evict_round
+
 THRESHOLD_PERCENT = 70
 COOL_DOWN_S = 4.0  # memoryEvictCoolTimeSeconds
 
@@ -32,7 +34,7 @@ def to_release(total: int, available: int, threshold: int, lower: int) -> int:
     return max(0, total * (usage - lower) // 100)
 
 
-def victims(candidates: list[Candidate], release: int) -> list[Candidate]:
+def victims(candidates: list[Candidate], release: float) -> list[Candidate]:
     """Take candidates in koordlet's order until their used memory covers `release`."""
 
     def key(c: Candidate):
@@ -87,3 +89,28 @@ def eviction_order(pods: list[EvictablePod], priority_threshold: int) -> list[Ev
         return (eviction_priority(p.eviction_priority), p.priority, label, -p.amount)
 
     return sorted(keep, key=key)
+
+
+# --- MemoryEvict / MemoryAllocatableEvict (memoryevict/memory_evict.go at a7a1b76) ---------
+
+
+def used_threshold_config_error(feature: str, threshold: int | None, lower: int | None, priority_threshold: int | None) -> str | None:
+    """`generateConfigCheck` of BEMemoryEvict and MemoryEvict: a threshold ≥ 0, the lower
+    percent (threshold − 2 when unset) below it; MemoryEvict also needs the
+    eviction-enabled priority threshold."""
+    if threshold is None:
+        return "threshold percent is nil"
+    if threshold < 0:
+        return f"threshold percent({threshold}) should equal or greater than 0"
+    low = lower if lower is not None else threshold - 2
+    if low >= threshold:
+        return f"lower percent({low}) should less than threshold percent({threshold})"
+    if feature == "MemoryEvict" and priority_threshold is None:
+        return "EvictEnabledPriorityThreshold not config"
+    return None
+
+
+def release_by_allocatable(requested: dict[str, int], allocatable: dict[str, int | None], threshold: int, lower: int) -> dict[str, int]:
+    """MemoryAllocatableEvict per resource (memory, batch-memory, mid-memory): computed on
+    the ratio first, as upstream's memory copy does (policies.evict_round)."""
+    return evict_round.release_by_allocatable(requested, allocatable, threshold, lower, ratio_first=True)

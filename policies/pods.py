@@ -118,6 +118,13 @@ class Pod:
     cgroup: str
     cpuset: tuple[int, ...] = ()  # CPUs the scheduler bound it to (LSR/LSE), else ()
     bind_policy: str | None = None
+    # what koordlet's CPUEvict / MemoryEvict / *AllocatableEvict read of the pod (§4.3):
+    # label koordinator.sh/eviction-enabled ("true"), annotation koordinator.sh/eviction-priority
+    # (text: an int32, anything else counts as 0), label koordinator.sh/priority (default: the
+    # pod's priority value)
+    eviction_enabled: bool = False
+    eviction_priority: str | None = None
+    priority_label: int | None = None
 
     @property
     def kube_qos(self) -> KubeQoS:
@@ -129,6 +136,20 @@ class Pod:
     def is_be(self) -> bool:
         """`NonBEPodFilter`: BE if its koord QoS is BE or its Kubernetes QoS is BestEffort."""
         return self.qos is QoSClass.BE or self.kube_qos is KubeQoS.BESTEFFORT
+
+    def request_resources(self) -> dict[str, int]:
+        """`GetRequestTypeAndValueFromPod` for CPU (millicores) and memory (bytes): a
+        koord-batch pod requests batch-cpu / batch-memory, a koord-mid pod mid-cpu /
+        mid-memory, the others cpu / memory (a BE pod's own cpu/memory requests are 0: what
+        it asks for is its batch-* resources)."""
+        cpu, memory = self.cpu_request, self.memory_request
+        if self.priority is PriorityClass.BATCH:
+            return {"batch-cpu": cpu, "batch-memory": memory}
+        if self.priority is PriorityClass.MID:
+            return {"mid-cpu": cpu, "mid-memory": memory}
+        if self.is_be:
+            cpu = memory = 0
+        return {"cpu": cpu, "memory": memory}
 
     @property
     def is_hp(self) -> bool:

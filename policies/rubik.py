@@ -133,6 +133,10 @@ class Rubik(Policy):
         return self.values["sync_interval"]
 
     def watch(self) -> Iterable[tuple[str, Knob]]:
+        if self.turbo:  # quotaTurbo's PreStart reads every pod's quota and period
+            for p in self.pods:
+                yield (p.cgroup, Knob.CPU_CFS_QUOTA_US)
+                yield (p.cgroup, Knob.CPU_CFS_PERIOD_US)
         for cg in self.turbo:
             yield (cg, Knob.CPU_CFS_QUOTA_US)
             yield (cg, Knob.CPU_CFS_PERIOD_US)
@@ -195,8 +199,12 @@ class Rubik(Policy):
                 )
             else:
                 out.append(Decision(obs.now, self.name, f"{cg}: quota burst {burst} µs refused ({why})"))
+        recovered = self._turbo_prestart(obs)
+        out += recovered
+        reset = {w.cgroup: int(w.value) for d in recovered for w in d.writes}  # the last write of each wins
         for cg in self.turbo:
             quota, period = int(obs.knob(cg, Knob.CPU_CFS_QUOTA_US)), int(obs.knob(cg, Knob.CPU_CFS_PERIOD_US))
+            quota = reset.get(cg, quota)  # AddCgroup runs after PreStart: it reads the recovered quota
             limit = quota / period if quota > 0 else 0.0
             s = obs.cgroups[cg]
             readings = {
@@ -443,6 +451,23 @@ class Rubik(Policy):
                     {"avg10": hot[1]},
                 )
             )
+        return out
+
+    def _turbo_prestart(self, obs: Observation) -> list[Decision]:
+        """The quotaTurbo service's PreStart (recoverOnePodQuota, policies/quota_turbo.py):
+        every pod's CPU quota back to its limit × period (-1 without a limit), whatever an
+        earlier run left there. One container per pod: the pod's cgroup is its container.
+        Only pods whose quota differs get a decision (on a fresh node none do)."""
+        if not self.turbo:
+            return []
+        out = []
+        for p in self.pods:
+            period = int(obs.knob(p.cgroup, Knob.CPU_CFS_PERIOD_US))
+            writes = qt.reset_pod_quotas(p.cgroup, {p.cgroup: (p.cpu_limit or 0) / 1000}, {p.cgroup: period})
+            current, target = int(obs.knob(p.cgroup, Knob.CPU_CFS_QUOTA_US)), int(writes[-1].value)
+            if current != target:
+                text = f"quotaTurbo PreStart: {p.cgroup} quota {current}→{target} µs (its limit × period)"
+                out.append(Decision(obs.now, self.name, text, tuple(writes)))
         return out
 
     def _turbo_sync(self, obs: Observation) -> list[Decision]:

@@ -372,3 +372,48 @@ def test_a_file_without_extension_is_told_by_content(tmp_path):
     assert read(write(tmp_path, "nodeslo", nodeslo_text))["cpu_suppress_threshold_percent"] == 60
     assert read(write(tmp_path, "rubik", (DATA / "rubik-config.json").read_text()))["high_water_mark"] == 50
     assert read(write(tmp_path, "tuned", '[policy]\nname = "rubik"\nhigh_water_mark = 42\n')) == {"name": "rubik", "high_water_mark": 42}
+
+
+def test_the_evictors_thresholds_round_trip_and_unset_ones_stay_out(tmp_path):
+    """CPUEvict / *AllocatableEvict / MemoryEvict thresholds have no upstream default: those
+    set are written under resourceUsedThresholdWithBE by their upstream names and read back;
+    those unset (-1) are left out, so koordlet keeps them nil."""
+    table = {
+        "name": "koordinator",
+        "besteffort": "be",
+        "cpu_evict_threshold_percent": 85,
+        "evict_enabled_priority_threshold": 7999,
+        "memory_allocatable_evict_threshold_percent": 80,
+        "memory_allocatable_evict_lower_percent": 70,
+        "allocatable_evict_priority_threshold": 5999,
+        "cpu_evict_policy": "evictByAllocatable",
+    }
+    spec = nodeslo.write_spec(table)["resourceUsedThresholdWithBE"]
+    assert spec["cpuEvictPolicy"] == "evictByAllocatable"
+    assert (spec["cpuEvictThresholdPercent"], spec["evictEnabledPriorityThreshold"], spec["allocatableEvictPriorityThreshold"]) == (
+        85,
+        7999,
+        5999,
+    )
+    assert "cpuEvictLowerPercent" not in spec and "cpuAllocatableEvictThresholdPercent" not in spec
+    from policies.formats import write_files
+
+    for f in write_files(table, tmp_path):
+        got = read(f)
+        assert {k: got[k] for k in table if k not in ("name", "besteffort")} == {
+            k: v for k, v in table.items() if k not in ("name", "besteffort")
+        }
+        assert "cpu_evict_lower_percent" not in got and "cpu_allocatable_evict_threshold_percent" not in got  # the policy keeps -1
+
+
+def test_the_mid_tier_thresholds_round_trip_through_the_configmap(tmp_path):
+    """midCPUThresholdPercent / midMemoryThresholdPercent / midUnallocatedPercent are the
+    ColocationStrategy's (slo-controller-config's colocation-config), not the NodeSLO's."""
+    from policies.formats import CONFIGMAP_FILE, write_files
+
+    table = {"name": "koordinator", "besteffort": "be", "mid_cpu_threshold_percent": 60, "mid_unallocated_percent": 30}
+    (configmap,) = [f for f in write_files(table, tmp_path) if f.name == CONFIGMAP_FILE]
+    colocation = json.loads(yaml.safe_load(configmap.read_text())["data"]["colocation-config"])
+    assert (colocation["midCPUThresholdPercent"], colocation["midUnallocatedPercent"]) == (60, 30)
+    got = read(configmap)
+    assert (got["mid_cpu_threshold_percent"], got["mid_unallocated_percent"], got["mid_memory_threshold_percent"]) == (60, 30, 100)

@@ -154,3 +154,68 @@ def test_flat_memory_qos_parameters_are_the_same_as_the_table():
 
     assert qos(table) == qos(flat) and qos(flat)
     assert table.services["web"].mean_s == flat.services["web"].mean_s
+
+
+WMARK_NODE = """
+[scenario]
+name = "wm"
+duration = "1s"
+
+[node]
+cores_per_socket = 2
+memory = "1Gi"
+
+[kernel]
+alinux_memcg = true
+
+[pods.web]
+qos = "LS"
+memory_request = "100Mi"
+
+[pods.batch]
+qos = "BE"
+memory_request = "100Mi"
+
+[workloads.web]
+kind = "hog"
+pod = "web"
+threads = 1
+
+[workloads.dd]
+kind = "hog"
+pod = "batch"
+threads = 1
+
+[policy]
+name = "koordinator"
+memory_qos = { LS = { enable = true, wmark_min_adj = -25 }, BE = { enable = true, wmark_min_adj = 50 } }
+"""
+
+
+def test_koordinator_writes_each_classes_wmark_min_adj():
+    """Koordinator's recommended memoryQOS (−25 for LS, 50 for BE) reaches the pods' cgroups
+    through the seam; the core reads back the effective value (interfaces.rst: the largest
+    on the way up, an ancestor's default 0 not counting)."""
+    run = run_scenario(Scenario.from_toml(WMARK_NODE), progress=False).runs["wm"]
+    shown = {d["what"].split(":")[0]: d["what"] for d in run.decisions if d["what"].startswith("memory QoS kubepods/")}
+    assert "memory.wmark_min_adj -25" in shown["memory QoS kubepods/burstable/pod-web"]
+    assert "memory.wmark_min_adj 50" in shown["memory QoS kubepods/besteffort/pod-batch"]
+
+
+def test_the_core_keeps_wmark_min_adj_as_the_alibaba_kernel_does():
+    pytest.importorskip("sim._core")
+    from sim.environment import NodeEnvironment
+
+    doc = WMARK_NODE.split("[policy]")[0] + '[cgroups.A]\n[cgroups."A/B"]\n[cgroups."A/B/E"]\n[cgroups.D]\n'
+    env = NodeEnvironment(Scenario.from_toml(doc).core_spec())
+    for cg, v in (("A", -10), ("A/B", -25), ("A/B/E", -25), ("D", 50)):
+        env.node.write(cg, "memory.wmark_min_adj", v)
+    assert [env.node.read(cg, "memory.wmark_min_adj") for cg in ("A", "A/B", "A/B/E", "D")] == [-10, -10, -10, 50]
+    # interfaces.rst: "root memcg doesn't have this file"
+    with pytest.raises(ValueError, match="root cgroup's knobs are not writable"):
+        env.node.write("", "memory.wmark_min_adj", 50)
+    with pytest.raises(ValueError, match=r"memory.wmark_min_adj must be in -25..=50 \(got 51\)"):
+        env.node.write("D", "memory.wmark_min_adj", 51)
+    plain = NodeEnvironment(Scenario.from_toml(doc.replace("alinux_memcg = true", "alinux_memcg = false")).core_spec())
+    with pytest.raises(ValueError, match="Alibaba Cloud Linux memcg extension"):
+        plain.node.write("D", "memory.wmark_min_adj", 50)

@@ -341,3 +341,17 @@ file_size = "1Mi"
     assert abs(ratio - 0.5) < 0.05, ratio
     free = run_variant(Variant("h", True, Scenario.from_toml(doc.replace('"memory.limit_in_bytes" = "32Mi"', ""))), 1).services["web"]
     assert free.misses == 0 and free.hits == free.started
+
+
+def test_an_alibaba_only_memcg_file_is_refused_at_run_time_naming_the_file(tmp_path):
+    """memory.wmark_min_adj (Koordinator's memory QoS writes it per class) exists only on
+    Alibaba Cloud Linux's cgroup v1: a mainline kernel lacks it, so replay refuses the write
+    with one message and writes nothing."""
+    b, fake = memory_backend(tmp_path)
+    b.create(["x"])
+    n = len(fake.ops)
+    with pytest.raises(HostError) as err:
+        b.write(KnobWrite("x", Knob.MEMORY_WMARK_MIN_ADJ, 50))
+    message = str(err.value)
+    assert message.startswith("x/memory.wmark_min_adj: this kernel has no memory.wmark_min_adj") and "not replayed" in message
+    assert "\n" not in message and len(fake.ops) == n

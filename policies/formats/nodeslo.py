@@ -6,9 +6,11 @@ upstream enforces and the defaults koordlet merges the NodeSLO over
 DefaultMemoryQOS; ../shared/reference/koordinator.md "defaults"). `SECTIONS` are the one table: a
 parameter the koordinator policy gains is one line here.
 
-Not modelled, accepted as upstream writes them: cpuSuppressMinPercent, the allocatable and
-real-limit CPU/memory evictions (cpuEvictThresholdPercent, cpuEvictLowerPercent,
-cpuEvictPolicy, memoryAllocatableEvict*, cpuAllocatableEvict*, *PriorityThreshold), every
+The evictors' thresholds map to the policy's parameters; which evictors run is koordlet's
+--feature-gates, not the NodeSLO: the policy's `evict_features` (BECPUEvict and BEMemoryEvict
+also follow from their own settings).
+
+Not modelled, accepted as upstream writes them: cpuSuppressMinPercent, every
 class's cpuQOS and networkQOS, the system class's resctrlQOS, memoryQOS's pageCache*, the
 blkioQOS of classes other than BE and all but one BE block, resourceQOSStrategy.policies,
 systemStrategy, extensions, hostApplications.
@@ -102,21 +104,23 @@ THRESHOLD_FIELDS: tuple[Field, ...] = (
     _percent("memoryEvictThresholdPercent", "memory_evict_threshold_percent", 70),
     # no upstream default: koordlet takes threshold − 2 (the policy's 0)
     _percent("memoryEvictLowerPercent", "memory_evict_lower_percent", 0),
-    Field("memoryAllocatableEvictThresholdPercent", None, "int", 0),
-    Field("memoryAllocatableEvictLowerPercent", None, "int", 0),
+    # the evictors over all priorities (their koordlet feature gates are the policy's
+    # `evict_features`): no upstream defaults; unset is the policy's -1
+    _percent("memoryAllocatableEvictThresholdPercent", "memory_allocatable_evict_threshold_percent"),
+    _percent("memoryAllocatableEvictLowerPercent", "memory_allocatable_evict_lower_percent"),
     # BECPUEvict: no defaults upstream (off until both satisfaction percents are set)
     _percent("cpuEvictBESatisfactionUpperPercent", "cpu_evict_be_satisfaction_upper_percent", 0),
     _percent("cpuEvictBESatisfactionLowerPercent", "cpu_evict_be_satisfaction_lower_percent", 0),
     # koordlet's cpu_evict.go takes 90 when the NodeSLO leaves it out
     _percent("cpuEvictBEUsageThresholdPercent", "cpu_evict_be_usage_threshold_percent", 90),
     Field("cpuEvictTimeWindowSeconds", "cpu_evict_time_window_seconds", "int", 1),
-    _percent("cpuEvictThresholdPercent", None),
-    _percent("cpuEvictLowerPercent", None),
-    Field("cpuAllocatableEvictThresholdPercent", None, "int", 0),
-    Field("cpuAllocatableEvictLowerPercent", None, "int", 0),
-    Field("cpuEvictPolicy", None, "str", choices=("evictByRealLimit", "evictByAllocatable")),
-    Field("evictEnabledPriorityThreshold", None, "int"),
-    Field("allocatableEvictPriorityThreshold", None, "int", 0, 7999),
+    _percent("cpuEvictThresholdPercent", "cpu_evict_threshold_percent"),
+    _percent("cpuEvictLowerPercent", "cpu_evict_lower_percent"),
+    _percent("cpuAllocatableEvictThresholdPercent", "cpu_allocatable_evict_threshold_percent"),
+    _percent("cpuAllocatableEvictLowerPercent", "cpu_allocatable_evict_lower_percent"),
+    Field("cpuEvictPolicy", "cpu_evict_policy", "str", default="evictByRealLimit", choices=("evictByRealLimit", "evictByAllocatable")),
+    Field("evictEnabledPriorityThreshold", "evict_enabled_priority_threshold", "int", 0, 2**31 - 1),
+    Field("allocatableEvictPriorityThreshold", "allocatable_evict_priority_threshold", "int", 0, 7999),
 )
 BURST_FIELDS: tuple[Field, ...] = (
     # cpuBurstStrategy (DefaultCPUBurstConfig)
@@ -233,6 +237,7 @@ def effective(table: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = dict(p.values)
     out.update(
         cpu_suppress_policy=p.mode,
+        cpu_evict_policy=p.cpu_evict_policy,
         cpu_burst_policy=p.burst_policy,
         blkio_qos=p.blkio_qos,
         memory_qos={c: asdict(v) for c, v in p.memory_qos.items()},
@@ -291,10 +296,21 @@ def write_spec(table: Mapping[str, Any]) -> dict[str, Any]:
 def _unset(f: Field, v: Any) -> bool:
     """0 stands for "not set" where upstream leaves the field out: the BE satisfaction
     percents (BECPUEvict off) and memoryEvictLowerPercent (koordlet then takes threshold − 2;
-    an explicit 0 would evict down to an empty node)."""
+    an explicit 0 would evict down to an empty node); -1 for the evictors' thresholds that
+    have no default upstream."""
     if v is None:  # a resctrlQOS percent left unset (koordlet then skips that line)
         return True
+    if v == -1 and f.param is not None and f.param in UNSET_IS_MINUS_ONE:
+        return True
     return v == 0 and f.path.endswith(("SatisfactionUpperPercent", "SatisfactionLowerPercent", "memoryEvictLowerPercent"))
+
+
+# the koordinator policy's parameters whose -1 means "not in the NodeSLO"
+UNSET_IS_MINUS_ONE = frozenset(
+    p.name
+    for p in Koordinator.params
+    if p.default == -1 and p.name.endswith(("evict_threshold_percent", "evict_lower_percent", "priority_threshold"))
+)
 
 
 def read_nodeslo(doc: Any) -> dict[str, Any]:

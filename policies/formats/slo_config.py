@@ -42,6 +42,10 @@ COLOCATION_FIELDS: tuple[Field, ...] = (
     # caps on batch allocatable (percent of node capacity); upstream's nil is the policy's −1
     Field("batchCPUThresholdPercent", "batch_cpu_threshold_percent", "int", 0),
     Field("batchMemoryThresholdPercent", "batch_memory_threshold_percent", "int", 0),
+    # the Mid tier (DefaultColocationStrategy: 100, 100, 0); the static reclaim mode is not modelled
+    Field("midCPUThresholdPercent", "mid_cpu_threshold_percent", "int", 0, 100, 100),
+    Field("midMemoryThresholdPercent", "mid_memory_threshold_percent", "int", 0, 100, 100),
+    Field("midUnallocatedPercent", "mid_unallocated_percent", "int", 0, 100, 0),
     Field("metricAggregateDurationSeconds", None, "int", 1),
     Field("metricReportIntervalSeconds", None, "int", 1),
     Field("cpuCalculatePolicy", None, "str", choices=("usage", "request", "maxUsageRequest")),
@@ -55,9 +59,6 @@ COLOCATION_FIELDS: tuple[Field, ...] = (
             "metricAggregatePolicy",
             "metricMemoryCollectPolicy",
             "midReclaimMode",
-            "midCPUThresholdPercent",
-            "midMemoryThresholdPercent",
-            "midUnallocatedPercent",
             "midStaticCPUReservedPercent",
             "midStaticMemoryReservedPercent",
             "extensions",

@@ -162,7 +162,7 @@ class Kernel(Table):
     base_slice: PositiveDuration | None = None
     # openEuler SMT expeller: offline tasks stay off the SMT sibling of online work
     smt_expeller: bool = False
-    # vendor memcg extensions: Alibaba Cloud Linux (memory.wmark_ratio/wmark_scale_factor,
+    # vendor memcg extensions: Alibaba Cloud Linux (memory.wmark_ratio/wmark_scale_factor/wmark_min_adj,
     # memory.priority/use_priority_oom: Koordinator writes them) and openEuler
     # (memory.high_async_ratio: rubik writes it); writes fail on a kernel without them
     alinux_memcg: bool = False

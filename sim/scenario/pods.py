@@ -30,6 +30,12 @@ class PodTable(Table):
     cgroup: str | None = None
     # koord-scheduler binds LSR/LSE koord-prod pods to CPUs (scheduling.koordinator.sh/resource-spec)
     cpu_bind_policy: Literal["Default", "FullPCPUs", "SpreadByPCPUs"] | None = None
+    # koordlet's CPUEvict / MemoryEvict / *AllocatableEvict candidates (koordinator.md §4.3):
+    # label koordinator.sh/eviction-enabled, annotation koordinator.sh/eviction-priority (lower
+    # goes first; an int32, as the annotation's text), label koordinator.sh/priority
+    eviction_enabled: bool = False
+    eviction_priority: int | None = Field(default=None, ge=-(2**31), le=2**31 - 1)
+    priority_label: int | None = None
 
     @model_validator(mode="after")
     def _check(self) -> PodTable:
@@ -65,6 +71,9 @@ class PodTable(Table):
             memory_limit=self.memory_limit,
             cgroup=self.cgroup or "",
             bind_policy=self.cpu_bind_policy,
+            eviction_enabled=self.eviction_enabled,
+            eviction_priority=None if self.eviction_priority is None else str(self.eviction_priority),
+            priority_label=self.priority_label,
         )
         return pod if self.cgroup else replace(pod, cgroup=kubelet_cgroup(name, pod.kube_qos))
 

@@ -308,7 +308,11 @@ impl Node {
             "memory.low" => m.cgs[cg].low = value as u64,
             "memory.min" => m.cgs[cg].min = value as u64,
             "memory.oom.group" => m.cgs[cg].oom_group = value == 1,
-            "memory.wmark_ratio" | "memory.wmark_scale_factor" | "memory.priority" | "memory.use_priority_oom"
+            "memory.wmark_ratio"
+            | "memory.wmark_scale_factor"
+            | "memory.wmark_min_adj"
+            | "memory.priority"
+            | "memory.use_priority_oom"
                 if !alinux =>
             {
                 return Err(SpecError::new(
@@ -324,6 +328,7 @@ impl Node {
             }
             "memory.wmark_ratio" => m.cgs[cg].wmark_ratio = value as u64,
             "memory.wmark_scale_factor" => m.cgs[cg].wmark_scale_factor = value as u64,
+            "memory.wmark_min_adj" => m.cgs[cg].wmark_min_adj = value,
             "memory.priority" => m.cgs[cg].priority = value as u64,
             "memory.use_priority_oom" => m.cgs[cg].use_priority_oom = value == 1,
             "memory.high_async_ratio" => m.cgs[cg].high_async_ratio = value as u64,
@@ -362,6 +367,8 @@ impl Node {
             "memory.max_usage_in_bytes" => g.peak as i64,
             "memory.wmark_ratio" => g.wmark_ratio as i64,
             "memory.wmark_scale_factor" => g.wmark_scale_factor as i64,
+            // reads show the effective value (wmark_min_eadj), as the kernel's file does
+            "memory.wmark_min_adj" => m.wmark_min_eadj(cg),
             "memory.priority" => g.priority as i64,
             "memory.use_priority_oom" => g.use_priority_oom as i64,
             "memory.high_async_ratio" => g.high_async_ratio as i64,

@@ -209,7 +209,8 @@ pub struct KernelSpec {
     #[serde(default)]
     pub smt_expeller: bool,
     /// Alibaba Cloud Linux memcg extensions (Koordinator writes them): memory.wmark_ratio /
-    /// memory.wmark_scale_factor async reclaim, memory.priority / memory.use_priority_oom.
+    /// memory.wmark_scale_factor async reclaim, memory.wmark_min_adj, memory.priority /
+    /// memory.use_priority_oom.
     #[serde(default)]
     pub alinux_memcg: bool,
     /// openEuler's memory.high_async_ratio (rubik writes it).
@@ -735,7 +736,7 @@ pub const MIN_SHARES: u64 = 2;
 pub const MAX_SHARES: u64 = 1 << 18;
 
 /// The knobs the simulated cgroups have, by their cgroup v1 file names.
-pub const KNOBS: [&str; 27] = [
+pub const KNOBS: [&str; 28] = [
     "cpu.shares",
     "cpu.idle",
     "cpu.qos_level",
@@ -752,6 +753,7 @@ pub const KNOBS: [&str; 27] = [
     "memory.oom.group",
     "memory.wmark_ratio",
     "memory.wmark_scale_factor",
+    "memory.wmark_min_adj",
     "memory.priority",
     "memory.use_priority_oom",
     "memory.high_async_ratio",
@@ -830,6 +832,11 @@ pub fn check_knob(field: &str, knob: &str, value: i64) -> Result<()> {
         "memory.wmark_scale_factor" => {
             if !(1..=1000).contains(&value) {
                 return bad(format!("memory.wmark_scale_factor must be in 1..=1000 (got {value})"));
+            }
+        }
+        "memory.wmark_min_adj" => {
+            if !(-25..=50).contains(&value) {
+                return bad(format!("memory.wmark_min_adj must be in -25..=50 (got {value})"));
             }
         }
         "memory.priority" => {

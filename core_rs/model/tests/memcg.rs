@@ -311,3 +311,69 @@ fn priority_oom_takes_the_least_important_group_first() {
     m.charge(3, 2, Kind::Anon, 20 * MI);
     assert_eq!(m.charge(3, 2, Kind::Anon, 20 * MI).killed, vec![1]);
 }
+
+/// Alibaba Cloud Linux memory.wmark_min_adj (Documentation/alibaba/interfaces.rst).
+#[test]
+fn wmark_min_adj_takes_the_most_conservative_value_up_the_tree_but_intermediate_zeros() {
+    // the document's own example: root → A → {B → {E, F}, C}, root → D
+    let mut m = Memory::new(
+        &[None, Some(0), Some(1), Some(1), Some(0), Some(2), Some(2)],
+        GI,
+        0,
+        1_000,
+    );
+    for (cg, adj) in [(1, -10), (2, -25), (3, 0), (4, 50), (5, -25), (6, 50)] {
+        m.cgs[cg].wmark_min_adj = adj;
+    }
+    let eadj: Vec<i64> = (1..=6).map(|cg| m.wmark_min_eadj(cg)).collect();
+    assert_eq!(eadj, vec![-10, -10, 0, 50, -10, 50]);
+    // an intermediate default 0 does not hide the -10 above it
+    m.cgs[2].wmark_min_adj = 0;
+    assert_eq!(m.wmark_min_eadj(5), -10);
+}
+
+#[test]
+fn wmark_min_adj_moves_the_groups_min_watermark_by_the_documented_arithmetic() {
+    // 1 GiB: min_free_kbytes = isqrt(1048576 × 16) = 4096 KiB; gap = max(1 MiB,
+    // 2^30 × 10 / 10000 = 1073741) = 1073741 ⇒ WMARK_MIN 4194304, WMARK_LOW 5268045
+    let mut m = tree(GI);
+    assert_eq!((m.watermarks.min, m.watermarks.low), (4_194_304, 5_268_045));
+    m.cgs[2].wmark_min_adj = -25; // 4194304 + 4194304 × (−25 %) = 3 MiB
+    m.cgs[3].wmark_min_adj = 50; // 4194304 + 1073741 × 50 % = 4194304 + 536870
+    assert_eq!(m.memcg_wmark_min(2), 3 * MI);
+    assert_eq!(m.memcg_wmark_min(3), 4_731_174);
+    assert_eq!(m.memcg_wmark_min(4), 4_194_304);
+}
+
+#[test]
+fn a_positive_wmark_min_adj_throttles_in_proportion_to_the_pages_below_its_min() {
+    // no cache and no swap: kswapd frees nothing, so free memory is what the charges leave
+    let setup = || {
+        let mut m = tree(GI);
+        m.cgs[2].wmark_min_adj = -25; // LS
+        m.cgs[3].wmark_min_adj = 50; // BE: min 4731174, span above the global min 536870
+        m.charge(4, 9, Kind::Anon, GI - 5 * MI); // 5 MiB free
+        m
+    };
+    // BE takes 768 KiB: free 4456448, 274726 B under its min ⇒ 100 ms × 274726 / 536870
+    let mut m = setup();
+    let c = m.charge(3, 1, Kind::Anon, 768 * 1024);
+    assert_eq!((c.throttle_ns, c.reclaim_ns), (51_171_792, 0));
+    assert_eq!(m.cgs[3].wmark_min_throttled_ns, 51_171_792);
+    // counted up the tree, as memory.exstat is hierarchical
+    assert_eq!(m.cgs[1].wmark_min_throttled_ns, 51_171_792);
+    // 1 MiB leaves free exactly at the global min: the whole span, 100 ms
+    let mut m = setup();
+    assert_eq!(m.charge(3, 1, Kind::Anon, MI).throttle_ns, 100_000_000);
+    // 256 KiB stays above its min (4980736 ≥ 4731174): no throttle
+    let mut m = setup();
+    assert_eq!(m.charge(3, 1, Kind::Anon, 256 * 1024).throttle_ns, 0);
+    // LS, the same 1 MiB and more, down to 3.5 MiB free: under the global min, above its own
+    let mut m = setup();
+    let c = m.charge(2, 1, Kind::Anon, 3 * MI / 2);
+    assert_eq!((c.throttle_ns, c.reclaimed, c.killed.len()), (0, 0, 0));
+    assert_eq!(m.free(), 7 * MI / 2);
+    // one byte under: the 1 ms floor; far under: the 1000 ms cap
+    assert_eq!(wmark_min_throttle_ns(1, 536_870), 1_000_000);
+    assert_eq!(wmark_min_throttle_ns(100 * MI, 536_870), 1_000_000_000);
+}

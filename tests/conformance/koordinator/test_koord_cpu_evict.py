@@ -5,6 +5,8 @@ CPU in millicores."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from koord_cases import case
 
@@ -12,13 +14,16 @@ from policies.cpu_evict import (
     BEState,
     allocatable_config_error,
     be_limit,
-    release_by_allocatable,
     release_by_used_threshold,
     satisfaction_config_error,
     to_release,
     used_threshold_config_error,
     window_valid,
 )
+from policies.evict_round import USED as POD_USED
+from policies.evict_round import kill_and_evict, release_by_allocatable
+from policies.evict_tasks import PodState, Thresholds, cpu_tasks
+from policies.pods import Pod, PriorityClass, QoSClass
 
 F = "pkg/koordlet/qosmanager/plugins/cpuevict/cpu_evict_test.go"
 
@@ -245,3 +250,109 @@ def test_release_by_allocatable(
         if priority <= prio:  # pods above the priority threshold are not counted
             requested[res] = requested.get(res, 0) + req
     assert release_by_allocatable(requested, allocatable, threshold, lower) == want
+
+
+# --- the CPU evictor's victims and round (cpu_evict.go at a7a1b76) ---------------------------
+
+
+def cpod(name: str, qos: QoSClass, priority: int, label: int | None = None, enabled: bool = True, res: tuple[str, int] = ("", 0)) -> Pod:
+    """createCPUEvictTestPodWithLabels / mockBEPodForCPUEvict / mockPodForCPUEvictWithPriority:
+    QoS label, spec.priority, the eviction-enabled and priority labels, and one container
+    requesting `res` (batch-cpu or mid-cpu, millicores). A priority outside every koord range
+    takes its class from the QoS (BE → koord-batch, others → koord-prod; upstream's QoSNone
+    pod is taken as LS: both request plain cpu, and it has none)."""
+    klass = next((c for c in PriorityClass if c.low <= priority <= c.high), PriorityClass.for_qos(qos))
+    return Pod(name, qos, klass, priority, res[1], res[1] or None, 0, None, name, eviction_enabled=enabled, priority_label=label)
+
+
+def test_be_victims_order() -> None:
+    """Test_getBEPodEvictInfoAndSort/test_sort: BE pods by spec.priority, then used/request
+    descending (16 CPUs of batch-cpu each); LS/LSR pods are no candidates."""
+    states = [
+        PodState(cpod("pod_lsr", QoSClass.LSR, 9500), 12_000),
+        PodState(cpod("pod_ls", QoSClass.LS, 9500), 12_000),
+        PodState(cpod("pod_be_1_priority100", QoSClass.BE, 100, res=("batch-cpu", 16_000)), 3000),
+        PodState(cpod("pod_be_2_priority100", QoSClass.BE, 100, res=("batch-cpu", 16_000)), 4000),
+        PodState(cpod("pod_be_3_priority10", QoSClass.BE, 10, res=("batch-cpu", 16_000)), 4000),
+    ]
+    (task,), _ = cpu_tasks(
+        ["BECPUEvict"],
+        Thresholds(cpu_evict_be_satisfaction_lower_percent=30, cpu_evict_be_satisfaction_upper_percent=40),
+        states,
+        0,
+        0,
+        {},
+        1,
+    )
+    assert [(v.label, v.cpu_used, v.pod.cpu_request if v.pod else 0) for v in task.victims] == [
+        ("pod_be_3_priority10", 4000, 16_000),
+        ("pod_be_2_priority100", 4000, 16_000),
+        ("pod_be_1_priority100", 3000, 16_000),
+    ]
+
+
+# the pods of Test_cpuEvict, each with its CPU used (cores; None: no metric)
+POD0 = PodState(cpod("test_failed_pod", QoSClass.LSR, 1000, 1000), None, phase="Failed")
+POD1 = PodState(cpod("test_evictDisabled_pod", QoSClass.LSR, 1000, 1000, enabled=False), 4000)
+POD2 = PodState(cpod("test_higher_priority", QoSClass.LS, 3400, 1000), 3000)
+POD3 = PodState(cpod("test_podPriority_120_2000", QoSClass.LS, 120, 2000), 1000)
+POD4 = PodState(cpod("test_podPriority_120_3000", QoSClass.BE, 120, 3000), 5000)
+POD5 = PodState(cpod("test_podPriority_120_4000", QoSClass.BE, 120, 4000), 2000)
+POD6 = PodState(cpod("test_podPriority_100_9999", QoSClass.BE, 100), 1000)
+POD7 = PodState(cpod("test_podPriority_100_9999_1", QoSClass.BE, 100), 2000)
+POD8 = PodState(cpod("batch-pod-1", QoSClass.BE, 100, res=("batch-cpu", 85_000)), 4000)
+POD9 = PodState(cpod("mid-pod-1", QoSClass.LS, 7000, res=("mid-cpu", 85_000)), 3000)
+EIGHT = [POD0, POD1, POD2, POD3, POD4, POD5, POD6, POD7]
+USED_78 = Thresholds(cpu_evict_threshold_percent=78, evict_enabled_priority_threshold=3000)
+ALLOC_80 = Thresholds(
+    cpu_allocatable_evict_threshold_percent=80, cpu_allocatable_evict_lower_percent=70, allocatable_evict_priority_threshold=7999
+)
+BOTH = replace(ALLOC_80, cpu_evict_threshold_percent=78, evict_enabled_priority_threshold=3000)
+EXTENDED = {"batch-cpu": 100_000, "mid-cpu": 100_000}
+CPU_ROUND = [
+    # (subcase, features, pods, thresholds, node allocatable besides cpu, pods upstream
+    # asserts evicted). The node has 100 CPUs, 81 used on average.
+    ("only feature: CPUEvict", ["CPUEvict"], EIGHT, USED_78, {}, [POD3, POD4, POD6, POD7]),
+    ("only feature: CPUAllocatableEvict", ["CPUAllocatableEvict"], [POD8, POD9], ALLOC_80, EXTENDED, [POD8, POD9]),
+    ("feature CPUEvict ok, BECPUEvict invalid configuration", ["CPUEvict", "BECPUEvict"], EIGHT, USED_78, {}, [POD3, POD4, POD6, POD7]),
+    (
+        "feature CPUAllocatableEvict ok, BECPUEvict invalid configuration",
+        ["CPUAllocatableEvict", "BECPUEvict"],
+        [*EIGHT, POD8, POD9],
+        BOTH,
+        {},
+        [POD8, POD9],
+    ),
+    (
+        "feature CPUEvict/CPUAllocatableEvict ok",
+        ["CPUAllocatableEvict", "CPUEvict"],
+        [*EIGHT, POD8, POD9],
+        BOTH,
+        {},
+        [POD2, POD4, POD5, POD6, POD7, POD8, POD9, POD3],
+    ),
+]
+
+
+@pytest.mark.parametrize(("features", "states", "thresholds", "allocatable", "want"), [case(F, "Test_cpuEvict", *row) for row in CPU_ROUND])
+def test_cpu_evict_round(
+    features: list[str], states: list[PodState], thresholds: Thresholds, allocatable: dict, want: list[PodState]
+) -> None:
+    tasks, skipped = cpu_tasks(features, thresholds, states, 100_000, 81.0, {"cpu": 100_000, **allocatable})
+    evicted = {v.label for v in kill_and_evict(tasks).evicted}
+    # upstream asserts that these were evicted (and nothing about the others)
+    assert {s.pod.name for s in want} <= evicted
+    if "BECPUEvict" in features:
+        assert skipped == {"BECPUEvict": "CPUEvictBESatisfactionLowerPercent or CPUEvictBESatisfactionUpperPercent not config"}
+
+
+def test_cpu_evict_takes_exactly_the_used_threshold_release() -> None:
+    """Ours, hand-worked on Test_cpuEvict's pods: 81% used, threshold 78 (lower 76) ⇒ release
+    100000 × 5 / 100 = 5000 m of used CPU. Candidates (eviction-enabled, priority ≤ 3000,
+    running, with a metric) by spec.priority then the priority label, used descending:
+    100_9999_1 (2000), 100_9999 (1000), 120_2000 (1000), 120_3000 (5000) ⇒ 9000 ≥ 5000; the
+    4000-label pod is spared."""
+    tasks, _ = cpu_tasks(["CPUEvict"], USED_78, EIGHT, 100_000, 81.0, {})
+    r = kill_and_evict(tasks)
+    assert [v.label for v in r.evicted] == [s.pod.name for s in (POD7, POD6, POD3, POD4)]
+    assert r.released[POD_USED] == {"cpu": 9000}
