@@ -7,7 +7,11 @@ in one replay session (replay.session: its lock, its cgroups beneath ours, clean
 every exit path). Then each service's model is calibrated ONCE, on its alone runs, by
 replay.compare.predict (the one way replay calibrates: the median of the alone repetitions'
 percentiles stands for "the alone run"), and every case is predicted with `seeds` seeds. No
-case is ever fitted: the colocated cases are pure predictions.
+case is ever fitted: the colocated cases are pure predictions. The service's CPU per request is
+measured from its cgroup in the alone runs (replay.calibration.service_cpu), and every host run
+records the other tenants' busy CPUs (replay.background): each case is predicted beside its own
+runs' mean background, a measured input like the node's CPU count ("background CPUs" in the
+table, the JSON and the report).
 
 Scores (replay.scoring): per (service, case, metric) the host's mean and bootstrap interval
 over the repetitions, the prediction's over the seeds, the error, inside / within 10%; per
