@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from replay.background import BACKGROUND_SHARES, background_cpus, background_of, mean_background, with_background
+from replay.background import background_cpus, background_of, mean_background, with_background
 from replay.calibration import AloneRun, fit_service, service_cpu
 from replay.host_run import others_share
 from sim.results import ExperimentResult
@@ -122,17 +122,29 @@ def test_the_background_is_the_nodes_busy_time_less_our_top_level_cgroups():
     assert mean_background([]) == 0.0
 
 
+def root_cpus(run) -> float:
+    """The CPUs the root cgroup's own tasks (the background) used over the window."""
+    return float(run.cpu_busy_s[:, run.cgroup_names.index("")].sum() / run.measured_s)
+
+
 def test_the_prediction_runs_the_measured_background_beside_the_service():
     sc = constant_service()
     got = with_background(sc, 1.3)
-    w = got.workloads["background"]
-    spec = w.core_spec("background", 2)
-    assert spec["kind"] == "duty" and spec["cores"] == pytest.approx(1.3) and spec["max_threads"] == 2
-    assert got.cgroups["background"].cpu_shares == BACKGROUND_SHARES
+    # floor(1.3) + 1 = 2 threads, each in the root cgroup in a session (autogroup) of its own,
+    # each running 0.65 of every period: every one sleeps in every period
+    bg = {n: w for n, w in got.workloads.items() if n.startswith("background")}
+    assert len(bg) == 2 and len({w.session for w in bg.values()}) == 2
+    for name, w in bg.items():
+        spec = w.core_spec(name, 2)
+        assert spec["kind"] == "duty" and spec["cgroup"] == "/" and spec["max_threads"] == 1
+        assert spec["cores"] == pytest.approx(0.65)
     assert background_of(got) == pytest.approx(1.3)
-    assert "background" not in sc.workloads  # the scenario itself is left alone
+    assert background_of(with_background(sc, 0.6)) == pytest.approx(0.6)
+    assert len([n for n in with_background(sc, 1.0).workloads if n.startswith("background")]) == 2  # 0.5 each, never a hog
+    assert background_of(with_background(sc, 5.0)) == pytest.approx(2.0)  # at most the node
+    assert "background0" not in sc.workloads  # the scenario itself is left alone
     assert with_background(sc, 0.0) is sc and with_background(sc, 0.001) is sc
-    # alone on an otherwise idle node it uses what was measured: 0.7 CPUs of 2
+    # alone on an otherwise idle node it uses what was measured
     idle = Scenario.from_document(
         {
             "scenario": {"name": "bg", "duration": "5s", "warmup": "1s", "seed": 1, "sample_interval": "0s"},
@@ -141,8 +153,9 @@ def test_the_prediction_runs_the_measured_background_beside_the_service():
             "workloads": {"h": {"kind": "hog", "cgroup": "x", "threads": 1, "enabled": False}},
         }
     )
-    run = run_variant(Variant("bg", True, with_background(idle, 0.7)), 1)
-    assert run.cgroups["background"].cpu_s / run.measured_s == pytest.approx(0.7, rel=0.02)
+    for cpus in (0.7, 1.3):
+        run = run_variant(Variant("bg", True, with_background(idle, cpus)), 1)
+        assert root_cpus(run) == pytest.approx(cpus, rel=0.02)
 
 
 def test_predict_gives_each_case_its_own_background_and_says_it():
@@ -155,8 +168,8 @@ def test_predict_gives_each_case_its_own_background_and_says_it():
     host.runs["alone"] = alone
     predicted, factors = predict(svc.scenario, host, 1, set(), background={"alone": 0.0, "stress": 0.5})
     assert factors["alone background CPUs"] == 0.0 and factors["stress background CPUs"] == 0.5
-    assert "background" not in predicted.runs["alone"].cgroups
-    assert predicted.runs["stress"].cgroups["background"].cpu_s > 0
+    assert root_cpus(predicted.runs["alone"]) == 0
+    assert root_cpus(predicted.runs["stress"]) > 0
 
 
 # --- one calibration per service ---------------------------------------------------------------
