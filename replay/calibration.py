@@ -32,6 +32,16 @@ clickhouse-benchmark time the whole exchange (the core's closed loop with client
                  objective is deterministic) and minimizing the weighted squared log-error on
                  QPS, P50, P90, P99 (and the cgroup's CPU share when a delay is fitted)
 
+The service's CPU is not fitted when the host measured it: a request's CPU on each of its
+threads is what the service's cgroup consumed over the measured window (cpuacct.usage) less
+the load generator's own CPU (it runs in that cgroup), over the completed requests and the
+request's threads (`service_cpu`). That is free of the other tenants' CPU, which a fit to the
+alone QPS absorbed into the service time on a busy host (docs/replay.md, "Calibration on a busy
+host"); the families then fit only their shape (a lognormal's sigma, an empirical histogram's
+form at that mean) and the delay. What the model then misses of the alone QPS is contention the
+model does not explain: it is kept in the residuals and said, never refitted away. Without a
+measured cgroup CPU (an open question on v2 without cpuacct) the mean is fitted as before.
+
 The simplest family whose fit is not materially worse wins; when no parametric family gets
 every fitted metric within POOR_FIT, an empirical histogram shaped like the host's latency
 distribution (edges at its reported percentiles, scaled) is fitted the same way, and used if
@@ -51,7 +61,7 @@ from pydantic import TypeAdapter
 
 from sim.errors import HostError
 from sim.scenario import ClosedLoop, OpenLoop, Scenario, Variant
-from sim.scenario.distributions import Distribution
+from sim.scenario.distributions import Distribution, mean_s
 from sim.scenario.workloads import MAX_BURSTS as MAX_ROUNDS
 
 # a fitted metric further off than this (|sim / host - 1|) makes the fit poor
@@ -96,6 +106,16 @@ class Client(NamedTuple):
     rounds: int = 1
 
 
+def service_cpu(alone: AloneRun, client_cpu_s: float, ncpus: int, threads: int) -> float | None:
+    """A request's CPU on each of its `threads` from what the service's cgroup consumed:
+    (the cgroup's CPU·s/s, busy × ncpus, over QPS) less the generator's CPU per request, over
+    the threads. None when the cgroup's CPU was not measured or leaves nothing for the server."""
+    if alone.busy is None or not (math.isfinite(alone.busy) and alone.busy > 0 and alone.qps > 0 and math.isfinite(alone.qps)):
+        return None
+    per_request = alone.busy * ncpus / alone.qps - client_cpu_s
+    return per_request / max(1, threads) if per_request > 0 else None
+
+
 def client_rounds(alone: AloneRun, client_cpu_s: float) -> int:
     """The rounds of a request: the generator's voluntary switches per request (each one a
     wait for the server's next block), at least 1; 1 without a generator CPU to split."""
@@ -121,6 +141,10 @@ class Fit:
     others: float | None = None  # AloneRun.others
     delay_sigma: float = 0.0  # the delay's lognormal sigma (0: none fitted)
     rounds: int = 1  # the client<->server rounds per request (client_rounds)
+    # the service's CPU per request per thread measured from its cgroup (service_cpu): the
+    # family's mean; None: not measured, the mean was fitted
+    cpu_s: float | None = None
+    background_cpus: float = 0.0  # the other tenants' CPUs run in the simulated alone run
 
     @property
     def disturbed(self) -> bool:
@@ -140,7 +164,17 @@ class Fit:
 
     @property
     def quality(self) -> str:
-        return "poor" if self.poor or self.disturbed else "good"
+        # a disturbed window is no longer poor by itself once the service's CPU is measured
+        # (not fitted to the disturbed QPS) and the other tenants run in the model
+        return "poor" if self.poor or (self.disturbed and self.cpu_s is None) else "good"
+
+    @property
+    def contention(self) -> float | None:
+        """What the model misses of the alone QPS with the measured CPU (sim / host - 1):
+        the host's contention the model does not explain (None: the mean was fitted to it)."""
+        if self.cpu_s is None:
+            return None
+        return self.residuals.get("QPS")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -150,6 +184,10 @@ class Fit:
             "delay_s": self.delay_s,
             "delay_sigma": self.delay_sigma,
             "rounds": self.rounds,
+            "service_cpu_s": self.cpu_s,
+            "service_cpu_from": "cgroup" if self.cpu_s is not None else "fitted",
+            "background_cpus": self.background_cpus,
+            "alone_qps_unexplained": self.contention,
             "measured": self.measured,
             "fitted": self.fitted,
             "residuals": self.residuals,
@@ -168,6 +206,13 @@ class Fit:
             lines.append(f"  load generator's CPU: {self.client_cpu_s * 1e6:.1f} µs per request in the service's cgroup")
         if self.rounds > 1:
             lines.append(f"  in {self.rounds} rounds with the server (the generator's voluntary switches per request)")
+        if self.cpu_s is not None:
+            lines.append(f"  service CPU: {self.cpu_s * 1e3:.3g} ms per request per thread, measured from its cgroup's CPU (not fitted)")
+        if self.background_cpus > 0:
+            lines.append(f"  other tenants: {self.background_cpus:.2f} CPUs busy outside the run, run beside it in the model")
+        c = self.contention
+        if c is not None and abs(c) > POOR_FIT:
+            lines.append(f"  the alone QPS with the measured CPU is {c * 100:+.1f}% off the host's: contention the model does not explain")
         if self.delay_s > 0:
             lines.append(
                 f"  gaps: a delay of {self.delay_s * 1e6:.1f} µs (lognormal, sigma {self.delay_sigma:.2f}) in each request, "
@@ -179,7 +224,7 @@ class Fit:
             "  residuals (sim / host - 1): " + ", ".join(f"{m} {res[m] * 100:+.1f}%" if m in res else f"{m} -" for m in self.measured)
         )
         lines.extend(f"  {n}" for n in self.notes)
-        if self.disturbed:
+        if self.disturbed and self.cpu_s is None:
             lines.append(
                 f"  DISTURBED: {self.others:.0%} of the node was busy outside the run's cgroups during the alone run "
                 "(the host's other work): the fit absorbed that interference; replay again on a quieter host"
@@ -224,12 +269,23 @@ def measured_metrics(alone: AloneRun, fit_gaps: bool) -> dict[str, float]:
 Simulate = Callable[[dict[str, Any], Client, tuple[float, float]], dict[str, float]]
 
 
-def fit_service(name: str, alone: AloneRun, simulate: Simulate, ncpus: int, clients: int | None, gaps: bool = True) -> Fit:
+def fit_service(
+    name: str,
+    alone: AloneRun,
+    simulate: Simulate,
+    ncpus: int,
+    clients: int | None,
+    gaps: bool = True,
+    threads: int = 1,
+    background_cpus: float = 0.0,
+) -> Fit:
     """Fit workload `name`'s model to `alone`; `simulate(service_table, Client, (delay_s, delay_sigma))`
     runs the alone run in the simulator and returns its metrics (QPS, P50, P90, P99, CPU share).
     `clients`: a closed loop's (None: an open loop, whose QPS is its arrival rate and whose
     clients are not on the node); `gaps`: whether a delay may be fitted to the cgroup's idle
-    share (a real server's; colosim-load runs the scenario's own exchanges)."""
+    share (a real server's; colosim-load runs the scenario's own exchanges); `threads`: a
+    request's threads (its fanout), over which the cgroup's measured CPU is split;
+    `background_cpus`: the other tenants the simulated alone run carries (recorded)."""
     closed = clients is not None
     g = alone.generator_cpu
     client_cpu = g / alone.qps if closed and g is not None and g > 0 and alone.qps > 0 else 0.0
@@ -268,15 +324,25 @@ def fit_service(name: str, alone: AloneRun, simulate: Simulate, ncpus: int, clie
             total += WEIGHTS[m if m in WEIGHTS else "P50"] * math.log(got / v) ** 2
         return total
 
-    families: list[tuple[str, Callable[[np.ndarray], dict[str, Any]], list[float]]] = [
-        ("constant", lambda x: {"dist": "constant", "value": _ns(math.exp(x[0]))}, [math.log(mean0)]),
-        ("exponential", lambda x: {"dist": "exponential", "mean": _ns(math.exp(x[0]))}, [math.log(mean0)]),
-        (
-            "lognormal",
-            lambda x: {"dist": "lognormal", "mean": _ns(math.exp(x[0])), "sigma": min(3.0, math.exp(x[1]))},
-            [math.log(mean0), math.log(sigma0)],
-        ),
-    ]
+    cpu = service_cpu(alone, client_cpu, ncpus, threads)
+    families: list[tuple[str, Callable[[np.ndarray], dict[str, Any]], list[float]]]
+    if cpu is not None:
+        # the mean measured: each family fits its shape only (constant and exponential none)
+        families = [
+            ("constant", lambda x: {"dist": "constant", "value": _ns(cpu)}, []),
+            ("exponential", lambda x: {"dist": "exponential", "mean": _ns(cpu)}, []),
+            ("lognormal", lambda x: {"dist": "lognormal", "mean": _ns(cpu), "sigma": min(3.0, math.exp(x[0]))}, [math.log(sigma0)]),
+        ]
+    else:
+        families = [
+            ("constant", lambda x: {"dist": "constant", "value": _ns(math.exp(x[0]))}, [math.log(mean0)]),
+            ("exponential", lambda x: {"dist": "exponential", "mean": _ns(math.exp(x[0]))}, [math.log(mean0)]),
+            (
+                "lognormal",
+                lambda x: {"dist": "lognormal", "mean": _ns(math.exp(x[0])), "sigma": min(3.0, math.exp(x[1]))},
+                [math.log(mean0), math.log(sigma0)],
+            ),
+        ]
     results: dict[str, tuple[float, dict[str, Any], tuple[float, float], dict[str, float]]] = {}
     for family, table, x0 in families:
         results[family] = _fit_family(table, x0, fit_gaps, delay0, client, simulate, objective_of)
@@ -291,7 +357,7 @@ def fit_service(name: str, alone: AloneRun, simulate: Simulate, ncpus: int, clie
         abs(results[best][3].get(m, math.nan) / v - 1) > POOR_FIT or not math.isfinite(results[best][3].get(m, math.nan))
         for m, v in measured.items()
     ):
-        emp = _fit_empirical(alone, fit_gaps, delay0, client, simulate, objective_of)
+        emp = _fit_empirical(alone, fit_gaps, delay0, client, simulate, objective_of, cpu)
         if emp is not None:
             results["empirical"] = emp
             if emp[0] < results[best][0]:
@@ -318,6 +384,8 @@ def fit_service(name: str, alone: AloneRun, simulate: Simulate, ncpus: int, clie
         others=alone.others,
         delay_sigma=delay_sigma,
         rounds=client.rounds,
+        cpu_s=cpu,
+        background_cpus=background_cpus,
     )
 
 
@@ -414,12 +482,17 @@ def empirical_table(percentiles: dict[float, float], scale: float) -> dict[str, 
     return {"dist": "empirical", "edges": [_ns(e * scale) for e in edges], "weights": [w / 100 for w in weights]}
 
 
-def _fit_empirical(alone, fit_gaps, delay0, client: Client, simulate, objective_of):
+def _fit_empirical(alone, fit_gaps, delay0, client: Client, simulate, objective_of, cpu: float | None = None):
+    """The empirical histogram fitted by its scale, or (the mean measured: `cpu`) scaled to
+    that mean, its form fixed by the host's percentiles."""
     pts = {p: v for p, v in alone.percentiles.items() if 0 < p < 100}
     try:
-        empirical_table(pts, 1.0)
+        unit = empirical_table(pts, 1.0)
     except ValueError:
         return None
+    if cpu is not None:
+        scale = cpu / mean_s(_DIST.validate_python(unit))
+        return _fit_family(lambda x: empirical_table(pts, scale), [], fit_gaps, delay0, client, simulate, objective_of)
     return _fit_family(lambda x: empirical_table(pts, math.exp(x[0])), [0.0], fit_gaps, delay0, client, simulate, objective_of)
 
 

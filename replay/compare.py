@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from policies.cgroup import BLKIO_KNOBS, MEMORY_KNOBS, Knob
+from replay.background import background_cpus, with_background
 from replay.calibration import AloneRun, Fit, apply_fit, calibration_doc, fit_service, shortened, simulator_of
 from replay.cgroupfs import BlockDevice, HostError, host_cpus, network_refusal, read_meminfo
 from replay.host_kernel import host_kernel
@@ -461,7 +462,9 @@ def calibrate_services(scenario: Scenario, host: ExperimentResult, seed: int, su
 
     base = next(v for v in scenario.variants() if v.baseline)
     measured_base = host.runs[base.name]
-    sc = host_equivalent(base.scenario, substituted)
+    # the alone run's other tenants run beside the simulated alone runs the fit makes
+    alone_background = background_cpus(measured_base.others_cpu_share, measured_base.ncpus)
+    sc = with_background(host_equivalent(base.scenario, substituted), alone_background)
     fits: dict[str, Fit] = {}
     for name, w in scenario.workloads.items():
         if not isinstance(w, ClosedLoop | OpenLoop) or not w.enabled or name not in measured_base.services:
@@ -486,22 +489,37 @@ def calibrate_services(scenario: Scenario, host: ExperimentResult, seed: int, su
         alone_sc = shortened(sc, alone.qps)
         simulate = simulator_of(alone_sc, name, seed, frozenset(substituted), measured_base.ncpus)
         clients = w.clients if isinstance(w, ClosedLoop) else None
-        fits[name] = fit_service(name, alone, simulate, measured_base.ncpus, clients, gaps=gaps)
+        # the threads a request runs on, over which its measured CPU is split (the model's
+        # service time is per fanout thread)
+        threads = (measured_base.ncpus if w.fanout == "ncpus" else int(w.fanout)) if isinstance(w, ClosedLoop) else 1
+        fits[name] = fit_service(
+            name, alone, simulate, measured_base.ncpus, clients, gaps=gaps, threads=threads, background_cpus=alone_background
+        )
         sc = apply_fit(sc, fits[name])
     return fits
 
 
 def predict(
-    scenario: Scenario, host: ExperimentResult, seed: int, substituted: set[Knob], fits: dict[str, Fit] | None = None
+    scenario: Scenario,
+    host: ExperimentResult,
+    seed: int,
+    substituted: set[Knob],
+    fits: dict[str, Fit] | None = None,
+    background: dict[str, float] | None = None,
 ) -> tuple[ExperimentResult, dict[str, float]]:
     """Calibrate each service on the measured baseline (or take `fits` made by
-    calibrate_services), then simulate every variant. Returns the prediction and, per
-    service, its fitted figures: NAME (the service's mean over the scenario's), "NAME sigma"
-    (a lognormal's), "NAME client_cpu_s", "NAME rounds", "NAME delay_s", "NAME poor fit" (1.0 when poor)."""
+    calibrate_services), then simulate every variant beside its host run's other tenants
+    (`background`: variant -> CPUs, replay.background; by default each measured variant's
+    own). Returns the prediction and, per service, its fitted figures: NAME (the service's
+    mean over the scenario's), "NAME sigma" (a lognormal's), "NAME client_cpu_s", "NAME
+    rounds", "NAME delay_s", "NAME service_cpu_s" (NaN: fitted), "NAME poor fit" (1.0 when
+    poor); and "VARIANT background CPUs" per variant."""
     from sim.runner import run_variant
 
     if fits is None:
         fits = calibrate_services(scenario, host, seed, substituted)
+    if background is None:
+        background = {n: background_cpus(r.others_cpu_share, r.ncpus) for n, r in host.runs.items()}
     calibrated = {v.name: host_equivalent(v.scenario, substituted) for v in scenario.variants()}
     factors: dict[str, float] = {}
     for name, fit in fits.items():
@@ -514,7 +532,11 @@ def predict(
         factors[f"{name} client_cpu_s"] = fit.client_cpu_s
         factors[f"{name} rounds"] = float(fit.rounds)
         factors[f"{name} delay_s"] = fit.delay_s
+        factors[f"{name} service_cpu_s"] = fit.cpu_s if fit.cpu_s is not None else math.nan
         factors[f"{name} poor fit"] = float(fit.quality == "poor")
+    for n in calibrated:
+        factors[f"{n} background CPUs"] = background.get(n, 0.0)
+        calibrated[n] = with_background(calibrated[n], background.get(n, 0.0))
     result = ExperimentResult(scenario.name, seed, scenario.duration_s, scenario.warmup_s, scenario.baseline)
     for v in scenario.variants():
         result.runs[v.name] = run_variant(Variant(v.name, v.baseline, calibrated[v.name]), seed, substitute=frozenset(substituted))

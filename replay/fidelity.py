@@ -7,7 +7,11 @@ in one replay session (replay.session: its lock, its cgroups beneath ours, clean
 every exit path). Then each service's model is calibrated ONCE, on its alone runs, by
 replay.compare.predict (the one way replay calibrates: the median of the alone repetitions'
 percentiles stands for "the alone run"), and every case is predicted with `seeds` seeds. No
-case is ever fitted: the colocated cases are pure predictions.
+case is ever fitted: the colocated cases are pure predictions. The service's CPU per request is
+measured from its cgroup in the alone runs (replay.calibration.service_cpu), and every host run
+records the other tenants' busy CPUs (replay.background): each case is predicted beside its own
+runs' mean background, a measured input like the node's CPU count ("background CPUs" in the
+table, the JSON and the report).
 
 Scores (replay.scoring): per (service, case, metric) the host's mean and bootstrap interval
 over the repetitions, the prediction's over the seeds, the error, inside / within 10%; per
@@ -34,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from policies.cgroup import Knob
+from replay.background import background_cpus, mean_background
 from replay.cgroupfs import host_cpus
 from replay.compare import load_for_host, metrics, precheck, predict
 from replay.host_kernel import host_kernel
@@ -90,6 +95,9 @@ class Service:
     failures: list[dict[str, Any]] = field(default_factory=list)
     sim: dict[str, list[dict[str, float]]] = field(default_factory=dict)  # case -> per seed
     calibration: dict[str, dict[str, float]] = field(default_factory=dict)  # seed -> factors
+    # case -> per rep: the other tenants' mean busy CPUs during the host run (replay.background),
+    # a measured input every case's prediction runs beside it
+    background: dict[str, list[float]] = field(default_factory=dict)
     scores: dict[str, dict[str, Score]] = field(default_factory=dict)  # case -> metric -> score
     note: str = ""
 
@@ -116,7 +124,8 @@ def _pick(values: dict[str, float]) -> dict[str, float]:
 
 def pooled_alone(runs: list[RunResult]) -> RunResult:
     """The alone repetitions as one run for the calibration: each service's QPS, latency
-    percentiles and load generator's CPU (where measured) the median over the repetitions."""
+    percentiles and load generator's CPU (where measured), and each cgroup's CPU share, the
+    median over the repetitions; the other tenants' share their mean."""
     import numpy as np
 
     first = runs[0]
@@ -140,7 +149,14 @@ def pooled_alone(runs: list[RunResult]) -> RunResult:
             generator_cpu=float(np.median(gen)) if gen else math.nan,
             generator_switches=float(np.median(switches)) if switches else math.nan,
         )
-    return replace(first, services=services)
+    # each cgroup's CPU (the service's is its measured CPU per request): the median share
+    cgroups = {}
+    for c, cg in first.cgroups.items():
+        share = float(np.median([r.cgroups[c].cpu_share for r in runs if c in r.cgroups]))
+        cgroups[c] = replace(cg, cpu_share=share, cpu_s=share * first.ncpus * first.measured_s)
+    # the other tenants meanwhile: their mean over the repetitions (replay.background)
+    others = [r.others_cpu_share for r in runs if r.others_cpu_share is not None]
+    return replace(first, services=services, cgroups=cgroups, others_cpu_share=mean_background(others) if others else None)
 
 
 def loadavg() -> str:
@@ -193,6 +209,7 @@ class Suite:
                             self.say(f"fidelity: {svc.name}: {case}, repetition {rep + 1} failed: {err}")
                         else:
                             svc.host.setdefault(case, []).append(_pick(metrics(result, v.scenario)))
+                            svc.background.setdefault(case, []).append(background_cpus(result.others_cpu_share, result.ncpus))
                             if case == svc.baseline:
                                 svc.alone.append(result)
                         self.loads.append({"service": svc.name, "case": case, "rep": rep, "before": before, "after": loadavg()})
@@ -213,7 +230,10 @@ class Suite:
             for k in range(self.seeds):
                 seed = self.seed + k
                 self.say(f"fidelity: {svc.name}: predicting every case, seed {seed} ...")
-                predicted, factors = predict(svc.scenario, host, seed, self.substituted)
+                # every case beside its own host runs' mean background (the alone case's is the
+                # pooled alone run's, which the calibration ran beside too)
+                background = {c: mean_background(svc.background.get(c, [])) for c in svc.cases}
+                predicted, factors = predict(svc.scenario, host, seed, self.substituted, background=background)
                 svc.calibration[str(seed)] = factors
                 for case in svc.cases:
                     svc.sim.setdefault(case, []).append(_pick(metrics(predicted.runs[case], svc.variants[case].scenario)))
@@ -275,6 +295,7 @@ class Suite:
                     "host": svc.host,
                     "failures": svc.failures,
                     "calibration": svc.calibration,
+                    "background_cpus": svc.background,
                     "sim": svc.sim,
                     "scores": {c: {m: s.to_dict() for m, s in row.items()} for c, row in svc.scores.items()},
                     "rankings": self.rankings(svc) if svc.scores else [],
@@ -314,6 +335,26 @@ def _interval(i: dict[str, Any]) -> str:
     return f"{sig3(i['mean'])} [{sig3(i['lo'])}, {sig3(i['hi'])}]"
 
 
+def _spread(values: list[float]) -> str:
+    vs = [v for v in values if v is not None and math.isfinite(v)]
+    if not vs:
+        return "-"
+    mean = sum(vs) / len(vs)
+    return f"{mean:.2f}" if len(vs) == 1 else f"{mean:.2f} [{min(vs):.2f}-{max(vs):.2f}]"
+
+
+def _calibration_line(name: str, f: dict[str, float | None]) -> str:
+    """The service's measured CPU per thread and the fit's rounds, from predict's factors."""
+    cpu = f.get(f"{name} service_cpu_s")
+    out = []
+    if cpu is not None and math.isfinite(cpu):
+        out.append(f"service CPU {cpu * 1e3:.3g} ms per request per thread (measured from its cgroup)")
+    rounds = f.get(f"{name} rounds")
+    if rounds is not None and math.isfinite(rounds) and rounds > 1:
+        out.append(f"{rounds:.0f} rounds")
+    return ", ".join(out)
+
+
 def _pct(e: float | None) -> str:
     return f"{e * 100:+.1f}%" if e is not None and math.isfinite(e) else "-"
 
@@ -345,6 +386,17 @@ def text(doc: dict[str, Any]) -> str:
         parts.append(f"\n{name} ({svc['scenario']})")
         if svc["note"]:
             parts.append(svc["note"])
+        bg = svc.get("background_cpus") or {}
+        if bg:
+            parts.append(
+                "background CPUs (the other tenants' mean busy CPUs on the host, run beside each prediction): "
+                + "; ".join(f"{c} {_spread(v)}" for c, v in bg.items() if v)
+            )
+        for seed, f in (svc.get("calibration") or {}).items():
+            line = _calibration_line(name, f)
+            if line:
+                parts.append(f"calibration (seed {seed}): {line}")
+            break  # the seeds' calibrations differ only by the simulator's seed
         if rows:
             parts.append(markdown(["case", "metric", "host", "sim", "error", "inside", f"within {WITHIN:.0%}"], rows))
         for f in svc["failures"]:
@@ -434,6 +486,7 @@ def rescore(source: Path, out: Path, say: Callable[[str], Any] = _say) -> int:
             svc.host, svc.sim = _measured(d["host"]), _measured(d["sim"])
             svc.failures, svc.note = d["failures"], d["note"]
             svc.calibration = d["calibration"]
+            svc.background = d.get("background_cpus", {})  # older files measured none
             services.append(svc)
         config = doc["config"]
         suite = Suite(services, config["reps"], config["seeds"], config["seed"], out, doc["command"], say)

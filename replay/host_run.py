@@ -398,7 +398,7 @@ def _run_result(name, ncpus, duration, warmup, order, a, b, samples, services, d
         timeseries=_timeseries(samples, ncpus, order, services, dry),
         # the whole disk (everyone's IO on it, this run's and the host's other tenants')
         node_io=_disk_delta(a, b) if not dry else None,
-        others_cpu_share=_others_share(a, b, cgroups, order, capacity) if not dry else None,
+        others_cpu_share=others_share(a, b, cgroups, order, capacity) if not dry else None,
     )
 
 
@@ -418,7 +418,7 @@ def oom_kills_by_workload(scenario: Scenario, memory: dict[str, dict[str, int]])
     return out
 
 
-def _others_share(a, b, cgroups, order, capacity) -> float | None:
+def others_share(a, b, cgroups, order, capacity) -> float | None:
     """The share of the node's capacity busy outside the run's cgroups over the window: the
     node's busy time (/proc/stat) less what the run's top-level cgroups used (their usage
     holds their children's). What disturbs a measurement on a shared host."""

@@ -380,15 +380,23 @@ def test_rescore_gives_the_same_scores_and_follows_the_data(tmp_path, capsys):
 def test_the_pooled_alone_run_keeps_the_load_generators_cpu():
     """The calibration fits the generator's CPU (client_cpu) from the alone run: the suite's
     pooled alone run carries the median over the repetitions that measured it."""
-    from dataclasses import dataclass
+    from dataclasses import dataclass, field
 
     from replay.fidelity import pooled_alone
     from replay.workloads import ReportedService
 
     @dataclass
+    class Cg:
+        cpu_share: float
+        cpu_s: float = 0.0
+
+    @dataclass
     class Run:  # the fields pooled_alone reads of a RunResult
         services: dict
         measured_s: float = 10.0
+        ncpus: int = 2
+        cgroups: dict = field(default_factory=dict)
+        others_cpu_share: float | None = None
 
     def svc(qps: float, gen: float, switches: float = math.nan) -> ReportedService:
         return ReportedService(
@@ -411,3 +419,14 @@ def test_the_pooled_alone_run_keeps_the_load_generators_cpu():
     assert got.generator_switches == pytest.approx(320.0)
     none = pooled_alone([Run({"ch": svc(6.0, math.nan)})]).services["ch"]
     assert math.isnan(none.generator_cpu) and math.isnan(none.generator_switches)
+    # the service cgroup's CPU share (its CPU per request) is the median; the other tenants'
+    # share the mean of the repetitions that measured it
+    runs = [
+        Run({"ch": svc(6.0, 0.4)}, cgroups={"online": Cg(0.5)}, others_cpu_share=0.1),
+        Run({"ch": svc(7.0, 0.4)}, cgroups={"online": Cg(0.9)}, others_cpu_share=None),
+        Run({"ch": svc(8.0, 0.4)}, cgroups={"online": Cg(0.6)}, others_cpu_share=0.4),
+    ]
+    pooled = pooled_alone(runs)
+    assert pooled.cgroups["online"].cpu_share == pytest.approx(0.6)
+    assert pooled.cgroups["online"].cpu_s == pytest.approx(0.6 * 2 * 10.0)
+    assert pooled.others_cpu_share == pytest.approx(0.25)
