@@ -26,6 +26,47 @@ pub struct Waker {
 /// Tasks moved at most per balancing pass (`sysctl_sched_nr_migrate`).
 const NR_MIGRATE: usize = 32;
 
+/// Which of a CPU's two idle states (`idle_for_wake`, `truly_idle`) it was last counted with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdleFlags {
+    pub for_wake: bool,
+    pub truly: bool,
+}
+
+impl IdleFlags {
+    /// A CPU with nothing queued and nothing running.
+    pub const BOTH: IdleFlags = IdleFlags {
+        for_wake: true,
+        truly: true,
+    };
+}
+
+/// How many CPUs of one LLC are idle for wakeup placement, and how many are truly idle: the
+/// kernel keeps the like per LLC (`sd_llc_shared`: `has_idle_cores`, and SIS_UTIL's
+/// `nr_idle_scan`) so that `select_idle_sibling` can skip its scans on a busy LLC. Here they
+/// are exact counts, so a scan is skipped only when it could not have found a CPU: the same
+/// placement as scanning, in O(1) while the whole LLC is busy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LlcIdle {
+    /// CPUs with `idle_for_wake`.
+    pub for_wake: u32,
+    /// CPUs with `truly_idle` (an idle core needs all its CPUs so).
+    pub truly: u32,
+}
+
+impl LlcIdle {
+    /// Every CPU idle: a node before its first task.
+    pub fn all_idle(topo: &crate::topology::Topology) -> Vec<LlcIdle> {
+        topo.socket_cpus
+            .iter()
+            .map(|c| LlcIdle {
+                for_wake: c.len() as u32,
+                truly: c.len() as u32,
+            })
+            .collect()
+    }
+}
+
 impl Node {
     /// `available_idle_cpu || sched_idle_cpu`: nothing runnable, or only idle-class work.
     #[inline]
@@ -37,6 +78,37 @@ impl Node {
     #[inline]
     fn truly_idle(&self, cpu: CpuId) -> bool {
         self.rqs[self.root_rq(cpu)].h_nr_running == 0 && self.cpus[cpu].curr.is_none()
+    }
+
+    /// Re-count `cpu` in its LLC's idle counts: called after every change of its root
+    /// queue's runnable counts (cfs.rs `enqueue_chain`, `dequeue_chain`, a delayed task's
+    /// requeue) and of its running task (`schedule`, `preempt_off_cpu`) — the only writers.
+    #[inline]
+    pub(crate) fn refresh_idle(&mut self, cpu: CpuId) {
+        let now = IdleFlags {
+            for_wake: self.idle_for_wake(cpu),
+            truly: self.truly_idle(cpu),
+        };
+        let was = std::mem::replace(&mut self.cpus[cpu].idle_counted, now);
+        if was != now {
+            let l = &mut self.llc_idle[self.topo.socket_of[cpu]];
+            l.for_wake = l.for_wake + now.for_wake as u32 - was.for_wake as u32;
+            l.truly = l.truly + now.truly as u32 - was.truly as u32;
+        }
+    }
+
+    /// The LLC idle counts agree with the CPUs' states (for `check_invariants`).
+    pub(crate) fn check_llc_idle(&self) -> Result<(), String> {
+        for (s, cpus) in self.topo.socket_cpus.iter().enumerate() {
+            let want = LlcIdle {
+                for_wake: cpus.iter().filter(|&&c| self.idle_for_wake(c)).count() as u32,
+                truly: cpus.iter().filter(|&&c| self.truly_idle(c)).count() as u32,
+            };
+            if self.llc_idle[s] != want {
+                return Err(format!("LLC {s}: idle counts {:?} but {want:?}", self.llc_idle[s]));
+            }
+        }
+        Ok(())
     }
 
     /// `select_task_rq_fair` for a wakeup: the target is the previous CPU, or — woken by a
@@ -171,10 +243,13 @@ impl Node {
             return prev;
         }
         let prev = target;
-        let llc = &self.topo.socket_cpus[self.topo.socket_of[prev]];
-        let start = llc.iter().position(|&c| c == prev).unwrap_or(0);
-        let n = llc.len();
-        if self.topo.core_cpus[0].len() > 1 {
+        let llc_id = self.topo.socket_of[prev];
+        let idle = self.llc_idle[llc_id];
+        let llc = &self.topo.socket_cpus[llc_id];
+        // Nothing idle in the LLC: both scans would come back empty (`LlcIdle`).
+        let n = if idle.for_wake == 0 { 0 } else { llc.len() };
+        let start = if n == 0 { 0 } else { llc.iter().position(|&c| c == prev).unwrap_or(0) };
+        if idle.truly > 0 && self.topo.core_cpus[0].len() > 1 {
             for i in 1..n {
                 let c = llc[(start + i) % n];
                 if ok(c) && self.topo.siblings(c).iter().all(|&s| self.truly_idle(s)) {

@@ -326,7 +326,8 @@ impl Node {
     /// (`enqueue_task_fair`).
     fn enqueue_chain(&mut self, mut se: SeId, nr: u32, mut idle_nr: u32, mode: Enqueue) {
         // enqueue_entity starts with update_curr: placement sees an up-to-date min_vruntime.
-        self.update_curr(self.rqs[self.ses[se].parent_rq].cpu);
+        let cpu = self.rqs[self.ses[se].parent_rq].cpu;
+        self.update_curr(cpu);
         let mut adding = true;
         let mut first = true;
         loop {
@@ -374,6 +375,7 @@ impl Node {
                 None => break,
             }
         }
+        self.refresh_idle(cpu);
     }
 
     /// The mirror of `enqueue_chain` (`dequeue_entities`): a parent entity leaves its queue
@@ -383,7 +385,8 @@ impl Node {
     /// only the runnable counts drop), and a task's sleep that leaves company in its group
     /// makes the group entity the next buddy.
     fn dequeue_chain(&mut self, mut se: SeId, nr: u32, mut idle_nr: u32, how: Dequeue) {
-        self.update_curr(self.rqs[self.ses[se].parent_rq].cpu);
+        let cpu = self.rqs[self.ses[se].parent_rq].cpu;
+        self.update_curr(cpu);
         let task_sleep =
             matches!(self.ses[se].kind, SeKind::Task(_)) && matches!(how, Dequeue::Sleep | Dequeue::Delayed);
         let mut removing = true;
@@ -449,6 +452,7 @@ impl Node {
                 None => break,
             }
         }
+        self.refresh_idle(cpu);
     }
 
     /// `pick_next_entity` picked a delayed entity: it leaves now (`dequeue_entities` with
@@ -701,6 +705,7 @@ impl Node {
             }
         }
         self.cpus[cpu].curr = None;
+        self.refresh_idle(cpu);
         let mut next = self.pick_next(cpu, prev);
         if let (None, Some(p)) = (next, prev) {
             self.put_prev_entities(p, &[]); // going idle (or pulling first): all of prev goes back
@@ -734,6 +739,7 @@ impl Node {
             }
         }
         self.cpus[cpu].curr = next;
+        self.refresh_idle(cpu);
         self.cpus[cpu].clock = self.now;
         self.cpus[cpu].observed = false;
         if prev != next {
@@ -828,6 +834,7 @@ impl Node {
         self.update_curr(cpu);
         self.put_prev(cpu);
         self.cpus[cpu].curr = None;
+        self.refresh_idle(cpu);
         if self.hw.contention.is_some() {
             self.llc_changed(cpu, Some(t), None);
         }
@@ -1141,6 +1148,7 @@ impl Node {
                 None => break,
             }
         }
+        self.refresh_idle(cpu);
         self.add_runnable(t, cpu);
         self.tasks[t].state = TaskState::Runnable;
         self.tasks[t].wait_start = self.now;
