@@ -876,23 +876,31 @@ impl Node {
     /// task with a contention profile: its LLC / memory / core-sharing speed, contention.rs),
     /// times `numa_remote_speed` when the task's memory is on another NUMA node.
     fn speed_of(&self, cpu: CpuId) -> u64 {
-        let mut speed = 1.0f64;
+        let remote = self.cpus[cpu]
+            .curr
+            .is_some_and(|t| self.tasks[t].home_node.is_some_and(|h| h != self.topo.numa_of[cpu]));
         if let Some(s) = self.contention_speed(cpu) {
-            speed = s;
-        } else if self
+            return fixed_speed(s, remote.then_some(self.topo.numa_remote_speed));
+        }
+        let smt = self
             .topo
             .siblings(cpu)
             .iter()
-            .any(|&s| s != cpu && self.cpus[s].curr.is_some())
-        {
-            speed *= self.topo.smt_speed;
-        }
-        if let Some(t) = self.cpus[cpu].curr {
-            if self.tasks[t].home_node.is_some_and(|h| h != self.topo.numa_of[cpu]) {
-                speed *= self.topo.numa_remote_speed;
-            }
-        }
-        (speed * SPEED_ONE as f64).round() as u64
+            .any(|&s| s != cpu && self.cpus[s].curr.is_some());
+        self.speeds[smt as usize * 2 + remote as usize]
+    }
+
+    /// The four speeds without a contention profile, by (an SMT sibling runs, memory is
+    /// remote): `speed_of`'s products, computed once (the same float operations in the same
+    /// order, so the same bits).
+    pub(crate) fn speed_table(topo: &crate::topology::Topology) -> [u64; 4] {
+        let remote = Some(topo.numa_remote_speed);
+        [
+            fixed_speed(1.0, None),
+            fixed_speed(1.0, remote),
+            fixed_speed(topo.smt_speed, None),
+            fixed_speed(topo.smt_speed, remote),
+        ]
     }
 
     /// `sched_slice` (6.1, ALT_PERIOD and BASE_SLICE on): the period for the CPU's runnable
@@ -1183,6 +1191,16 @@ impl Node {
         self.move_task(t, dst);
         self.check_preempt_curr(dst, t);
     }
+}
+
+/// A speed factor (times the remote-memory factor, if any) in fixed point, rounded.
+fn fixed_speed(base: f64, remote: Option<f64>) -> u64 {
+    let mut speed = 1.0f64;
+    speed *= base;
+    if let Some(r) = remote {
+        speed *= r;
+    }
+    (speed * SPEED_ONE as f64).round() as u64
 }
 
 #[cfg(test)]

@@ -79,6 +79,9 @@ pub struct CfsRq {
     pub min_vruntime: i64,
     /// Queued entities except curr, by (vruntime, id): deterministic ties.
     pub timeline: BTreeSet<(i64, SeId)>,
+    /// The timeline's first entry, kept by `insert` and `remove` (the kernel's cached
+    /// `rb_leftmost`): read on every pick and min_vruntime update, changed far less often.
+    first: Option<(i64, SeId)>,
     /// Running sums over the timeline (curr excluded), as the kernel keeps them for an O(1)
     /// `avg_vruntime` (`avg_vruntime_add`/`_sub`): Σ w·(v − min_vruntime) and Σ w, w unscaled.
     pub sum_wkey: i128,
@@ -140,6 +143,7 @@ impl CfsRq {
             idle_h_nr_running: 0,
             min_vruntime: 0,
             timeline: BTreeSet::new(),
+            first: None,
             sum_wkey: 0,
             sum_w: 0,
             curr: None,
@@ -153,14 +157,19 @@ impl CfsRq {
         }
     }
 
+    #[inline]
     pub fn leftmost(&self) -> Option<(i64, SeId)> {
-        self.timeline.first().copied()
+        debug_assert_eq!(self.first, self.timeline.first().copied());
+        self.first
     }
 
     /// `__enqueue_entity`: onto the timeline and into the running sums (`avg_vruntime_add`);
     /// `w` is the entity's unscaled weight.
     pub fn insert(&mut self, v: i64, se: SeId, w: u64) {
         self.timeline.insert((v, se));
+        if self.first.is_none_or(|f| (v, se) < f) {
+            self.first = Some((v, se));
+        }
         self.sum_wkey += w as i128 * (v - self.min_vruntime) as i128;
         self.sum_w += w as i128;
     }
@@ -168,6 +177,9 @@ impl CfsRq {
     /// `__dequeue_entity` (`avg_vruntime_sub`).
     pub fn remove(&mut self, v: i64, se: SeId, w: u64) {
         self.timeline.remove(&(v, se));
+        if self.first == Some((v, se)) {
+            self.first = self.timeline.first().copied();
+        }
         self.sum_wkey -= w as i128 * (v - self.min_vruntime) as i128;
         self.sum_w -= w as i128;
     }

@@ -139,6 +139,8 @@ pub struct Node {
     pub nr_idle_cpus: usize,
     /// Per LLC (socket): how many of its CPUs are idle for placement (balance.rs).
     pub llc_idle: Vec<crate::balance::LlcIdle>,
+    /// Fixed-point speeds without a contention profile (cfs.rs `speed_table`).
+    pub speeds: [u64; 4],
     /// PSI state per (cgroup, CPU): cgroup * ncpus + cpu.
     pub psi_cpu: Vec<crate::psi::PsiCpu>,
     /// Time of the last PSI average update.
@@ -261,6 +263,7 @@ impl Node {
             })
             .collect();
         let llc_idle = crate::balance::LlcIdle::all_idle(&topo);
+        let speeds = Node::speed_table(&topo);
         let mut node = Node {
             topo,
             tun,
@@ -286,6 +289,7 @@ impl Node {
             waker: None,
             nr_idle_cpus: ncpus,
             llc_idle,
+            speeds,
             psi_cpu: vec![Default::default(); ncpus * ncg],
             psi_last: 0,
             trace: None,
