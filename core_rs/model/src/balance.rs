@@ -631,7 +631,13 @@ mod tests {
             .clone()
             .find(|&c| ok(c) && idle_core(c))
             .or_else(|| from_next.clone().find(|&c| ok(c) && n.idle_for_wake(c)))
-            .unwrap_or_else(|| if ok(target) { target } else { n.select_idle_sibling(t, target, target) })
+            .unwrap_or_else(|| {
+                if ok(target) {
+                    target
+                } else {
+                    n.select_idle_sibling(t, target, target)
+                }
+            })
     }
 
     #[test]
