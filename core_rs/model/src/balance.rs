@@ -26,6 +26,47 @@ pub struct Waker {
 /// Tasks moved at most per balancing pass (`sysctl_sched_nr_migrate`).
 const NR_MIGRATE: usize = 32;
 
+/// Which of a CPU's two idle states (`idle_for_wake`, `truly_idle`) it was last counted with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdleFlags {
+    pub for_wake: bool,
+    pub truly: bool,
+}
+
+impl IdleFlags {
+    /// A CPU with nothing queued and nothing running.
+    pub const BOTH: IdleFlags = IdleFlags {
+        for_wake: true,
+        truly: true,
+    };
+}
+
+/// How many CPUs of one LLC are idle for wakeup placement, and how many are truly idle: the
+/// kernel keeps the like per LLC (`sd_llc_shared`: `has_idle_cores`, and SIS_UTIL's
+/// `nr_idle_scan`) so that `select_idle_sibling` can skip its scans on a busy LLC. Here they
+/// are exact counts, so a scan is skipped only when it could not have found a CPU: the same
+/// placement as scanning, in O(1) while the whole LLC is busy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LlcIdle {
+    /// CPUs with `idle_for_wake`.
+    pub for_wake: u32,
+    /// CPUs with `truly_idle` (an idle core needs all its CPUs so).
+    pub truly: u32,
+}
+
+impl LlcIdle {
+    /// Every CPU idle: a node before its first task.
+    pub fn all_idle(topo: &crate::topology::Topology) -> Vec<LlcIdle> {
+        topo.socket_cpus
+            .iter()
+            .map(|c| LlcIdle {
+                for_wake: c.len() as u32,
+                truly: c.len() as u32,
+            })
+            .collect()
+    }
+}
+
 impl Node {
     /// `available_idle_cpu || sched_idle_cpu`: nothing runnable, or only idle-class work.
     #[inline]
@@ -37,6 +78,37 @@ impl Node {
     #[inline]
     fn truly_idle(&self, cpu: CpuId) -> bool {
         self.rqs[self.root_rq(cpu)].h_nr_running == 0 && self.cpus[cpu].curr.is_none()
+    }
+
+    /// Re-count `cpu` in its LLC's idle counts: called after every change of its root
+    /// queue's runnable counts (cfs.rs `enqueue_chain`, `dequeue_chain`, a delayed task's
+    /// requeue) and of its running task (`schedule`, `preempt_off_cpu`) — the only writers.
+    #[inline]
+    pub(crate) fn refresh_idle(&mut self, cpu: CpuId) {
+        let now = IdleFlags {
+            for_wake: self.idle_for_wake(cpu),
+            truly: self.truly_idle(cpu),
+        };
+        let was = std::mem::replace(&mut self.cpus[cpu].idle_counted, now);
+        if was != now {
+            let l = &mut self.llc_idle[self.topo.socket_of[cpu]];
+            l.for_wake = l.for_wake + now.for_wake as u32 - was.for_wake as u32;
+            l.truly = l.truly + now.truly as u32 - was.truly as u32;
+        }
+    }
+
+    /// The LLC idle counts agree with the CPUs' states (for `check_invariants`).
+    pub(crate) fn check_llc_idle(&self) -> Result<(), String> {
+        for (s, cpus) in self.topo.socket_cpus.iter().enumerate() {
+            let want = LlcIdle {
+                for_wake: cpus.iter().filter(|&&c| self.idle_for_wake(c)).count() as u32,
+                truly: cpus.iter().filter(|&&c| self.truly_idle(c)).count() as u32,
+            };
+            if self.llc_idle[s] != want {
+                return Err(format!("LLC {s}: idle counts {:?} but {want:?}", self.llc_idle[s]));
+            }
+        }
+        Ok(())
     }
 
     /// `select_task_rq_fair` for a wakeup: the target is the previous CPU, or — woken by a
@@ -171,20 +243,11 @@ impl Node {
             return prev;
         }
         let prev = target;
-        let llc = &self.topo.socket_cpus[self.topo.socket_of[prev]];
-        let start = llc.iter().position(|&c| c == prev).unwrap_or(0);
-        let n = llc.len();
-        if self.topo.core_cpus[0].len() > 1 {
-            for i in 1..n {
-                let c = llc[(start + i) % n];
-                if ok(c) && self.topo.siblings(c).iter().all(|&s| self.truly_idle(s)) {
-                    return c;
-                }
-            }
-        }
-        for i in 1..n {
-            let c = llc[(start + i) % n];
-            if ok(c) && self.idle_for_wake(c) {
+        let llc_id = self.topo.socket_of[prev];
+        let idle = self.llc_idle[llc_id];
+        // Nothing idle in the LLC: both scans would come back empty (`LlcIdle`).
+        if idle.for_wake > 0 {
+            if let Some(c) = self.scan_llc(t, prev, llc_id, idle.truly > 0) {
                 return c;
             }
         }
@@ -196,6 +259,24 @@ impl Node {
             .filter(|&c| ok(c))
             .min_by_key(|&c| (!self.idle_for_wake(c), self.cpus[c].tasks.len(), c))
             .expect("a task's cpuset is never empty")
+    }
+
+    /// `select_idle_core`, then `select_idle_cpu`, over the LLC from `prev` + 1 — called only
+    /// when its `LlcIdle` counts say there is something to find (with no CPU truly idle there
+    /// is no idle core).
+    fn scan_llc(&self, t: TaskId, prev: CpuId, llc_id: usize, any_truly_idle: bool) -> Option<CpuId> {
+        let ok = |c: CpuId| self.allowed(t, c);
+        let llc = &self.topo.socket_cpus[llc_id];
+        let start = llc.iter().position(|&c| c == prev).unwrap_or(0);
+        let n = llc.len();
+        let from_next = (1..n).map(|i| llc[(start + i) % n]);
+        if any_truly_idle && self.topo.core_cpus[0].len() > 1 {
+            let idle_core = |c: CpuId| self.topo.siblings(c).iter().all(|&s| self.truly_idle(s));
+            if let Some(c) = from_next.clone().find(|&c| ok(c) && idle_core(c)) {
+                return Some(c);
+            }
+        }
+        from_next.clone().find(|&c| ok(c) && self.idle_for_wake(c))
     }
 
     /// `find_idlest_cpu` for a new task: among its allowed CPUs, fewest runnable tasks, then
@@ -534,6 +615,73 @@ mod tests {
 
     fn load(n: &Node, cpu: CpuId) -> f64 {
         n.rqs[n.root_rq(cpu)].load as f64
+    }
+
+    /// `select_idle_sibling` as it was before `LlcIdle`: both scans over the whole LLC.
+    fn scanning_select(n: &Node, t: TaskId, target: CpuId) -> CpuId {
+        let ok = |c: CpuId| n.allowed(t, c);
+        if ok(target) && n.idle_for_wake(target) {
+            return target;
+        }
+        let llc = &n.topo.socket_cpus[n.topo.socket_of[target]];
+        let start = llc.iter().position(|&c| c == target).unwrap();
+        let from_next = (1..llc.len()).map(|i| llc[(start + i) % llc.len()]);
+        let idle_core = |c: CpuId| n.topo.siblings(c).iter().all(|&s| n.truly_idle(s));
+        from_next
+            .clone()
+            .find(|&c| ok(c) && idle_core(c))
+            .or_else(|| from_next.clone().find(|&c| ok(c) && n.idle_for_wake(c)))
+            .unwrap_or_else(|| {
+                if ok(target) {
+                    target
+                } else {
+                    n.select_idle_sibling(t, target, target)
+                }
+            })
+    }
+
+    #[test]
+    fn llc_idle_counts_stay_exact_and_place_wakeups_as_the_full_scan_does() {
+        // 2 LLCs of 4 SMT cores: a bursty service, idle-class hogs (idle for placement but
+        // not truly idle), throttled hogs (bandwidth dequeues) and a pinned group.
+        let spec = json!({"seed": 7,
+            "topology": {"sockets": 2, "cores_per_socket": 4, "threads_per_core": 2},
+            "cgroups": [{"name": "ls"}, {"name": "be", "cpu.idle": 1},
+                        {"name": "q", "cpu.cfs_quota_us": 1_300_000, "cpu.cfs_period_us": 100_000},
+                        {"name": "pin", "cpuset.cpus": "9-11"}],
+            "workloads": [
+                {"kind": "open_loop", "name": "web", "cgroup": "ls", "rate_per_s": 3000.0, "workers": 12,
+                 "service": {"dist": "exponential", "mean_ns": 1e6}},
+                {"kind": "hog", "name": "b", "cgroup": "be", "threads": 3},
+                {"kind": "hog", "name": "q", "cgroup": "q", "threads": 14},
+                {"kind": "closed_loop", "name": "p", "cgroup": "pin", "clients": 3,
+                 "service": {"dist": "exponential", "mean_ns": 2e5},
+                 "think": {"dist": "exponential", "mean_ns": 5e5}}]});
+        let mut n = Node::from_json(&spec.to_string()).unwrap();
+        let (mut none_idle, mut some_idle, mut compared) = (0, 0, 0);
+        for step in 1..=2000u64 {
+            n.run_until(step * 250_000).unwrap();
+            n.check_invariants().unwrap(); // the counts against a recount
+            for l in &n.llc_idle {
+                if l.for_wake == 0 {
+                    none_idle += 1;
+                } else {
+                    some_idle += 1;
+                }
+            }
+            for t in 0..n.tasks.len() {
+                if n.tasks[t].state != TaskState::Sleeping {
+                    continue;
+                }
+                for cpu in 0..n.ncpus() {
+                    assert_eq!(n.select_idle_sibling(t, cpu, cpu), scanning_select(&n, t, cpu));
+                    compared += 1;
+                }
+            }
+        }
+        // both branches were taken, often
+        assert!(none_idle > 100 && some_idle > 100, "{none_idle} {some_idle}");
+        assert!(compared > 10_000);
     }
 
     #[test]

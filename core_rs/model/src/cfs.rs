@@ -326,7 +326,8 @@ impl Node {
     /// (`enqueue_task_fair`).
     fn enqueue_chain(&mut self, mut se: SeId, nr: u32, mut idle_nr: u32, mode: Enqueue) {
         // enqueue_entity starts with update_curr: placement sees an up-to-date min_vruntime.
-        self.update_curr(self.rqs[self.ses[se].parent_rq].cpu);
+        let cpu = self.rqs[self.ses[se].parent_rq].cpu;
+        self.update_curr(cpu);
         let mut adding = true;
         let mut first = true;
         loop {
@@ -374,6 +375,7 @@ impl Node {
                 None => break,
             }
         }
+        self.refresh_idle(cpu);
     }
 
     /// The mirror of `enqueue_chain` (`dequeue_entities`): a parent entity leaves its queue
@@ -383,7 +385,8 @@ impl Node {
     /// only the runnable counts drop), and a task's sleep that leaves company in its group
     /// makes the group entity the next buddy.
     fn dequeue_chain(&mut self, mut se: SeId, nr: u32, mut idle_nr: u32, how: Dequeue) {
-        self.update_curr(self.rqs[self.ses[se].parent_rq].cpu);
+        let cpu = self.rqs[self.ses[se].parent_rq].cpu;
+        self.update_curr(cpu);
         let task_sleep =
             matches!(self.ses[se].kind, SeKind::Task(_)) && matches!(how, Dequeue::Sleep | Dequeue::Delayed);
         let mut removing = true;
@@ -449,6 +452,7 @@ impl Node {
                 None => break,
             }
         }
+        self.refresh_idle(cpu);
     }
 
     /// `pick_next_entity` picked a delayed entity: it leaves now (`dequeue_entities` with
@@ -701,6 +705,7 @@ impl Node {
             }
         }
         self.cpus[cpu].curr = None;
+        self.refresh_idle(cpu);
         let mut next = self.pick_next(cpu, prev);
         if let (None, Some(p)) = (next, prev) {
             self.put_prev_entities(p, &[]); // going idle (or pulling first): all of prev goes back
@@ -734,6 +739,7 @@ impl Node {
             }
         }
         self.cpus[cpu].curr = next;
+        self.refresh_idle(cpu);
         self.cpus[cpu].clock = self.now;
         self.cpus[cpu].observed = false;
         if prev != next {
@@ -828,6 +834,7 @@ impl Node {
         self.update_curr(cpu);
         self.put_prev(cpu);
         self.cpus[cpu].curr = None;
+        self.refresh_idle(cpu);
         if self.hw.contention.is_some() {
             self.llc_changed(cpu, Some(t), None);
         }
@@ -869,23 +876,31 @@ impl Node {
     /// task with a contention profile: its LLC / memory / core-sharing speed, contention.rs),
     /// times `numa_remote_speed` when the task's memory is on another NUMA node.
     fn speed_of(&self, cpu: CpuId) -> u64 {
-        let mut speed = 1.0f64;
+        let remote = self.cpus[cpu]
+            .curr
+            .is_some_and(|t| self.tasks[t].home_node.is_some_and(|h| h != self.topo.numa_of[cpu]));
         if let Some(s) = self.contention_speed(cpu) {
-            speed = s;
-        } else if self
+            return fixed_speed(s, remote.then_some(self.topo.numa_remote_speed));
+        }
+        let smt = self
             .topo
             .siblings(cpu)
             .iter()
-            .any(|&s| s != cpu && self.cpus[s].curr.is_some())
-        {
-            speed *= self.topo.smt_speed;
-        }
-        if let Some(t) = self.cpus[cpu].curr {
-            if self.tasks[t].home_node.is_some_and(|h| h != self.topo.numa_of[cpu]) {
-                speed *= self.topo.numa_remote_speed;
-            }
-        }
-        (speed * SPEED_ONE as f64).round() as u64
+            .any(|&s| s != cpu && self.cpus[s].curr.is_some());
+        self.speeds[smt as usize * 2 + remote as usize]
+    }
+
+    /// The four speeds without a contention profile, by (an SMT sibling runs, memory is
+    /// remote): `speed_of`'s products, computed once (the same float operations in the same
+    /// order, so the same bits).
+    pub(crate) fn speed_table(topo: &crate::topology::Topology) -> [u64; 4] {
+        let remote = Some(topo.numa_remote_speed);
+        [
+            fixed_speed(1.0, None),
+            fixed_speed(1.0, remote),
+            fixed_speed(topo.smt_speed, None),
+            fixed_speed(topo.smt_speed, remote),
+        ]
     }
 
     /// `sched_slice` (6.1, ALT_PERIOD and BASE_SLICE on): the period for the CPU's runnable
@@ -1141,6 +1156,7 @@ impl Node {
                 None => break,
             }
         }
+        self.refresh_idle(cpu);
         self.add_runnable(t, cpu);
         self.tasks[t].state = TaskState::Runnable;
         self.tasks[t].wait_start = self.now;
@@ -1175,6 +1191,16 @@ impl Node {
         self.move_task(t, dst);
         self.check_preempt_curr(dst, t);
     }
+}
+
+/// A speed factor (times the remote-memory factor, if any) in fixed point, rounded.
+fn fixed_speed(base: f64, remote: Option<f64>) -> u64 {
+    let mut speed = 1.0f64;
+    speed *= base;
+    if let Some(r) = remote {
+        speed *= r;
+    }
+    (speed * SPEED_ONE as f64).round() as u64
 }
 
 #[cfg(test)]

@@ -4,7 +4,6 @@
 use crate::cgroup::CgId;
 use crate::topology::CpuId;
 use crate::workload::TaskId;
-use std::collections::BTreeSet;
 
 pub type SeId = usize;
 /// Index of a cfs_rq: cgroup * ncpus + cpu.
@@ -77,8 +76,11 @@ pub struct CfsRq {
     /// Of those, tasks that are SCHED_IDLE or under an idle group.
     pub idle_h_nr_running: u32,
     pub min_vruntime: i64,
-    /// Queued entities except curr, by (vruntime, id): deterministic ties.
-    pub timeline: BTreeSet<(i64, SeId)>,
+    /// Queued entities except curr, sorted by (vruntime, id): deterministic ties. A sorted
+    /// vector, not a tree: a queue holds a handful of entities (one per runnable task or
+    /// group of this cgroup on this CPU), where a binary search and a short move beat a
+    /// B-tree's node walk; the first entry is the kernel's cached `rb_leftmost`.
+    pub timeline: Vec<(i64, SeId)>,
     /// Running sums over the timeline (curr excluded), as the kernel keeps them for an O(1)
     /// `avg_vruntime` (`avg_vruntime_add`/`_sub`): Σ w·(v − min_vruntime) and Σ w, w unscaled.
     pub sum_wkey: i128,
@@ -139,7 +141,7 @@ impl CfsRq {
             h_nr_running: 0,
             idle_h_nr_running: 0,
             min_vruntime: 0,
-            timeline: BTreeSet::new(),
+            timeline: Vec::new(),
             sum_wkey: 0,
             sum_w: 0,
             curr: None,
@@ -153,6 +155,7 @@ impl CfsRq {
         }
     }
 
+    #[inline]
     pub fn leftmost(&self) -> Option<(i64, SeId)> {
         self.timeline.first().copied()
     }
@@ -160,14 +163,19 @@ impl CfsRq {
     /// `__enqueue_entity`: onto the timeline and into the running sums (`avg_vruntime_add`);
     /// `w` is the entity's unscaled weight.
     pub fn insert(&mut self, v: i64, se: SeId, w: u64) {
-        self.timeline.insert((v, se));
+        let key = (v, se);
+        if let Err(i) = self.timeline.binary_search(&key) {
+            self.timeline.insert(i, key);
+        }
         self.sum_wkey += w as i128 * (v - self.min_vruntime) as i128;
         self.sum_w += w as i128;
     }
 
     /// `__dequeue_entity` (`avg_vruntime_sub`).
     pub fn remove(&mut self, v: i64, se: SeId, w: u64) {
-        self.timeline.remove(&(v, se));
+        if let Ok(i) = self.timeline.binary_search(&(v, se)) {
+            self.timeline.remove(i);
+        }
         self.sum_wkey -= w as i128 * (v - self.min_vruntime) as i128;
         self.sum_w -= w as i128;
     }

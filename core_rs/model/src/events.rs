@@ -109,6 +109,10 @@ pub struct EventQueue {
     /// so `tree[1]` is the earliest CPU timer.
     tree: Vec<Timer>,
     width: usize,
+    /// The slot whose timer `pop` just returned, still in the tree: the node usually re-arms
+    /// it while handling the event, so emptying its leaf is left to the next `peek_time` /
+    /// `pop`, or undone by a re-arm — one walk up the tree per CPU event instead of two.
+    fired: Option<usize>,
 }
 
 impl EventQueue {
@@ -162,11 +166,24 @@ impl EventQueue {
     fn set_timer(&mut self, slot: usize, at: Ns, gen: u64) {
         self.seq += 1;
         self.slot_gen[slot] = gen;
+        if self.fired == Some(slot) {
+            self.fired = None;
+        }
         self.set_leaf(slot, (at, self.seq));
     }
 
     fn cancel_timer(&mut self, slot: usize) {
+        if self.fired == Some(slot) {
+            self.fired = None;
+        }
         if self.tree[self.width + slot].key() != Timer::NONE {
+            self.set_leaf(slot, Timer::NONE);
+        }
+    }
+
+    /// Empty the leaf of the timer fired last, if it was not re-armed.
+    fn clear_fired(&mut self) {
+        if let Some(slot) = self.fired.take() {
             self.set_leaf(slot, Timer::NONE);
         }
     }
@@ -193,7 +210,8 @@ impl EventQueue {
         (first.key() != Timer::NONE).then_some(first)
     }
 
-    pub fn peek_time(&self) -> Option<Ns> {
+    pub fn peek_time(&mut self) -> Option<Ns> {
+        self.clear_fired();
         let heap = self.heap.peek().map(|e| e.at);
         match self.first_timer() {
             Some(t) => Some(heap.map_or(t.at, |h| h.min(t.at))),
@@ -202,10 +220,11 @@ impl EventQueue {
     }
 
     pub fn pop(&mut self) -> Option<(Ns, Event)> {
+        self.clear_fired();
         if let Some(t) = self.first_timer() {
             if self.heap.peek().is_none_or(|e| t.key() < (e.at, e.seq)) {
                 let slot = t.slot as usize;
-                self.set_leaf(slot, Timer::NONE);
+                self.fired = Some(slot);
                 let gen = self.slot_gen[slot];
                 let ev = if slot == self.disk_slot {
                     Event::Disk { gen }

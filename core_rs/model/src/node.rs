@@ -102,6 +102,8 @@ pub struct Cpu {
     /// Next periodic balance per domain level of this CPU.
     pub next_balance: Vec<Ns>,
     pub balance_armed: bool,
+    /// `idle_for_wake` and `truly_idle` as last counted into `Node::llc_idle` (balance.rs).
+    pub idle_counted: crate::balance::IdleFlags,
 }
 
 pub struct Node {
@@ -135,6 +137,10 @@ pub struct Node {
     pub waker: Option<crate::balance::Waker>,
     /// CPUs with nothing running.
     pub nr_idle_cpus: usize,
+    /// Per LLC (socket): how many of its CPUs are idle for placement (balance.rs).
+    pub llc_idle: Vec<crate::balance::LlcIdle>,
+    /// Fixed-point speeds without a contention profile (cfs.rs `speed_table`).
+    pub speeds: [u64; 4],
     /// PSI state per (cgroup, CPU): cgroup * ncpus + cpu.
     pub psi_cpu: Vec<crate::psi::PsiCpu>,
     /// Time of the last PSI average update.
@@ -253,8 +259,11 @@ impl Node {
                 balance_gen: 0,
                 next_balance: vec![0; domains_per_cpu[c]],
                 balance_armed: false,
+                idle_counted: crate::balance::IdleFlags::BOTH,
             })
             .collect();
+        let llc_idle = crate::balance::LlcIdle::all_idle(&topo);
+        let speeds = Node::speed_table(&topo);
         let mut node = Node {
             topo,
             tun,
@@ -279,6 +288,8 @@ impl Node {
             next_blocked: 0,
             waker: None,
             nr_idle_cpus: ncpus,
+            llc_idle,
+            speeds,
             psi_cpu: vec![Default::default(); ncpus * ncg],
             psi_last: 0,
             trace: None,
@@ -1472,6 +1483,7 @@ impl Node {
         if idle != self.nr_idle_cpus {
             return Err(format!("nr_idle_cpus {} but {idle} CPUs idle", self.nr_idle_cpus));
         }
+        self.check_llc_idle()?;
         for (i, r) in self.rqs.iter().enumerate() {
             let queued = r.timeline.len() as u32 + r.curr.filter(|&s| self.ses[s].on_rq).is_some() as u32;
             if queued != r.nr_running {

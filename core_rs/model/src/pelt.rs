@@ -121,7 +121,8 @@ pub fn group_shares(tg_shares: u64, load_weight: u64, load_avg: u64, tg_load: u6
     let load = load_weight.max(load_avg);
     let tg_weight = tg_load - contrib + load;
     let shares = if tg_weight > 0 {
-        (tg_shares as u128 * load as u128 / tg_weight as u128) as u64
+        // u64 division when the product fits (arith.rs): the same quotient, no __udivti3
+        crate::arith::div(tg_shares as u128 * load as u128, tg_weight) as u64
     } else {
         tg_shares
     };

@@ -118,7 +118,8 @@ pub fn full_check(n: &Node, strict: bool) -> Result<(), String> {
                 r.cg, r.cpu, r.load, load[i]
             ));
         }
-        if r.timeline != members[i] {
+        // the same entries, and in order (the timeline is a sorted vector)
+        if !r.timeline.iter().eq(members[i].iter()) {
             return Err(format!(
                 "rq {i} (cg {} cpu {}): timeline {:?} vs {:?}",
                 r.cg, r.cpu, r.timeline, members[i]
