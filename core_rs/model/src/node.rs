@@ -101,6 +101,8 @@ pub struct Cpu {
     pub balance_gen: u64,
     /// Next periodic balance per domain level of this CPU.
     pub next_balance: Vec<Ns>,
+    /// `sd->nr_balance_failed` per domain level of this CPU (lb_groups.rs).
+    pub nr_balance_failed: Vec<u32>,
     pub balance_armed: bool,
 }
 
@@ -130,6 +132,9 @@ pub struct Node {
     pub idle_kick_pending: bool,
     /// PELT shares: when idle CPUs' blocked averages are next decayed (`nohz.next_blocked`).
     pub next_blocked: Ns,
+    /// `nohz.next_balance`: before this an LLC with several busy CPUs does not kick the NOHZ
+    /// balancer (lb_groups.rs).
+    pub nohz_next_balance: Ns,
     /// The task whose finished work is waking others, while its effects apply (balance.rs
     /// `wake_affine`): None for wakeups from timers, IO and the node.
     pub waker: Option<crate::balance::Waker>,
@@ -252,6 +257,7 @@ impl Node {
                 expelled: vec![],
                 balance_gen: 0,
                 next_balance: vec![0; domains_per_cpu[c]],
+                nr_balance_failed: vec![0; domains_per_cpu[c]],
                 balance_armed: false,
             })
             .collect();
@@ -277,6 +283,7 @@ impl Node {
             sample_interval: spec.sample_interval_ns,
             idle_kick_pending: false,
             next_blocked: 0,
+            nohz_next_balance: 0,
             waker: None,
             nr_idle_cpus: ncpus,
             psi_cpu: vec![Default::default(); ncpus * ncg],
