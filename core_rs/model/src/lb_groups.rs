@@ -286,8 +286,8 @@ impl Node {
         let dom = &self.topo.domains[cpu][d];
         let numa = (dom.level == DomainLevel::Numa).then(|| {
             // build_sched_domains: the first level above the LLC allows one task per LLC
-            let child = self.topo.domains[cpu][d - 1].span.len().max(1);
-            let nr_llcs = dom.span.len() / child;
+            let llc = self.topo.socket_cpus[self.topo.socket_of[cpu]].len().max(1);
+            let nr_llcs = dom.span.len() / llc;
             (if nr_llcs == 1 {
                 dom.span.len() as u64 >> 3
             } else {
@@ -381,7 +381,7 @@ impl Node {
             // need_active_balance → imbalanced_active_balance: spreading tasks failed too often
             if mt == Migration::Task && self.cpus[cpu].nr_balance_failed[d] > cache_nice_tries(dom.level) + 2 {
                 self.cpus[cpu].nr_balance_failed[d] = cache_nice_tries(dom.level) + 1;
-                return self.active_balance(src, cpu);
+                return self.active_balance(src, cpu, dom.level);
             }
             return false;
         }
@@ -411,7 +411,9 @@ impl Node {
                 break;
             }
             let task = &self.tasks[t];
-            let hot = task_hot(task.idle_policy, level == DomainLevel::Smt, self.now, task.wait_start);
+            // migrate_degrades_locality counts a move off the task's NUMA home as hot
+            let hot = task_hot(task.idle_policy, level == DomainLevel::Smt, self.now, task.wait_start)
+                || (level == DomainLevel::Numa && self.leaves_home(t, dst));
             if hot && failed <= cache_nice_tries(level) {
                 continue;
             }
@@ -443,10 +445,16 @@ impl Node {
     }
 
     /// `active_load_balance_cpu_stop`: the stopper preempts `src`'s running task and moves it
-    /// to `dst` (if its affinity allows); `dst` runs it, then `src` picks again.
-    fn active_balance(&mut self, src: CpuId, dst: CpuId) -> bool {
+    /// to `dst` (if its affinity allows); `dst` runs it, then `src` picks again. Across NUMA
+    /// nodes a task is not moved off its memory's node: the kernel would move it, and NUMA
+    /// balancing (`task_numa_migrate`, every scan period) would move it back to its preferred
+    /// node — the model keeps the net effect, not the round trip.
+    fn active_balance(&mut self, src: CpuId, dst: CpuId, level: DomainLevel) -> bool {
         let Some(t) = self.cpus[src].curr else { return false };
         if self.cpus[src].blocking || !self.allowed(t, dst) || self.task_throttled(t) {
+            return false;
+        }
+        if level == DomainLevel::Numa && self.leaves_home(t, dst) {
             return false;
         }
         self.preempt_off_cpu(src);
