@@ -422,8 +422,11 @@ impl Node {
                 Migration::Util => SCHED_CAPACITY_SCALE as i64,
                 Migration::Load => {
                     let load = (self.task_h_load(t) as i64).max(1);
-                    // shr_bound(load, nr_balance_failed): relax after failures
-                    if (load >> failed.min(31)) > imbalance {
+                    // shr_bound(load, nr_balance_failed): relax after failures — but never
+                    // to a move that only swaps which CPU is heavier (load ≥ 2 × imbalance):
+                    // with the model's instantaneous loads the other CPU's next balance
+                    // would undo it at once (the kernel's PELT loads damp that ping-pong).
+                    if (load >> failed.min(31)) > imbalance || load >= 2 * imbalance {
                         continue;
                     }
                     load
