@@ -34,7 +34,7 @@ from policies.cgroup import (
 from replay.cgroupfs import PERF_REFUSAL, HostBackend, HostError, WriteRecord, read_disk_stat, read_node_busy_s, resctrl_refusal
 from replay.host_kernel import host_kernel, kernel_overrides, parse_version, scheduler_of
 from replay.probe import Probe, ProbeResult, Watch
-from replay.session import Session
+from replay.session import Session, raise_if_interrupted
 from replay.workloads import HostWorkload
 from sim.results import CgroupResult, RunResult, ServiceResult, TimeSeries
 from sim.scenario import Cgroup, Scenario, Variant
@@ -285,6 +285,7 @@ def run_on_host(
             target = min(events)
             if target > now and not session.dry_run:
                 time.sleep(target - now)
+            raise_if_interrupted()
             now = target
             if at_warmup is None and now >= warmup:
                 at_warmup = snapshot()

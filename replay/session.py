@@ -68,8 +68,23 @@ class Interrupted(KeyboardInterrupt):
     """SIGTERM (or SIGINT) arrived: unwind, clean up, exit."""
 
 
+# Signals whose Interrupted was raised: Python drops an exception raised where it ignores
+# them (an at-fork hook that Popen's preexec_fn path runs, a __del__), so the run also stops at
+# the next safe point (`raise_if_interrupted`) rather than running on to the end.
+_pending: list[str] = []
+
+
 def _raise_interrupted(signum, frame):
-    raise Interrupted(signal.Signals(signum).name)
+    name = signal.Signals(signum).name
+    _pending.append(name)
+    raise Interrupted(name)
+
+
+def raise_if_interrupted() -> None:
+    """Raise the Interrupted of a signal that arrived in this session, even if where it was
+    first raised swallowed it."""
+    if _pending:
+        raise Interrupted(_pending[-1])
 
 
 class Session:
@@ -218,6 +233,7 @@ class Session:
             start_new_session=True,
         )
         self.procs.append(proc)
+        raise_if_interrupted()  # a signal during the fork's hooks is lost there
         return proc
 
     def kill_all(self) -> None:
@@ -287,6 +303,7 @@ class Session:
             for sig, handler in self._old_handlers.items():
                 signal.signal(sig, handler)  # type: ignore[arg-type]
             self._old_handlers.clear()
+            _pending.clear()
             if self._lock_fd is not None:
                 os.close(self._lock_fd)
                 self._lock_fd = None

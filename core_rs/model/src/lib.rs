@@ -18,6 +18,7 @@ pub mod eevdf;
 pub mod error;
 pub mod events;
 pub mod fluid;
+pub mod lb_groups;
 pub mod memcg;
 pub mod net;
 pub mod node;

@@ -101,6 +101,8 @@ pub struct Cpu {
     pub balance_gen: u64,
     /// Next periodic balance per domain level of this CPU.
     pub next_balance: Vec<Ns>,
+    /// `sd->nr_balance_failed` per domain level of this CPU (lb_groups.rs).
+    pub nr_balance_failed: Vec<u32>,
     pub balance_armed: bool,
     /// `idle_for_wake` and `truly_idle` as last counted into `Node::llc_idle` (balance.rs).
     pub idle_counted: crate::balance::IdleFlags,
@@ -132,6 +134,9 @@ pub struct Node {
     pub idle_kick_pending: bool,
     /// PELT shares: when idle CPUs' blocked averages are next decayed (`nohz.next_blocked`).
     pub next_blocked: Ns,
+    /// `nohz.next_balance`: before this an LLC with several busy CPUs does not kick the NOHZ
+    /// balancer (lb_groups.rs).
+    pub nohz_next_balance: Ns,
     /// The task whose finished work is waking others, while its effects apply (balance.rs
     /// `wake_affine`): None for wakeups from timers, IO and the node.
     pub waker: Option<crate::balance::Waker>,
@@ -258,6 +263,7 @@ impl Node {
                 expelled: vec![],
                 balance_gen: 0,
                 next_balance: vec![0; domains_per_cpu[c]],
+                nr_balance_failed: vec![0; domains_per_cpu[c]],
                 balance_armed: false,
                 idle_counted: crate::balance::IdleFlags::BOTH,
             })
@@ -286,6 +292,7 @@ impl Node {
             sample_interval: spec.sample_interval_ns,
             idle_kick_pending: false,
             next_blocked: 0,
+            nohz_next_balance: 0,
             waker: None,
             nr_idle_cpus: ncpus,
             llc_idle,
