@@ -38,7 +38,7 @@ from typing import Any
 from policies.cgroup import Knob, KnobWrite
 from replay.cgroupfs import HostError
 from replay.session import Session, running_folder
-from replay.workloads import NGINX_CONFIG, REDIS_BATCH, _free_port, _wait_port, parse_redis_csv, parse_wrk, wrk_argv
+from replay.workloads import REDIS_BATCH, parse_redis_csv, parse_wrk, redis_benchmark_argv, start_nginx, start_redis, wrk_argv
 
 SERVICES = ("nginx", "redis")
 ANTAGONISTS = ("cache", "stream", "matrix", "cpu")
@@ -214,46 +214,19 @@ class Bench:
 
     def _server(self, service: str, cg: str, tmp: Path) -> list[str]:
         """Start the server in `cg`; the generator's argv (its duration `seconds`)."""
-        port = _free_port()
         if service == "nginx":
-            for d in ("logs", "html", "tmp"):
-                (tmp / d).mkdir()
-            (tmp / "html" / "index.html").write_text("colosim\n" * 64)
-            (tmp / "nginx.conf").write_text(NGINX_CONFIG.format(port=port, dir=tmp, workers=len(os.sched_getaffinity(0))))
-            server = self.s.spawn(["nginx", "-p", str(tmp), "-c", str(tmp / "nginx.conf")], cg)
-            _wait_port(port, server, "nginx")
+            port = start_nginx(self.s, tmp, cg)
+            assert port is not None  # never a dry run
             return wrk_argv(WRK_CLIENTS, self.seconds, f"http://127.0.0.1:{port}/")
-        server = self.s.spawn(
-            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(tmp)], cg
-        )
-        _wait_port(port, server, "redis-server")
+        port = start_redis(self.s, tmp, cg)
+        assert port is not None
         # the working set: every key of the keyspace written (pipelined), before the window
         fill = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "-t", "set", "-r", str(REDIS_KEYS), "-n", str(4 * REDIS_KEYS)]
         fill += ["-d", str(REDIS_VALUE), "-P", "32", "-q"]
         filled = self.s.spawn(fill, cg)
         if filled.wait(timeout=120) != 0:
             raise HostError(f"redis-benchmark could not fill the keyspace (status {filled.returncode})")
-        return [
-            "timeout",
-            f"{self.seconds:g}s",
-            "stdbuf",
-            "-oL",
-            "redis-benchmark",
-            "-h",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            "-c",
-            str(REDIS_CLIENTS),
-            "-n",
-            str(REDIS_BATCH),
-            "-r",
-            str(REDIS_KEYS),
-            "-t",
-            "get",
-            "-l",
-            "--csv",
-        ]
+        return redis_benchmark_argv(port, REDIS_CLIENTS, self.seconds, "get", keys=REDIS_KEYS)
 
 
 def wait_for_other_replays(say: Callable[[str], Any], timeout_s: float) -> None:

@@ -460,49 +460,17 @@ class HostWorkload:
         self._generator = (clickhouse_benchmark_argv(port, self.model.clients, seconds, tmp / "bench.json"), self.model.host.query)
 
     def _start_nginx(self, session, tmp: Path, cg: str, seconds: float) -> None:
-        port = _free_port()
-        for d in ("logs", "html", "tmp"):
-            (tmp / d).mkdir()
-        (tmp / "html" / "index.html").write_text("colosim\n" * 64)
-        workers = len(os.sched_getaffinity(0))
-        (tmp / "nginx.conf").write_text(NGINX_CONFIG.format(port=port, dir=tmp, workers=workers))
-        server = session.spawn(["nginx", "-p", str(tmp), "-c", str(tmp / "nginx.conf")], cg)
-        if server is None:
+        port = start_nginx(session, tmp, cg)
+        if port is None:
             return
-        _wait_port(port, server, "nginx")
         self.port = port
         self._generator = (wrk_argv(self.model.clients, seconds, f"http://127.0.0.1:{port}{self.model.host.path}"), None)
 
     def _start_redis(self, session, tmp: Path, cg: str, seconds: float) -> None:
-        port = _free_port()
-        server = session.spawn(
-            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(tmp)], cg
-        )
-        if server is None:
+        port = start_redis(session, tmp, cg)
+        if port is None:
             return
-        _wait_port(port, server, "redis-server")
-        self._generator = (
-            [
-                "timeout",
-                f"{max(1.0, seconds):g}s",
-                "stdbuf",
-                "-oL",
-                "redis-benchmark",
-                "-h",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "-c",
-                str(self.model.clients),
-                "-n",
-                str(REDIS_BATCH),
-                "-t",
-                self.model.host.bench_test,
-                "-l",
-                "--csv",
-            ],
-            None,
-        )
+        self._generator = (redis_benchmark_argv(port, self.model.clients, max(1.0, seconds), self.model.host.bench_test), None)
 
     def _prepare_postgres(self, session) -> None:
         """initdb, the server started in the workload's cgroup, pgbench -i: all before the clock."""
@@ -725,6 +693,46 @@ def _check_space(d: Path, need: int, where: str) -> None:
     free = shutil.disk_usage(d).free
     if need > free - (1 << 30):
         raise HostError(f"{where}: needs {need >> 20} MiB of scratch space in {d.parent}, {free >> 20} MiB free (set TMPDIR)")
+
+
+def start_nginx(session, tmp: Path, cg: str) -> int | None:
+    """nginx serving a small page from `tmp` (its config, logs and root there) in `cg`, one
+    worker per CPU we may use; its port once it listens (None in a dry run)."""
+    port = _free_port()
+    for d in ("logs", "html", "tmp"):
+        (tmp / d).mkdir()
+    (tmp / "html" / "index.html").write_text("colosim\n" * 64)
+    workers = len(os.sched_getaffinity(0))
+    (tmp / "nginx.conf").write_text(NGINX_CONFIG.format(port=port, dir=tmp, workers=workers))
+    server = session.spawn(["nginx", "-p", str(tmp), "-c", str(tmp / "nginx.conf")], cg)
+    if server is None:
+        return None
+    _wait_port(port, server, "nginx")
+    return port
+
+
+def start_redis(session, tmp: Path, cg: str) -> int | None:
+    """redis-server on loopback in `cg`, without persistence (its dir `tmp`); its port once it
+    listens (None in a dry run)."""
+    port = _free_port()
+    server = session.spawn(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(tmp)], cg
+    )
+    if server is None:
+        return None
+    _wait_port(port, server, "redis-server")
+    return port
+
+
+def redis_benchmark_argv(port: int, clients: int, seconds: float, test: str, keys: int | None = None) -> list[str]:
+    """redis-benchmark looping (`-l`) over `test` with `clients` connections for `seconds`,
+    its CSV line-buffered (a batch of REDIS_BATCH requests a line); `keys`: random keys of a
+    keyspace that size (`-r`)."""
+    argv = ["timeout", f"{seconds:g}s", "stdbuf", "-oL", "redis-benchmark", "-h", "127.0.0.1", "-p", str(port)]
+    argv += ["-c", str(clients), "-n", str(REDIS_BATCH)]
+    if keys is not None:
+        argv += ["-r", str(keys)]
+    return [*argv, "-t", test, "-l", "--csv"]
 
 
 def clickhouse_benchmark_argv(port: int, clients: int, seconds: float, json_path: Path) -> list[str]:
