@@ -19,7 +19,7 @@ are processes of their own, as the simulator's OOM killer sees them; its oom_sco
 with choom. A file_server's working set is working_set / file_size files of file_size made
 before the run by replay and dropped from the page cache (fsync, then POSIX_FADV_DONTNEED),
 so that the server's own reads fault them in, charged to its cgroup; colosim-load reads a
-file per request through the page cache and tells a hit from a miss with preadv2(RWF_NOWAIT).
+file per request through the page cache and tells a hit from a miss by asking mincore(2) before the read.
 A cache_writer writes CACHE_WRITER_BYTES per thread through the page cache, over and over
 (`dd conv=notrunc`): under a memory limit smaller than that, reclaim must take the oldest
 pages as the simulator's endless writer has it; without one, the host's cache stops growing

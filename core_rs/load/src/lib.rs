@@ -116,30 +116,57 @@ impl Record {
     }
 }
 
-/// Read all of `file` (`size` bytes) through the page cache; whether every byte was already
-/// there. Each part is first asked for with RWF_NOWAIT (preadv2(2): EAGAIN — or a short read —
-/// when the data is not in the page cache, Linux >= 4.14); the first part that is not is read
-/// the ordinary way, faulting it in and charging it to this process's memory cgroup, and the
-/// rest of the file with it.
+/// Whether every page of `file`'s first `size` bytes is in the page cache, asked without
+/// touching them: mincore(2) over a read-only shared mapping reports residency per page and
+/// faults nothing in (util-linux fincore asks the same way).
+///
+/// RWF_NOWAIT reads cannot tell this: since Linux 5.8 preadv2(RWF_NOWAIT) also sets IOCB_NOIO,
+/// so a cached page that carries the readahead marker (PG_readahead), or one still locked by
+/// an async readahead that a previous read started, fails with EAGAIN (mm/filemap.c
+/// filemap_get_pages / filemap_readahead). On a loaded host that made whole-cache reads count
+/// as misses.
+fn resident(file: &std::fs::File, size: u64) -> std::io::Result<bool> {
+    use std::os::unix::io::AsRawFd;
+    if size == 0 {
+        return Ok(true);
+    }
+    let len = size as usize;
+    // SAFETY: a fresh read-only mapping of our own open file; unmapped below on every path.
+    let addr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if addr == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as usize;
+    let mut vec = vec![0u8; len.div_ceil(page)];
+    // SAFETY: `vec` has one byte per page of the mapping, as mincore(2) requires.
+    let rc = unsafe { libc::mincore(addr, len, vec.as_mut_ptr()) };
+    let err = std::io::Error::last_os_error();
+    // SAFETY: `addr`/`len` are the mapping made above.
+    unsafe { libc::munmap(addr, len) };
+    if rc != 0 {
+        return Err(err);
+    }
+    Ok(vec.iter().all(|b| b & 1 == 1))
+}
+
+/// Read all of `file` (`size` bytes) through the page cache, faulting in what is not there and
+/// charging it to this process's memory cgroup; whether every byte was already cached before
+/// the read (a hit) or some had to come from the disk (a miss).
 fn read_file(file: &std::fs::File, size: u64, buf: &mut [u8]) -> std::io::Result<bool> {
     use std::os::unix::fs::FileExt;
-    use std::os::unix::io::AsRawFd;
-    let (mut off, mut cached) = (0u64, true);
+    let cached = resident(file, size)?;
+    let mut off = 0u64;
     while off < size {
         let want = (size - off).min(buf.len() as u64) as usize;
-        if cached {
-            let iov = libc::iovec {
-                iov_base: buf.as_mut_ptr().cast(),
-                iov_len: want,
-            };
-            // SAFETY: one iovec over `buf`, which we own and which outlives the call.
-            let n = unsafe { libc::preadv2(file.as_raw_fd(), &iov, 1, off as libc::off_t, libc::RWF_NOWAIT) };
-            if n > 0 && n as usize == want {
-                off += want as u64;
-                continue;
-            }
-            cached = false; // not (all) in the page cache: a miss, read from here on
-        }
         let n = file.read_at(&mut buf[..want], off)?;
         if n == 0 {
             return Err(std::io::Error::new(
