@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -199,9 +200,20 @@ def test_colosim_loads_file_reader_tells_a_miss_from_a_hit(tmp_path):
     }
     out = tmp_path / "r.json"
     argv = [*load_command(), "--spec", json.dumps(spec), "--duration-ns", "500000000", "--out", str(out), "--files", str(tmp_path / "set")]
+    # the independent truth: what the reader fetched from the disk (getrusage ru_inblock, the
+    # kernel's per-task read_bytes in 512-byte units, summed over waited-for children)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_inblock
     subprocess.run(argv, check=True, timeout=30)
+    disk = (resource.getrusage(resource.RUSAGE_CHILDREN).ru_inblock - before) * 512
     doc = json.loads(out.read_text())
     hits = doc["hits"]
     assert len(hits) == doc["completed"] > 100
-    # each file's first read finds it dropped (a miss, which brings it in); every later one hits
-    assert hits.count(False) == 2 and resident(files) == 2 * MIB
+    # each file's first read finds it dropped (a miss, which brings it in from the disk) ...
+    assert hits[:2] == [False, False] and disk >= 2 * MIB
+    # ... and every later miss is a read that went to the disk: this host's kernel now and then
+    # evicts a few pages of even a hot file (the three misses seen in 10 runs read 8-32 KiB
+    # and waited 8-27 ms), and each such miss fetches at least a page. A reader that called
+    # cached pages misses (preadv2(RWF_NOWAIT) did: readahead markers) fails this.
+    extra = hits.count(False) - 2
+    assert extra * 4096 <= disk - 2 * MIB, (extra, disk)
+    assert resident(files) >= 2 * MIB - 64 * 4096
