@@ -337,6 +337,11 @@ impl Node {
                 None => node.cgroup_id(w.cgroup()).expect("validated"),
             };
             node.add_workload(i, w, cg, spec.seed);
+            if let Some(&ns) = spec.kernel.sched_runtime_ns.get(w.name()) {
+                for se in node.tasks.iter().filter(|t| t.wl == i).map(|t| t.se).collect::<Vec<_>>() {
+                    node.set_task_slice(se, ns);
+                }
+            }
             node.oom_kills.push(0);
             if !node.cgroups[cg].cpus.iter().any(|&c| c) {
                 return Err(SpecError::new(

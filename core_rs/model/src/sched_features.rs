@@ -68,6 +68,9 @@ pub struct SchedFeatures {
     /// WA_BIAS: that comparison favours the previous CPU by half the domain's imbalance_pct.
     pub wa_bias: bool,
     pub reweight: Reweight,
+    /// The release has custom slices (6.12+: `sched_attr.sched_runtime` sets `se->slice`;
+    /// slice.rs). Not a features.h switch.
+    pub custom_slices: bool,
 }
 
 /// The features.h names the model acts on, in the order of `SchedFeatures`.
@@ -152,6 +155,7 @@ impl SchedFeatures {
             } else {
                 Reweight::Invariant
             },
+            custom_slices: v612,
         }
     }
 
