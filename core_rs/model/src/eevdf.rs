@@ -343,7 +343,7 @@ impl Node {
         let f = self.tun.feat;
         let s = &self.ses[se];
         if f.protect_min_slice {
-            return (s.vprot - s.vruntime).max(0);
+            return s.vprot.saturating_sub(s.vruntime).max(0);
         }
         if !f.preempt_short || s.vprot == s.deadline {
             return i64::MAX;

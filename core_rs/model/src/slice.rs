@@ -106,6 +106,44 @@ impl Node {
     }
 }
 
+impl Node {
+    /// The slice state is one the kernel could be in (for `check_invariants`): a task's slice
+    /// is its custom one (in range) or base_slice (0 before its first placement); a group
+    /// entity's is one of the slices its tasks can have; a running entity's protection never
+    /// reaches past its deadline (set_protect_slice, update_protect_slice and
+    /// cancel_protect_slice all keep vprot ≤ deadline; a renewal only moves the deadline on).
+    pub(crate) fn check_slices(&self) -> std::result::Result<(), String> {
+        if !self.eevdf() {
+            return Ok(());
+        }
+        let base = self.tun.base_slice;
+        let mut custom: Vec<u64> = vec![];
+        for (i, s) in self.ses.iter().enumerate() {
+            if let crate::cfs_rq::SeKind::Task(t) = s.kind {
+                if s.custom_slice {
+                    if !(MIN_SLICE_NS..=MAX_SLICE_NS).contains(&s.slice) {
+                        return Err(format!("task {t}: custom slice {} out of range", s.slice));
+                    }
+                    custom.push(s.slice);
+                } else if s.slice != 0 && s.slice != base {
+                    return Err(format!("se {i} (task {t}): slice {} but no custom slice", s.slice));
+                }
+            }
+        }
+        for (i, s) in self.ses.iter().enumerate() {
+            let group = matches!(s.kind, crate::cfs_rq::SeKind::Group(_));
+            if group && s.slice != 0 && s.slice != base && !custom.contains(&s.slice) {
+                return Err(format!("group se {i}: slice {} is no task's slice", s.slice));
+            }
+            let running = self.rqs[s.parent_rq].curr == Some(i) && s.on_rq;
+            if running && s.vprot > s.deadline {
+                return Err(format!("se {i}: vprot {} past its deadline {}", s.vprot, s.deadline));
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
