@@ -10,7 +10,8 @@
 //! An entity is eligible when its vruntime is not ahead of the queue's load-weighted average
 //! V (lag ≥ 0); V comes from running sums kept at every timeline change, as the kernel keeps
 //! them, so the test is O(1). Among eligible entities the earliest virtual deadline runs, the
-//! deadline being vruntime + base_slice × NICE_0 / weight. A running entity whose vruntime
+//! deadline being vruntime + slice × NICE_0 / weight (base_slice, or a custom slice:
+//! slice.rs). A running entity whose vruntime
 //! reaches its deadline gets a new one and, with company, is rescheduled — noticed in
 //! `update_curr`, i.e. at the tick or when a wakeup updates the queue. Entities keep their
 //! lag across sleep and migration (PLACE_LAG) and a new one starts with half a slice
@@ -23,8 +24,10 @@
 //! leaves company in its group makes the group entity the next buddy, which PICK_BUDDY picks
 //! while eligible. PLACE_REL_DEADLINE carries deadline − vruntime across a migration.
 //! 6.14 – 6.18.44 `reweight_entity` re-places the entity (see `Reweight::Replace`).
-//! Not modelled: per-task custom slices (so PREEMPT_SHORT, which needs a shorter slice,
-//! never fires), delayed tasks moved by load balancing (they stay until picked or woken).
+//! PREEMPT_SHORT and the protection's length by release: `eevdf_wakeup_preempts`,
+//! `set_protect_slice`, `protection_over`.
+//! Not modelled: delayed tasks moved by load balancing (they stay until picked or woken),
+//! the cancel of an idle entity's protection when a non-idle waker preempts it (6.17+).
 
 use crate::cfs::calc_delta_fair;
 use crate::cfs_rq::{RqId, SeId};
