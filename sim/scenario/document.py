@@ -322,9 +322,7 @@ class Scenario(Table):
 
     def _slices(self) -> dict[str, int]:
         """Custom EEVDF slices the workloads ask for (the core's kernel.sched_runtime_ns)."""
-        return {
-            name: w.sched_runtime_ns for name, w in self.workloads.items() if w.enabled and w.sched_runtime_ns is not None
-        }
+        return {name: w.sched_runtime_ns for name, w in self.workloads.items() if w.enabled and w.sched_runtime_ns is not None}
 
     def _cgroup_order(self) -> list[str]:
         # The core wants parents before children; otherwise keep the order of the file.

@@ -345,7 +345,7 @@ impl Node {
                     let w = self.calc_group_shares(grq);
                     if self.eevdf() {
                         self.reweight_eevdf(rq, se, w); // off the queue: rescales the saved lag
-                        // 6.12+: the group entity's slice is its queue's shortest (slice.rs)
+                                                        // 6.12+: the group entity's slice is its queue's shortest (slice.rs)
                         if self.tun.feat.custom_slices && !first {
                             self.take_child_slice(se, true);
                         }

@@ -131,7 +131,11 @@ impl Node {
     fn cancel_protect_slice(&mut self, se: SeId) {
         if self.protect_slice(se) {
             let s = &mut self.ses[se];
-            s.vprot = if self.tun.feat.protect_min_slice { s.vruntime } else { i64::MIN };
+            s.vprot = if self.tun.feat.protect_min_slice {
+                s.vruntime
+            } else {
+                i64::MIN
+            };
         }
     }
 

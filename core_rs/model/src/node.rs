@@ -338,7 +338,13 @@ impl Node {
             };
             node.add_workload(i, w, cg, spec.seed);
             if let Some(&ns) = spec.kernel.sched_runtime_ns.get(w.name()) {
-                for se in node.tasks.iter().filter(|t| t.wl == i).map(|t| t.se).collect::<Vec<_>>() {
+                for se in node
+                    .tasks
+                    .iter()
+                    .filter(|t| t.wl == i)
+                    .map(|t| t.se)
+                    .collect::<Vec<_>>()
+                {
                     node.set_task_slice(se, ns);
                 }
             }

@@ -282,7 +282,10 @@ mod tests {
             assert_eq!(n.ses[sh].slice, BASE);
             // h's runs: 6.18 ends them at the first 1 ms tick past 0.3 ms; 6.12 at the tick
             // where its 0.7 ms slice is used up (tick-checked: up to 1 ms either way).
-            assert!(longest_h <= 1_000_000 + 300_000, "{version}: h ran {longest_h} ns at once");
+            assert!(
+                longest_h <= 1_000_000 + 300_000,
+                "{version}: h ran {longest_h} ns at once"
+            );
         }
     }
 
@@ -347,7 +350,9 @@ mod tests {
         }
         let mut s = spec("6.12", 300_000);
         s["kernel"]["sched_runtime_ns"] = json!({"nope": 300_000});
-        let e = Node::from_json(&s.to_string()).err().expect("an unknown workload is refused");
+        let e = Node::from_json(&s.to_string())
+            .err()
+            .expect("an unknown workload is refused");
         assert_eq!(e.field, "workloads.nope.sched_runtime_ns");
     }
 }
