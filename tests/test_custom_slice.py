@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from replay.cgroupfs import HostError
+from replay.workloads import HostWorkload
 from sim import load_scenario, run_scenario
 from sim.errors import ScenarioError
 
@@ -105,3 +107,10 @@ def test_bad_slices_are_refused_naming_the_field(tmp_path: Path, line: str, vers
     text = str(e.value)
     assert "sched_runtime_ns" in text and "web" in text and needle in text
     assert "Traceback" not in text
+
+
+def test_replay_refuses_a_slice_it_cannot_set_on_the_host(tmp_path: Path) -> None:
+    sc = load_scenario(scenario(tmp_path, "sched_runtime_ns = 300000"))
+    w = sc.workloads["web"]
+    with pytest.raises(HostError, match=r"workloads\.web\.sched_runtime_ns: replay does not set sched_attr\.sched_runtime"):
+        HostWorkload("web", w, w.core_spec("web", 1), "workloads.web").check()
