@@ -334,7 +334,7 @@ impl Node {
     /// deadline: 6.17+ `!protect_slice(curr)` (its protection, up to the shortest queued
     /// slice, is over); 6.12 – 6.16 `did_preempt_short` (PREEMPT_SHORT, the protection was
     /// cancelled — vprot is no longer the deadline — and curr is no longer eligible).
-    fn protection_over(&self, rq: RqId, se: SeId) -> bool {
+    pub(crate) fn protection_over(&self, rq: RqId, se: SeId) -> bool {
         let f = self.tun.feat;
         let s = &self.ses[se];
         if f.protect_min_slice {
@@ -346,7 +346,7 @@ impl Node {
 
     /// Virtual time the running entity `se` still has to run before `protection_over` holds
     /// (0: it holds now; i64::MAX: not while nothing else changes).
-    fn v_until_protection_over(&self, rq: RqId, se: SeId) -> i64 {
+    pub(crate) fn v_until_protection_over(&self, rq: RqId, se: SeId) -> i64 {
         let f = self.tun.feat;
         let s = &self.ses[se];
         if f.protect_min_slice {

@@ -290,6 +290,39 @@ mod tests {
     }
 
     #[test]
+    fn a_cancelled_protection_in_6_12_reschedules_at_the_tick_curr_turns_ineligible() {
+        // did_preempt_short (6.12 update_curr): PREEMPT_SHORT, protection gone (the stash is
+        // not the deadline) and curr not eligible → resched. Two nice-0 entities: curr at
+        // v_c behind the other at v_o is eligible until v_c > V = (v_c + v_o)/2, i.e. after
+        // v_o − v_c + 1 ns more of running; the next tick after that (or the deadline's, if
+        // earlier) is when the model plans to look.
+        let mut n = node("6.12", json!({"DELAY_DEQUEUE": false}), false);
+        let tick = n.tun.tick_ns;
+        for k in 1..2000u64 {
+            n.run_until(k * 37_000).unwrap();
+            n.update_curr(0);
+            let c = n.cpus[0].curr.unwrap();
+            let (sc, so) = (n.tasks[c].se, n.tasks[1 - c].se);
+            let (vc, vo) = (n.ses[sc].vruntime, n.ses[so].vruntime);
+            let rq = n.ses[sc].parent_rq;
+            if vo <= vc || n.ses[sc].deadline <= vc {
+                continue;
+            }
+            let (to_ineligible, to_deadline) = ((vo - vc + 1) as u64, (n.ses[sc].deadline - vc) as u64);
+            n.ses[sc].vprot = i64::MIN; // cancelled
+            assert!(!n.protection_over(rq, sc), "eligible: not yet");
+            assert_eq!(n.v_until_protection_over(rq, sc), vo - vc + 1);
+            let first = to_ineligible.min(to_deadline);
+            assert_eq!(n.eevdf_next_tick(0), (n.now + first).div_ceil(tick) * tick);
+            // with the stash intact (protected to the deadline) only the deadline counts
+            n.ses[sc].vprot = n.ses[sc].deadline;
+            assert_eq!(n.eevdf_next_tick(0), (n.now + to_deadline).div_ceil(tick) * tick);
+            return;
+        }
+        panic!("never found curr behind the other");
+    }
+
+    #[test]
     fn a_group_entity_takes_the_shortest_slice_of_its_queue() {
         // enqueue_task_fair / dequeue_entities (6.12+): a's entity on the root queue has the
         // min slice of a's queue: 0.3 ms while s is queued there, base when only h is; b's
