@@ -186,6 +186,11 @@ class HostWorkload:
         if not self.model.replays or getattr(self.model, "trace", None):
             what = "a trace-driven workload" if getattr(self.model, "trace", None) else f"a {self.model.kind} workload"
             raise HostError(f"{self.where}: {what} does not replay on the host yet (the simulator models it)")
+        if self.model.sched_runtime_ns:
+            raise HostError(
+                f"{self.where}.sched_runtime_ns: replay does not set sched_attr.sched_runtime on the host's processes yet "
+                "(the simulator models the custom slice)"
+            )
         if self.model.kind == "memory_hog":
             if p != "stress":
                 raise HostError(

@@ -32,9 +32,11 @@ Core spec (JSON object passed to `Node`):
                                                    #   this + k * period (< 1 s); null: each
                                                    #   group's own, drawn from the seed
         "autogroup": false,                        # kernel.sched_autogroup_enabled: a root
-        "autogroup_sessions": {"a": "s", "b": "s"} #   ("") workload runs in its session's
-      },                                           #   group (its own unless named here),
+        "autogroup_sessions": {"a": "s", "b": "s"},#   ("") workload runs in its session's
+                                                   #   group (its own unless named here),
                                                    #   reported as the root's
+        "sched_runtime_ns": {"web": 300000}        # EEVDF custom slices by workload (6.12+,
+      },                                           #   0.1-100 ms; 0 = base_slice)
       "cgroups": [                                 # parents before children; "" is the root
         {"name": "online", "parent": "", "cpu.shares": 1024, "cpu.idle": 0,
          "cpu.qos_level": 0, "cpu.cfs_quota_us": -1, "cpu.cfs_period_us": 100000,

@@ -291,7 +291,11 @@ class Scenario(Table):
         return {
             "seed": self.seed if seed is None else seed,
             "topology": self.node.core_spec(),
-            "kernel": {**self.kernel.core_spec(), "autogroup_sessions": self._sessions()},
+            "kernel": {
+                **self.kernel.core_spec(),
+                "autogroup_sessions": self._sessions(),
+                "sched_runtime_ns": self._slices(),
+            },
             "cgroups": [self.cgroups[path].core_spec(path) for path in self._cgroup_order()],
             "workloads": [_root_as_core(w.core_spec(name, ncpus)) for name, w in self.workloads.items() if w.enabled],
             "sample_interval_ns": self.scenario.sample_interval,
@@ -315,6 +319,10 @@ class Scenario(Table):
     def _sessions(self) -> dict[str, str]:
         """[kernel] autogroup's sessions the workloads name (the core's autogroup_sessions)."""
         return {name: w.session for name, w in self.workloads.items() if w.enabled and w.session is not None}
+
+    def _slices(self) -> dict[str, int]:
+        """Custom EEVDF slices the workloads ask for (the core's kernel.sched_runtime_ns)."""
+        return {name: w.sched_runtime_ns for name, w in self.workloads.items() if w.enabled and w.sched_runtime_ns is not None}
 
     def _cgroup_order(self) -> list[str]:
         # The core wants parents before children; otherwise keep the order of the file.

@@ -119,6 +119,11 @@ Role = Literal["service", "batch"]
 Need = Literal["memory", "disk", "network"]
 
 
+# sched_setattr's clamp of a custom slice (kernel/sched/syscalls.c: 0.1 ms – 100 ms).
+SLICE_MIN_NS = 100_000
+SLICE_MAX_NS = 100_000_000
+
+
 class _Workload(Table):
     """What every kind shares. A kind also declares, once, on its class, what it is:
 
@@ -149,6 +154,9 @@ class _Workload(Table):
     host: Annotated[HostProgram, BeforeValidator(_host_shorthand)] = Field(default_factory=HostProgram)
     # how its threads use the LLC and memory bandwidth (none: CPU time is its only channel)
     contention: Contention | None = None
+    # EEVDF custom slice of its threads, by the kernel's name: sched_attr.sched_runtime as
+    # sched_setattr takes it (Linux 6.12+; 0 = base_slice). docs/model.md, EEVDF.
+    sched_runtime_ns: int | None = None
     if TYPE_CHECKING:
         kind: str  # each kind's Literal tag
 
@@ -162,6 +170,16 @@ class _Workload(Table):
                     (
                         ("session",),
                         f'a session groups workloads of the root cgroup (cgroup = "/"); this one is in {show(self.cgroup or self.pod)}',
+                    )
+                ]
+            )
+        rt = self.sched_runtime_ns
+        if rt is not None and rt != 0 and not SLICE_MIN_NS <= rt <= SLICE_MAX_NS:
+            raise FieldErrors(
+                [
+                    (
+                        ("sched_runtime_ns",),
+                        f"must be 0 (base_slice) or in [{SLICE_MIN_NS}, {SLICE_MAX_NS}] ns, the range sched_setattr clamps a slice to (got {rt})",
                     )
                 ]
             )

@@ -8,7 +8,8 @@
 //! pulling covers tasks already waiting when a CPU goes idle, and the NOHZ kick at the next
 //! tick covers tasks that start waiting while a CPU is idle. Periodic and NOHZ idle balancing
 //! by group types, cache hotness and active balance are in lb_groups.rs. Not modelled here:
-//! cache hotness in newly-idle pulling, `avg_idle` gating of newidle balance, SIS_UTIL scan limits, PELT.
+//! cache hotness in newly-idle pulling, `avg_idle` gating of newidle balance, PELT. SIS_UTIL's
+//! scan limit: sis_util.rs.
 
 use crate::events::{Event, Ns};
 use crate::node::{Node, TaskState};
@@ -228,7 +229,7 @@ impl Node {
     /// (balancing does that) unless the target is outside the task's cpuset
     /// (`select_fallback_rq`). Only allowed CPUs. With target = prev, the placement the model
     /// always had.
-    fn select_idle_sibling(&self, t: TaskId, prev: CpuId, target: CpuId) -> CpuId {
+    pub(crate) fn select_idle_sibling(&self, t: TaskId, prev: CpuId, target: CpuId) -> CpuId {
         let ok = |c: CpuId| self.allowed(t, c);
         if ok(target) && self.idle_for_wake(target) {
             return target;
@@ -261,20 +262,23 @@ impl Node {
 
     /// `select_idle_core`, then `select_idle_cpu`, over the LLC from `prev` + 1 — called only
     /// when its `LlcIdle` counts say there is something to find (with no CPU truly idle there
-    /// is no idle core).
+    /// is no idle core). Only the idle-CPU scan, done when no core is idle, looks at no more
+    /// allowed CPUs than SIS_UTIL's `nr_idle_scan` (the idle-core scan is not limited).
     fn scan_llc(&self, t: TaskId, prev: CpuId, llc_id: usize, any_truly_idle: bool) -> Option<CpuId> {
         let ok = |c: CpuId| self.allowed(t, c);
         let llc = &self.topo.socket_cpus[llc_id];
         let start = llc.iter().position(|&c| c == prev).unwrap_or(0);
         let n = llc.len();
         let from_next = (1..n).map(|i| llc[(start + i) % n]);
+        let mut limit = self.idle_scan_limit(llc_id);
         if any_truly_idle && self.topo.core_cpus[0].len() > 1 {
             let idle_core = |c: CpuId| self.topo.siblings(c).iter().all(|&s| self.truly_idle(s));
             if let Some(c) = from_next.clone().find(|&c| ok(c) && idle_core(c)) {
                 return Some(c);
             }
+            limit = None; // has_idle_core: select_idle_core's pass notes any idle CPU it meets
         }
-        from_next.clone().find(|&c| ok(c) && self.idle_for_wake(c))
+        self.first_idle_within(from_next.filter(|&c| ok(c)), limit)
     }
 
     /// `find_idlest_cpu` for a new task: among its allowed CPUs, fewest runnable tasks, then

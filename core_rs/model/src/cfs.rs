@@ -345,6 +345,10 @@ impl Node {
                     let w = self.calc_group_shares(grq);
                     if self.eevdf() {
                         self.reweight_eevdf(rq, se, w); // off the queue: rescales the saved lag
+                                                        // 6.12+: the group entity's slice is its queue's shortest (slice.rs)
+                        if self.tun.feat.custom_slices && !first {
+                            self.take_child_slice(se, true);
+                        }
                     }
                     self.ses[se].weight = w;
                 }
@@ -358,6 +362,9 @@ impl Node {
                 self.check_enqueue_throttle(rq);
             } else {
                 self.reweight_group(se);
+                if self.eevdf() && self.tun.feat.custom_slices && !first {
+                    self.take_child_slice(se, false);
+                }
             }
             first = false;
             let r = &mut self.rqs[rq];
@@ -391,6 +398,7 @@ impl Node {
             matches!(self.ses[se].kind, SeKind::Task(_)) && matches!(how, Dequeue::Sleep | Dequeue::Delayed);
         let mut removing = true;
         let mut delayed = false;
+        let mut task_delayed = false;
         let mut first = true;
         loop {
             let rq = self.ses[se].parent_rq;
@@ -405,6 +413,13 @@ impl Node {
                     self.ses[se].delayed = true;
                     removing = false;
                     delayed = true;
+                    task_delayed = first;
+                    if !first && self.tun.feat.custom_slices {
+                        // dequeue_entities: a delayed group entity takes the shortest slice of
+                        // the queue it stays on (`slice = cfs_rq_min_slice(cfs_rq)`, then the
+                        // walk up starts at it); a delayed task returns before that walk.
+                        self.ses[se].slice = self.min_slice(rq, true);
+                    }
                 } else {
                     if self.eevdf() {
                         self.save_lag(rq, se);
@@ -425,9 +440,15 @@ impl Node {
                     self.update_min_vruntime(rq);
                     self.return_cfs_rq_runtime(rq);
                 }
-            } else if !delayed {
-                // A delayed dequeue returns before `update_cfs_group` runs above it.
-                self.reweight_group(se);
+            } else {
+                if !delayed {
+                    // A delayed dequeue returns before `update_cfs_group` runs above it.
+                    self.reweight_group(se);
+                }
+                // The slice walk up runs unless a task's own dequeue was delayed (-1).
+                if self.eevdf() && self.tun.feat.custom_slices && !task_delayed {
+                    self.take_child_slice(se, false);
+                }
             }
             first = false;
             let r = &mut self.rqs[rq];
@@ -1040,7 +1061,7 @@ impl Node {
     }
 
     /// `check_preempt_wakeup` (6.1): does waking task `p` preempt the running task?
-    fn wakeup_preempts(&self, cpu: CpuId, p: TaskId) -> bool {
+    fn wakeup_preempts(&mut self, cpu: CpuId, p: TaskId) -> bool {
         let Some(c) = self.cpus[cpu].curr else { return true };
         if c == p {
             return false;

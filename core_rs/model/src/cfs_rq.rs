@@ -39,6 +39,11 @@ pub struct Se {
     pub delayed: bool,
     /// PLACE_REL_DEADLINE: `deadline` holds deadline − vruntime until the next placement.
     pub rel_deadline: bool,
+    /// EEVDF request size in ns (`se->slice`): base_slice, a task's `sched_attr.sched_runtime`
+    /// (6.12+, `custom_slice`), or for a group entity the shortest slice queued below it.
+    pub slice: u64,
+    /// `se->custom_slice`: `slice` is not reset to base_slice at placement and renewal.
+    pub custom_slice: bool,
 }
 
 impl Se {
@@ -57,6 +62,8 @@ impl Se {
             vprot: i64::MIN,
             delayed: false,
             rel_deadline: false,
+            slice: 0,
+            custom_slice: false,
         }
     }
 }

@@ -10,7 +10,8 @@
 //! An entity is eligible when its vruntime is not ahead of the queue's load-weighted average
 //! V (lag ≥ 0); V comes from running sums kept at every timeline change, as the kernel keeps
 //! them, so the test is O(1). Among eligible entities the earliest virtual deadline runs, the
-//! deadline being vruntime + base_slice × NICE_0 / weight. A running entity whose vruntime
+//! deadline being vruntime + slice × NICE_0 / weight (base_slice, or a custom slice:
+//! slice.rs). A running entity whose vruntime
 //! reaches its deadline gets a new one and, with company, is rescheduled — noticed in
 //! `update_curr`, i.e. at the tick or when a wakeup updates the queue. Entities keep their
 //! lag across sleep and migration (PLACE_LAG) and a new one starts with half a slice
@@ -23,8 +24,10 @@
 //! leaves company in its group makes the group entity the next buddy, which PICK_BUDDY picks
 //! while eligible. PLACE_REL_DEADLINE carries deadline − vruntime across a migration.
 //! 6.14 – 6.18.44 `reweight_entity` re-places the entity (see `Reweight::Replace`).
-//! Not modelled: per-task custom slices (so PREEMPT_SHORT, which needs a shorter slice,
-//! never fires), delayed tasks moved by load balancing (they stay until picked or woken).
+//! PREEMPT_SHORT and the protection's length by release: `eevdf_wakeup_preempts`,
+//! `set_protect_slice`, `protection_over`.
+//! Not modelled: delayed tasks moved by load balancing (they stay until picked or woken),
+//! the cancel of an idle entity's protection when a non-idle waker preempts it (6.17+).
 
 use crate::cfs::calc_delta_fair;
 use crate::cfs_rq::{RqId, SeId};
@@ -66,8 +69,17 @@ impl Node {
         avg >= (self.ses[se].vruntime - self.rqs[rq].min_vruntime) as i128 * load
     }
 
+    /// The entity's slice in its virtual time: slice × NICE_0 / w.
     pub(crate) fn vslice(&self, se: SeId) -> i64 {
-        calc_delta_fair(self.tun.base_slice, self.ses[se].weight)
+        calc_delta_fair(self.ses[se].slice, self.ses[se].weight)
+    }
+
+    /// `if (!se->custom_slice) se->slice = sysctl_sched_base_slice` (place_entity,
+    /// update_deadline).
+    fn refresh_slice(&mut self, se: SeId) {
+        if !self.ses[se].custom_slice {
+            self.ses[se].slice = self.tun.base_slice;
+        }
     }
 
     /// `protect_slice`: the running entity has not yet reached its protected vruntime.
@@ -75,20 +87,56 @@ impl Node {
         self.ses[se].vruntime < self.ses[se].vprot
     }
 
-    /// `set_protect_slice` when `se` is picked: RUN_TO_PARITY protects it up to its deadline
-    /// (6.6 – 6.16) or at most the shortest queued slice further (6.17+, min(deadline,
-    /// v + min_slice × NICE_0 / w); every entity's slice is base_slice here).
+    /// Whether `pick_eevdf` honours the protection: behind RUN_TO_PARITY up to 6.16; from
+    /// 6.17 always (without RUN_TO_PARITY the protection is one normalized base slice).
+    fn protection_on(&self) -> bool {
+        self.tun.feat.run_to_parity || self.tun.feat.protect_min_slice
+    }
+
+    /// `set_protect_slice` when `se` is picked (set_next_entity, after it left the tree and
+    /// curr was cleared). 6.6 – 6.16 stash the deadline (`se->vlag = se->deadline`: protected
+    /// until it moves). 6.17+: vprot = min(deadline, v + slice'·NICE_0/w) when
+    /// slice' = min(se's slice, the shortest slice of the others queued — or, without
+    /// RUN_TO_PARITY, the normalized base slice) is shorter than se's own, else the deadline.
     pub(crate) fn set_protect_slice(&mut self, se: SeId) {
         let f = self.tun.feat;
         let s = &self.ses[se];
-        let vprot = if !f.run_to_parity {
-            i64::MIN
-        } else if f.protect_min_slice {
-            s.deadline.min(s.vruntime + self.vslice(se))
-        } else {
-            s.deadline
-        };
+        let mut vprot = s.deadline;
+        if f.protect_min_slice {
+            let cap = if f.run_to_parity {
+                self.min_slice(s.parent_rq, false)
+            } else {
+                self.tun.normalized_base_slice
+            };
+            let slice = cap.min(s.slice);
+            if slice != s.slice {
+                vprot = vprot.min(s.vruntime + calc_delta_fair(slice, s.weight));
+            }
+        }
         self.ses[se].vprot = vprot;
+    }
+
+    /// `update_protect_slice` (6.17+, a shorter-slice waker that did not win the pick):
+    /// vprot = min(vprot, v + cfs_rq_min_slice·NICE_0/w), the waker now counted in the queue.
+    fn update_protect_slice(&mut self, rq: RqId, se: SeId) {
+        let slice = self.min_slice(rq, true);
+        let s = &self.ses[se];
+        let cap = s.vruntime + calc_delta_fair(slice, s.weight);
+        self.ses[se].vprot = s.vprot.min(cap);
+    }
+
+    /// `cancel_protect_slice`: a protected entity's protection ends now. 6.17+ sets
+    /// vprot = vruntime; 6.12 – 6.16 `se->vlag = se->deadline + 1` (any value but the
+    /// deadline: i64::MIN here, which `did_preempt_short` also reads as cancelled).
+    fn cancel_protect_slice(&mut self, se: SeId) {
+        if self.protect_slice(se) {
+            let s = &mut self.ses[se];
+            s.vprot = if self.tun.feat.protect_min_slice {
+                s.vruntime
+            } else {
+                i64::MIN
+            };
+        }
     }
 
     /// `pick_eevdf`: the eligible entity with the earliest deadline; `curr` (running, still
@@ -98,7 +146,7 @@ impl Node {
         let r = &self.rqs[rq];
         let curr = r.curr.filter(|&c| self.ses[c].on_rq && self.eligible(rq, c));
         if let Some(c) = curr {
-            if protect && self.protect_slice(c) {
+            if protect && self.protection_on() && self.protect_slice(c) {
                 return Some(c);
             }
         }
@@ -145,6 +193,7 @@ impl Node {
             let w = scale_load_down(self.ses[se].weight) as i128;
             lag = (self.ses[se].vlag as i128 * (load + w) / load.max(1)) as i64;
         }
+        self.refresh_slice(se);
         let mut vslice = self.vslice(se);
         if initial && f.place_deadline_initial {
             vslice /= 2;
@@ -163,13 +212,18 @@ impl Node {
     /// entity's virtual time.
     pub(crate) fn save_lag(&mut self, rq: RqId, se: SeId) {
         let lag = self.avg_vruntime(rq) - self.ses[se].vruntime;
-        let limit = self.lag_limit(self.ses[se].weight);
+        let limit = self.lag_limit(se, self.ses[se].weight);
         self.ses[se].vlag = lag.clamp(-limit, limit);
     }
 
-    /// The lag limit of `update_entity_lag`: ±max(2 slices, a tick) in the entity's virtual time.
-    fn lag_limit(&self, weight: u64) -> i64 {
-        calc_delta_fair((2 * self.tun.base_slice).max(self.tun.tick_ns), weight)
+    /// The lag limit of `update_entity_lag`: ±max(2 × se->slice, a tick) in the virtual time
+    /// of weight `weight`.
+    fn lag_limit(&self, se: SeId, weight: u64) -> i64 {
+        let slice = match self.ses[se].slice {
+            0 => self.tun.base_slice, // never placed yet: base_slice, as it will be
+            s => s,
+        };
+        calc_delta_fair((2 * slice).max(self.tun.tick_ns), weight)
     }
 
     /// `reweight_entity` for EEVDF. A dequeued entity rescales its stored lag. A queued one,
@@ -183,7 +237,7 @@ impl Node {
         let scale = |x: i64| (x as i128 * old_w as i128 / new_w as i128) as i64;
         if !self.ses[se].on_rq {
             let lag = scale(self.ses[se].vlag);
-            let limit = self.lag_limit(new_w);
+            let limit = self.lag_limit(se, new_w);
             self.ses[se].vlag = lag.clamp(-limit, limit);
             return;
         }
@@ -252,7 +306,10 @@ impl Node {
         let mut se = self.tasks[t].se;
         let mut resched = false;
         loop {
+            let rq = self.ses[se].parent_rq;
+            let company = self.rqs[rq].nr_running > 1;
             if self.ses[se].vruntime >= self.ses[se].deadline {
+                self.refresh_slice(se);
                 let vslice = self.vslice(se);
                 if let Some(vt) = self.v_at_last_tick(cpu, t, se) {
                     if vt >= self.ses[se].deadline {
@@ -262,10 +319,9 @@ impl Node {
                 if self.ses[se].vruntime >= self.ses[se].deadline {
                     self.ses[se].deadline = self.ses[se].vruntime + vslice;
                 }
-                let rq = self.ses[se].parent_rq;
-                if self.rqs[rq].nr_running > 1 {
-                    resched = true;
-                }
+                resched |= company;
+            } else if company && self.protection_over(rq, se) {
+                resched = true;
             }
             match self.parent_se(se) {
                 Some(g) => se = g,
@@ -274,8 +330,47 @@ impl Node {
         }
     }
 
+    /// `update_curr`'s other reason to reschedule a running entity with company before its
+    /// deadline: 6.17+ `!protect_slice(curr)` (its protection, up to the shortest queued
+    /// slice, is over); 6.12 – 6.16 `did_preempt_short` (PREEMPT_SHORT, the protection was
+    /// cancelled — vprot is no longer the deadline — and curr is no longer eligible).
+    pub(crate) fn protection_over(&self, rq: RqId, se: SeId) -> bool {
+        let f = self.tun.feat;
+        let s = &self.ses[se];
+        if f.protect_min_slice {
+            !self.protect_slice(se)
+        } else {
+            f.preempt_short && s.vprot != s.deadline && !self.eligible(rq, se)
+        }
+    }
+
+    /// Virtual time the running entity `se` still has to run before `protection_over` holds
+    /// (0: it holds now; i64::MAX: not while nothing else changes).
+    pub(crate) fn v_until_protection_over(&self, rq: RqId, se: SeId) -> i64 {
+        let f = self.tun.feat;
+        let s = &self.ses[se];
+        if f.protect_min_slice {
+            return s.vprot.saturating_sub(s.vruntime).max(0);
+        }
+        if !f.preempt_short || s.vprot == s.deadline {
+            return i64::MAX;
+        }
+        // Ineligible once k·(L − w) > A' with k = v − v0, A' = Σ of the others' w·(v_i − v0)
+        // and L the queue's load (w: curr's); only curr's vruntime moves as it runs.
+        let (avg, load) = self.avg_parts(rq);
+        let w = scale_load_down(s.weight) as i128;
+        let k = (s.vruntime - self.rqs[rq].min_vruntime) as i128;
+        let others = avg - w * k;
+        if load <= w {
+            return i64::MAX;
+        }
+        let need = others.div_euclid(load - w) + 1;
+        (need - k).max(0) as i64
+    }
+
     /// The first tick at which some level of the running task with company reaches its
-    /// deadline (its slice is used up), if nothing else changes.
+    /// deadline (its slice is used up) or the end of its protection (`protection_over`),
+    /// if nothing else changes.
     pub(crate) fn eevdf_next_tick(&self, cpu: CpuId) -> Ns {
         let Some(t) = self.cpus[cpu].curr else { return Ns::MAX };
         let mut se = self.tasks[t].se;
@@ -284,7 +379,7 @@ impl Node {
             let rq = self.ses[se].parent_rq;
             if self.rqs[rq].nr_running > 1 {
                 let s = &self.ses[se];
-                let ahead = s.deadline - s.vruntime;
+                let ahead = (s.deadline - s.vruntime).min(self.v_until_protection_over(rq, se));
                 let w = if ahead <= 0 {
                     0
                 } else {
@@ -305,15 +400,40 @@ impl Node {
         at.div_ceil(tick).saturating_mul(tick)
     }
 
-    /// `check_preempt_wakeup_fair` after the idle rules: at the level where the two
-    /// hierarchies meet, preempt iff `pick_eevdf` now chooses the waker's entity; a waker with
-    /// a shorter slice (PREEMPT_SHORT) is judged without the running entity's protection.
-    pub(crate) fn eevdf_wakeup_preempts(&self, se: SeId, pse: SeId) -> bool {
+    /// `check_preempt_wakeup_fair` after the idle rules, at the level where the two
+    /// hierarchies meet (`se` running, `pse` the waker's entity): preempt iff `pick_eevdf`
+    /// now chooses the waker's entity. PREEMPT_SHORT, for a waker with a shorter slice:
+    /// - 6.12 – 6.16 (`do_preempt_short`): if the waker is eligible and its deadline is
+    ///   earlier than curr's, or curr is no longer eligible, curr's protection is cancelled whether or
+    ///   not the waker wins the pick (update_curr's `did_preempt_short` then reschedules it
+    ///   once it is not eligible);
+    /// - 6.17+: the pick is made without curr's protection; if the waker wins, the
+    ///   protection is cancelled, otherwise (RUN_TO_PARITY) it is cut to the queue's shortest
+    ///   slice from now (`update_protect_slice`).
+    pub(crate) fn eevdf_wakeup_preempts(&mut self, se: SeId, pse: SeId) -> bool {
         let rq = self.ses[se].parent_rq;
-        // Every entity's slice is base_slice here: a waker is never shorter.
-        let shorter = false;
-        let protect = !(self.tun.feat.preempt_short && shorter);
-        self.pick_eevdf(rq, protect) == Some(pse)
+        let f = self.tun.feat;
+        let shorter = f.preempt_short && self.ses[pse].slice < self.ses[se].slice;
+        if !f.protect_min_slice {
+            if shorter && self.eligible(rq, pse) {
+                // entity_before: the earlier virtual deadline (6.8+ sorts the tree by it)
+                let before = self.ses[pse].deadline < self.ses[se].deadline;
+                if before || !self.eligible(rq, se) {
+                    self.cancel_protect_slice(se);
+                }
+            }
+            return self.pick_eevdf(rq, true) == Some(pse);
+        }
+        if self.pick_eevdf(rq, !shorter) == Some(pse) {
+            if shorter {
+                self.cancel_protect_slice(se);
+            }
+            return true;
+        }
+        if f.run_to_parity && shorter {
+            self.update_protect_slice(rq, se);
+        }
+        false
     }
 
     /// `dequeue_entity`'s DELAY_DEQUEUE test: a sleeping entity that is not eligible stays

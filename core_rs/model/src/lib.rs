@@ -30,6 +30,8 @@ pub mod resctrl;
 pub mod rng;
 pub mod sched_features;
 pub mod shape;
+pub mod sis_util;
+pub mod slice;
 pub mod spec;
 pub mod stats;
 pub mod topology;

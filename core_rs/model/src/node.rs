@@ -337,6 +337,17 @@ impl Node {
                 None => node.cgroup_id(w.cgroup()).expect("validated"),
             };
             node.add_workload(i, w, cg, spec.seed);
+            if let Some(&ns) = spec.kernel.sched_runtime_ns.get(w.name()) {
+                for se in node
+                    .tasks
+                    .iter()
+                    .filter(|t| t.wl == i)
+                    .map(|t| t.se)
+                    .collect::<Vec<_>>()
+                {
+                    node.set_task_slice(se, ns);
+                }
+            }
             node.oom_kills.push(0);
             if !node.cgroups[cg].cpus.iter().any(|&c| c) {
                 return Err(SpecError::new(
@@ -1491,6 +1502,7 @@ impl Node {
             return Err(format!("nr_idle_cpus {} but {idle} CPUs idle", self.nr_idle_cpus));
         }
         self.check_llc_idle()?;
+        self.check_slices()?;
         for (i, r) in self.rqs.iter().enumerate() {
             let queued = r.timeline.len() as u32 + r.curr.filter(|&s| self.ses[s].on_rq).is_some() as u32;
             if queued != r.nr_running {

@@ -17,8 +17,11 @@
 //!   keeps V invariant.
 //!
 //! - every release: a task's wakeup may be pulled to the waker's CPU (`wake_affine`: WA_IDLE,
-//!   WA_WEIGHT, WA_BIAS). The model places wakeups this way only when `version` is given, so
-//!   every scenario without one keeps the placement it always had (balance.rs).
+//!   WA_WEIGHT, WA_BIAS), and `select_idle_cpu` scans only as many CPUs as the LLC's
+//!   utilisation leaves (SIS_UTIL, 6.0+; sis_util.rs). The model places wakeups this way only
+//!   when `version` is given, so every scenario without one keeps the placement it always had
+//!   (balance.rs).
+//! - 6.12: custom slices (`sched_attr.sched_runtime`, slice.rs).
 //!
 //! `version` picks the defaults; `sched_features` overrides single switches by the kernel's
 //! names. Known names that the model does not act on are accepted (replay writes the host's
@@ -67,11 +70,16 @@ pub struct SchedFeatures {
     pub wa_weight: bool,
     /// WA_BIAS: that comparison favours the previous CPU by half the domain's imbalance_pct.
     pub wa_bias: bool,
+    /// SIS_UTIL: `select_idle_cpu` scans at most the LLC's `nr_idle_scan` CPUs (sis_util.rs).
+    pub sis_util: bool,
     pub reweight: Reweight,
+    /// The release has custom slices (6.12+: `sched_attr.sched_runtime` sets `se->slice`;
+    /// slice.rs). Not a features.h switch.
+    pub custom_slices: bool,
 }
 
 /// The features.h names the model acts on, in the order of `SchedFeatures`.
-pub const MODELLED: [&str; 12] = [
+pub const MODELLED: [&str; 13] = [
     "PLACE_LAG",
     "PLACE_DEADLINE_INITIAL",
     "PLACE_REL_DEADLINE",
@@ -84,18 +92,18 @@ pub const MODELLED: [&str; 12] = [
     "WA_IDLE",
     "WA_WEIGHT",
     "WA_BIAS",
+    "SIS_UTIL",
 ];
 
 /// features.h names (6.6 – 6.18) that are accepted but change nothing in the model: buddies
 /// it does not model (NEXT_BUDDY, CACHE_HOT_BUDDY), PELT/util/balancing switches, HRTICK.
-pub const IGNORED: [&str; 19] = [
+pub const IGNORED: [&str; 18] = [
     "NEXT_BUDDY",
     "CACHE_HOT_BUDDY",
     "HRTICK",
     "HRTICK_DL",
     "NONTASK_CAPACITY",
     "TTWU_QUEUE",
-    "SIS_UTIL",
     "WARN_DOUBLE_CLOCK",
     "RT_PUSH_IPI",
     "RT_RUNTIME_SHARE",
@@ -147,11 +155,13 @@ impl SchedFeatures {
             wa_idle: true,
             wa_weight: true,
             wa_bias: true,
+            sis_util: true,
             reweight: if replace {
                 Reweight::Replace
             } else {
                 Reweight::Invariant
             },
+            custom_slices: v612,
         }
     }
 
@@ -167,7 +177,7 @@ impl SchedFeatures {
                 )
             })?,
         };
-        let mut f = SchedFeatures::of_version(v).with_wake_affine(version.is_some());
+        let mut f = SchedFeatures::of_version(v).with_placement(version.is_some());
         for (name, &on) in overrides {
             match f.switch(name) {
                 Some(slot) => *slot = on,
@@ -186,10 +196,11 @@ impl SchedFeatures {
         Ok(f)
     }
 
-    /// wake_affine only behind an explicit release (`on`): without one, the placement every
-    /// earlier result had (an idle sibling of the previous CPU).
-    fn with_wake_affine(mut self, on: bool) -> SchedFeatures {
-        (self.wa_idle, self.wa_weight, self.wa_bias) = (on, on, on);
+    /// wake_affine and SIS_UTIL only behind an explicit release (`on`): without one, the
+    /// placement every earlier result had (an idle sibling of the previous CPU, the whole LLC
+    /// scanned).
+    fn with_placement(mut self, on: bool) -> SchedFeatures {
+        (self.wa_idle, self.wa_weight, self.wa_bias, self.sis_util) = (on, on, on, on);
         self
     }
 
@@ -207,6 +218,7 @@ impl SchedFeatures {
             "WA_IDLE" => &mut self.wa_idle,
             "WA_WEIGHT" => &mut self.wa_weight,
             "WA_BIAS" => &mut self.wa_bias,
+            "SIS_UTIL" => &mut self.sis_util,
             _ => return None,
         })
     }
@@ -214,7 +226,7 @@ impl SchedFeatures {
 
 impl Default for SchedFeatures {
     fn default() -> SchedFeatures {
-        SchedFeatures::of_version((6, 6, 0)).with_wake_affine(false)
+        SchedFeatures::of_version((6, 6, 0)).with_placement(false)
     }
 }
 
@@ -236,7 +248,9 @@ mod tests {
         // without a release: 6.6, and the wakeup placement without wake_affine
         let none = SchedFeatures::from_spec(None, &BTreeMap::new()).unwrap();
         assert!(f66.wa_idle && f66.wa_weight && f66.wa_bias && !none.wa_idle && !none.wa_weight);
-        assert_eq!(none, f66.with_wake_affine(false));
+        assert!(f66.sis_util && !none.sis_util);
+        assert!(!f66.custom_slices && f.custom_slices);
+        assert_eq!(none, f66.with_placement(false));
         assert_eq!(none, SchedFeatures::default());
     }
 

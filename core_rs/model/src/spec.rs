@@ -247,6 +247,10 @@ pub struct KernelSpec {
     /// Where `calc_group_shares` takes a CPU's load from (pelt.rs).
     #[serde(default)]
     pub group_shares: GroupShares,
+    /// Custom EEVDF slices by workload (`[workloads.x] sched_runtime_ns`: what its threads
+    /// pass as `sched_attr.sched_runtime` to sched_setattr, 6.12+; 0 = base_slice).
+    #[serde(default)]
+    pub sched_runtime_ns: std::collections::BTreeMap<String, u64>,
 }
 
 /// `[kernel] group_shares`: how a group entity's weight is computed.
@@ -1369,6 +1373,7 @@ impl NodeSpec {
                 }
             }
         }
+        crate::slice::check_slices(self)?;
         crate::autogroup::check_sessions(self)
     }
 }

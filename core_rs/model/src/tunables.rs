@@ -52,6 +52,12 @@ pub struct Tunables {
     pub feat: crate::sched_features::SchedFeatures,
     /// `[kernel] group_shares = "pelt"`: group shares from PELT load averages (pelt.rs).
     pub pelt_shares: bool,
+    /// `normalized_sysctl_sched_base_slice`: base_slice before the CPU-count factor (6.17+
+    /// NO_RUN_TO_PARITY protects this much of a slice).
+    pub normalized_base_slice: u64,
+    /// Some workload has a custom slice (`sched_runtime_ns`): queues' shortest slices must be
+    /// looked up; without one every queued slice is base_slice.
+    pub custom_slices: bool,
 }
 
 /// 1 + ilog2(min(ncpus, 8)): 1, 2, 3, 4 for 1, 2–3, 4–7, ≥8 CPUs (SCHED_TUNABLESCALING_LOG).
@@ -79,6 +85,8 @@ impl Tunables {
             base_slice: k.base_slice_ns.unwrap_or(700_000 * f),
             feat: k.features().unwrap_or_default(),
             pelt_shares: k.group_shares == crate::spec::GroupShares::Pelt,
+            normalized_base_slice: k.base_slice_ns.unwrap_or(700_000 * f) / f,
+            custom_slices: k.sched_runtime_ns.values().any(|&ns| ns != 0),
         }
     }
 

@@ -444,10 +444,24 @@ pub fn scenario(seed: u64) -> (Value, Vec<(String, Vec<usize>)>) {
     } else {
         "instant"
     };
+    // Custom slices (6.12+) on a third of each EEVDF 6.12+ seed's workloads, from a stream of
+    // their own: 0.1 ms – 10 ms, or 0 (base_slice).
+    let mut slices = Gen {
+        r: Rng::stream(seed, 0x51ce),
+    };
+    let mut sched_runtime = serde_json::Map::new();
+    if sched == "eevdf" && version != "6.6" {
+        for w in &wls {
+            if slices.p(1.0 / 3.0) {
+                let ns = [0, 100_000, 300_000, 1_000_000, 10_000_000][slices.u(5) as usize];
+                sched_runtime.insert(w["name"].as_str().unwrap().to_string(), json!(ns));
+            }
+        }
+    }
     let spec = json!({
         "seed": seed,
         "topology": {"sockets": sockets, "cores_per_socket": cores, "threads_per_core": threads, "numa_nodes_per_socket": numa},
-        "kernel": {"scheduler": sched, "version": version, "group_shares": group_shares, "smt_expeller": g.p(0.5), "hz": ([250u32, 1000][g.u(2) as usize]), "cfs_period_phase_ns": std::env::var("STRESS_PHASE").ok().and_then(|s| s.parse::<u64>().ok())},
+        "kernel": {"scheduler": sched, "version": version, "group_shares": group_shares, "smt_expeller": g.p(0.5), "hz": ([250u32, 1000][g.u(2) as usize]), "cfs_period_phase_ns": std::env::var("STRESS_PHASE").ok().and_then(|s| s.parse::<u64>().ok()), "sched_runtime_ns": sched_runtime},
         "cgroups": cgs,
         "workloads": wls,
     });
