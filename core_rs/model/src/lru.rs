@@ -13,11 +13,13 @@
 //!   int_sqrt(10 × the lists' size in GiB), 1 below 1 GiB), `shrink_active_list` moves pages
 //!   from the active tail to the inactive head first (their referenced bit stays: the next
 //!   access activates them again).
-//! - An eviction leaves a shadow entry holding the cgroup's `nonresident_age` (a counter
-//!   every eviction and activation advances, in pages, on the cgroup and its ancestors:
-//!   `workingset_age_nonresident`). A page read back while its shadow is there refaults at
-//!   distance = age now − age then; it goes straight to the active list when the distance is
-//!   at most the workingset's size (`workingset_test_recent`: the active file list, plus the
+//! - An eviction leaves a shadow entry holding the reclaim target's `nonresident_age` (a
+//!   counter every eviction and activation advances, in pages, on a lruvec and its
+//!   ancestors: `workingset_age_nonresident`; `workingset_eviction` takes the target
+//!   memcg's lruvec — a pod's limit reclaim ages the pod, not the leaf). A page read back
+//!   while its shadow is there refaults at distance = that age now − age then; it goes
+//!   straight to the active list when the distance is at most the workingset's size
+//!   (`workingset_test_recent`: the eviction lruvec's hierarchical active file list, plus the
 //!   anonymous lists when there is swap to put anonymous pages in).
 //!
 //! Pages are modelled at the granularity the workloads use (a file server's file, a writer's
@@ -43,9 +45,13 @@ struct Obj {
     at: Where,
     referenced: bool,
     /// The cgroup's nonresident_age when it was evicted (its shadow entry), if it was.
-    shadow: Option<u64>,
+    shadow: Option<(usize, u64)>,
     bytes: u64,
     cg: usize,
+    /// Written and not yet written back (PG_dirty); `reclaim`: reclaim met it dirty and
+    /// activated it (PG_reclaim), so its writeback's end rotates it to the inactive tail.
+    dirty: bool,
+    reclaim: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -74,6 +80,12 @@ struct LruVec {
     credit: u64,
     /// Advances whenever an object enters or leaves the lists (a view's freshness).
     epoch: u64,
+    /// Bytes of its objects that are dirty.
+    dirty: u64,
+    /// WORKINGSET_ACTIVATE_FILE of it and its descendants: refaults activated.
+    refault_activations: u64,
+    /// Active file bytes of it and its descendants (the hierarchical NR_ACTIVE_FILE).
+    h_active: u64,
 }
 
 /// A run of objects one workload registered (a file server's files, a writer's chunks).
@@ -97,6 +109,19 @@ pub struct PageCache {
     objs: Vec<Obj>,
     vecs: Vec<LruVec>,
     parents: Vec<Option<usize>>,
+    /// Dirty objects in the order they were dirtied: the order writeback cleans them (one
+    /// flusher over the node's disk, oldest inode pages first).
+    dirty_fifo: std::collections::VecDeque<u32>,
+    /// Bytes written back but not yet matched to an object (a chunk ends mid-object).
+    clean_credit: u64,
+    /// Reclaim scanned a dirty object since this was last cleared (the caller wakes the
+    /// flusher: `wakeup_flusher_threads(WB_REASON_VMSCAN)`).
+    pub met_dirty: bool,
+}
+
+/// `inactive_is_low`: inactive × inactive_ratio(inactive + active) < active.
+pub fn inactive_is_low(inactive: u64, active: u64) -> bool {
+    inactive * inactive_ratio(inactive + active) < active
 }
 
 /// inactive_ratio for a lruvec whose file lists hold `bytes` (`inactive_is_low`).
@@ -117,11 +142,17 @@ impl PageCache {
             age: 0,
             credit: 0,
             epoch: 0,
+            dirty: 0,
+            refault_activations: 0,
+            h_active: 0,
         };
         PageCache {
             objs: vec![],
             vecs: vec![empty; parents.len()],
             parents: parents.to_vec(),
+            dirty_fifo: std::collections::VecDeque::new(),
+            clean_credit: 0,
+            met_dirty: false,
         }
     }
 
@@ -136,6 +167,8 @@ impl PageCache {
             shadow: None,
             bytes,
             cg,
+            dirty: false,
+            reclaim: false,
         }));
         Space { base, n }
     }
@@ -193,10 +226,33 @@ impl PageCache {
             self.objs[o.next as usize].prev = o.prev;
         }
         self.list(o.cg, o.at).bytes -= o.bytes;
+        if o.at == Where::Active {
+            self.walk_up(o.cg, |v| v.h_active -= o.bytes);
+        }
         let o = &mut self.objs[id as usize];
         o.prev = NIL;
         o.next = NIL;
         o.at = Where::Absent;
+    }
+
+    fn push_tail(&mut self, id: u32, w: Where) {
+        let (cg, bytes) = (self.objs[id as usize].cg, self.objs[id as usize].bytes);
+        let l = self.list(cg, w);
+        let old = l.tail;
+        l.tail = id;
+        if old == NIL {
+            l.head = id;
+        }
+        l.bytes += bytes;
+        if old != NIL {
+            self.objs[old as usize].next = id;
+        }
+        let o = &mut self.objs[id as usize];
+        o.prev = old;
+        o.next = NIL;
+        o.at = w;        if w == Where::Active {
+            self.walk_up(cg, |v| v.h_active += bytes);
+        }
     }
 
     fn push_head(&mut self, id: u32, w: Where) {
@@ -214,17 +270,24 @@ impl PageCache {
         let o = &mut self.objs[id as usize];
         o.prev = NIL;
         o.next = old;
-        o.at = w;
+        o.at = w;        if w == Where::Active {
+            self.walk_up(cg, |v| v.h_active += bytes);
+        }
+    }
+
+    /// Apply `f` to the lruvec of `cg` and of every ancestor.
+    fn walk_up(&mut self, cg: usize, f: impl Fn(&mut LruVec)) {
+        let mut c = Some(cg);
+        while let Some(g) = c {
+            f(&mut self.vecs[g]);
+            c = self.parents[g];
+        }
     }
 
     /// `workingset_age_nonresident`: the cgroup's and every ancestor's age advance.
     fn age_nonresident(&mut self, cg: usize, bytes: u64) {
         let pages = bytes.div_ceil(PAGE);
-        let mut c = Some(cg);
-        while let Some(g) = c {
-            self.vecs[g].age += pages;
-            c = self.parents[g];
-        }
+        self.walk_up(cg, |v| v.age += pages);
     }
 
     /// An access to object `i` (a read of a file, a rewrite of a chunk):
@@ -253,28 +316,100 @@ impl PageCache {
     /// anonymous bytes when swap has room for them), else on the inactive list. `accessed`:
     /// the access that brought it in marks it (a read's `folio_mark_accessed`).
     pub fn insert(&mut self, s: Space, i: u32, accessed: bool, anon_in_workingset: u64) {
+        self.insert_as(s, i, accessed, false, anon_in_workingset);
+    }
+
+    /// `insert` of an object that a write dirtied (`dirty`): it is cleaned by writeback
+    /// (`clean`) before reclaim can free it.
+    pub fn insert_as(&mut self, s: Space, i: u32, accessed: bool, dirty: bool, anon_in_workingset: u64) {
         let id = s.base + i;
         let o = self.objs[id as usize];
         debug_assert_eq!(o.at, Where::Absent);
-        let recent = o.shadow.is_some_and(|then| {
-            let distance = self.vecs[o.cg].age - then;
-            distance * PAGE <= self.vecs[o.cg].active.bytes + anon_in_workingset
+        let recent = o.shadow.is_some_and(|(memcg, then)| {
+            let distance = self.vecs[memcg].age - then;
+            distance * PAGE <= self.vecs[memcg].h_active + anon_in_workingset
         });
         self.objs[id as usize].shadow = None;
         self.vecs[o.cg].epoch += 1;
         if recent {
             self.push_head(id, Where::Active);
             self.age_nonresident(o.cg, o.bytes);
+            self.walk_up(o.cg, |v| v.refault_activations += 1);
         } else {
             self.push_head(id, Where::Inactive);
         }
         self.objs[id as usize].referenced = accessed;
+        if dirty {
+            self.objs[id as usize].dirty = true;
+            self.vecs[o.cg].dirty += o.bytes;
+            self.dirty_fifo.push_back(id);
+        }
     }
 
-    /// `inactive_is_low` for cgroup `cg`'s file lists.
+    /// Bytes of cgroup `cg`'s objects that are dirty.
+    pub fn dirty(&self, cg: usize) -> u64 {
+        self.vecs[cg].dirty
+    }
+
+    /// Writeback finished `bytes` (disk.rs's flusher): the oldest dirty objects are clean
+    /// now; one reclaim met dirty moves to its inactive list's tail, the next to go
+    /// (`folio_end_writeback` → `folio_rotate_reclaimable` → `lru_move_tail`).
+    pub fn clean(&mut self, bytes: u64) {
+        self.clean_credit += bytes;
+        while let Some(&id) = self.dirty_fifo.front() {
+            let o = self.objs[id as usize];
+            if o.dirty && self.clean_credit < o.bytes {
+                break;
+            }
+            self.dirty_fifo.pop_front();
+            if !o.dirty {
+                continue; // evicted (written back by the one who waited) or already clean
+            }
+            self.clean_credit -= o.bytes;
+            self.objs[id as usize].dirty = false;
+            self.vecs[o.cg].dirty -= o.bytes;
+            if o.reclaim && o.at != Where::Absent {
+                self.objs[id as usize].reclaim = false;
+                self.unlink(id);
+                self.push_tail(id, Where::Inactive);
+            }
+        }
+        if self.dirty_fifo.is_empty() {
+            self.clean_credit = 0;
+        }
+    }
+
+    /// Reclaim waited for writeback: the oldest dirty objects of `cg` are written and freed
+    /// (up to `bytes`; whole objects). Returns the bytes freed.
+    pub fn evict_dirty(&mut self, cg: usize, bytes: u64, target: usize) -> u64 {
+        let mut freed = 0;
+        let mut k = 0;
+        while freed < bytes && k < self.dirty_fifo.len() {
+            let id = self.dirty_fifo[k];
+            k += 1;
+            let o = self.objs[id as usize];
+            if !o.dirty || o.cg != cg || o.at == Where::Absent {
+                continue;
+            }
+            self.objs[id as usize].dirty = false;
+            self.objs[id as usize].reclaim = false;
+            self.vecs[cg].dirty -= o.bytes;
+            self.unlink(id);
+            self.forget(id, target);
+            freed += o.bytes;
+        }
+        freed
+    }
+
+    /// `inactive_is_low` for cgroup `cg`'s own file lists.
     pub fn inactive_is_low(&self, cg: usize) -> bool {
         let v = &self.vecs[cg];
-        v.inactive.bytes * inactive_ratio(v.inactive.bytes + v.active.bytes) < v.active.bytes
+        inactive_is_low(v.inactive.bytes, v.active.bytes)
+    }
+
+    /// Refaults activated in `cg` and its descendants (WORKINGSET_ACTIVATE_FILE).
+    pub fn refault_activations(&self, cg: usize) -> u64 {
+        self.vecs[cg].refault_activations
     }
 
     /// `shrink_active_list`: move up to `bytes` (at least one object) from the active tail to
@@ -311,34 +446,56 @@ impl PageCache {
         }
     }
 
-    /// Evict from cgroup `cg`'s inactive tail until `bytes` are freed (whole objects: the
-    /// last may overshoot) or the list is empty; shadows record the age. Returns the bytes.
-    pub fn evict(&mut self, cg: usize, bytes: u64) -> u64 {
-        let mut freed = 0;
-        while freed < bytes {
+    /// Scan cgroup `cg`'s inactive tail for `bytes` (whole objects: the last may overshoot)
+    /// or until the list is empty: a clean object is evicted (its shadow records the age), a
+    /// dirty one is activated with PG_reclaim (`shrink_folio_list`: only kswapd writes pages
+    /// back, a cgroup's reclaim leaves them to the flusher). Returns the bytes freed.
+    pub fn evict(&mut self, cg: usize, bytes: u64, target: usize) -> u64 {
+        let (mut freed, mut scanned) = (0, 0);
+        while scanned < bytes {
             let id = self.vecs[cg].inactive.tail;
             if id == NIL {
                 break;
             }
             self.unlink(id);
             let b = self.objs[id as usize].bytes;
-            // workingset_eviction: the shadow holds the age before this eviction advances it
-            self.objs[id as usize].shadow = Some(self.vecs[cg].age);
-            self.objs[id as usize].referenced = false;
-            self.vecs[cg].epoch += 1;
-            self.age_nonresident(cg, b);
+            scanned += b;
+            if self.objs[id as usize].dirty {
+                self.met_dirty = true;
+                self.objs[id as usize].reclaim = true;
+                self.push_head(id, Where::Active);
+                continue;
+            }
+            self.forget(id, target);
             freed += b;
         }
         freed
     }
 
-    /// Reclaim up to `want` bytes of cgroup `cg`'s page cache as `shrink_lruvec` does: while
-    /// the inactive list is low, deactivate from the active list first; then evict from the
-    /// inactive tail. Returns the bytes freed.
-    pub fn shrink(&mut self, cg: usize, want: u64) -> u64 {
+    /// An unlinked object leaves the cache (`workingset_eviction`: the shadow holds the age
+    /// before this eviction advances it).
+    fn forget(&mut self, id: u32, target: usize) {
+        let (cg, b) = (self.objs[id as usize].cg, self.objs[id as usize].bytes);
+        self.objs[id as usize].shadow = Some((target, self.vecs[target].age));
+        self.objs[id as usize].referenced = false;
+        self.vecs[cg].epoch += 1;
+        self.age_nonresident(target, b);
+    }
+
+    /// Reclaim up to `want` bytes of cgroup `cg`'s page cache as `shrink_lruvec` does: when
+    /// the reclaim may deactivate (`may_deactivate`, decided for the reclaim's target) and
+    /// the inactive list is low or empty, deactivate from the active list first; then evict
+    /// from the inactive tail. Returns the bytes freed.
+    pub fn shrink(&mut self, cg: usize, want: u64, may_deactivate: bool, target: usize) -> u64 {
         let mut freed = 0;
-        while freed < want {
-            if self.inactive_is_low(cg) || self.vecs[cg].inactive.bytes == 0 {
+        // one pass over what the lists hold: dirty objects cycle (activated, deactivated)
+        let mut budget = {
+            let (i, a) = self.lists(cg);
+            i + a
+        };
+        while freed < want && budget > 0 {
+            budget = budget.saturating_sub((want - freed).max(1));
+            if may_deactivate && (self.inactive_is_low(cg) || self.vecs[cg].inactive.bytes == 0) {
                 // deactivate what restores the balance, at least what is still wanted
                 let v = &self.vecs[cg];
                 let need = (want - freed).max(v.active.bytes.saturating_sub(v.inactive.bytes) / 2);
@@ -349,7 +506,7 @@ impl PageCache {
                     self.deactivate(cg, want - freed);
                 }
             }
-            let got = self.evict(cg, want - freed);
+            let got = self.evict(cg, want - freed, target);
             if got == 0 && self.vecs[cg].active.bytes == 0 {
                 break;
             }
@@ -380,7 +537,7 @@ mod tests {
         // a 1000-page stream under a 10-page limit: each new page pushes one out
         for i in 0..1000 {
             if pc.lists(0).0 + pc.lists(0).1 >= 10 * 4 * KIB {
-                assert_eq!(pc.shrink(0, 4 * KIB), 4 * KIB);
+                assert_eq!(pc.shrink(0, 4 * KIB, true, 0), 4 * KIB);
             }
             pc.insert(writer, i, true, 0);
         }
@@ -392,7 +549,7 @@ mod tests {
         pc.insert(once, 0, true, 0);
         for i in 0..1000 {
             if pc.lists(0).0 + pc.lists(0).1 >= 10 * 4 * KIB {
-                pc.shrink(0, 4 * KIB);
+                pc.shrink(0, 4 * KIB, true, 0);
             }
             pc.insert(stream, i, true, 0);
         }
@@ -418,7 +575,7 @@ mod tests {
             }
             let before = pc.age(0);
             // the inactive tail is A, then the four others: five evictions
-            assert_eq!(pc.evict(0, 20 * KIB), 20 * KIB);
+            assert_eq!(pc.evict(0, 20 * KIB, 0), 20 * KIB);
             assert_eq!(pc.age(0) - before, 5);
             assert_eq!(pc.where_is(hot, 0), Where::Active);
             pc.insert(a, 0, true, 0);

@@ -205,6 +205,15 @@ pub struct Memory {
     /// The page cache's LRU lists (lru.rs) for the cache workloads charge by object; a
     /// cgroup's `file` bytes beyond its lists (`unlisted`) are reclaimed before them.
     pub cache: PageCache,
+    /// The node's disk write rate (bytes/s) when its page cache is written back through it
+    /// (0: no disk — written pages are clean at once).
+    pub writeback_bps: u64,
+    /// Reclaim met dirty pages it could not free: the flusher is to write everything back
+    /// (`wakeup_flusher_threads(WB_REASON_VMSCAN)`); the node passes it on to the disk.
+    pub wake_flusher: bool,
+    /// Per reclaim target, its refault activations when it last reclaimed
+    /// (`target_lruvec->refaults[WORKINGSET_FILE]`).
+    last_refaults: BTreeMap<usize, u64>,
 }
 
 impl Memory {
@@ -226,6 +235,9 @@ impl Memory {
             oom_score_adj: BTreeMap::new(),
             global_ooms: 0,
             cache: PageCache::new(parents),
+            writeback_bps: 0,
+            wake_flusher: false,
+            last_refaults: BTreeMap::new(),
         }
     }
 
@@ -310,6 +322,9 @@ impl Memory {
             let need = self.cgs[a].usage + bytes - self.cgs[a].max;
             let got = self.reclaim(a, need, &mut out, true);
             if got >= need {
+                continue;
+            }
+            if self.wait_writeback(a, need - got, &mut out) > 0 {
                 continue;
             }
             self.event(a, |e| e.oom += 1);
@@ -562,7 +577,9 @@ impl Memory {
                 }
                 let want = (target - freed).min(total);
                 let plan = if kind == Kind::File {
-                    self.shrink_file(&avail, want)
+                    let plan = self.shrink_file(root, &avail, want);
+                    self.wake_flusher |= std::mem::take(&mut self.cache.met_dirty);
+                    plan
                 } else {
                     proportional_plan(&avail, want, total)
                 };
@@ -606,6 +623,35 @@ impl Memory {
         freed
     }
 
+    /// What cgroup v1's limit reclaim does when what it scanned was dirty: it wakes the
+    /// flusher and waits for the writeback of pages it marked (`shrink_folio_list` case 3,
+    /// `folio_wait_writeback` for a legacy memcg; `reclaim_throttle` otherwise) instead of
+    /// declaring OOM. Modelled as a sleep of the shortfall at the disk's write rate, after
+    /// which the oldest dirty pages of the subtree are freed (their writeback is the
+    /// flusher's, already counted by the disk). Returns the bytes freed.
+    fn wait_writeback(&mut self, root: usize, short: u64, out: &mut Charge) -> u64 {
+        if self.writeback_bps == 0 {
+            return 0;
+        }
+        let mut freed = 0;
+        for cg in self.subtree(root) {
+            if freed >= short {
+                break;
+            }
+            if self.cache.dirty(cg) == 0 {
+                continue;
+            }
+            let got = self.cache.evict_dirty(cg, short - freed, root);
+            self.sub(cg, Kind::File, got);
+            freed += got;
+        }
+        if freed > 0 {
+            self.wake_flusher = true;
+            out.throttle_ns += (freed as u128 * 1_000_000_000 / self.writeback_bps as u128) as u64;
+        }
+        freed
+    }
+
     /// Bytes of `cg`'s page cache on no LRU list (charged without an object: a `dd`'s).
     fn unlisted(&self, cg: usize) -> u64 {
         let (inactive, active) = self.cache.lists(cg);
@@ -616,16 +662,27 @@ impl Memory {
     /// `shrink_node_memcgs` → `shrink_lruvec` scans them (mm/vmscan.c): every lruvec's
     /// lists are scanned by the same fraction of their size (`get_scan_count`: size >>
     /// priority), so each cgroup gives in proportion to its inactive list (and unlisted
-    /// cache, taken first), not its total; an active list is scanned — deactivated — only
-    /// while its inactive list is low, by the same fraction (a per-cgroup credit carries the
-    /// fractions of objects). What the inactive lists cannot give is then shrunk cgroup by
-    /// cgroup, deactivating as the kernel does at a higher priority. Returns (cgroup, bytes
-    /// freed); the caller uncharges them.
-    fn shrink_file(&mut self, avail: &[(usize, u64)], want: u64) -> Vec<(usize, u64)> {
+    /// cache, taken first), not its total. Active lists are scanned — deactivated — by the
+    /// same fraction only when the reclaim may deactivate, which 6.x decides once for the
+    /// reclaim's target (`prepare_scan_control`: its hierarchical lists' `inactive_is_low`,
+    /// or refaults activated since its last reclaim — a new workingset forming); a
+    /// per-cgroup credit carries the fractions of objects. What the inactive lists cannot
+    /// give is then shrunk cgroup by cgroup, as the kernel does at a higher priority.
+    /// Returns (cgroup, bytes freed); the caller uncharges them.
+    fn shrink_file(&mut self, root: usize, avail: &[(usize, u64)], want: u64) -> Vec<(usize, u64)> {
+        let (mut inactive, mut active) = (0, 0);
+        for cg in self.subtree(root) {
+            let (i, a) = self.cache.lists(cg);
+            inactive += i + self.unlisted(cg);
+            active += a;
+        }
+        let refaults = self.cache.refault_activations(root);
+        let seen = self.last_refaults.insert(root, refaults);
+        let may_deactivate = crate::lru::inactive_is_low(inactive, active) || seen.is_some_and(|r| r != refaults);
         let base = |m: &Memory, cg: usize, give: u64| (m.unlisted(cg) + m.cache.lists(cg).0).min(give);
         let scanned: u64 = avail.iter().map(|&(cg, g)| base(self, cg, g)).sum();
         for &(cg, _) in avail {
-            if self.cache.inactive_is_low(cg) {
+            if may_deactivate {
                 let active = self.cache.lists(cg).1;
                 let part = if scanned == 0 {
                     active
@@ -646,19 +703,22 @@ impl Memory {
         for (i, &(cg, _)) in avail.iter().enumerate() {
             let share = plan[i].1;
             let loose = self.unlisted(cg).min(share);
-            let got = loose + self.cache.evict(cg, share - loose);
+            let got = loose + self.cache.evict(cg, share - loose, root);
             plan[i].1 = got;
             freed += got;
         }
-        for (i, &(cg, give)) in avail.iter().enumerate() {
-            if freed >= want {
-                break;
+        // short with deactivation skipped: retry forcing it (`sc->force_deactivate`)
+        for deactivate in [may_deactivate, true] {
+            for (i, &(cg, give)) in avail.iter().enumerate() {
+                if freed >= want {
+                    break;
+                }
+                let room = give.saturating_sub(plan[i].1).min(want - freed);
+                let loose = self.unlisted(cg).saturating_sub(plan[i].1).min(room);
+                let got = loose + self.cache.shrink(cg, room - loose, deactivate, root);
+                plan[i].1 += got;
+                freed += got;
             }
-            let room = give.saturating_sub(plan[i].1).min(want - freed);
-            let loose = self.unlisted(cg).saturating_sub(plan[i].1).min(room);
-            let got = loose + self.cache.shrink(cg, room - loose);
-            plan[i].1 += got;
-            freed += got;
         }
         plan
     }
@@ -666,7 +726,7 @@ impl Memory {
     /// Charge one page cache object (a file server's file, a writer's chunk) to `cg` for
     /// `owner` and put it on the LRU (lru.rs `insert`); `accessed`: the access that brings
     /// it in marks it (a read does, a write does not: FGP_WRITEBEGIN has no FGP_ACCESSED).
-    pub fn charge_object(&mut self, cg: usize, owner: Owner, s: Space, i: u32, accessed: bool) -> Charge {
+    pub fn charge_object(&mut self, cg: usize, owner: Owner, s: Space, i: u32, accessed: bool, dirty: bool) -> Charge {
         if self.cache.where_is(s, i) != crate::lru::Where::Absent {
             // already resident (another reader brought it in; a rewrite in place)
             return Charge::default();
@@ -677,7 +737,7 @@ impl Memory {
             // workingset_test_recent: with swap to put it in, anonymous memory is part of
             // the workingset a refault is measured against
             let anon = if self.swap_free() > 0 { self.cgs[cg].anon } else { 0 };
-            self.cache.insert(s, i, accessed, anon);
+            self.cache.insert_as(s, i, accessed, dirty && self.writeback_bps > 0, anon);
         }
         out
     }

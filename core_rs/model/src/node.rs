@@ -600,6 +600,7 @@ impl Node {
                     resident: vec![],
                     seen_epoch: None,
                     reading: vec![0; *clients as usize],
+                    node_disk: self.disk.is_some(),
                 };
                 let mut f = f;
                 if let Some(m) = self.memory.as_mut() {
@@ -679,6 +680,7 @@ impl Node {
                         write_ns_per_page: *write_ns_per_page,
                         space,
                         chunks,
+                        disk: self.disk.is_some(),
                     }),
                     *start_ns,
                 )

@@ -87,7 +87,7 @@ impl Node {
                     m.cache.touch(s, i);
                     continue;
                 }
-                Err(CacheOp::Fill(s, i, accessed)) => m.charge_object(cg, t, s, i, accessed),
+                Err(CacheOp::Fill(s, i, accessed, dirty)) => m.charge_object(cg, t, s, i, accessed, dirty),
             };
             let mut victims = c.killed.clone();
             if c.failed && !victims.contains(&t) {
@@ -105,6 +105,9 @@ impl Node {
                 self.unthrottle_qos(cpu);
                 self.schedule(cpu);
             }
+        }
+        if self.memory.as_mut().is_some_and(|m| std::mem::take(&mut m.wake_flusher)) {
+            self.flusher_wakeup();
         }
         costs
     }

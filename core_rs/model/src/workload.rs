@@ -50,8 +50,8 @@ pub enum CacheOp {
     /// An access to a resident object (`folio_mark_accessed`).
     Touch(crate::lru::Space, u32),
     /// The object is read or written in: charge it and put it on the LRU (marked accessed:
-    /// a read's access).
-    Fill(crate::lru::Space, u32, bool),
+    /// a read's access; dirty: a write's, to be written back through the node's disk).
+    Fill(crate::lru::Space, u32, bool, bool),
 }
 
 /// One IO as a workload asks for it; the node adds the task's cgroup.
@@ -290,6 +290,8 @@ pub struct FileServer {
     pub seen_epoch: Option<u64>,
     /// The file each client is reading.
     pub reading: Vec<u32>,
+    /// The node has a disk: misses read through it (disk.rs) instead of `disk_ns`.
+    pub node_disk: bool,
 }
 
 /// Timer slots of a file server at or above this are a client's disk read completing.
@@ -325,6 +327,20 @@ impl FileServer {
         }
         self.misses += 1;
         svc.misses += 1;
+        if self.node_disk {
+            // one device queue per node: the read waits with the flusher's writeback
+            eff.io.push((
+                self.threads[c],
+                IoReq {
+                    dir: crate::disk::Dir::Read,
+                    bytes: self.file_bytes,
+                    random: true,
+                    direct: false,
+                    tag: DISK_DONE + c as u32,
+                },
+            ));
+            return None;
+        }
         self.disk_free_at = self.disk_free_at.max(now) + self.disk_ns;
         eff.timers.push((self.disk_free_at, wl, DISK_DONE + c as u32));
         None
@@ -345,7 +361,13 @@ pub struct CacheWriter {
     pub space: Vec<crate::lru::Space>,
     pub at: Vec<u32>,
     pub chunks: u32,
+    /// The node has a disk: its writes go through it (disk.rs's dirty pages and flusher).
+    pub disk: bool,
 }
+
+/// A cache writer's timer slot for a buffered write's admission (nothing waits for it:
+/// below vm.dirty_ratio balance_dirty_pages lets the write through at once).
+const WRITTEN: u32 = DISK_DONE;
 
 /// The file each writer thread rewrites (replay's `dd` over a 1 GiB file per thread).
 pub const WRITER_FILE_BYTES: u64 = 1 << 30;
@@ -356,7 +378,20 @@ impl CacheWriter {
             Some(&s) => {
                 let i = self.at[k];
                 self.at[k] = (i + 1) % self.chunks;
-                eff.cache.push((self.threads[k], CacheOp::Fill(s, i, false)));
+                eff.cache.push((self.threads[k], CacheOp::Fill(s, i, false, true)));
+                if self.disk {
+                    // buffered: into the disk's dirty pages, written back by the flusher
+                    eff.io.push((
+                        self.threads[k],
+                        IoReq {
+                            dir: crate::disk::Dir::Write,
+                            bytes: self.chunk,
+                            random: false,
+                            direct: false,
+                            tag: WRITTEN,
+                        },
+                    ));
+                }
             }
             None => eff
                 .charges
@@ -726,6 +761,7 @@ impl Workload {
                     eff.forks.push((a.threads[k], work));
                 }
             }
+            Workload::CacheWriter(_) if slot == WRITTEN => {}
             Workload::CacheWriter(w) => {
                 debug_assert_eq!(slot, START);
                 for k in 0..w.threads.len() {
@@ -745,7 +781,7 @@ impl Workload {
                     // the file is read: it is in the cache now, and the request takes its CPU
                     let c = (slot - DISK_DONE) as usize;
                     if let Some(s) = f.space {
-                        eff.cache.push((f.threads[c], CacheOp::Fill(s, f.reading[c], true)));
+                        eff.cache.push((f.threads[c], CacheOp::Fill(s, f.reading[c], true, false)));
                     }
                     let work = f.service.sample(&mut f.rng).max(1);
                     eff.wakes.push((f.threads[c], work));
