@@ -349,9 +349,6 @@ pub struct Disk {
     inflight: Vec<u64>,
     flush_all: Vec<bool>,
     pub dirty_total: u64,
-    /// Bytes the flusher has written back since the node last took them (the page cache
-    /// objects they clean: lru.rs `clean`).
-    pub written_back: u64,
     pub dirty_thresh: u64,
     pub background_thresh: u64,
     /// Buffered writes waiting in balance_dirty_pages: (op, since).
@@ -450,7 +447,6 @@ impl Disk {
             inflight: vec![0; n],
             flush_all: vec![false; n],
             dirty_total: 0,
-            written_back: 0,
             dirty_thresh: dirtyable / 100 * dirty_ratio,
             background_thresh: dirtyable / 100 * background_ratio,
             waiting: VecDeque::new(),
@@ -587,17 +583,6 @@ impl Disk {
         }
     }
 
-    /// Reclaim woke the flusher (`wakeup_flusher_threads(WB_REASON_VMSCAN)`): every owner's
-    /// dirty pages are written back whole.
-    pub fn wake_flusher(&mut self, now: Ns) {
-        for owner in 0..self.cgs.len() {
-            if self.dirty[owner] > 0 {
-                self.flush_all[owner] = true;
-            }
-        }
-        self.start_writeback(now);
-    }
-
     /// The periodic flusher (every dirty_writeback_centisecs): owners whose pages have been
     /// dirty for dirty_expire_centisecs are written back whole. Returns whether to re-arm.
     pub fn kupdate(&mut self, now: Ns) -> bool {
@@ -659,7 +644,6 @@ impl Disk {
                     self.inflight[owner] = 0;
                     self.dirty[owner] -= f.bytes;
                     self.dirty_total -= f.bytes;
-                    self.written_back += f.bytes;
                     if self.dirty[owner] == 0 {
                         self.dirty_since[owner] = None;
                         self.flush_all[owner] = false;

@@ -48,10 +48,6 @@ struct Obj {
     shadow: Option<(usize, u64)>,
     bytes: u64,
     cg: usize,
-    /// Written and not yet written back (PG_dirty); `reclaim`: reclaim met it dirty and
-    /// activated it (PG_reclaim), so its writeback's end rotates it to the inactive tail.
-    dirty: bool,
-    reclaim: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -80,8 +76,6 @@ struct LruVec {
     credit: u64,
     /// Advances whenever an object enters or leaves the lists (a view's freshness).
     epoch: u64,
-    /// Bytes of its objects that are dirty.
-    dirty: u64,
     /// WORKINGSET_ACTIVATE_FILE of it and its descendants: refaults activated.
     refault_activations: u64,
     /// Active file bytes of it and its descendants (the hierarchical NR_ACTIVE_FILE).
@@ -109,14 +103,6 @@ pub struct PageCache {
     objs: Vec<Obj>,
     vecs: Vec<LruVec>,
     parents: Vec<Option<usize>>,
-    /// Dirty objects in the order they were dirtied: the order writeback cleans them (one
-    /// flusher over the node's disk, oldest inode pages first).
-    dirty_fifo: std::collections::VecDeque<u32>,
-    /// Bytes written back but not yet matched to an object (a chunk ends mid-object).
-    clean_credit: u64,
-    /// Reclaim scanned a dirty object since this was last cleared (the caller wakes the
-    /// flusher: `wakeup_flusher_threads(WB_REASON_VMSCAN)`).
-    pub met_dirty: bool,
 }
 
 /// `inactive_is_low`: inactive × inactive_ratio(inactive + active) < active.
@@ -142,7 +128,6 @@ impl PageCache {
             age: 0,
             credit: 0,
             epoch: 0,
-            dirty: 0,
             refault_activations: 0,
             h_active: 0,
         };
@@ -150,9 +135,6 @@ impl PageCache {
             objs: vec![],
             vecs: vec![empty; parents.len()],
             parents: parents.to_vec(),
-            dirty_fifo: std::collections::VecDeque::new(),
-            clean_credit: 0,
-            met_dirty: false,
         }
     }
 
@@ -167,8 +149,6 @@ impl PageCache {
             shadow: None,
             bytes,
             cg,
-            dirty: false,
-            reclaim: false,
         }));
         Space { base, n }
     }
@@ -235,26 +215,6 @@ impl PageCache {
         o.at = Where::Absent;
     }
 
-    fn push_tail(&mut self, id: u32, w: Where) {
-        let (cg, bytes) = (self.objs[id as usize].cg, self.objs[id as usize].bytes);
-        let l = self.list(cg, w);
-        let old = l.tail;
-        l.tail = id;
-        if old == NIL {
-            l.head = id;
-        }
-        l.bytes += bytes;
-        if old != NIL {
-            self.objs[old as usize].next = id;
-        }
-        let o = &mut self.objs[id as usize];
-        o.prev = old;
-        o.next = NIL;
-        o.at = w;        if w == Where::Active {
-            self.walk_up(cg, |v| v.h_active += bytes);
-        }
-    }
-
     fn push_head(&mut self, id: u32, w: Where) {
         let (cg, bytes) = (self.objs[id as usize].cg, self.objs[id as usize].bytes);
         let l = self.list(cg, w);
@@ -270,7 +230,8 @@ impl PageCache {
         let o = &mut self.objs[id as usize];
         o.prev = NIL;
         o.next = old;
-        o.at = w;        if w == Where::Active {
+        o.at = w;
+        if w == Where::Active {
             self.walk_up(cg, |v| v.h_active += bytes);
         }
     }
@@ -316,12 +277,6 @@ impl PageCache {
     /// anonymous bytes when swap has room for them), else on the inactive list. `accessed`:
     /// the access that brought it in marks it (a read's `folio_mark_accessed`).
     pub fn insert(&mut self, s: Space, i: u32, accessed: bool, anon_in_workingset: u64) {
-        self.insert_as(s, i, accessed, false, anon_in_workingset);
-    }
-
-    /// `insert` of an object that a write dirtied (`dirty`): it is cleaned by writeback
-    /// (`clean`) before reclaim can free it.
-    pub fn insert_as(&mut self, s: Space, i: u32, accessed: bool, dirty: bool, anon_in_workingset: u64) {
         let id = s.base + i;
         let o = self.objs[id as usize];
         debug_assert_eq!(o.at, Where::Absent);
@@ -339,66 +294,6 @@ impl PageCache {
             self.push_head(id, Where::Inactive);
         }
         self.objs[id as usize].referenced = accessed;
-        if dirty {
-            self.objs[id as usize].dirty = true;
-            self.vecs[o.cg].dirty += o.bytes;
-            self.dirty_fifo.push_back(id);
-        }
-    }
-
-    /// Bytes of cgroup `cg`'s objects that are dirty.
-    pub fn dirty(&self, cg: usize) -> u64 {
-        self.vecs[cg].dirty
-    }
-
-    /// Writeback finished `bytes` (disk.rs's flusher): the oldest dirty objects are clean
-    /// now; one reclaim met dirty moves to its inactive list's tail, the next to go
-    /// (`folio_end_writeback` → `folio_rotate_reclaimable` → `lru_move_tail`).
-    pub fn clean(&mut self, bytes: u64) {
-        self.clean_credit += bytes;
-        while let Some(&id) = self.dirty_fifo.front() {
-            let o = self.objs[id as usize];
-            if o.dirty && self.clean_credit < o.bytes {
-                break;
-            }
-            self.dirty_fifo.pop_front();
-            if !o.dirty {
-                continue; // evicted (written back by the one who waited) or already clean
-            }
-            self.clean_credit -= o.bytes;
-            self.objs[id as usize].dirty = false;
-            self.vecs[o.cg].dirty -= o.bytes;
-            if o.reclaim && o.at != Where::Absent {
-                self.objs[id as usize].reclaim = false;
-                self.unlink(id);
-                self.push_tail(id, Where::Inactive);
-            }
-        }
-        if self.dirty_fifo.is_empty() {
-            self.clean_credit = 0;
-        }
-    }
-
-    /// Reclaim waited for writeback: the oldest dirty objects of `cg` are written and freed
-    /// (up to `bytes`; whole objects). Returns the bytes freed.
-    pub fn evict_dirty(&mut self, cg: usize, bytes: u64, target: usize) -> u64 {
-        let mut freed = 0;
-        let mut k = 0;
-        while freed < bytes && k < self.dirty_fifo.len() {
-            let id = self.dirty_fifo[k];
-            k += 1;
-            let o = self.objs[id as usize];
-            if !o.dirty || o.cg != cg || o.at == Where::Absent {
-                continue;
-            }
-            self.objs[id as usize].dirty = false;
-            self.objs[id as usize].reclaim = false;
-            self.vecs[cg].dirty -= o.bytes;
-            self.unlink(id);
-            self.forget(id, target);
-            freed += o.bytes;
-        }
-        freed
     }
 
     /// `inactive_is_low` for cgroup `cg`'s own file lists.
@@ -446,26 +341,18 @@ impl PageCache {
         }
     }
 
-    /// Scan cgroup `cg`'s inactive tail for `bytes` (whole objects: the last may overshoot)
-    /// or until the list is empty: a clean object is evicted (its shadow records the age), a
-    /// dirty one is activated with PG_reclaim (`shrink_folio_list`: only kswapd writes pages
-    /// back, a cgroup's reclaim leaves them to the flusher). Returns the bytes freed.
+    /// Evict from cgroup `cg`'s inactive tail until `bytes` are freed (whole objects: the
+    /// last may overshoot) or the list is empty; `target`: the reclaim's root, whose age the
+    /// shadows record. Returns the bytes freed.
     pub fn evict(&mut self, cg: usize, bytes: u64, target: usize) -> u64 {
-        let (mut freed, mut scanned) = (0, 0);
-        while scanned < bytes {
+        let mut freed = 0;
+        while freed < bytes {
             let id = self.vecs[cg].inactive.tail;
             if id == NIL {
                 break;
             }
             self.unlink(id);
             let b = self.objs[id as usize].bytes;
-            scanned += b;
-            if self.objs[id as usize].dirty {
-                self.met_dirty = true;
-                self.objs[id as usize].reclaim = true;
-                self.push_head(id, Where::Active);
-                continue;
-            }
             self.forget(id, target);
             freed += b;
         }
@@ -488,7 +375,7 @@ impl PageCache {
     /// from the inactive tail. Returns the bytes freed.
     pub fn shrink(&mut self, cg: usize, want: u64, may_deactivate: bool, target: usize) -> u64 {
         let mut freed = 0;
-        // one pass over what the lists hold: dirty objects cycle (activated, deactivated)
+        // at most one pass over what the lists hold
         let mut budget = {
             let (i, a) = self.lists(cg);
             i + a

@@ -205,12 +205,6 @@ pub struct Memory {
     /// The page cache's LRU lists (lru.rs) for the cache workloads charge by object; a
     /// cgroup's `file` bytes beyond its lists (`unlisted`) are reclaimed before them.
     pub cache: PageCache,
-    /// The node's disk write rate (bytes/s) when its page cache is written back through it
-    /// (0: no disk — written pages are clean at once).
-    pub writeback_bps: u64,
-    /// Reclaim met dirty pages it could not free: the flusher is to write everything back
-    /// (`wakeup_flusher_threads(WB_REASON_VMSCAN)`); the node passes it on to the disk.
-    pub wake_flusher: bool,
     /// Per reclaim target, its refault activations when it last reclaimed
     /// (`target_lruvec->refaults[WORKINGSET_FILE]`).
     last_refaults: BTreeMap<usize, u64>,
@@ -235,8 +229,6 @@ impl Memory {
             oom_score_adj: BTreeMap::new(),
             global_ooms: 0,
             cache: PageCache::new(parents),
-            writeback_bps: 0,
-            wake_flusher: false,
             last_refaults: BTreeMap::new(),
         }
     }
@@ -322,9 +314,6 @@ impl Memory {
             let need = self.cgs[a].usage + bytes - self.cgs[a].max;
             let got = self.reclaim(a, need, &mut out, true);
             if got >= need {
-                continue;
-            }
-            if self.wait_writeback(a, need - got, &mut out) > 0 {
                 continue;
             }
             self.event(a, |e| e.oom += 1);
@@ -577,9 +566,7 @@ impl Memory {
                 }
                 let want = (target - freed).min(total);
                 let plan = if kind == Kind::File {
-                    let plan = self.shrink_file(root, &avail, want);
-                    self.wake_flusher |= std::mem::take(&mut self.cache.met_dirty);
-                    plan
+                    self.shrink_file(root, &avail, want)
                 } else {
                     proportional_plan(&avail, want, total)
                 };
@@ -619,35 +606,6 @@ impl Memory {
         if direct {
             out.reclaimed += freed;
             out.reclaim_ns += freed.div_ceil(PAGE) * self.reclaim_ns_per_page;
-        }
-        freed
-    }
-
-    /// What cgroup v1's limit reclaim does when what it scanned was dirty: it wakes the
-    /// flusher and waits for the writeback of pages it marked (`shrink_folio_list` case 3,
-    /// `folio_wait_writeback` for a legacy memcg; `reclaim_throttle` otherwise) instead of
-    /// declaring OOM. Modelled as a sleep of the shortfall at the disk's write rate, after
-    /// which the oldest dirty pages of the subtree are freed (their writeback is the
-    /// flusher's, already counted by the disk). Returns the bytes freed.
-    fn wait_writeback(&mut self, root: usize, short: u64, out: &mut Charge) -> u64 {
-        if self.writeback_bps == 0 {
-            return 0;
-        }
-        let mut freed = 0;
-        for cg in self.subtree(root) {
-            if freed >= short {
-                break;
-            }
-            if self.cache.dirty(cg) == 0 {
-                continue;
-            }
-            let got = self.cache.evict_dirty(cg, short - freed, root);
-            self.sub(cg, Kind::File, got);
-            freed += got;
-        }
-        if freed > 0 {
-            self.wake_flusher = true;
-            out.throttle_ns += (freed as u128 * 1_000_000_000 / self.writeback_bps as u128) as u64;
         }
         freed
     }
@@ -726,7 +684,7 @@ impl Memory {
     /// Charge one page cache object (a file server's file, a writer's chunk) to `cg` for
     /// `owner` and put it on the LRU (lru.rs `insert`); `accessed`: the access that brings
     /// it in marks it (a read does, a write does not: FGP_WRITEBEGIN has no FGP_ACCESSED).
-    pub fn charge_object(&mut self, cg: usize, owner: Owner, s: Space, i: u32, accessed: bool, dirty: bool) -> Charge {
+    pub fn charge_object(&mut self, cg: usize, owner: Owner, s: Space, i: u32, accessed: bool) -> Charge {
         if self.cache.where_is(s, i) != crate::lru::Where::Absent {
             // already resident (another reader brought it in; a rewrite in place)
             return Charge::default();
@@ -737,7 +695,7 @@ impl Memory {
             // workingset_test_recent: with swap to put it in, anonymous memory is part of
             // the workingset a refault is measured against
             let anon = if self.swap_free() > 0 { self.cgs[cg].anon } else { 0 };
-            self.cache.insert_as(s, i, accessed, dirty && self.writeback_bps > 0, anon);
+            self.cache.insert(s, i, accessed, anon);
         }
         out
     }

@@ -32,9 +32,6 @@ impl Node {
                 background,
                 spec.kernel.cgroup_writeback,
             ));
-            if let Some(m) = self.memory.as_mut() {
-                m.writeback_bps = d.device().wbps;
-            }
         }
         if let Some(n) = &spec.network {
             self.net = Some(Net::new(n.egress_bytes_per_s, parents));
@@ -94,7 +91,6 @@ impl Node {
         let Some(disk) = self.disk.as_mut() else { return };
         disk.finish(now);
         let next = disk.reshare();
-        let cleaned = std::mem::take(&mut disk.written_back);
         disk.gen += 1;
         let gen = disk.gen;
         let completions = std::mem::take(&mut disk.completions);
@@ -110,23 +106,9 @@ impl Node {
         for (at, w) in completions {
             self.queue.push(at, Event::Workload { wl: w.wl, slot: w.tag });
         }
-        if cleaned > 0 {
-            if let Some(m) = self.memory.as_mut() {
-                m.cache.clean(cleaned);
-            }
-        }
         if arm_kupdate {
             self.queue.push(now + DIRTY_WRITEBACK, Event::Kupdate);
         }
-    }
-
-    /// Memory reclaim asked for the flusher (memcg.rs `wake_flusher`).
-    pub(crate) fn flusher_wakeup(&mut self) {
-        let now = self.now;
-        let Some(disk) = self.disk.as_mut() else { return };
-        disk.settle(now);
-        disk.wake_flusher(now);
-        self.disk_changed();
     }
 
     pub(crate) fn disk_event(&mut self, gen: u64) {

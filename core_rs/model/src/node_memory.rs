@@ -69,7 +69,9 @@ impl Node {
             return costs;
         }
         let mut killed_any = false;
-        let charges = std::mem::take(&mut eff.charges).into_iter().map(|(t, k, b)| (t, Ok((k, b))));
+        let charges = std::mem::take(&mut eff.charges)
+            .into_iter()
+            .map(|(t, k, b)| (t, Ok((k, b))));
         let objects = std::mem::take(&mut eff.cache).into_iter().map(|(t, o)| (t, Err(o)));
         for (t, what) in charges.chain(objects) {
             if self.tasks[t].dead {
@@ -87,7 +89,7 @@ impl Node {
                     m.cache.touch(s, i);
                     continue;
                 }
-                Err(CacheOp::Fill(s, i, accessed, dirty)) => m.charge_object(cg, t, s, i, accessed, dirty),
+                Err(CacheOp::Fill(s, i, accessed)) => m.charge_object(cg, t, s, i, accessed),
             };
             let mut victims = c.killed.clone();
             if c.failed && !victims.contains(&t) {
@@ -105,9 +107,6 @@ impl Node {
                 self.unthrottle_qos(cpu);
                 self.schedule(cpu);
             }
-        }
-        if self.memory.as_mut().is_some_and(|m| std::mem::take(&mut m.wake_flusher)) {
-            self.flusher_wakeup();
         }
         costs
     }

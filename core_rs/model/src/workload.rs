@@ -50,8 +50,8 @@ pub enum CacheOp {
     /// An access to a resident object (`folio_mark_accessed`).
     Touch(crate::lru::Space, u32),
     /// The object is read or written in: charge it and put it on the LRU (marked accessed:
-    /// a read's access; dirty: a write's, to be written back through the node's disk).
-    Fill(crate::lru::Space, u32, bool, bool),
+    /// a read's access).
+    Fill(crate::lru::Space, u32, bool),
 }
 
 /// One IO as a workload asks for it; the node adds the task's cgroup.
@@ -378,7 +378,7 @@ impl CacheWriter {
             Some(&s) => {
                 let i = self.at[k];
                 self.at[k] = (i + 1) % self.chunks;
-                eff.cache.push((self.threads[k], CacheOp::Fill(s, i, false, true)));
+                eff.cache.push((self.threads[k], CacheOp::Fill(s, i, false)));
                 if self.disk {
                     // buffered: into the disk's dirty pages, written back by the flusher
                     eff.io.push((
@@ -781,7 +781,7 @@ impl Workload {
                     // the file is read: it is in the cache now, and the request takes its CPU
                     let c = (slot - DISK_DONE) as usize;
                     if let Some(s) = f.space {
-                        eff.cache.push((f.threads[c], CacheOp::Fill(s, f.reading[c], true, false)));
+                        eff.cache.push((f.threads[c], CacheOp::Fill(s, f.reading[c], true)));
                     }
                     let work = f.service.sample(&mut f.rng).max(1);
                     eff.wakes.push((f.threads[c], work));
