@@ -8,11 +8,12 @@
 //!   active list's head, `folio_activate`).
 //! - Reclaim evicts from the inactive list's tail. An unmapped page cache page's referenced
 //!   bit does not save it there (`folio_check_references` → FOLIOREF_RECLAIM_CLEAN): only
-//!   activation does. When the inactive list is too small against the active one
-//!   (`inactive_is_low`: inactive × inactive_ratio < active, inactive_ratio =
-//!   int_sqrt(10 × the lists' size in GiB), 1 below 1 GiB), `shrink_active_list` moves pages
-//!   from the active tail to the inactive head first (their referenced bit stays: the next
-//!   access activates them again).
+//!   activation does. When the reclaim may deactivate — decided once for its target
+//!   (memcg.rs `shrink_file`): the target's hierarchical inactive list is too small against
+//!   its active one (`inactive_is_low`: inactive × inactive_ratio < active, inactive_ratio =
+//!   int_sqrt(10 × the lists' size in GiB), 1 below 1 GiB) or refaults were activated since
+//!   its last reclaim — `shrink_active_list` moves pages from the active tail to the inactive
+//!   head (their referenced bit stays: the next access activates them again).
 //! - An eviction leaves a shadow entry holding the reclaim target's `nonresident_age` (a
 //!   counter every eviction and activation advances, in pages, on a lruvec and its
 //!   ancestors: `workingset_age_nonresident`; `workingset_eviction` takes the target
