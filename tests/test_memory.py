@@ -163,23 +163,48 @@ name = "with dd"
 [[runs]]
 name = "with dd under memory.high"
 set = { "cgroups.batch" = { "memory.high" = "200Mi" } }
+
+# the same server but cold and larger: 96 files of 8 MiB (768 MiB), each read about every
+# 0.5 s — slower than the writer's stream turns the inactive list over. Its files went active
+# in the warm-up; the writer's stream keeps the node's inactive list low against them
+# (inactive_is_low, ratio 1 under 1 GiB), so they are deactivated until inactive ≈ active
+# and then evicted: what stays active is about half the node, short of the set
+[[runs]]
+name = "cold alone"
+set = { "workloads.dd.enabled" = false, "workloads.web.file_size" = "8Mi", "workloads.web.working_set" = "768Mi", "workloads.web.think" = "20ms" }
+
+[[runs]]
+name = "cold with dd"
+set = { "workloads.web.file_size" = "8Mi", "workloads.web.working_set" = "768Mi", "workloads.web.think" = "20ms" }
+
+[[runs]]
+name = "cold with dd under memory.high"
+set = { "workloads.web.file_size" = "8Mi", "workloads.web.working_set" = "768Mi", "workloads.web.think" = "20ms", "cgroups.batch" = { "memory.high" = "200Mi" } }
 """
 
 
-def test_a_cache_writer_squeezes_a_file_servers_cache_unless_held_back():
+def test_a_cache_writer_squeezes_a_cold_file_servers_cache_unless_held_back():
     result = run_scenario(Scenario.from_toml(CACHE), progress=False)
-    alone, free, held = (result.runs[n] for n in ("alone", "with dd", "with dd under memory.high"))
-    web = {n: r.services["web"].mean_s for n, r in result.runs.items()}
     cache = {n: r.cgroups["online"].memory["file"] for n, r in result.runs.items()}
+    # hot: every file is read ~40 times a second, so it is on the active list and a writer
+    # that touches each of its pages once takes none of it (mm/vmscan.c's two-list LRU)
+    # (the root's lists balance — inactive_is_low — so hot pages are deactivated now and
+    # then; one not read again before it reaches the inactive tail goes)
     assert cache["alone"] == cache["with dd under memory.high"] == 512 * MI
-    assert cache["with dd"] < 400 * MI
+    assert cache["with dd"] >= 0.95 * 512 * MI
+    web = {n.removeprefix("cold "): r.services["web"].mean_s for n, r in result.runs.items() if n.startswith("cold")}
+    cache = {n.removeprefix("cold "): c for n, c in cache.items() if n.startswith("cold")}
+    alone, free, held = (result.runs["cold " + n] for n in ("alone", "with dd", "with dd under memory.high"))
+    assert cache["alone"] == cache["with dd under memory.high"] == 768 * MI
+    assert cache["with dd"] < 600 * MI
+    # a miss reads 8 MiB (9 ms) where a hit takes 0.2 ms
     assert web["with dd"] > 10 * web["alone"]
     # every request hits; what is left is the writer's share of the CPUs (four clients and
     # one dd thread on four CPUs: 5/4 of the time)
     assert held.services["web"].p50_s == alone.services["web"].p50_s
     assert web["with dd under memory.high"] < 1.4 * web["alone"]
     assert held.cgroups["batch"].memory["file"] <= 200 * MI and free.cgroups["batch"].memory["file"] > 200 * MI
-    assert alone.timeseries.memory["online"][-1] == 512 * MI
+    assert alone.timeseries.memory["online"][-1] == 768 * MI
 
 
 def test_an_analytics_job_slows_when_its_set_does_not_fit():

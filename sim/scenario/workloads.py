@@ -397,9 +397,10 @@ class MemoryHog(_Workload):
 class FileServer(_Workload):
     """A file-serving service (nginx) under siege-like clients: `clients` with one request in
     flight, each reading a file of `file_size` from a `working_set`; a request that finds its
-    file in the cgroup's page cache costs `service` of CPU only, a miss first waits for the
-    disk (one disk, reads in order, `disk_latency` + size / `disk_bandwidth` each) and brings
-    the file into the cache.
+    file in the cgroup's page cache (its LRU: a second read activates it) costs `service` of
+    CPU only, a miss first waits for the disk and brings the file into the cache: the node's
+    `[node.disk]` when it has one (one queue with the writeback of buffered writers), else
+    the server's own (reads in order, `disk_latency` + size / `disk_bandwidth` each).
     Needs [node] memory."""
 
     kind: Literal["file_server"]
@@ -441,9 +442,11 @@ class FileServer(_Workload):
 
 
 class CacheWriter(_Workload):
-    """`dd` / `stress --hdd`: threads writing files forever, `chunk` at a time at
-    `write_per_page` of CPU a page; what they write stays in their cgroup's page cache until
-    reclaim takes it.  Needs [node] memory."""
+    """`dd conv=notrunc` / `stress --hdd`: threads rewriting a 1 GiB file each, forever,
+    `chunk` at a time at `write_per_page` of CPU a page; what they write stays in their
+    cgroup's page cache (on its inactive list: a write does not mark a page accessed) until
+    reclaim takes it, and with `[node.disk]` the flusher writes it back there.  Needs [node]
+    memory."""
 
     kind: Literal["cache_writer"]
     role = "batch"

@@ -19,6 +19,7 @@ pub mod error;
 pub mod events;
 pub mod fluid;
 pub mod lb_groups;
+pub mod lru;
 pub mod memcg;
 pub mod net;
 pub mod node;

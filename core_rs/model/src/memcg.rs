@@ -16,6 +16,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::lru::{PageCache, Space};
+
 /// Bytes per page.
 pub const PAGE: u64 = 4096;
 /// MEMCG_CHARGE_BATCH: the memory.high penalty is scaled by pages charged / 64.
@@ -156,7 +158,7 @@ pub fn wmark_min_throttle_ns(below: u64, span: u64) -> u64 {
     t.clamp(MS, 1_000 * MS)
 }
 
-fn isqrt(n: u64) -> u64 {
+pub(crate) fn isqrt(n: u64) -> u64 {
     if n < 2 {
         return n;
     }
@@ -200,6 +202,12 @@ pub struct Memory {
     pub oom_score_adj: BTreeMap<Owner, i64>,
     /// Node-wide OOM kills (no cgroup limit involved).
     pub global_ooms: u64,
+    /// The page cache's LRU lists (lru.rs) for the cache workloads charge by object; a
+    /// cgroup's `file` bytes beyond its lists (`unlisted`) are reclaimed before them.
+    pub cache: PageCache,
+    /// Per reclaim target, its refault activations when it last reclaimed
+    /// (`target_lruvec->refaults[WORKINGSET_FILE]`).
+    last_refaults: BTreeMap<usize, u64>,
 }
 
 impl Memory {
@@ -220,6 +228,8 @@ impl Memory {
             rss: BTreeMap::new(),
             oom_score_adj: BTreeMap::new(),
             global_ooms: 0,
+            cache: PageCache::new(parents),
+            last_refaults: BTreeMap::new(),
         }
     }
 
@@ -555,22 +565,11 @@ impl Memory {
                     continue;
                 }
                 let want = (target - freed).min(total);
-                // proportional shares, rounded to pages, the remainder to the first ones
-                let mut plan: Vec<(usize, u64)> = avail
-                    .iter()
-                    .map(|&(cg, g)| {
-                        (
-                            cg,
-                            (((want as u128) * g as u128 / total as u128) as u64 / PAGE * PAGE).min(g),
-                        )
-                    })
-                    .collect();
-                let mut left = want.saturating_sub(plan.iter().map(|&(_, p)| p).sum());
-                for (i, &(_, g)) in avail.iter().enumerate() {
-                    let extra = left.min(g - plan[i].1);
-                    plan[i].1 += extra;
-                    left -= extra;
-                }
+                let plan = if kind == Kind::File {
+                    self.shrink_file(root, &avail, want)
+                } else {
+                    proportional_plan(&avail, want, total)
+                };
                 for (cg, take) in plan {
                     if take == 0 {
                         continue;
@@ -609,6 +608,96 @@ impl Memory {
             out.reclaim_ns += freed.div_ceil(PAGE) * self.reclaim_ns_per_page;
         }
         freed
+    }
+
+    /// Bytes of `cg`'s page cache on no LRU list (charged without an object: a `dd`'s).
+    fn unlisted(&self, cg: usize) -> u64 {
+        let (inactive, active) = self.cache.lists(cg);
+        self.cgs[cg].file.saturating_sub(inactive + active)
+    }
+
+    /// Page cache reclaim over the candidates `avail` (cgroup, most it may give) as
+    /// `shrink_node_memcgs` → `shrink_lruvec` scans them (mm/vmscan.c): every lruvec's
+    /// lists are scanned by the same fraction of their size (`get_scan_count`: size >>
+    /// priority), so each cgroup gives in proportion to its inactive list (and unlisted
+    /// cache, taken first), not its total. Active lists are scanned — deactivated — by the
+    /// same fraction only when the reclaim may deactivate, which 6.x decides once for the
+    /// reclaim's target (`prepare_scan_control`: its hierarchical lists' `inactive_is_low`,
+    /// or refaults activated since its last reclaim — a new workingset forming); a
+    /// per-cgroup credit carries the fractions of objects. What the inactive lists cannot
+    /// give is then shrunk cgroup by cgroup, as the kernel does at a higher priority.
+    /// Returns (cgroup, bytes freed); the caller uncharges them.
+    fn shrink_file(&mut self, root: usize, avail: &[(usize, u64)], want: u64) -> Vec<(usize, u64)> {
+        let (mut inactive, mut active) = (0, 0);
+        for cg in self.subtree(root) {
+            let (i, a) = self.cache.lists(cg);
+            inactive += i + self.unlisted(cg);
+            active += a;
+        }
+        let refaults = self.cache.refault_activations(root);
+        let seen = self.last_refaults.insert(root, refaults);
+        let may_deactivate = crate::lru::inactive_is_low(inactive, active) || seen.is_some_and(|r| r != refaults);
+        let base = |m: &Memory, cg: usize, give: u64| (m.unlisted(cg) + m.cache.lists(cg).0).min(give);
+        let scanned: u64 = avail.iter().map(|&(cg, g)| base(self, cg, g)).sum();
+        for &(cg, _) in avail {
+            if may_deactivate {
+                let active = self.cache.lists(cg).1;
+                let part = if scanned == 0 {
+                    active
+                } else {
+                    ((active as u128 * want as u128).div_ceil(scanned as u128)) as u64
+                };
+                self.cache.deactivate_credit(cg, part);
+            }
+        }
+        let bases: Vec<(usize, u64)> = avail.iter().map(|&(cg, g)| (cg, base(self, cg, g))).collect();
+        let total: u64 = bases.iter().map(|&(_, b)| b).sum();
+        let mut plan: Vec<(usize, u64)> = if total == 0 {
+            avail.iter().map(|&(cg, _)| (cg, 0)).collect()
+        } else {
+            proportional_plan(&bases, want.min(total), total)
+        };
+        let mut freed = 0;
+        for (i, &(cg, _)) in avail.iter().enumerate() {
+            let share = plan[i].1;
+            let loose = self.unlisted(cg).min(share);
+            let got = loose + self.cache.evict(cg, share - loose, root);
+            plan[i].1 = got;
+            freed += got;
+        }
+        // short with deactivation skipped: retry forcing it (`sc->force_deactivate`)
+        for deactivate in [may_deactivate, true] {
+            for (i, &(cg, give)) in avail.iter().enumerate() {
+                if freed >= want {
+                    break;
+                }
+                let room = give.saturating_sub(plan[i].1).min(want - freed);
+                let loose = self.unlisted(cg).saturating_sub(plan[i].1).min(room);
+                let got = loose + self.cache.shrink(cg, room - loose, deactivate, root);
+                plan[i].1 += got;
+                freed += got;
+            }
+        }
+        plan
+    }
+
+    /// Charge one page cache object (a file server's file, a writer's chunk) to `cg` for
+    /// `owner` and put it on the LRU (lru.rs `insert`); `accessed`: the access that brings
+    /// it in marks it (a read does, a write does not: FGP_WRITEBEGIN has no FGP_ACCESSED).
+    pub fn charge_object(&mut self, cg: usize, owner: Owner, s: Space, i: u32, accessed: bool) -> Charge {
+        if self.cache.where_is(s, i) != crate::lru::Where::Absent {
+            // already resident (another reader brought it in; a rewrite in place)
+            return Charge::default();
+        }
+        let bytes = self.cache.bytes_of(s, i);
+        let out = self.charge(cg, owner, Kind::File, bytes);
+        if !out.failed && !out.killed.contains(&owner) {
+            // workingset_test_recent: with swap to put it in, anonymous memory is part of
+            // the workingset a refault is measured against
+            let anon = if self.swap_free() > 0 { self.cgs[cg].anon } else { 0 };
+            self.cache.insert(s, i, accessed, anon);
+        }
+        out
     }
 
     /// The OOM killer in `domain` (a cgroup, or the root for the node): the process with the
@@ -706,6 +795,27 @@ impl Memory {
             p
         }
     }
+}
+
+/// Shares of `want` in proportion to each candidate's `(cgroup, weight)`, rounded down to
+/// pages, the remainder to the first ones (each at most its weight).
+fn proportional_plan(avail: &[(usize, u64)], want: u64, total: u64) -> Vec<(usize, u64)> {
+    let mut plan: Vec<(usize, u64)> = avail
+        .iter()
+        .map(|&(cg, g)| {
+            (
+                cg,
+                (((want as u128) * g as u128 / total as u128) as u64 / PAGE * PAGE).min(g),
+            )
+        })
+        .collect();
+    let mut left = want.saturating_sub(plan.iter().map(|&(_, p)| p).sum());
+    for (i, &(_, g)) in avail.iter().enumerate() {
+        let extra = left.min(g - plan[i].1);
+        plan[i].1 += extra;
+        left -= extra;
+    }
+    plan
 }
 
 /// (usage − high) / high in units of 2^-20 (`calculate_overage`).

@@ -607,7 +607,18 @@ impl Node {
                     cached: 0,
                     hits: 0,
                     misses: 0,
+                    space: None,
+                    resident: vec![],
+                    seen_epoch: None,
+                    reading: vec![0; *clients as usize],
+                    node_disk: self.disk.is_some(),
                 };
+                let mut f = f;
+                if let Some(m) = self.memory.as_mut() {
+                    // its files on its cgroup's LRU, as replay makes them: working_set / file_size
+                    let n = (working_set_bytes / (*file_bytes).max(1)).max(1) as u32;
+                    f.space = Some(m.cache.register(cg, n, *file_bytes));
+                }
                 (Workload::FileServer(f), *start_ns)
             }
             WorkloadSpec::Duty {
@@ -667,11 +678,20 @@ impl Node {
                 ..
             } => {
                 let ts: Vec<TaskId> = (0..*threads).map(|k| self.new_task(cg, idx, k, 0)).collect();
+                let chunks = crate::workload::WRITER_FILE_BYTES.div_ceil((*chunk_bytes).max(1)) as u32;
+                let space = match self.memory.as_mut() {
+                    Some(m) => ts.iter().map(|_| m.cache.register(cg, chunks, *chunk_bytes)).collect(),
+                    None => vec![],
+                };
                 (
                     Workload::CacheWriter(crate::workload::CacheWriter {
+                        at: vec![0; ts.len()],
                         threads: ts,
                         chunk: *chunk_bytes,
                         write_ns_per_page: *write_ns_per_page,
+                        space,
+                        chunks,
+                        disk: self.disk.is_some(),
                     }),
                     *start_ns,
                 )
@@ -1016,7 +1036,7 @@ impl Node {
                         self.reprogram(cpu);
                     }
                 }
-                Next::Sleep if eff.charges.is_empty() => {
+                Next::Sleep if eff.charges.is_empty() && eff.cache.is_empty() => {
                     // A task wakes its partners before it blocks (a pipe write, then the
                     // read): they are enqueued while it is still current on this CPU, and a
                     // wakeup preemption here is only need_resched, served by the block's

@@ -9,7 +9,7 @@ use crate::events::Event;
 use crate::memcg::{Charge, Memory, Watermarks, UNLIMITED};
 use crate::node::{Node, TaskState};
 use crate::spec::NodeSpec;
-use crate::workload::{Effects, TaskId};
+use crate::workload::{CacheOp, Effects, TaskId};
 
 /// Per charging task: (task, extra CPU work in ns, sleep in ns before it).
 pub type Costs = Vec<(TaskId, u64, u64)>;
@@ -61,24 +61,36 @@ impl Node {
         self.memory = Some(m);
     }
 
-    /// Charge (or free) what the workloads asked; kill what the OOM killer chose.
+    /// Charge (or free) what the workloads asked; kill what the OOM killer chose. Page
+    /// cache objects are touched (mark_page_accessed) or charged and put on the LRU.
     pub(crate) fn apply_charges(&mut self, eff: &mut Effects) -> Costs {
         let mut costs = Costs::new();
-        if eff.charges.is_empty() {
+        if eff.charges.is_empty() && eff.cache.is_empty() {
             return costs;
         }
         let mut killed_any = false;
-        for (t, kind, bytes) in std::mem::take(&mut eff.charges) {
+        let charges = std::mem::take(&mut eff.charges)
+            .into_iter()
+            .map(|(t, k, b)| (t, Ok((k, b))));
+        let objects = std::mem::take(&mut eff.cache).into_iter().map(|(t, o)| (t, Err(o)));
+        for (t, what) in charges.chain(objects) {
             if self.tasks[t].dead {
                 continue;
             }
             let cg = self.tasks[t].cg;
             let Some(m) = self.memory.as_mut() else { continue };
-            if bytes < 0 {
-                m.uncharge(cg, t, kind, bytes.unsigned_abs());
-                continue;
-            }
-            let c: Charge = m.charge(cg, t, kind, bytes as u64);
+            let c: Charge = match what {
+                Ok((kind, bytes)) if bytes < 0 => {
+                    m.uncharge(cg, t, kind, bytes.unsigned_abs());
+                    continue;
+                }
+                Ok((kind, bytes)) => m.charge(cg, t, kind, bytes as u64),
+                Err(CacheOp::Touch(s, i)) => {
+                    m.cache.touch(s, i);
+                    continue;
+                }
+                Err(CacheOp::Fill(s, i, accessed)) => m.charge_object(cg, t, s, i, accessed),
+            };
             let mut victims = c.killed.clone();
             if c.failed && !victims.contains(&t) {
                 victims.push(t);
@@ -189,7 +201,17 @@ impl Node {
     /// What a workload sees of memory before it is called: a file server, its cgroup's cache.
     pub(crate) fn refresh_view(&mut self, wl: usize) {
         match (&mut self.workloads[wl], &self.memory) {
-            (crate::workload::Workload::FileServer(f), Some(m)) => f.cached = m.cgs[f.cg].file,
+            (crate::workload::Workload::FileServer(f), Some(m)) => {
+                f.cached = m.cgs[f.cg].file;
+                // its files' residency, copied only when its cgroup's lists changed
+                if let Some(s) = f.space {
+                    let epoch = m.cache.epoch(f.cg);
+                    if f.seen_epoch != Some(epoch) {
+                        m.cache.resident(s, &mut f.resident);
+                        f.seen_epoch = Some(epoch);
+                    }
+                }
+            }
             (crate::workload::Workload::Analytics(a), Some(m)) => {
                 // of what each worker has loaded, the share no longer resident (swapped out)
                 for (k, &t) in a.threads.iter().enumerate() {

@@ -40,6 +40,18 @@ pub struct Effects {
     pub io: Vec<(TaskId, IoReq)>,
     /// Network flows to switch on (true) or off (net.rs flow ids).
     pub net: Vec<(usize, bool)>,
+    /// Page cache objects a task touches or brings in (lru.rs), after `charges`.
+    pub cache: Vec<(TaskId, CacheOp)>,
+}
+
+/// What a task does to one page cache object of its workload's space (lru.rs).
+#[derive(Debug, Clone, Copy)]
+pub enum CacheOp {
+    /// An access to a resident object (`folio_mark_accessed`).
+    Touch(crate::lru::Space, u32),
+    /// The object is read or written in: charge it and put it on the LRU (marked accessed:
+    /// a read's access).
+    Fill(crate::lru::Space, u32, bool),
 }
 
 /// One IO as a workload asks for it; the node adds the task's cgroup.
@@ -249,11 +261,12 @@ impl MemoryHog {
 }
 
 /// A file-serving service (nginx serving static files to siege-like clients): a request reads
-/// one file of a working set. Files are read uniformly, so a request hits the page cache with
-/// probability cached / working set (`cached`: the cache its cgroup holds, refreshed by the
-/// node before every call); a miss first waits for the disk — one disk, reads served in
-/// order, each latency + size / bandwidth — and brings the file into the cache; then the
-/// request takes its CPU.
+/// one file of a working set, drawn uniformly. With memory modelled each file is a page cache
+/// object on its cgroup's LRU (lru.rs): a request hits when its file is resident (`resident`,
+/// refreshed by the node before a call when the lists changed) and the read marks it accessed;
+/// a miss first waits for the disk — one disk, reads served in order, each latency + size /
+/// bandwidth — and brings the file in. Then the request takes its CPU. (Without memory, no
+/// file is ever cached: `cached` stays 0.)
 #[derive(Debug)]
 pub struct FileServer {
     pub svc: usize,
@@ -271,6 +284,14 @@ pub struct FileServer {
     pub cached: u64,
     pub hits: u64,
     pub misses: u64,
+    /// Its files on the LRU (None: memory is not modelled) and the node's view of them.
+    pub space: Option<crate::lru::Space>,
+    pub resident: Vec<bool>,
+    pub seen_epoch: Option<u64>,
+    /// The file each client is reading.
+    pub reading: Vec<u32>,
+    /// The node has a disk: misses read through it (disk.rs) instead of `disk_ns`.
+    pub node_disk: bool,
 }
 
 /// Timer slots of a file server at or above this are a client's disk read completing.
@@ -286,34 +307,96 @@ impl FileServer {
     fn issue(&mut self, c: usize, now: Ns, wl: usize, eff: &mut Effects, svc: &mut ServiceStats) -> Option<u64> {
         svc.started += 1;
         self.clients[c].issued_at = now;
-        let resident = self.cached.min(self.working_set) as f64 / self.working_set as f64;
-        if self.rng.uniform() < resident {
+        let hit = match self.space {
+            Some(s) => {
+                let n = self.resident.len();
+                let file = ((self.rng.uniform() * n as f64) as usize).min(n - 1) as u32;
+                self.reading[c] = file;
+                let hit = self.resident[file as usize];
+                if hit {
+                    eff.cache.push((self.threads[c], CacheOp::Touch(s, file)));
+                }
+                hit
+            }
+            None => self.rng.uniform() < self.cached.min(self.working_set) as f64 / self.working_set as f64,
+        };
+        if hit {
             self.hits += 1;
             svc.hits += 1;
             return Some(self.service.sample(&mut self.rng).max(1));
         }
         self.misses += 1;
         svc.misses += 1;
+        if self.node_disk {
+            // one device queue per node: the read waits with the flusher's writeback
+            eff.io.push((
+                self.threads[c],
+                IoReq {
+                    dir: crate::disk::Dir::Read,
+                    bytes: self.file_bytes,
+                    random: true,
+                    direct: false,
+                    tag: DISK_DONE + c as u32,
+                },
+            ));
+            return None;
+        }
         self.disk_free_at = self.disk_free_at.max(now) + self.disk_ns;
         eff.timers.push((self.disk_free_at, wl, DISK_DONE + c as u32));
         None
     }
 }
 
-/// `dd`/`stress --hdd`: threads writing a file forever, `chunk` bytes at a time at
-/// `write_ns_per_page` of CPU a page; every page written stays in the page cache (charged to
-/// the writer's cgroup) until reclaim takes it.
+/// `dd conv=notrunc`/`stress --hdd`: threads rewriting a file of WRITER_FILE_BYTES each,
+/// forever, `chunk` bytes at a time at `write_ns_per_page` of CPU a page; every chunk written
+/// stays in the page cache (charged to the writer's cgroup) until reclaim takes it. With
+/// memory modelled each chunk is an LRU object (a write does not mark it accessed); one
+/// still resident when the writer comes round again is rewritten in place.
 #[derive(Debug)]
 pub struct CacheWriter {
     pub threads: Vec<TaskId>,
     pub chunk: u64,
     pub write_ns_per_page: u64,
+    /// Each thread's file on the LRU (None: memory not modelled) and where it writes next.
+    pub space: Vec<crate::lru::Space>,
+    pub at: Vec<u32>,
+    pub chunks: u32,
+    /// The node has a disk: its writes go through it (disk.rs's dirty pages and flusher).
+    pub disk: bool,
 }
 
+/// A cache writer's timer slot for a buffered write's admission (nothing waits for it:
+/// below vm.dirty_ratio balance_dirty_pages lets the write through at once).
+const WRITTEN: u32 = DISK_DONE;
+
+/// The file each writer thread rewrites (replay's `dd` over a 1 GiB file per thread).
+pub const WRITER_FILE_BYTES: u64 = 1 << 30;
+
 impl CacheWriter {
-    fn next_chunk(&self, k: usize, eff: &mut Effects) -> u64 {
-        eff.charges
-            .push((self.threads[k], crate::memcg::Kind::File, self.chunk as i64));
+    fn next_chunk(&mut self, k: usize, eff: &mut Effects) -> u64 {
+        match self.space.get(k) {
+            Some(&s) => {
+                let i = self.at[k];
+                self.at[k] = (i + 1) % self.chunks;
+                eff.cache.push((self.threads[k], CacheOp::Fill(s, i, false)));
+                if self.disk {
+                    // buffered: into the disk's dirty pages, written back by the flusher
+                    eff.io.push((
+                        self.threads[k],
+                        IoReq {
+                            dir: crate::disk::Dir::Write,
+                            bytes: self.chunk,
+                            random: false,
+                            direct: false,
+                            tag: WRITTEN,
+                        },
+                    ));
+                }
+            }
+            None => eff
+                .charges
+                .push((self.threads[k], crate::memcg::Kind::File, self.chunk as i64)),
+        }
         (self.chunk.div_ceil(crate::memcg::PAGE) * self.write_ns_per_page).max(1)
     }
 }
@@ -678,6 +761,7 @@ impl Workload {
                     eff.forks.push((a.threads[k], work));
                 }
             }
+            Workload::CacheWriter(_) if slot == WRITTEN => {}
             Workload::CacheWriter(w) => {
                 debug_assert_eq!(slot, START);
                 for k in 0..w.threads.len() {
@@ -696,9 +780,8 @@ impl Workload {
                 } else if slot >= DISK_DONE {
                     // the file is read: it is in the cache now, and the request takes its CPU
                     let c = (slot - DISK_DONE) as usize;
-                    let room = f.working_set.saturating_sub(f.cached).min(f.file_bytes);
-                    if room > 0 {
-                        eff.charges.push((f.threads[c], crate::memcg::Kind::File, room as i64));
+                    if let Some(s) = f.space {
+                        eff.cache.push((f.threads[c], CacheOp::Fill(s, f.reading[c], true)));
                     }
                     let work = f.service.sample(&mut f.rng).max(1);
                     eff.wakes.push((f.threads[c], work));

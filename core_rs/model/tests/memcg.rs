@@ -1,6 +1,7 @@
 //! Memory cgroups against the kernel's arithmetic and rules (kernel-and-anchors.md §A10):
 //! hierarchical charging, memory.max reclaim then OOM, memory.high throttling, memory.min /
 //! memory.low protection, the OOM killer's choice, node watermarks.
+use colosim_core::lru;
 use colosim_core::memcg::*;
 
 const MI: u64 = 1 << 20;
@@ -376,4 +377,81 @@ fn a_positive_wmark_min_adj_throttles_in_proportion_to_the_pages_below_its_min()
     // one byte under: the 1 ms floor; far under: the 1000 ms cap
     assert_eq!(wmark_min_throttle_ns(1, 536_870), 1_000_000);
     assert_eq!(wmark_min_throttle_ns(100 * MI, 536_870), 1_000_000_000);
+}
+
+/// The page cache LRU under a shared limit (lru.rs; mm/vmscan.c, mm/workingset.c): pod a(1)
+/// at 64 MiB holds a reader a1(2) and a writer a2(3). The reader's 32 files of 1 MiB were each
+/// read twice (active); the writer then streams 1 GiB through a2, each 1 MiB chunk written
+/// once. The pod's hierarchical inactive list (the stream) is never low against its active
+/// one (the reader's 32 MiB ≤ the 32 MiB left), so reclaim never deactivates, and the stream
+/// evicts only itself — by recency, where reclaim by size would take half the reader's.
+#[test]
+fn a_twice_read_set_survives_a_sibling_stream_under_a_shared_limit() {
+    let mut m = tree(64 * GI);
+    m.cgs[1].max = 64 * MI;
+    let files = m.cache.register(2, 32, MI);
+    let chunks = m.cache.register(3, 1024, MI);
+    for i in 0..32 {
+        m.charge_object(2, 10, files, i, true);
+        m.cache.touch(files, i);
+    }
+    assert_eq!(m.cache.lists(2), (0, 32 * MI));
+    for i in 0..1024 {
+        let c = m.charge_object(3, 11, chunks, i, false);
+        assert!(!c.failed && c.killed.is_empty());
+    }
+    assert_eq!(m.cgs[2].file, 32 * MI);
+    assert_eq!(m.cgs[3].file, 32 * MI);
+    assert_eq!(m.cgs[1].usage, 64 * MI);
+    // the same files read only once stay inactive and go with the stream
+    let mut m = tree(64 * GI);
+    m.cgs[1].max = 64 * MI;
+    let files = m.cache.register(2, 32, MI);
+    let chunks = m.cache.register(3, 1024, MI);
+    for i in 0..32 {
+        m.charge_object(2, 10, files, i, true);
+    }
+    for i in 0..1024 {
+        m.charge_object(3, 11, chunks, i, false);
+    }
+    assert_eq!(m.cgs[2].file, 0);
+}
+
+/// Refault distance is measured in the reclaim target's age (workingset_eviction takes the
+/// target memcg's lruvec): a reader's file evicted by its pod's limit and read back after the
+/// sibling stream evicted 40 MiB more has distance 41 MiB (its own page counts too) — over the
+/// pod's 16 MiB active list, so it comes back inactive; read back at once (distance 1 MiB) it
+/// comes back active.
+#[test]
+fn refaults_are_measured_in_the_reclaim_targets_age() {
+    for (stream_mib, expect) in [(40u32, lru::Where::Inactive), (0, lru::Where::Active)] {
+        let mut m = tree(64 * GI);
+        m.cgs[1].max = 64 * MI;
+        let hot = m.cache.register(2, 16, MI);
+        let cold = m.cache.register(2, 1, MI);
+        let chunks = m.cache.register(3, 1024, MI);
+        for i in 0..16 {
+            m.charge_object(2, 10, hot, i, true);
+            m.cache.touch(hot, i);
+        }
+        m.charge_object(2, 10, cold, 0, true);
+        // fill the pod with the stream: the cold file is the inactive tail's oldest, so it
+        // is the first to go once the limit is reached
+        let mut i = 0;
+        while m.cache.where_is(cold, 0) != lru::Where::Absent {
+            m.charge_object(3, 11, chunks, i, false);
+            i += 1;
+        }
+        let age = m.cache.age(1);
+        for _ in 0..stream_mib {
+            m.charge_object(3, 11, chunks, i, false);
+            i += 1;
+        }
+        // each charge evicts one chunk, but the one that took the cold file may have taken a
+        // chunk besides (whole objects: the pod's reclaim split its page between both lists)
+        let aged = m.cache.age(1) - age;
+        assert!(aged + MI / PAGE >= stream_mib as u64 * MI / PAGE && aged <= stream_mib as u64 * MI / PAGE);
+        m.charge_object(2, 10, cold, 0, true);
+        assert_eq!(m.cache.where_is(cold, 0), expect, "after {stream_mib} MiB");
+    }
 }

@@ -1,0 +1,497 @@
+//! The page cache's LRU: per memory cgroup an inactive and an active file list, as the
+//! classic two-list LRU of mm/vmscan.c and mm/swap.c keeps them (this host has no MGLRU:
+//! no /sys/kernel/mm/lru_gen), with mm/workingset.c's refault detection.
+//!
+//! - A page enters at the head of its cgroup's inactive list (`filemap_add_folio`); the read
+//!   that brought it in marks it accessed (`filemap_read` → `folio_mark_accessed`: the
+//!   PG_referenced bit), and a second access activates it (inactive + referenced → the
+//!   active list's head, `folio_activate`).
+//! - Reclaim evicts from the inactive list's tail. An unmapped page cache page's referenced
+//!   bit does not save it there (`folio_check_references` → FOLIOREF_RECLAIM_CLEAN): only
+//!   activation does. When the reclaim may deactivate — decided once for its target
+//!   (memcg.rs `shrink_file`): the target's hierarchical inactive list is too small against
+//!   its active one (`inactive_is_low`: inactive × inactive_ratio < active, inactive_ratio =
+//!   int_sqrt(10 × the lists' size in GiB), 1 below 1 GiB) or refaults were activated since
+//!   its last reclaim — `shrink_active_list` moves pages from the active tail to the inactive
+//!   head (their referenced bit stays: the next access activates them again).
+//! - An eviction leaves a shadow entry holding the reclaim target's `nonresident_age` (a
+//!   counter every eviction and activation advances, in pages, on a lruvec and its
+//!   ancestors: `workingset_age_nonresident`; `workingset_eviction` takes the target
+//!   memcg's lruvec — a pod's limit reclaim ages the pod, not the leaf). A page read back
+//!   while its shadow is there refaults at distance = that age now − age then; it goes
+//!   straight to the active list when the distance is at most the workingset's size
+//!   (`workingset_test_recent`: the eviction lruvec's hierarchical active file list, plus the
+//!   anonymous lists when there is swap to put anonymous pages in).
+//!
+//! Pages are modelled at the granularity the workloads use (a file server's file, a writer's
+//! chunk): an object of a few pages moves as one, as a large folio does. Objects live in an
+//! arena with intrusive doubly linked lists, so every operation is O(1) but reclaim, which
+//! is O(objects it moves).
+
+/// Bytes per page (the unit of nonresident_age and refault distances).
+const PAGE: u64 = 4096;
+const NIL: u32 = u32::MAX;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Where {
+    Absent,
+    Inactive,
+    Active,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Obj {
+    prev: u32,
+    next: u32,
+    at: Where,
+    referenced: bool,
+    /// The cgroup's nonresident_age when it was evicted (its shadow entry), if it was.
+    shadow: Option<(usize, u64)>,
+    bytes: u64,
+    cg: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct List {
+    head: u32,
+    tail: u32,
+    bytes: u64,
+}
+
+impl List {
+    const EMPTY: List = List {
+        head: NIL,
+        tail: NIL,
+        bytes: 0,
+    };
+}
+
+/// One cgroup's lruvec (file lists only: anonymous memory is not on an LRU here).
+#[derive(Debug, Clone, Copy)]
+struct LruVec {
+    inactive: List,
+    active: List,
+    /// workingset nonresident_age, in pages.
+    age: u64,
+    /// Bytes of active-list scanning owed but less than the tail object (fluid scanning).
+    credit: u64,
+    /// Advances whenever an object enters or leaves the lists (a view's freshness).
+    epoch: u64,
+    /// WORKINGSET_ACTIVATE_FILE of it and its descendants: refaults activated.
+    refault_activations: u64,
+    /// Active file bytes of it and its descendants (the hierarchical NR_ACTIVE_FILE).
+    h_active: u64,
+}
+
+/// A run of objects one workload registered (a file server's files, a writer's chunks).
+#[derive(Debug, Clone, Copy)]
+pub struct Space {
+    base: u32,
+    n: u32,
+}
+
+/// What happened to an object a workload touched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Touch {
+    /// It was resident: an access (mark_page_accessed).
+    Hit,
+    /// It was not: the caller charges it and then `insert`s it.
+    Miss,
+}
+
+#[derive(Debug, Clone)]
+pub struct PageCache {
+    objs: Vec<Obj>,
+    vecs: Vec<LruVec>,
+    parents: Vec<Option<usize>>,
+}
+
+/// `inactive_is_low`: inactive × inactive_ratio(inactive + active) < active.
+pub fn inactive_is_low(inactive: u64, active: u64) -> bool {
+    inactive * inactive_ratio(inactive + active) < active
+}
+
+/// inactive_ratio for a lruvec whose file lists hold `bytes` (`inactive_is_low`).
+pub fn inactive_ratio(bytes: u64) -> u64 {
+    let gb = bytes >> 30;
+    if gb == 0 {
+        1
+    } else {
+        crate::memcg::isqrt(10 * gb)
+    }
+}
+
+impl PageCache {
+    pub fn new(parents: &[Option<usize>]) -> PageCache {
+        let empty = LruVec {
+            inactive: List::EMPTY,
+            active: List::EMPTY,
+            age: 0,
+            credit: 0,
+            epoch: 0,
+            refault_activations: 0,
+            h_active: 0,
+        };
+        PageCache {
+            objs: vec![],
+            vecs: vec![empty; parents.len()],
+            parents: parents.to_vec(),
+        }
+    }
+
+    /// Room for `n` objects of `bytes` each, charged to cgroup `cg`; none resident yet.
+    pub fn register(&mut self, cg: usize, n: u32, bytes: u64) -> Space {
+        let base = self.objs.len() as u32;
+        self.objs.extend((0..n).map(|_| Obj {
+            prev: NIL,
+            next: NIL,
+            at: Where::Absent,
+            referenced: false,
+            shadow: None,
+            bytes,
+            cg,
+        }));
+        Space { base, n }
+    }
+
+    pub fn bytes_of(&self, s: Space, i: u32) -> u64 {
+        self.objs[(s.base + i) as usize].bytes
+    }
+
+    pub fn where_is(&self, s: Space, i: u32) -> Where {
+        debug_assert!(i < s.n);
+        self.objs[(s.base + i) as usize].at
+    }
+
+    /// Bytes on cgroup `cg`'s (inactive, active) file lists.
+    pub fn lists(&self, cg: usize) -> (u64, u64) {
+        (self.vecs[cg].inactive.bytes, self.vecs[cg].active.bytes)
+    }
+
+    pub fn age(&self, cg: usize) -> u64 {
+        self.vecs[cg].age
+    }
+
+    /// Changes whenever an object of cgroup `cg` becomes resident or is evicted.
+    pub fn epoch(&self, cg: usize) -> u64 {
+        self.vecs[cg].epoch
+    }
+
+    /// Which of the space's objects are resident (a workload's view of its cache).
+    pub fn resident(&self, s: Space, out: &mut Vec<bool>) {
+        out.clear();
+        let objs = &self.objs[s.base as usize..(s.base + s.n) as usize];
+        out.extend(objs.iter().map(|o| o.at != Where::Absent));
+    }
+
+    fn list(&mut self, cg: usize, w: Where) -> &mut List {
+        match w {
+            Where::Inactive => &mut self.vecs[cg].inactive,
+            Where::Active => &mut self.vecs[cg].active,
+            Where::Absent => unreachable!("no list for an absent object"),
+        }
+    }
+
+    fn unlink(&mut self, id: u32) {
+        let o = self.objs[id as usize];
+        let l = self.list(o.cg, o.at);
+        if o.prev == NIL {
+            l.head = o.next;
+        } else {
+            self.objs[o.prev as usize].next = o.next;
+        }
+        let l = self.list(o.cg, o.at);
+        if o.next == NIL {
+            l.tail = o.prev;
+        } else {
+            self.objs[o.next as usize].prev = o.prev;
+        }
+        self.list(o.cg, o.at).bytes -= o.bytes;
+        if o.at == Where::Active {
+            self.walk_up(o.cg, |v| v.h_active -= o.bytes);
+        }
+        let o = &mut self.objs[id as usize];
+        o.prev = NIL;
+        o.next = NIL;
+        o.at = Where::Absent;
+    }
+
+    fn push_head(&mut self, id: u32, w: Where) {
+        let (cg, bytes) = (self.objs[id as usize].cg, self.objs[id as usize].bytes);
+        let l = self.list(cg, w);
+        let old = l.head;
+        l.head = id;
+        if old == NIL {
+            l.tail = id;
+        }
+        l.bytes += bytes;
+        if old != NIL {
+            self.objs[old as usize].prev = id;
+        }
+        let o = &mut self.objs[id as usize];
+        o.prev = NIL;
+        o.next = old;
+        o.at = w;
+        if w == Where::Active {
+            self.walk_up(cg, |v| v.h_active += bytes);
+        }
+    }
+
+    /// Apply `f` to the lruvec of `cg` and of every ancestor.
+    fn walk_up(&mut self, cg: usize, f: impl Fn(&mut LruVec)) {
+        let mut c = Some(cg);
+        while let Some(g) = c {
+            f(&mut self.vecs[g]);
+            c = self.parents[g];
+        }
+    }
+
+    /// `workingset_age_nonresident`: the cgroup's and every ancestor's age advance.
+    fn age_nonresident(&mut self, cg: usize, bytes: u64) {
+        let pages = bytes.div_ceil(PAGE);
+        self.walk_up(cg, |v| v.age += pages);
+    }
+
+    /// An access to object `i` (a read of a file, a rewrite of a chunk):
+    /// `folio_mark_accessed` when it is resident.
+    pub fn touch(&mut self, s: Space, i: u32) -> Touch {
+        let id = s.base + i;
+        let o = self.objs[id as usize];
+        match (o.at, o.referenced) {
+            (Where::Absent, _) => return Touch::Miss,
+            (Where::Inactive, true) => {
+                self.unlink(id);
+                self.push_head(id, Where::Active);
+                self.objs[id as usize].referenced = false;
+                // workingset_activation
+                self.age_nonresident(o.cg, o.bytes);
+            }
+            (_, false) => self.objs[id as usize].referenced = true,
+            (Where::Active, true) => {}
+        }
+        Touch::Hit
+    }
+
+    /// Object `i` was charged and enters its cgroup's LRU (`filemap_add_folio` with
+    /// `workingset_refault`): on the active list when it refaults within the workingset
+    /// (`workingset_size`: the active file list, plus `anon_in_workingset` — the cgroup's
+    /// anonymous bytes when swap has room for them), else on the inactive list. `accessed`:
+    /// the access that brought it in marks it (a read's `folio_mark_accessed`).
+    pub fn insert(&mut self, s: Space, i: u32, accessed: bool, anon_in_workingset: u64) {
+        let id = s.base + i;
+        let o = self.objs[id as usize];
+        debug_assert_eq!(o.at, Where::Absent);
+        let recent = o.shadow.is_some_and(|(memcg, then)| {
+            let distance = self.vecs[memcg].age - then;
+            distance * PAGE <= self.vecs[memcg].h_active + anon_in_workingset
+        });
+        self.objs[id as usize].shadow = None;
+        self.vecs[o.cg].epoch += 1;
+        if recent {
+            self.push_head(id, Where::Active);
+            self.age_nonresident(o.cg, o.bytes);
+            self.walk_up(o.cg, |v| v.refault_activations += 1);
+        } else {
+            self.push_head(id, Where::Inactive);
+        }
+        self.objs[id as usize].referenced = accessed;
+    }
+
+    /// `inactive_is_low` for cgroup `cg`'s own file lists.
+    pub fn inactive_is_low(&self, cg: usize) -> bool {
+        let v = &self.vecs[cg];
+        inactive_is_low(v.inactive.bytes, v.active.bytes)
+    }
+
+    /// Refaults activated in `cg` and its descendants (WORKINGSET_ACTIVATE_FILE).
+    pub fn refault_activations(&self, cg: usize) -> u64 {
+        self.vecs[cg].refault_activations
+    }
+
+    /// `shrink_active_list`: move up to `bytes` (at least one object) from the active tail to
+    /// the inactive head. Returns the bytes moved.
+    pub fn deactivate(&mut self, cg: usize, bytes: u64) -> u64 {
+        let mut moved = 0;
+        while moved < bytes.max(1) {
+            let id = self.vecs[cg].active.tail;
+            if id == NIL {
+                break;
+            }
+            self.unlink(id);
+            self.push_head(id, Where::Inactive);
+            moved += self.objs[id as usize].bytes;
+        }
+        moved
+    }
+
+    /// Owe `bytes` of active-list scanning to cgroup `cg`: deactivate the whole objects the
+    /// credit covers (a scan of a fraction of an object moves none yet).
+    pub fn deactivate_credit(&mut self, cg: usize, bytes: u64) {
+        let v = &mut self.vecs[cg];
+        v.credit += bytes;
+        while self.vecs[cg].active.tail != NIL {
+            let b = self.objs[self.vecs[cg].active.tail as usize].bytes;
+            if self.vecs[cg].credit < b {
+                break;
+            }
+            self.vecs[cg].credit -= b;
+            self.deactivate(cg, b);
+        }
+        if self.vecs[cg].active.tail == NIL {
+            self.vecs[cg].credit = 0;
+        }
+    }
+
+    /// Evict from cgroup `cg`'s inactive tail until `bytes` are freed (whole objects: the
+    /// last may overshoot) or the list is empty; `target`: the reclaim's root, whose age the
+    /// shadows record. Returns the bytes freed.
+    pub fn evict(&mut self, cg: usize, bytes: u64, target: usize) -> u64 {
+        let mut freed = 0;
+        while freed < bytes {
+            let id = self.vecs[cg].inactive.tail;
+            if id == NIL {
+                break;
+            }
+            self.unlink(id);
+            let b = self.objs[id as usize].bytes;
+            self.forget(id, target);
+            freed += b;
+        }
+        freed
+    }
+
+    /// An unlinked object leaves the cache (`workingset_eviction`: the shadow holds the age
+    /// before this eviction advances it).
+    fn forget(&mut self, id: u32, target: usize) {
+        let (cg, b) = (self.objs[id as usize].cg, self.objs[id as usize].bytes);
+        self.objs[id as usize].shadow = Some((target, self.vecs[target].age));
+        self.objs[id as usize].referenced = false;
+        self.vecs[cg].epoch += 1;
+        self.age_nonresident(target, b);
+    }
+
+    /// Reclaim up to `want` bytes of cgroup `cg`'s page cache as `shrink_lruvec` does: when
+    /// the reclaim may deactivate (`may_deactivate`, decided for the reclaim's target) and
+    /// the inactive list is low or empty, deactivate from the active list first; then evict
+    /// from the inactive tail. Returns the bytes freed.
+    pub fn shrink(&mut self, cg: usize, want: u64, may_deactivate: bool, target: usize) -> u64 {
+        let mut freed = 0;
+        // at most one pass over what the lists hold
+        let mut budget = {
+            let (i, a) = self.lists(cg);
+            i + a
+        };
+        while freed < want && budget > 0 {
+            budget = budget.saturating_sub((want - freed).max(1));
+            if may_deactivate && (self.inactive_is_low(cg) || self.vecs[cg].inactive.bytes == 0) {
+                // deactivate what restores the balance, at least what is still wanted
+                let v = &self.vecs[cg];
+                let need = (want - freed).max(v.active.bytes.saturating_sub(v.inactive.bytes) / 2);
+                if self.vecs[cg].inactive.bytes == 0 && self.deactivate(cg, need) == 0 {
+                    break;
+                }
+                if self.inactive_is_low(cg) {
+                    self.deactivate(cg, want - freed);
+                }
+            }
+            let got = self.evict(cg, want - freed, target);
+            if got == 0 && self.vecs[cg].active.bytes == 0 {
+                break;
+            }
+            freed += got;
+        }
+        freed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KIB: u64 = 1024;
+    const MIB: u64 = 1 << 20;
+
+    /// A page touched twice survives a streaming writer that touches each of its pages once:
+    /// the reader's page is on the active list, the writer's on the inactive one, and reclaim
+    /// takes the inactive tail.
+    #[test]
+    fn twice_touched_page_survives_a_stream() {
+        let mut pc = PageCache::new(&[None]);
+        let reader = pc.register(0, 1, 4 * KIB);
+        let writer = pc.register(0, 1000, 4 * KIB);
+        pc.insert(reader, 0, true, 0);
+        assert_eq!(pc.touch(reader, 0), Touch::Hit); // second access: activated
+        assert_eq!(pc.where_is(reader, 0), Where::Active);
+        // a 1000-page stream under a 10-page limit: each new page pushes one out
+        for i in 0..1000 {
+            if pc.lists(0).0 + pc.lists(0).1 >= 10 * 4 * KIB {
+                assert_eq!(pc.shrink(0, 4 * KIB, true, 0), 4 * KIB);
+            }
+            pc.insert(writer, i, true, 0);
+        }
+        assert_eq!(pc.where_is(reader, 0), Where::Active);
+        // a page touched once, like the stream's own, does not survive it
+        let mut pc = PageCache::new(&[None]);
+        let once = pc.register(0, 1, 4 * KIB);
+        let stream = pc.register(0, 1000, 4 * KIB);
+        pc.insert(once, 0, true, 0);
+        for i in 0..1000 {
+            if pc.lists(0).0 + pc.lists(0).1 >= 10 * 4 * KIB {
+                pc.shrink(0, 4 * KIB, true, 0);
+            }
+            pc.insert(stream, i, true, 0);
+        }
+        assert_eq!(pc.where_is(once, 0), Where::Absent);
+    }
+
+    /// Refault by distance without activations in between (they age the lruvec too): the
+    /// active set is built first, then A is evicted behind four others.
+    #[test]
+    fn refault_distance_against_the_active_size() {
+        for (active_pages, expect) in [(5u32, Where::Active), (4, Where::Inactive), (6, Where::Active)] {
+            let mut pc = PageCache::new(&[None]);
+            let hot = pc.register(0, active_pages, 4 * KIB);
+            let a = pc.register(0, 1, 4 * KIB);
+            let others = pc.register(0, 4, 4 * KIB);
+            for i in 0..active_pages {
+                pc.insert(hot, i, true, 0);
+                pc.touch(hot, i);
+            }
+            pc.insert(a, 0, true, 0);
+            for i in 0..4 {
+                pc.insert(others, i, true, 0);
+            }
+            let before = pc.age(0);
+            // the inactive tail is A, then the four others: five evictions
+            assert_eq!(pc.evict(0, 20 * KIB, 0), 20 * KIB);
+            assert_eq!(pc.age(0) - before, 5);
+            assert_eq!(pc.where_is(hot, 0), Where::Active);
+            pc.insert(a, 0, true, 0);
+            assert_eq!(pc.where_is(a, 0), expect, "{active_pages} active pages");
+        }
+    }
+
+    /// inactive_ratio = int_sqrt(10 × GiB), 1 below 1 GiB (mm/vmscan.c `inactive_is_low`'s
+    /// table: 1 GB → 3, 10 GB → 10, 100 GB → 31, 1 TB → 101).
+    #[test]
+    fn inactive_ratio_arithmetic() {
+        assert_eq!(inactive_ratio(512 * MIB), 1);
+        assert_eq!(inactive_ratio(1 << 30), 3);
+        assert_eq!(inactive_ratio(10 << 30), 10);
+        assert_eq!(inactive_ratio(100 << 30), 31);
+        assert_eq!(inactive_ratio(1 << 40), 101);
+        // 4 GiB of lists, ratio 6: 500 MiB inactive is low against 3.5 GiB active
+        let mut pc = PageCache::new(&[None]);
+        let s = pc.register(0, 4096, MIB);
+        for i in 0..4096 {
+            pc.insert(s, i, true, 0);
+            if i >= 500 {
+                pc.touch(s, i);
+            }
+        }
+        assert_eq!(pc.lists(0), (500 * MIB, 3596 * MIB));
+        assert!(pc.inactive_is_low(0)); // 500 × 6 = 3000 < 3596
+        pc.deactivate(0, 100 * MIB);
+        assert!(!pc.inactive_is_low(0)); // 600 × 6 = 3600 ≥ 3496
+    }
+}
