@@ -720,13 +720,38 @@ impl Disk {
             ..
         } = &mut sh;
         filling.fill(weights, &limits[..*nlimits]);
+        // The first completion is clock + ceil_at_least_one(time left) of the flow with the
+        // least time left: the rounding is monotone (non-decreasing), so it is applied once, to
+        // the least, rather than to every flow (its f64 -> u64 conversions were most of this
+        // loop). NaN, which the rounding takes to 1 like any time ≤ 1, counts as 0. Should the
+        // most time left overflow the clock (a rate near 0), each flow is rounded as before.
         let mut next = Ns::MAX;
+        let (mut least, mut most) = (f64::INFINITY, 0.0f64);
+        let mut running = false;
         for (f, &r) in self.flows.iter_mut().zip(&filling.rate) {
             f.rate = r;
             match f.kind {
                 FlowKind::Idle(until) => next = next.min(until),
-                _ if r > 0.0 => next = next.min(self.clock + ceil_at_least_one((f.cost - f.done) / r)),
+                _ if r > 0.0 => {
+                    let left = (f.cost - f.done) / r;
+                    let left = if left.is_nan() { 0.0 } else { left };
+                    least = least.min(left);
+                    most = most.max(left);
+                    running = true;
+                }
                 _ => {}
+            }
+        }
+        if running {
+            let done_at = |left: f64| self.clock.wrapping_add(ceil_at_least_one(left));
+            if self.clock.checked_add(ceil_at_least_one(most)).is_some() {
+                next = next.min(done_at(least));
+            } else {
+                for (f, &r) in self.flows.iter().zip(&filling.rate) {
+                    if r > 0.0 && !matches!(f.kind, FlowKind::Idle(_)) {
+                        next = next.min(done_at((f.cost - f.done) / r));
+                    }
+                }
             }
         }
         self.sharing = sh;
