@@ -870,4 +870,32 @@ mod tests {
             assert_eq!(ceil_at_least_one(x), x.ceil().max(1.0) as u64, "{x}");
         }
     }
+
+    /// `reshare` rounds only the least time left: right only if the rounding never decreases
+    /// (then the least rounded is the rounded least) and NaN rounds as 0 does.
+    #[test]
+    fn ceil_at_least_one_is_monotone() {
+        let two52 = 4_503_599_627_370_496.0f64;
+        let mut xs = vec![f64::NEG_INFINITY, -1e300, -1.5, -0.0, 0.0, 1e-300, 0.5, 1.0, 2.0, f64::INFINITY];
+        for base in [1.0, 3.0, 1e9, two52, 2.0 * two52, 1.8e19, 1.9e19, 1e300] {
+            let (mut up, mut down) = (base, base);
+            for _ in 0..50 {
+                up = up.next_up();
+                down = down.next_down();
+                xs.extend([up, down]);
+            }
+        }
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..5000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            xs.push(f64::from_bits(state >> 2)); // positive, every exponent up to 2^1023
+        }
+        xs.sort_by(f64::total_cmp);
+        for w in xs.windows(2) {
+            assert!(ceil_at_least_one(w[0]) <= ceil_at_least_one(w[1]), "{} then {}", w[0], w[1]);
+        }
+        assert_eq!(ceil_at_least_one(f64::NAN), ceil_at_least_one(0.0));
+    }
 }

@@ -132,6 +132,26 @@ impl Node {
         }
     }
 
+    /// Exactly the running task's cgroups are marked running on each CPU (`psi_switch` relies
+    /// on it to find the cgroups prev and next share; for `check_invariants`).
+    pub(crate) fn check_psi_oncpu(&self) -> Result<(), String> {
+        let ncpus = self.ncpus();
+        for cpu in 0..ncpus {
+            let mut want = vec![false; self.cgroups.len()];
+            let mut g = self.cpus[cpu].curr.map(|t| self.tasks[t].cg);
+            while let Some(cg) = g {
+                want[cg] = true;
+                g = self.cgroups[cg].parent;
+            }
+            for (cg, &w) in want.iter().enumerate() {
+                if self.psi_cpu[cg * ncpus + cpu].oncpu != w {
+                    return Err(format!("PSI: cgroup {cg} on CPU {cpu} marked running {}, not {w}", !w));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// `collect_percpu_times`: fold the per-CPU times since the last fold into the cgroup's
     /// totals, weighting each CPU by its non-idle time in that window.
     pub(crate) fn psi_collect(&mut self, cg: CgId) {
