@@ -876,7 +876,18 @@ mod tests {
     #[test]
     fn ceil_at_least_one_is_monotone() {
         let two52 = 4_503_599_627_370_496.0f64;
-        let mut xs = vec![f64::NEG_INFINITY, -1e300, -1.5, -0.0, 0.0, 1e-300, 0.5, 1.0, 2.0, f64::INFINITY];
+        let mut xs = vec![
+            f64::NEG_INFINITY,
+            -1e300,
+            -1.5,
+            -0.0,
+            0.0,
+            1e-300,
+            0.5,
+            1.0,
+            2.0,
+            f64::INFINITY,
+        ];
         for base in [1.0, 3.0, 1e9, two52, 2.0 * two52, 1.8e19, 1.9e19, 1e300] {
             let (mut up, mut down) = (base, base);
             for _ in 0..50 {
@@ -894,7 +905,12 @@ mod tests {
         }
         xs.sort_by(f64::total_cmp);
         for w in xs.windows(2) {
-            assert!(ceil_at_least_one(w[0]) <= ceil_at_least_one(w[1]), "{} then {}", w[0], w[1]);
+            assert!(
+                ceil_at_least_one(w[0]) <= ceil_at_least_one(w[1]),
+                "{} then {}",
+                w[0],
+                w[1]
+            );
         }
         assert_eq!(ceil_at_least_one(f64::NAN), ceil_at_least_one(0.0));
     }
