@@ -841,13 +841,13 @@ impl Disk {
 mod tests {
     use super::*;
 
-    /// Against `ceil().max(1.0) as u64`, around the integers, 2^52, 2^64 and the odd values.
-    #[test]
-    fn ceil_at_least_one_is_ceil_max_one() {
-        let two52 = 4_503_599_627_370_496.0f64;
-        let mut xs = vec![
-            f64::NAN,
-            f64::INFINITY,
+    const TWO52: f64 = 4_503_599_627_370_496.0;
+
+    /// The odd values of a time left: infinities, signed zeros, tiny, around 1, not NaN.
+    fn odd_values() -> Vec<f64> {
+        vec![
+            f64::NEG_INFINITY,
+            -1e300,
             -1.5,
             -0.0,
             0.0,
@@ -858,7 +858,16 @@ mod tests {
             2.0,
             2.5,
             1e9 + 0.25,
-        ];
+            f64::INFINITY,
+        ]
+    }
+
+    /// Against `ceil().max(1.0) as u64`, around the integers, 2^52, 2^64 and the odd values.
+    #[test]
+    fn ceil_at_least_one_is_ceil_max_one() {
+        let two52 = TWO52;
+        let mut xs = odd_values();
+        xs.push(f64::NAN);
         for base in [two52, 2.0 * two52, 1.8e19, 1.9e19, 1e300] {
             xs.extend([base, base.next_up(), base.next_down()]);
         }
@@ -875,19 +884,8 @@ mod tests {
     /// (then the least rounded is the rounded least) and NaN rounds as 0 does.
     #[test]
     fn ceil_at_least_one_is_monotone() {
-        let two52 = 4_503_599_627_370_496.0f64;
-        let mut xs = vec![
-            f64::NEG_INFINITY,
-            -1e300,
-            -1.5,
-            -0.0,
-            0.0,
-            1e-300,
-            0.5,
-            1.0,
-            2.0,
-            f64::INFINITY,
-        ];
+        let two52 = TWO52;
+        let mut xs = odd_values();
         for base in [1.0, 3.0, 1e9, two52, 2.0 * two52, 1.8e19, 1.9e19, 1e300] {
             let (mut up, mut down) = (base, base);
             for _ in 0..50 {
