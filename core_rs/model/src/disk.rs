@@ -720,13 +720,38 @@ impl Disk {
             ..
         } = &mut sh;
         filling.fill(weights, &limits[..*nlimits]);
+        // The first completion is clock + ceil_at_least_one(time left) of the flow with the
+        // least time left: the rounding is monotone (non-decreasing), so it is applied once, to
+        // the least, rather than to every flow (its f64 -> u64 conversions were most of this
+        // loop). NaN, which the rounding takes to 1 like any time ≤ 1, counts as 0. Should the
+        // most time left overflow the clock (a rate near 0), each flow is rounded as before.
         let mut next = Ns::MAX;
+        let (mut least, mut most) = (f64::INFINITY, 0.0f64);
+        let mut running = false;
         for (f, &r) in self.flows.iter_mut().zip(&filling.rate) {
             f.rate = r;
             match f.kind {
                 FlowKind::Idle(until) => next = next.min(until),
-                _ if r > 0.0 => next = next.min(self.clock + ceil_at_least_one((f.cost - f.done) / r)),
+                _ if r > 0.0 => {
+                    let left = (f.cost - f.done) / r;
+                    let left = if left.is_nan() { 0.0 } else { left };
+                    least = least.min(left);
+                    most = most.max(left);
+                    running = true;
+                }
                 _ => {}
+            }
+        }
+        if running {
+            let done_at = |left: f64| self.clock.wrapping_add(ceil_at_least_one(left));
+            if self.clock.checked_add(ceil_at_least_one(most)).is_some() {
+                next = next.min(done_at(least));
+            } else {
+                for (f, &r) in self.flows.iter().zip(&filling.rate) {
+                    if r > 0.0 && !matches!(f.kind, FlowKind::Idle(_)) {
+                        next = next.min(done_at((f.cost - f.done) / r));
+                    }
+                }
             }
         }
         self.sharing = sh;
@@ -816,13 +841,13 @@ impl Disk {
 mod tests {
     use super::*;
 
-    /// Against `ceil().max(1.0) as u64`, around the integers, 2^52, 2^64 and the odd values.
-    #[test]
-    fn ceil_at_least_one_is_ceil_max_one() {
-        let two52 = 4_503_599_627_370_496.0f64;
-        let mut xs = vec![
-            f64::NAN,
-            f64::INFINITY,
+    const TWO52: f64 = 4_503_599_627_370_496.0;
+
+    /// The odd values of a time left: infinities, signed zeros, tiny, around 1, not NaN.
+    fn odd_values() -> Vec<f64> {
+        vec![
+            f64::NEG_INFINITY,
+            -1e300,
             -1.5,
             -0.0,
             0.0,
@@ -833,7 +858,16 @@ mod tests {
             2.0,
             2.5,
             1e9 + 0.25,
-        ];
+            f64::INFINITY,
+        ]
+    }
+
+    /// Against `ceil().max(1.0) as u64`, around the integers, 2^52, 2^64 and the odd values.
+    #[test]
+    fn ceil_at_least_one_is_ceil_max_one() {
+        let two52 = TWO52;
+        let mut xs = odd_values();
+        xs.push(f64::NAN);
         for base in [two52, 2.0 * two52, 1.8e19, 1.9e19, 1e300] {
             xs.extend([base, base.next_up(), base.next_down()]);
         }
@@ -844,5 +878,38 @@ mod tests {
         for x in xs {
             assert_eq!(ceil_at_least_one(x), x.ceil().max(1.0) as u64, "{x}");
         }
+    }
+
+    /// `reshare` rounds only the least time left: right only if the rounding never decreases
+    /// (then the least rounded is the rounded least) and NaN rounds as 0 does.
+    #[test]
+    fn ceil_at_least_one_is_monotone() {
+        let two52 = TWO52;
+        let mut xs = odd_values();
+        for base in [1.0, 3.0, 1e9, two52, 2.0 * two52, 1.8e19, 1.9e19, 1e300] {
+            let (mut up, mut down) = (base, base);
+            for _ in 0..50 {
+                up = up.next_up();
+                down = down.next_down();
+                xs.extend([up, down]);
+            }
+        }
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..5000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            xs.push(f64::from_bits(state >> 2)); // positive, every exponent up to 2^1023
+        }
+        xs.sort_by(f64::total_cmp);
+        for w in xs.windows(2) {
+            assert!(
+                ceil_at_least_one(w[0]) <= ceil_at_least_one(w[1]),
+                "{} then {}",
+                w[0],
+                w[1]
+            );
+        }
+        assert_eq!(ceil_at_least_one(f64::NAN), ceil_at_least_one(0.0));
     }
 }

@@ -1523,6 +1523,7 @@ impl Node {
         }
         self.check_llc_idle()?;
         self.check_slices()?;
+        self.check_psi_oncpu()?;
         for (i, r) in self.rqs.iter().enumerate() {
             let queued = r.timeline.len() as u32 + r.curr.filter(|&s| self.ses[s].on_rq).is_some() as u32;
             if queued != r.nr_running {

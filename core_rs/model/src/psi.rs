@@ -97,19 +97,59 @@ impl Node {
         }
     }
 
-    /// The task running on `cpu` changed from `prev` to `next`.
+    /// The task running on `cpu` changed from `prev` to `next` (`psi_task_switch`): next's cgroups gain the running task, prev's lose it. Those the two
+    /// share (their closest common ancestor and above) keep one running task, so their state
+    /// does not change and, as in kernel/sched/psi.c, neither walk visits them: next's walk
+    /// stops at the first cgroup already marked running on this CPU (it holds prev: only the
+    /// running task's cgroups are marked, and only here), prev's walk at that same cgroup.
+    /// Leaving their interval open is exact: every reader first closes it (`tick`), and the
+    /// times are integer sums.
     pub(crate) fn psi_switch(&mut self, cpu: CpuId, prev: Option<TaskId>, next: Option<TaskId>) {
         let now = self.now;
-        for (t, on) in [(prev, false), (next, true)] {
-            let Some(t) = t else { continue };
+        let mut common = None;
+        if let Some(t) = next {
             let mut g = Some(self.tasks[t].cg);
             while let Some(cg) = g {
                 let p = self.psi_at(cg, cpu);
+                if p.oncpu {
+                    common = g;
+                    break;
+                }
                 p.tick(now);
-                p.oncpu = on;
+                p.oncpu = true;
                 g = self.cgroups[cg].parent;
             }
         }
+        if let Some(t) = prev {
+            let mut g = Some(self.tasks[t].cg);
+            while g != common {
+                let cg = g.expect("prev's cgroups lead to the common one");
+                let p = self.psi_at(cg, cpu);
+                p.tick(now);
+                p.oncpu = false;
+                g = self.cgroups[cg].parent;
+            }
+        }
+    }
+
+    /// Exactly the running task's cgroups are marked running on each CPU (`psi_switch` relies
+    /// on it to find the cgroups prev and next share; for `check_invariants`).
+    pub(crate) fn check_psi_oncpu(&self) -> Result<(), String> {
+        let ncpus = self.ncpus();
+        for cpu in 0..ncpus {
+            let mut want = vec![false; self.cgroups.len()];
+            let mut g = self.cpus[cpu].curr.map(|t| self.tasks[t].cg);
+            while let Some(cg) = g {
+                want[cg] = true;
+                g = self.cgroups[cg].parent;
+            }
+            for (cg, &w) in want.iter().enumerate() {
+                if self.psi_cpu[cg * ncpus + cpu].oncpu != w {
+                    return Err(format!("PSI: cgroup {cg} on CPU {cpu} marked running {}, not {w}", !w));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// `collect_percpu_times`: fold the per-CPU times since the last fold into the cgroup's
