@@ -349,3 +349,22 @@ set = { "node.cores_per_socket" = 8 }
     assert [list(seed.items()) for seed in joined] == [list(seed.items()) for seed in whole]
     # the seeds and the cases differ, so a piece joined to the wrong place would show
     assert whole[0] != whole[1] and whole[0]["wide @ " + str(a)] != whole[0]["narrow @ " + str(a)]
+
+
+@needs_dask
+def test_a_broken_connection_while_a_trials_results_are_read_is_the_lost_scheduler():
+    # the race the lost-scheduler test can meet: a piece's result() raises the comm error
+    # before the watcher has seen the client close; the trial must still say why it failed
+    from distributed.comm.core import CommClosedError
+
+    from sim.tuning.cluster import _why
+    from sim.tuning.study import TrialError
+
+    for err in (
+        CommClosedError("in <TCP (closed) ConnectionPool.gather>: Stream is closed"),
+        ConnectionResetError(104, "Connection reset by peer"),
+    ):
+        why = _why(err)
+        assert isinstance(why, TrialError) and str(why).startswith("lost the scheduler (") and "scheduler" in str(why)
+    plain = ValueError("a scenario's own error")
+    assert _why(plain) is plain  # other errors pass as they are

@@ -92,6 +92,7 @@ def _why(err: BaseException) -> BaseException:
     """A cluster failure as the reason its trial fails with (other errors pass as they are:
     the study's `_reason` words them as it does for a local trial)."""
     from distributed import KilledWorker
+    from distributed.comm.core import CommClosedError
 
     if isinstance(err, KilledWorker):
         died = err.allowed_failures + 1
@@ -99,6 +100,10 @@ def _why(err: BaseException) -> BaseException:
             f"worker {err.last_worker.address} died running it ({died} worker{'s' * (died > 1)} in all; the scheduler's "
             f"distributed.scheduler.allowed-failures is {err.allowed_failures}); see that worker's log"
         )
+    if isinstance(err, CommClosedError | ConnectionError):
+        # the connection to the scheduler broke while the trial's results were read: the
+        # scheduler is gone (the watcher says so for the study a moment later)
+        return TrialError(f"lost the scheduler ({' '.join(str(err).split())[:200]})")
     if isinstance(err, cf.CancelledError) or type(err).__name__ == "FutureCancelledError":
         return TrialError(f"the cluster cancelled its task ({' '.join(str(err).split()) or 'the scheduler was lost'})")
     return err
