@@ -131,6 +131,10 @@ impl Avg {
     /// The average as `update` would leave it at `now` with `load` since the last update
     /// (`update_blocked_averages` before the balancer reads `cpu_load`), without changing it.
     pub fn load_avg_at(&self, now: u64, load: u64) -> u64 {
+        // no period boundary before `now`: `update` would leave load_avg as it is
+        if (now.saturating_sub(self.last_update_time) >> 10) + (self.period_contrib as u64) < 1024 {
+            return self.load_avg;
+        }
         let mut a = self.clone();
         a.update(now, load);
         a.load_avg
@@ -318,7 +322,13 @@ mod tests {
         };
         odd.detach(20);
         assert_eq!((odd.load_avg, odd.load_sum), (30, 30 * PELT_MIN_DIVIDER));
-        // load_avg_at reads the average a later update would give, leaving it unchanged.
+        // load_avg_at reads the average a later update would give, leaving it unchanged —
+        // within the current period too (no boundary crossed: the average stays).
+        for dt in [0, 1000, 300_000, PERIOD_NS - 1, PERIOD_NS, 3 * PERIOD_NS + 5] {
+            let mut b = dst.clone();
+            b.update(PERIOD_NS + dt, 1024);
+            assert_eq!(dst.load_avg_at(PERIOD_NS + dt, 1024), b.load_avg, "dt {dt}");
+        }
         let before = src.clone();
         let later = src.load_avg_at(400 * PERIOD_NS + 32 * PERIOD_NS, 0);
         assert_eq!(src, before);
