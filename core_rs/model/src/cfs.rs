@@ -208,10 +208,13 @@ impl Node {
     /// `update_load_avg(cfs_rq, se, UPDATE_TG)` with `group_shares = "pelt"`: bring the queue's
     /// PELT sum to now with the weight it had since the last update (so it runs before every
     /// change of `load`), and, if a period ended, `update_tg_load_avg`. The root's average is
-    /// not kept: no group entity takes shares from it.
+    /// always kept (whatever `group_shares`): it is the balancer's `cpu_load` (lb_groups.rs).
     #[inline]
     pub(crate) fn update_load_avg(&mut self, rq: RqId) {
-        if self.tun.pelt_shares {
+        if self.rqs[rq].cg == ROOT {
+            let r = &mut self.rqs[rq];
+            r.avg.update(self.now, r.load);
+        } else if self.tun.pelt_shares {
             self.update_pelt(rq);
         }
     }
@@ -1011,7 +1014,8 @@ impl Node {
     /// With PELT group shares, every tick of a CPU running a task inside a task group matters:
     /// `entity_tick` updates the load averages and re-weighs the group entities, and the
     /// shares move with the averages at every tick. Other CPUs' ticks change nothing the model
-    /// keeps (the root's average is not kept), so only these are visited.
+    /// keeps (the root's average, kept for the balancer, changes only with its weight and is
+    /// brought to now when read), so only these are visited.
     #[inline]
     pub(crate) fn next_shares_tick(&self, cpu: CpuId) -> Ns {
         if !self.tun.pelt_shares {
@@ -1199,8 +1203,14 @@ impl Node {
         debug_assert_eq!(self.tasks[t].state, TaskState::Runnable);
         let src = self.tasks[t].cpu;
         self.update_curr(src);
+        // detach_entity_load_avg / attach_entity_load_avg, propagated to the roots: the
+        // task's load leaves src's average and joins dst's at once (lb_groups.rs `cpu_load`)
+        let h_load = self.task_h_load(t) as u64;
         self.dequeue_task(t, false);
         self.enqueue_task(t, dst, Enqueue::Migrate);
+        let (rs, rd) = (self.root_rq(src), self.root_rq(dst));
+        let moved = self.rqs[rs].avg.detach(h_load);
+        self.rqs[rd].avg.attach(moved);
         if self.cpus[src].curr.is_some() {
             self.reprogram(src);
         }

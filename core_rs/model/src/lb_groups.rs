@@ -9,8 +9,15 @@
 //! The pure arithmetic is in free functions over [`SgStats`] (tested by hand below); the
 //! `Node` methods gather the statistics and move tasks.
 //!
-//! Model reductions: loads are the root cfs_rq's instantaneous weight (the kernel's
-//! cfs_rq_load_avg); a CPU's util is SCHED_CAPACITY_SCALE while it runs a task and 0 when idle,
+//! A CPU's load is the kernel's `cfs_rq_load_avg`: the root cfs_rq's PELT load average
+//! (pelt.rs), which a migrated task's load leaves and joins at once (`detach`/`attach`), not
+//! the instantaneous weight (that counted a service thread woken a moment ago at its group
+//! entity's full weight — the group's shares over its few runnable threads, several hogs'
+//! worth — and moved a hog off its CPU for it).
+//!
+//! Model reductions: a task's load (`task_h_load`) is its instantaneous share of its CPU's
+//! weight (a hog's PELT load is that, a sleeper's is less); a CPU's util is
+//! SCHED_CAPACITY_SCALE while it runs a task and 0 when idle,
 //! its runnable SCHED_CAPACITY_SCALE × h_nr_running (the values PELT's util_avg / runnable_avg
 //! converge to under steady load); every CPU has capacity SCHED_CAPACITY_SCALE (no RT/IRQ
 //! pressure, equal capacities, so misfit never arises); the imbalanced type (tasks pinned by
@@ -265,7 +272,7 @@ impl Node {
             }
             let r = &self.rqs[self.root_rq(c)];
             let nr = self.cpus[c].tasks.len() as u64;
-            s.group_load += r.load;
+            s.group_load += self.cpu_load(c);
             s.sum_nr_running += nr;
             s.sum_h_nr_running += r.h_nr_running as u64;
             s.group_runnable += SCHED_CAPACITY_SCALE * r.h_nr_running as u64;
@@ -280,6 +287,15 @@ impl Node {
         s.avg_load = s.group_load * SCHED_CAPACITY_SCALE / s.group_capacity;
         s.group_type = group_classify(imbalance_pct, &s);
         s
+    }
+
+    /// `cpu_load`: the root cfs_rq's PELT load average (`cfs_rq_load_avg`), brought to now as
+    /// `update_blocked_averages` does before balancing — scaled (×1024) like the model's
+    /// weights. Not the instantaneous weight: a service thread that ran 2 ms on a CPU weighs
+    /// there what 2 ms of its group entity's weight adds to a 32 ms half-life average.
+    pub(crate) fn cpu_load(&self, cpu: CpuId) -> u64 {
+        let r = &self.rqs[self.root_rq(cpu)];
+        r.avg.load_avg_at(self.now, r.load)
     }
 
     fn lb_env(&self, cpu: CpuId, d: usize) -> LbEnv {
@@ -311,7 +327,7 @@ impl Node {
             match mt {
                 Migration::Task => r.h_nr_running as u64,
                 Migration::Util => self.cpus[c].curr.is_some() as u64,
-                Migration::Load => r.load,
+                Migration::Load => self.cpu_load(c),
             }
         };
         let mut best: Option<(u64, CpuId)> = None;
@@ -321,7 +337,7 @@ impl Node {
                 continue;
             }
             // a lone task heavier than the imbalance would only move the imbalance
-            if mt == Migration::Load && r.h_nr_running == 1 && r.load > imbalance {
+            if mt == Migration::Load && r.h_nr_running == 1 && self.cpu_load(c) > imbalance {
                 continue;
             }
             let k = key(c);
@@ -422,11 +438,11 @@ impl Node {
                 Migration::Util => SCHED_CAPACITY_SCALE as i64,
                 Migration::Load => {
                     let load = (self.task_h_load(t) as i64).max(1);
-                    // shr_bound(load, nr_balance_failed): relax after failures — but never
-                    // to a move that only swaps which CPU is heavier (load ≥ 2 × imbalance):
-                    // with the model's instantaneous loads the other CPU's next balance
-                    // would undo it at once (the kernel's PELT loads damp that ping-pong).
-                    if (load >> failed.min(31)) > imbalance || load >= 2 * imbalance {
+                    // shr_bound(load, nr_balance_failed): relax after failures, as fair.c does.
+                    // (The CPU loads are PELT averages (`cpu_load`) that a move carries along,
+                    // so the next balance sees the moved load where it went: no guard against
+                    // a move that swaps which CPU is heavier is needed, nor in the kernel.)
+                    if (load >> failed.min(31)) > imbalance {
                         continue;
                     }
                     load
@@ -732,5 +748,78 @@ mod tests {
         let core = |c: CpuId| n.topo.core_of[c];
         let be = 1 - svc;
         assert_ne!(core(n.tasks[svc].cpu), core(n.tasks[be].cpu));
+    }
+
+    /// 2 CPUs, one LLC (one domain level, a group per CPU): hogs of "a" (cpu.shares 256,
+    /// pinned to CPU 0) and "b" (256, on CPU 1) run 1 s; then "c" (1024, pinned to CPU 1)
+    /// starts a hog on CPU 1 and "b" may run anywhere.
+    fn late_heavy_arrival() -> (Node, TaskId) {
+        let spec = serde_json::json!({
+            "topology": {"cores_per_socket": 2},
+            "cgroups": [{"name": "a", "cpu.shares": 256, "cpuset.cpus": "0"},
+                        {"name": "b", "cpu.shares": 256, "cpuset.cpus": "1"},
+                        {"name": "c", "cpuset.cpus": "1"}],
+            "workloads": [
+                {"kind": "hog", "name": "a", "cgroup": "a", "threads": 1},
+                {"kind": "hog", "name": "b", "cgroup": "b", "threads": 1},
+                {"kind": "hog", "name": "c", "cgroup": "c", "threads": 1, "start_ns": 1_000_000_000u64}
+            ]
+        });
+        let mut n = Node::from_json(&spec.to_string()).unwrap();
+        n.run_until(999_000_000).unwrap();
+        n.write("b", "cpuset.cpus", "0-1").unwrap();
+        let b = n.tasks.iter().position(|t| t.wl == 1).unwrap();
+        (n, b)
+    }
+
+    #[test]
+    fn cpu_load_is_the_pelt_average_so_a_fresh_arrival_weighs_little_yet() {
+        let (mut n, b) = late_heavy_arrival();
+        // Saturated: each CPU's root average is its group entity's whole weight, 256 × 1024.
+        let w = 256 * 1024;
+        for c in 0..2 {
+            assert!(n.cpu_load(c).abs_diff(w) <= w / 500, "cpu {c}: {}", n.cpu_load(c));
+        }
+        n.run_until(1_010_000_000).unwrap();
+        assert_eq!(n.tasks[b].cpu, 1, "not moved by the balancer's own passes either");
+        assert_eq!(n.tasks[b].state, TaskState::Runnable, "c runs, b waits");
+        // c's 1024 × 1024 has been on CPU 1 for 10 ms = 9.54 periods: it adds
+        // 2^20 × (1 − 0.5^(9.54/32)) ≈ 196k (±1 period of rounding: 174k–218k), not 2^20.
+        let (l0, l1) = (n.cpu_load(0), n.cpu_load(1));
+        assert_eq!(n.rqs[n.root_rq(1)].load, w + (1 << 20));
+        assert!(l0.abs_diff(w) <= w / 500);
+        assert!((w + 174_000..w + 218_000).contains(&l1), "{l1}");
+        // CPU 0's balance: local fully_busy (1 task), busiest overloaded (2 on 1 CPU);
+        // 100 × l1 > 117 × l0, so migrate_load with imbalance = (l1 − l0) / 2 ≈ 98k — less
+        // than b's 256k: nothing moves (failed = 0, so shr_bound does not relax it).
+        // With instantaneous loads the imbalance would be (1 310 720 − 262 144) / 2 = 524 288
+        // and b (262 144) would move at once — to be pulled back when c's weight is averaged.
+        assert!(!n.lb_groups_balance(0, 0));
+        assert_eq!(n.tasks[b].cpu, 1);
+        assert_eq!(n.cpus[0].nr_balance_failed[0], 1);
+        // 200 ms on, c's average is ~99% of its weight: the balancer has moved b to CPU 0.
+        n.run_until(1_200_000_000).unwrap();
+        assert!(n.cpu_load(1) > w + 1_000_000 || n.tasks[b].cpu == 0);
+        assert_eq!(n.tasks[b].cpu, 0);
+    }
+
+    #[test]
+    fn a_balancer_move_carries_the_tasks_load_between_the_averages() {
+        // attach/detach: when b moves, CPU 1's average drops by b's load and CPU 0's rises by
+        // it at once (not over the next ~100 ms of decay and ramp).
+        let (mut n, b) = late_heavy_arrival();
+        n.run_until(1_010_000_000).unwrap();
+        let w = 256 * 1024;
+        let mut before = (0, 0);
+        while n.tasks[b].cpu == 1 {
+            before = (n.cpu_load(0), n.cpu_load(1));
+            n.run_until(n.now + 100_000).unwrap();
+            assert!(n.now < 2_000_000_000, "b never moved");
+        }
+        // Within 0.1 ms of the move: CPU 0 holds a's and b's entities (≈ 2 × 256k), CPU 1
+        // lost b's 256k (c's ≈ 1024k × (1 − y^n) stays), up to the 0.1 ms of averaging.
+        let (l0, l1) = (n.cpu_load(0), n.cpu_load(1));
+        assert!(l0.abs_diff(before.0 + w) <= w / 50, "{before:?} → {l0}");
+        assert!(l1.abs_diff(before.1 - w) <= w / 50, "{before:?} → {l1}");
     }
 }

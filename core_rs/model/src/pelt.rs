@@ -5,6 +5,10 @@
 //! `calc_group_shares` from these (fair.c). `[kernel] group_shares = "pelt"` switches the core
 //! to them; "instant" (the default) keeps shares from instantaneous queue weights.
 //!
+//! The root cfs_rq's average is kept whatever `group_shares` says: it is the load balancer's
+//! `cpu_load` (lb_groups.rs), and a task the balancer moves takes its load with it
+//! (`Avg::detach` / `Avg::attach`).
+//!
 //! Time is the kernel's: nanoseconds shifted right by 10 (≈ µs), periods of 1024 of those.
 //! The cfs_rq's sum is accumulated from its own `load.weight` (`__update_load_avg_cfs_rq`); the
 //! per-entity averages the kernel attaches and detaches when a task migrates are not kept
@@ -96,6 +100,44 @@ impl Avg {
         // ___update_load_avg(sa, 1): the divider counts the part of the current period.
         self.load_avg = self.load_sum / (PELT_MIN_DIVIDER + self.period_contrib as u64);
         true
+    }
+
+    /// `get_pelt_divider`: LOAD_AVG_MAX less the part of the current period still to come.
+    fn divider(&self) -> u64 {
+        PELT_MIN_DIVIDER + self.period_contrib as u64
+    }
+
+    /// `detach_entity_load_avg` (6.1+), as `update_tg_cfs_load` propagates it to the root: an
+    /// entity of average `load_avg` leaves (`sub_positive` on the average, its sum
+    /// `load_avg × divider` off the sum, the sum kept ≥ load_avg × PELT_MIN_DIVIDER so the two
+    /// stay in sync). Returns what was taken (at most what there was), for `attach`.
+    pub fn detach(&mut self, load_avg: u64) -> u64 {
+        let taken = load_avg.min(self.load_avg);
+        self.load_avg -= taken;
+        self.load_sum = self
+            .load_sum
+            .saturating_sub(taken * self.divider())
+            .max(self.load_avg * PELT_MIN_DIVIDER);
+        taken
+    }
+
+    /// `attach_entity_load_avg`: an entity of average `load_avg` joins with its sum
+    /// `load_avg × divider` (the entity is aligned to this queue's period first).
+    pub fn attach(&mut self, load_avg: u64) {
+        self.load_avg += load_avg;
+        self.load_sum += load_avg * self.divider();
+    }
+
+    /// The average as `update` would leave it at `now` with `load` since the last update
+    /// (`update_blocked_averages` before the balancer reads `cpu_load`), without changing it.
+    pub fn load_avg_at(&self, now: u64, load: u64) -> u64 {
+        // no period boundary before `now`: `update` would leave load_avg as it is
+        if (now.saturating_sub(self.last_update_time) >> 10) + (self.period_contrib as u64) < 1024 {
+            return self.load_avg;
+        }
+        let mut a = self.clone();
+        a.update(now, load);
+        a.load_avg
     }
 }
 
@@ -242,5 +284,54 @@ mod tests {
         assert_eq!(group_shares(tg_shares, 1024, 0, 0, 0), tg_shares);
         // Nothing anywhere: MIN_SHARES floor.
         assert_eq!(group_shares(tg_shares, 0, 0, 5000, 0), MIN_SHARES);
+    }
+
+    #[test]
+    fn a_migrating_entity_takes_its_average_and_sum_along() {
+        // A queue saturated at weight 3072 (three nice-0 tasks), at a period boundary: the
+        // divider is PELT_MIN_DIVIDER = 46718. One task (load_avg 1024) leaves:
+        // load_avg 3072 − 1024, load_sum − 1024 × 46718.
+        let mut src = runnable_for(3072, 400);
+        let (avg0, sum0) = (src.load_avg, src.load_sum);
+        assert_eq!(src.period_contrib, 0);
+        assert!(avg0.abs_diff(3072) <= 6, "{avg0}");
+        assert_eq!(src.detach(1024), 1024);
+        assert_eq!(src.load_avg, avg0 - 1024);
+        assert_eq!(src.load_sum, sum0 - 1024 * 46718);
+        // The empty destination, half-way through a period (period_contrib 512): divider
+        // 46718 + 512 = 47230, so the sum is 1024 × 47230 and the next update keeps ~1024.
+        let mut dst = Avg::default();
+        dst.update(PERIOD_NS / 2, 0);
+        assert_eq!(dst.period_contrib, 512);
+        dst.attach(1024);
+        assert_eq!((dst.load_avg, dst.load_sum), (1024, 1024 * 47230));
+        dst.update(PERIOD_NS, 1024);
+        assert!(dst.load_avg.abs_diff(1024) <= 2, "{}", dst.load_avg);
+        // sub_positive: detaching more than there is leaves 0 (and takes only what there was),
+        // and the sum never falls below load_avg × PELT_MIN_DIVIDER.
+        let mut small = runnable_for(100, 400);
+        let had = small.load_avg;
+        assert_eq!(small.detach(5000), had);
+        // (the sum keeps what truncation left over, less than one unit of average)
+        assert_eq!(small.load_avg, 0);
+        assert!(small.load_sum < PELT_MIN_DIVIDER, "{}", small.load_sum);
+        let mut odd = Avg {
+            load_sum: 10,
+            load_avg: 50,
+            ..Default::default()
+        };
+        odd.detach(20);
+        assert_eq!((odd.load_avg, odd.load_sum), (30, 30 * PELT_MIN_DIVIDER));
+        // load_avg_at reads the average a later update would give, leaving it unchanged —
+        // within the current period too (no boundary crossed: the average stays).
+        for dt in [0, 1000, 300_000, PERIOD_NS - 1, PERIOD_NS, 3 * PERIOD_NS + 5] {
+            let mut b = dst.clone();
+            b.update(PERIOD_NS + dt, 1024);
+            assert_eq!(dst.load_avg_at(PERIOD_NS + dt, 1024), b.load_avg, "dt {dt}");
+        }
+        let before = src.clone();
+        let later = src.load_avg_at(400 * PERIOD_NS + 32 * PERIOD_NS, 0);
+        assert_eq!(src, before);
+        assert!(later.abs_diff(before.load_avg / 2) <= 2, "{later}");
     }
 }
