@@ -86,7 +86,10 @@ def test_a_busy_process_records_what_it_got(tmp_path):
         d.mkdir()
     except OSError as err:
         pytest.skip(f"cannot create a cgroup here: {err}")
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    # PR_SET_PDEATHSIG (prctl(2) option 1): the loop dies with this test's process, so a killed
+    # test run leaves no busy loop behind in the cgroup
+    loop = "import ctypes, signal; ctypes.CDLL(None).prctl(1, signal.SIGKILL)\nwhile True: pass"
+    busy = subprocess.Popen([sys.executable, "-c", loop])
     try:
         (d / "cgroup.procs").write_text(str(busy.pid))
         out = tmp_path / "rec.parquet"
