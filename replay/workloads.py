@@ -46,6 +46,10 @@ mean percentiles (the last, unfinished batch is not counted). PostgreSQL's clust
 (initdb, pgbench -i) and its server started in `prepare`, before the run's clock: the
 server runs in the workload's cgroup as the `postgres` user (setpriv), with its data in the
 run's directory.
+
+A workload with a custom EEVDF slice (sched_runtime_ns) has it on every thread of every
+process replay starts for it (replay/custom_slice.py): colosim-load sets it on itself, anything
+else runs under colosim-load's wrapper, which sets it and execs.
 """
 
 from __future__ import annotations

@@ -183,6 +183,16 @@ def test_the_wrapper_sets_the_slice_that_children_and_exec_keep():
     script = 'grep se.slice /proc/$$/sched; sh -c "grep se.slice /proc/\\$\\$/sched"'
     out = subprocess.run(custom_slice.wrap(["sh", "-c", script], SLICE_NS, load_command()), capture_output=True, text=True, check=True)
     assert [int(line.split(":")[1]) for line in out.stdout.splitlines()] == [SLICE_NS, SLICE_NS]
+    # nice(2) and sched_setscheduler(2) keep it: _sched_setscheduler copies se.slice into its
+    # attr when custom_slice is set (syscalls.c), set_user_nice does not touch it
+    keep = (
+        "import os, re; f = lambda: int(re.search(r'se.slice\\s*:\\s*(\\d+)', open('/proc/self/sched').read())[1]); a = f(); "
+        "os.nice(1); b = f(); os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0)); print(a, b, f())"
+    )
+    out = subprocess.run(
+        custom_slice.wrap([sys.executable, "-c", keep], SLICE_NS, load_command()), capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == [str(SLICE_NS)] * 3
     # the kernel clamps (syscalls.c: NSEC_PER_MSEC/10 .. NSEC_PER_MSEC*100); colosim-load
     # checks the read-back against the same clamp, so 1 ns becomes 0.1 ms without an error
     out = subprocess.run(custom_slice.wrap(["sh", "-c", "grep se.slice /proc/$$/sched"], 1, load_command()), capture_output=True, text=True)
