@@ -62,24 +62,30 @@ def base_slice() -> int:
     return slice_of(Path("/proc/self/sched"))
 
 
-def in_cgroup(pid: str, name: str) -> bool:
-    """Whether process `pid` is in a replay run's cpu cgroup `name` (colosim-RUN/name)."""
+def run_folder(pid: str, name: str) -> str | None:
+    """The replay run folder (colosim-RUN) whose cpu cgroup `name` holds process `pid`, if one does."""
     for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
         _, controllers, path = line.split(":", 2)
-        if ("cpu" in controllers.split(",") or controllers == "") and "/colosim-" in path and path.endswith(f"/{name}"):
-            return True
-    return False
+        parts = path.split("/")
+        if ("cpu" in controllers.split(",") or controllers == "") and len(parts) >= 2 and parts[-1] == name:
+            if parts[-2].startswith("colosim-"):
+                return parts[-2]
+    return None
 
 
-def threads_of(name: str) -> dict[str, tuple[str, int]]:
-    """Every thread of every process in cgroup `name`: "pid/tid" -> (its comm, its se.slice)."""
+def threads_of(name: str, folders: set[str] | None = None) -> dict[str, tuple[str, int]]:
+    """Every thread of every process in a run's cgroup `name`: "pid/tid" -> (its comm, its
+    se.slice); the run folders they were in are added to `folders`."""
     out = {}
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
             continue
         try:
-            if not in_cgroup(d.name, name):
+            folder = run_folder(d.name, name)
+            if folder is None:
                 continue
+            if folders is not None:
+                folders.add(folder)
             for t in (d / "task").iterdir():
                 out[f"{d.name}/{t.name}"] = ((t / "comm").read_text().strip(), slice_of(t / "sched"))
         except (OSError, ValueError):
@@ -90,10 +96,10 @@ def threads_of(name: str) -> dict[str, tuple[str, int]]:
 def replay_and_sample(tmp_path: Path, text: str, cgroups: list[str], want: dict[str, int]) -> dict[str, dict[str, tuple[str, int]]]:
     """Replay the scenario `text`; once every cgroup in `cgroups` has at least want[cg]
     threads (a second into the run, after the warm-up's start), their threads and slices."""
-    # other runs' folders may exist on a shared machine (another checkout's tests): this one
-    # must only leave none of its own
+    # other runs' folders may come and go on a shared machine (another checkout's tests): this
+    # run must leave none of its own
     layout = detect_layout()
-    before = set(leftover_folders(layout))
+    mine: set[str] = set()
     path = tmp_path / "slice.toml"
     path.write_text(text)
     proc = subprocess.Popen([*COLOSIM, "replay", str(path), "--out", str(tmp_path / "o")], stderr=subprocess.PIPE, text=True)
@@ -101,14 +107,15 @@ def replay_and_sample(tmp_path: Path, text: str, cgroups: list[str], want: dict[
     deadline = time.monotonic() + 60
     try:
         while time.monotonic() < deadline and proc.poll() is None:
-            seen = {cg: threads_of(cg) for cg in cgroups}
+            seen = {cg: threads_of(cg, mine) for cg in cgroups}
             if all(len(seen[cg]) >= want[cg] for cg in cgroups):
                 break
             time.sleep(0.2)
     finally:
         _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
-    assert set(leftover_folders(layout)) <= before
+    assert len(mine) == 1, mine  # one run: ours
+    assert [p for p in leftover_folders(layout) if p.name in mine] == []
     assert all(threads_of(cg) == {} for cg in cgroups)  # its workloads ended with it
     for cg in cgroups:
         assert len(seen.get(cg, {})) >= want[cg], f"{cg}: saw {seen.get(cg)} while the run lasted"
