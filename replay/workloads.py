@@ -46,6 +46,10 @@ mean percentiles (the last, unfinished batch is not counted). PostgreSQL's clust
 (initdb, pgbench -i) and its server started in `prepare`, before the run's clock: the
 server runs in the workload's cgroup as the `postgres` user (setpriv), with its data in the
 run's directory.
+
+A workload with a custom EEVDF slice (sched_runtime_ns) has it on every thread of every
+process replay starts for it (replay/custom_slice.py): colosim-load sets it on itself, anything
+else runs under colosim-load's wrapper, which sets it and execs.
 """
 
 from __future__ import annotations
@@ -67,6 +71,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from replay import custom_slice
 from replay.cgroupfs import HostError, network_refusal
 from sim.results import ServiceResult
 
@@ -187,10 +192,7 @@ class HostWorkload:
             what = "a trace-driven workload" if getattr(self.model, "trace", None) else f"a {self.model.kind} workload"
             raise HostError(f"{self.where}: {what} does not replay on the host yet (the simulator models it)")
         if self.model.sched_runtime_ns:
-            raise HostError(
-                f"{self.where}.sched_runtime_ns: replay does not set sched_attr.sched_runtime on the host's processes yet "
-                "(the simulator models the custom slice)"
-            )
+            custom_slice.check(self.where, self.model.sched_runtime_ns, load_command())
         if self.model.kind == "memory_hog":
             if p != "stress":
                 raise HostError(
@@ -259,6 +261,12 @@ class HostWorkload:
 
     # -- running -------------------------------------------------------------------------
 
+    def _sliced(self, session: Any) -> Any:
+        """`session`, or with a custom slice (sched_runtime_ns) one whose programs run under
+        colosim-load's slice wrapper (replay/custom_slice.py)."""
+        ns = self.model.sched_runtime_ns
+        return custom_slice.SlicedSession(session, ns, load_command()) if ns else session
+
     def _dd_count(self) -> int:
         """Blocks per dd invocation: the whole size, or one pass over the loop file."""
         size = self.model.size if self.model.size is not None else DD_LOOP_BYTES
@@ -268,6 +276,7 @@ class HostWorkload:
         """Before the run's clock starts: a dd reader's files, written here (by replay, in its
         own cgroup), so that making them is neither measured nor charged to the workload; and
         a PostgreSQL cluster, made and started (its server in the workload's cgroup)."""
+        session = self._sliced(session)
         if self.program == "postgres" and self.model.kind != "dd":
             self._prepare_postgres(session)
             return
@@ -388,6 +397,7 @@ class HostWorkload:
 
     def start(self, session, t0: float, duration_s: float, warmup_s: float, seed: int) -> None:
         """Start at `t0` (time.monotonic()); services measure from t0 + warmup."""
+        own, session = session, self._sliced(session)
         if self._runs_dd():
             self._t0 = t0
             self._window = (warmup_s, duration_s)
@@ -418,7 +428,10 @@ class HostWorkload:
             ]
             if self.model.kind == "file_server":
                 argv += ["--files", str(self._files[0].parent)]
-            self._procs.append(session.spawn(argv, cg))
+            if self.model.sched_runtime_ns:
+                # colosim-load sets the slice itself: no wrapper, no second exec
+                argv += custom_slice.flag(self.model.sched_runtime_ns)
+            self._procs.append(own.spawn(argv, cg))
         elif p == "stress":
             self._procs.append(session.spawn(["stress", "--cpu", str(self.model.threads), "--timeout", f"{math.ceil(duration_s)}s"], cg))
         elif p == "stress-ng":
@@ -579,6 +592,7 @@ class HostWorkload:
 
     def start_generator(self, session) -> None:
         """Real servers: the load generator starts at the end of the warm-up."""
+        session = self._sliced(session)
         gen = getattr(self, "_generator", None)
         if gen is None:
             return

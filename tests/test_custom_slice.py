@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from replay import custom_slice
 from replay.cgroupfs import HostError
 from replay.workloads import HostWorkload
 from sim import load_scenario, run_scenario
@@ -109,8 +110,44 @@ def test_bad_slices_are_refused_naming_the_field(tmp_path: Path, line: str, vers
     assert "Traceback" not in text
 
 
-def test_replay_refuses_a_slice_it_cannot_set_on_the_host(tmp_path: Path) -> None:
+def test_replay_refuses_a_kernel_without_custom_slices_naming_workload_and_value() -> None:
+    # 6.6 - 6.11 ignore sched_runtime for SCHED_OTHER without an error (no custom_slice before
+    # commit 857b158dc5e8): replay must say so rather than run a different experiment
+    with pytest.raises(HostError) as e:
+        custom_slice.check("workloads.web", 300000, ["colosim-load-never-run"], release="6.11.9-generic")
+    text = str(e.value)
+    assert "workloads.web.sched_runtime_ns = 300000" in text and "Linux 6.11.9-generic" in text and "6.12 or later" in text
+
+
+def test_replay_passes_on_what_colosim_load_says_when_the_host_refuses_the_slice(tmp_path: Path, monkeypatch) -> None:
+    # colosim-load's own message (exit 3) reaches the user once, behind the workload and the
+    # value, without a traceback: a stand-in that refuses as sched_setattr's EPERM would
+    fake = tmp_path / "colosim-load"
+    fake.write_text(
+        "#!/bin/sh\necho 'colosim-load: error: --slice-ns 300000: sched_setattr(sched_runtime = 300000) failed: EPERM' >&2\nexit 3\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("COLOSIM_LOAD", str(fake))
     sc = load_scenario(scenario(tmp_path, "sched_runtime_ns = 300000"))
     w = sc.workloads["web"]
-    with pytest.raises(HostError, match=r"workloads\.web\.sched_runtime_ns: replay does not set sched_attr\.sched_runtime"):
+    with pytest.raises(HostError) as e:
         HostWorkload("web", w, w.core_spec("web", 1), "workloads.web").check()
+    text = str(e.value)
+    assert text.startswith("workloads.web.sched_runtime_ns = 300000: the host refused the slice: ")
+    assert text.endswith("sched_setattr(sched_runtime = 300000) failed: EPERM") and "colosim-load: error" not in text
+
+
+def test_replay_wraps_every_program_of_a_sliced_workload_and_no_other() -> None:
+    # the session a sliced workload spawns through prefixes the wrapper; the rest passes through
+    calls: list[tuple[list[str], str]] = []
+
+    class Recorder:
+        dry_run = True
+
+        def spawn(self, argv, cgroup, **kw):
+            calls.append((list(argv), cgroup))
+
+    sliced = custom_slice.SlicedSession(Recorder(), 300000, ["LOAD"])
+    sliced.spawn(["nginx", "-c", "x"], "ls")
+    assert calls == [(["LOAD", "--slice-ns", "300000", "--", "nginx", "-c", "x"], "ls")]
+    assert sliced.dry_run is True

@@ -13,7 +13,14 @@
 //!
 //! ```text
 //! colosim-load --spec '{"kind":"hog",...}' --seed 1 --duration-ns 10000000000 --out r.json
+//! colosim-load --slice-ns 300000 --spec ... # its threads run with a 0.3 ms EEVDF slice
+//! colosim-load --slice-ns 300000 -- nginx -c ...   # sets its own slice, then execs nginx
 //! ```
+//!
+//! `--slice-ns N` sets the process's custom EEVDF slice (sched_attr.sched_runtime, Linux 6.12+)
+//! on its main thread before any other thread starts; the kernel copies it into every thread
+//! and child and keeps it across exec (src/slice.rs says where). With `-- ARGV...` it is a
+//! wrapper: it sets the slice and execs ARGV, which is how replay gives a real server its slice.
 //!
 //! The output is JSON: started, completed, and per completed request its latency and its
 //! completion time (CLOCK_MONOTONIC ns, the clock Python's time.monotonic_ns reads), so the
@@ -30,6 +37,8 @@ use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::Duration;
+
+pub mod slice;
 
 fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
@@ -469,17 +478,47 @@ struct Args {
     duration_ns: u64,
     out: Option<String>,
     files: Option<String>,
+    /// --slice-ns: the custom EEVDF slice to set on ourselves first
+    slice_ns: Option<u64>,
+    /// after `--`: the program to exec (with its slice) instead of running a spec
+    exec: Vec<String>,
 }
 
-const USAGE: &str = "--spec JSON --duration-ns N [--seed N] [--out FILE] [--files DIR]";
+const USAGE: &str =
+    "[--slice-ns N] --spec JSON --duration-ns N [--seed N] [--out FILE] [--files DIR] | --slice-ns N -- PROGRAM [ARG...]";
 
 fn parse_args(argv: Vec<String>) -> Result<Args, String> {
     let mut spec = None;
-    let (mut seed, mut duration_ns, mut out, mut files) = (1, None, None, None);
+    let (mut seed, mut duration_ns, mut out, mut files, mut slice_ns) = (1, None, None, None, None);
     let mut it = argv.into_iter().skip(1);
     while let Some(flag) = it.next() {
+        if flag == "--" {
+            let exec: Vec<String> = it.collect();
+            if exec.is_empty() {
+                return Err(format!("--: needs a program to run (usage: {USAGE})"));
+            }
+            let Some(ns) = slice_ns else {
+                return Err("--: a wrapper needs --slice-ns (it sets nothing else)".into());
+            };
+            return Ok(Args {
+                spec: String::new(),
+                seed,
+                duration_ns: 0,
+                out,
+                files,
+                slice_ns: Some(ns),
+                exec,
+            });
+        }
         let mut value = || it.next().ok_or(format!("{flag}: needs a value"));
         match flag.as_str() {
+            "--slice-ns" => {
+                let ns: u64 = value()?.parse().map_err(|e| format!("--slice-ns: {e}"))?;
+                if ns == 0 {
+                    return Err("--slice-ns: 0 is the base slice; give a custom slice in ns (the kernel clamps it to 100000..=100000000)".into());
+                }
+                slice_ns = Some(ns);
+            }
             "--spec" => spec = Some(value()?),
             "--seed" => seed = value()?.parse().map_err(|e| format!("--seed: {e}"))?,
             "--duration-ns" => duration_ns = Some(value()?.parse().map_err(|e| format!("--duration-ns: {e}"))?),
@@ -494,12 +533,16 @@ fn parse_args(argv: Vec<String>) -> Result<Args, String> {
         duration_ns: duration_ns.ok_or("--duration-ns: required")?,
         out,
         files,
+        slice_ns,
+        exec: Vec::new(),
     })
 }
 
 /// The whole command: `argv` as `std::env::args()` gives it (program name first); returns
-/// the exit status (0, 1 if the result could not be written, 2 for a bad argument or spec).
-/// Returns at the deadline (`--duration-ns` after the call) with the result written.
+/// the exit status (0, 1 if the result could not be written, 2 for a bad argument or spec,
+/// 3 if the kernel refused or ignored --slice-ns, 127 if the program after `--` could not be
+/// executed). Returns at the deadline (`--duration-ns` after the call) with the result written;
+/// a wrapper (`--`) does not return when its exec succeeds.
 pub fn run(argv: Vec<String>) -> u8 {
     let args = match parse_args(argv) {
         Ok(a) => a,
@@ -508,6 +551,19 @@ pub fn run(argv: Vec<String>) -> u8 {
             return 2;
         }
     };
+    if let Some(ns) = args.slice_ns {
+        // before any thread of ours starts: they inherit it from this one (src/slice.rs)
+        if let Err(e) = slice::set_own(ns) {
+            eprintln!("colosim-load: error: {e}");
+            return 3;
+        }
+    }
+    if let Some((program, rest)) = args.exec.split_first() {
+        use std::os::unix::process::CommandExt;
+        let e = std::process::Command::new(program).args(rest).exec();
+        eprintln!("colosim-load: error: --: cannot execute {program:?}: {e}");
+        return 127;
+    }
     let spec: WorkloadSpec = match serde_json::from_str(&args.spec) {
         Ok(s) => s,
         Err(e) => {
