@@ -60,7 +60,7 @@ PLOTS = {
     "autogroup": (CPU,),
     "memory_host": (LATENCY, OVER_TIME, CPU, MEMORY),
     "handoff_probe": (LATENCY,),
-    "custom_slice": (LATENCY, CPU),
+    "custom_slice": (LATENCY,),
     "cache_qos": (LATENCY, OVER_TIME, CPU, THROTTLED, DECISIONS),
     "tune_koordinator": ("Optimization history", "Trade-off", "Hyperparameter Importances", "Best against the defaults"),
     "tune_fleet": ("Optimization history", "Trade-off", "Hyperparameter Importances", "Best against the defaults", "Per machine"),
