@@ -82,6 +82,7 @@ def load_for_host(path: Path, overrides: list[str] | dict[str, Any], disk: dict[
         topo["node.disk"] = _disk_table(disk)
     if _document_uses_memory(read_document(path)):
         topo.update(host_memory())
+        topo["kernel.memcg_v1"] = _host_memcg_v1()
     return load_scenario(path, combine(topo, overrides))
 
 
@@ -91,6 +92,17 @@ def host_memory(meminfo: str | None = None) -> dict[str, int]:
         meminfo = Path("/proc/meminfo").read_text()
     swap = next((int(line.split()[1]) * 1024 for line in meminfo.splitlines() if line.startswith("SwapTotal:")), 0)
     return {"node.memory": read_meminfo(meminfo)["mem_total"], "node.swap": swap}
+
+
+def _host_memcg_v1() -> bool:
+    """Whether replay's memory cgroups here are cgroup v1's (legacy memcg: limit reclaim waits
+    on writeback, mm/vmscan.c writeback_throttling_sane); False where there is none."""
+    from replay.cgroupfs import detect_layout
+
+    try:
+        return detect_layout(memory=None).version == 1
+    except HostError:
+        return False
 
 
 def _document_uses_memory(doc: dict[str, Any]) -> bool:

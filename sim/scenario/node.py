@@ -177,6 +177,10 @@ class Kernel(Table):
     # writeback charged to the cgroup that dirtied the pages (cgroup v2; openEuler's
     # cgroup1_writeback, which rubik's ioCost needs); off: the flusher's IO is the root's
     cgroup_writeback: bool = False
+    # the memory controller is cgroup v1's (legacy memcg): a task's limit reclaim waits for the
+    # writeback of dirty pages it meets again (mm/vmscan.c writeback_throttling_sane); off: v2's.
+    # Replay sets it from the host's memory hierarchy.
+    memcg_v1: bool = False
     # Where the CFS bandwidth period boundaries fall. Linux >= 6.4 starts each group's period
     # timer at a random phase (init_cfs_bandwidth): "random" draws one per group from the
     # seed; a duration pins a boundary of every group's timer at that time after the start.
@@ -235,6 +239,7 @@ class Kernel(Table):
             "dirty_ratio": self.dirty_ratio,
             "dirty_background_ratio": self.dirty_background_ratio,
             "cgroup_writeback": self.cgroup_writeback,
+            "memcg_v1": self.memcg_v1,
             "cfs_period_phase_ns": self.cfs_period_phase,
             "autogroup": self.autogroup,
         }

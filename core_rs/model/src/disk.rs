@@ -356,6 +356,9 @@ pub struct Disk {
     /// IO completions due: (time, waker), for the node to deliver.
     pub completions: Vec<(Ns, Waker)>,
     pub kupdate_armed: bool,
+    /// Writeback that ended since the node last looked: (owner, bytes), for the page cache
+    /// to clean its dirty objects (lru.rs `written_back`).
+    pub cleaned: Vec<(CgId, u64)>,
     /// `reshare`'s working memory (no result depends on what it held before).
     sharing: Sharing,
 }
@@ -452,6 +455,7 @@ impl Disk {
             waiting: VecDeque::new(),
             completions: vec![],
             kupdate_armed: false,
+            cleaned: vec![],
             sharing: Sharing::default(),
         }
     }
@@ -583,6 +587,23 @@ impl Disk {
         }
     }
 
+    /// `wakeup_flusher_threads(WB_REASON_VMSCAN)`: reclaim met dirty pages nobody is writing
+    /// back; every owner's dirty pages are written back whole (`wb_start_writeback`:
+    /// WB_start_all), whatever the background threshold.
+    pub fn wakeup_flusher(&mut self, now: Ns) {
+        for owner in 0..self.cgs.len() {
+            if self.dirty[owner] > 0 {
+                self.flush_all[owner] = true;
+            }
+        }
+        self.start_writeback(now);
+    }
+
+    /// Device time of writing back one byte: a flusher chunk's, sequential.
+    pub fn writeback_ns_per_byte(spec: &DiskSpec) -> f64 {
+        spec.device().cost(Dir::Write, WB_CHUNK, WB_CHUNK / WB_IO, false) / WB_CHUNK as f64
+    }
+
     /// The periodic flusher (every dirty_writeback_centisecs): owners whose pages have been
     /// dirty for dirty_expire_centisecs are written back whole. Returns whether to re-arm.
     pub fn kupdate(&mut self, now: Ns) -> bool {
@@ -642,6 +663,7 @@ impl Disk {
                 FlowKind::Writeback => {
                     let owner = f.cg;
                     self.inflight[owner] = 0;
+                    self.cleaned.push((owner, f.bytes));
                     self.dirty[owner] -= f.bytes;
                     self.dirty_total -= f.bytes;
                     if self.dirty[owner] == 0 {

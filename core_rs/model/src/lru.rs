@@ -23,6 +23,19 @@
 //!   (`workingset_test_recent`: the eviction lruvec's hierarchical active file list, plus the
 //!   anonymous lists when there is swap to put anonymous pages in).
 //!
+//! - Dirty pages (a buffered writer's chunks, until the flusher has written them back) are
+//!   not reclaimable. Reclaim that meets one at the inactive tail marks it PG_reclaim and
+//!   moves it out of the way to the active list (shrink_folio_list's `activate_locked`, "move
+//!   dirty pages out of the way until they're flushed", c55e8d035b28); when its writeback
+//!   ends it rotates to the inactive tail (`folio_end_writeback` → `folio_rotate_reclaimable`
+//!   → `lru_move_tail`, which clears PG_active) and is the next to go. Under legacy (cgroup
+//!   v1) memcg reclaim (!writeback_throttling_sane) the charging task is throttled twice
+//!   over: each batch of SWAP_CLUSTER_MAX dirty pages not yet under writeback makes it sleep
+//!   in `reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK)` until that much more was written back,
+//!   and a folio met again with PG_reclaim set while under writeback is waited for
+//!   (`folio_wait_writeback`, "Case 3") — here one chunk's device time, not paid twice for a
+//!   chunk already throttled over (`writeback` below).
+//!
 //! Pages are modelled at the granularity the workloads use (a file server's file, a writer's
 //! chunk): an object of a few pages moves as one, as a large folio does. Objects live in an
 //! arena with intrusive doubly linked lists, so every operation is O(1) but reclaim, which
@@ -31,6 +44,10 @@
 /// Bytes per page (the unit of nonresident_age and refault distances).
 const PAGE: u64 = 4096;
 const NIL: u32 = u32::MAX;
+/// SWAP_CLUSTER_MAX pages: the batch shrink_inactive_list isolates.
+const SWAP_CLUSTER_BYTES: u64 = 32 * PAGE;
+/// reclaim_throttle's VMSCAN_THROTTLE_WRITEBACK timeout, HZ/10.
+const THROTTLE_WRITEBACK_NS: u64 = 100_000_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Where {
@@ -49,6 +66,14 @@ struct Obj {
     shadow: Option<(usize, u64)>,
     bytes: u64,
     cg: usize,
+    /// Writebacks still owed for it (each dirtying adds one; the flusher clears them in
+    /// order): > 0 = dirty or under writeback, not reclaimable.
+    dirty: u32,
+    /// PG_reclaim: reclaim met it dirty and set it aside.
+    reclaim: bool,
+    /// A task was throttled for its writeback when it was set aside (below): by the time
+    /// reclaim meets it again the disk has written as much, so that wait is not paid twice.
+    paid: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -99,11 +124,39 @@ pub enum Touch {
     Miss,
 }
 
+/// The dirty pages of one writeback domain in the order they were dirtied (the flusher
+/// writes an inode's pages in offset order, the chunks a writer dirtied in turn): objects,
+/// or `NIL` for buffered writes of no object (a `dd`'s), with their bytes.
+#[derive(Debug, Clone, Default)]
+struct WbQueue {
+    q: std::collections::VecDeque<(u32, u64)>,
+    /// Bytes written back but short of the front entry.
+    credit: u64,
+}
+
+/// The legacy-memcg writeback rule (`writeback` below), when on.
+#[derive(Debug, Clone, Copy)]
+pub struct LegacyWait {
+    /// Device time of writing back one byte (the disk's linear model, sequential).
+    pub ns_per_byte: f64,
+}
+
 #[derive(Debug, Clone)]
 pub struct PageCache {
     objs: Vec<Obj>,
     vecs: Vec<LruVec>,
     parents: Vec<Option<usize>>,
+    /// Dirty pages per writeback domain (a cgroup id; the root's without cgroup writeback).
+    wb: Vec<WbQueue>,
+    /// cgroup v1 memcg: `!writeback_throttling_sane` — limit reclaim waits on writeback.
+    pub legacy: Option<LegacyWait>,
+    /// Set by the current reclaim: it may wait on writeback (a task's own memcg limit reclaim).
+    pub may_wait: bool,
+    /// What the current reclaim waited on writeback (ns), for the charging task to sleep.
+    pub waited_ns: u64,
+    /// Reclaim met dirty pages not yet set aside: wake the flushers
+    /// (shrink_inactive_list's `wakeup_flusher_threads(WB_REASON_VMSCAN)`).
+    pub kick_flusher: bool,
 }
 
 /// `inactive_is_low`: inactive × inactive_ratio(inactive + active) < active.
@@ -118,6 +171,16 @@ pub fn inactive_ratio(bytes: u64) -> u64 {
         1
     } else {
         crate::memcg::isqrt(10 * gb)
+    }
+}
+
+/// The writeback domain of a page dirtied in cgroup `cg`: its own with cgroup writeback,
+/// else the root's (one bdi_writeback for the whole device, plain cgroup v1).
+pub fn writeback_domain(cgroup_writeback: bool, cg: usize) -> usize {
+    if cgroup_writeback {
+        cg
+    } else {
+        0
     }
 }
 
@@ -136,6 +199,11 @@ impl PageCache {
             objs: vec![],
             vecs: vec![empty; parents.len()],
             parents: parents.to_vec(),
+            wb: vec![WbQueue::default(); parents.len()],
+            legacy: None,
+            may_wait: false,
+            waited_ns: 0,
+            kick_flusher: false,
         }
     }
 
@@ -150,6 +218,9 @@ impl PageCache {
             shadow: None,
             bytes,
             cg,
+            dirty: 0,
+            reclaim: false,
+            paid: false,
         }));
         Space { base, n }
     }
@@ -286,6 +357,8 @@ impl PageCache {
             distance * PAGE <= self.vecs[memcg].h_active + anon_in_workingset
         });
         self.objs[id as usize].shadow = None;
+        self.objs[id as usize].reclaim = false;
+        self.objs[id as usize].paid = false;
         self.vecs[o.cg].epoch += 1;
         if recent {
             self.push_head(id, Where::Active);
@@ -344,7 +417,7 @@ impl PageCache {
 
     /// Evict from cgroup `cg`'s inactive tail until `bytes` are freed (whole objects: the
     /// last may overshoot) or the list is empty; `target`: the reclaim's root, whose age the
-    /// shadows record. Returns the bytes freed.
+    /// shadows record. A dirty object is set aside (`writeback`). Returns the bytes freed.
     pub fn evict(&mut self, cg: usize, bytes: u64, target: usize) -> u64 {
         let mut freed = 0;
         while freed < bytes {
@@ -352,12 +425,121 @@ impl PageCache {
             if id == NIL {
                 break;
             }
+            if self.objs[id as usize].dirty > 0 && !self.writeback(id) {
+                continue;
+            }
             self.unlink(id);
             let b = self.objs[id as usize].bytes;
             self.forget(id, target);
             freed += b;
         }
         freed
+    }
+
+    /// Reclaim meets dirty object `id` at the inactive tail (shrink_folio_list). Met for the
+    /// first time it is marked PG_reclaim and activated — out of the way while reclaim goes
+    /// on for clean pages (`activate_locked`; `move_folios_to_lru` ages the lruvec for an
+    /// activation) — and the flushers are woken: false, it stays. Met again, PG_reclaim set
+    /// (it is under writeback by then: the flushers were woken when it was first met), by a
+    /// legacy memcg reclaim that may wait: the task waits until the disk has written it
+    /// (`folio_wait_writeback`, its device time at the disk's sequential write rate) and it
+    /// is clean — true, it can go. Global reclaim and cgroup v2 never wait here (case 2).
+    fn writeback(&mut self, id: u32) -> bool {
+        let o = self.objs[id as usize];
+        if o.reclaim && self.may_wait {
+            if let Some(l) = self.legacy {
+                if !o.paid {
+                    self.waited_ns += (o.bytes as f64 * l.ns_per_byte).ceil() as u64;
+                }
+                return true;
+            }
+        }
+        if !o.reclaim {
+            self.kick_flusher = true;
+            // shrink_inactive_list: a batch of SWAP_CLUSTER_MAX pages all dirty and unqueued
+            // wakes the flushers and, on legacy memcg, `reclaim_throttle(pgdat,
+            // VMSCAN_THROTTLE_WRITEBACK)` (81a70c21d917, "fix dirty pages throttling on cgroup
+            // v1"): the task sleeps until SWAP_CLUSTER_MAX × nr_throttled pages more were
+            // written back node-wide (`__acct_reclaim_writeback`) or HZ/10 — one batch's
+            // device time a batch, the flusher streaming and one task throttled
+            if self.may_wait {
+                if let Some(l) = self.legacy {
+                    let batches = o.bytes.div_ceil(SWAP_CLUSTER_BYTES);
+                    let per_batch = (SWAP_CLUSTER_BYTES as f64 * l.ns_per_byte).ceil() as u64;
+                    self.waited_ns += batches * per_batch.min(THROTTLE_WRITEBACK_NS);
+                    self.objs[id as usize].paid = true;
+                }
+            }
+        }
+        self.objs[id as usize].reclaim = true;
+        self.unlink(id);
+        self.push_head(id, Where::Active);
+        self.age_nonresident(o.cg, o.bytes);
+        false
+    }
+
+    /// Object `i` was dirtied (a buffered write) in writeback domain `domain`; `None`: a
+    /// buffered write of `bytes` of no object, kept for the order.
+    pub fn dirty(&mut self, domain: usize, obj: Option<(Space, u32)>, bytes: u64) {
+        let id = match obj {
+            Some((s, i)) => {
+                let id = s.base + i;
+                self.objs[id as usize].dirty += 1;
+                id
+            }
+            None => NIL,
+        };
+        self.wb[domain].q.push_back((id, bytes));
+    }
+
+    /// The flusher wrote back `bytes` of `domain`'s dirty pages, oldest first. An object
+    /// whose last writeback this was is clean; set aside by reclaim (PG_reclaim), it moves to
+    /// its inactive tail (`folio_rotate_reclaimable` → `lru_move_tail`, PG_active cleared).
+    pub fn written_back(&mut self, domain: usize, bytes: u64) {
+        self.wb[domain].credit += bytes;
+        while let Some(&(id, b)) = self.wb[domain].q.front() {
+            if self.wb[domain].credit < b {
+                break;
+            }
+            self.wb[domain].credit -= b;
+            self.wb[domain].q.pop_front();
+            if id == NIL {
+                continue;
+            }
+            let o = &mut self.objs[id as usize];
+            o.dirty -= 1;
+            if o.dirty == 0 && o.reclaim && o.at != Where::Absent {
+                o.reclaim = false;
+                self.unlink(id);
+                self.push_tail_inactive(id);
+            }
+        }
+        if self.wb[domain].q.is_empty() {
+            self.wb[domain].credit = 0;
+        }
+    }
+
+    /// Whether object `i` is dirty or under writeback.
+    pub fn is_dirty(&self, s: Space, i: u32) -> bool {
+        self.objs[(s.base + i) as usize].dirty > 0
+    }
+
+    fn push_tail_inactive(&mut self, id: u32) {
+        let cg = self.objs[id as usize].cg;
+        let old = self.vecs[cg].inactive.tail;
+        if old == NIL {
+            self.push_head(id, Where::Inactive);
+            return;
+        }
+        let bytes = self.objs[id as usize].bytes;
+        let l = &mut self.vecs[cg].inactive;
+        l.tail = id;
+        l.bytes += bytes;
+        self.objs[old as usize].next = id;
+        let o = &mut self.objs[id as usize];
+        o.prev = old;
+        o.next = NIL;
+        o.at = Where::Inactive;
     }
 
     /// An unlinked object leaves the cache (`workingset_eviction`: the shadow holds the age

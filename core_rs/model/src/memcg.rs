@@ -526,7 +526,20 @@ impl Memory {
     /// first, then anonymous memory to free swap; a first pass spares memory.low, a second
     /// does not (a low event for each group it then takes from); memory.min is never taken.
     /// Each candidate gives in proportion to what it has above its protection.
+    ///
+    /// A task's own limit reclaim (`cgroup_reclaim`, `direct`) may wait on writeback under
+    /// cgroup v1 (lru.rs `writeback`); what it waited becomes its sleep (`throttle_ns`).
     pub fn reclaim(&mut self, root: usize, target: u64, out: &mut Charge, direct: bool) -> u64 {
+        let was = std::mem::replace(&mut self.cache.may_wait, direct && root != 0);
+        let freed = self.reclaim_kinds(root, target, out, direct);
+        self.cache.may_wait = was;
+        if direct {
+            out.throttle_ns += std::mem::take(&mut self.cache.waited_ns);
+        }
+        freed
+    }
+
+    fn reclaim_kinds(&mut self, root: usize, target: u64, out: &mut Charge, direct: bool) -> u64 {
         let emin = self.effective_protection(root, false);
         let elow = self.effective_protection(root, true);
         let mut freed = 0u64;

@@ -69,6 +69,16 @@ impl Node {
                         tag: r.tag,
                     },
                 };
+                if r.dir == crate::disk::Dir::Write && !r.direct {
+                    if let Some(m) = self.memory.as_mut().filter(|m| m.cache.legacy.is_some()) {
+                        // a cache writer's chunk was marked dirty as its object (node_memory.rs);
+                        // another buffered write keeps its place in the flusher's order
+                        if !matches!(self.workloads[task.wl], crate::workload::Workload::CacheWriter(_)) {
+                            let domain = crate::lru::writeback_domain(disk.cgroup_writeback, task.cg);
+                            m.cache.dirty(domain, None, r.bytes);
+                        }
+                    }
+                }
                 disk.submit(op, now);
             }
             self.disk_changed();
@@ -94,6 +104,7 @@ impl Node {
         disk.gen += 1;
         let gen = disk.gen;
         let completions = std::mem::take(&mut disk.completions);
+        let cleaned = std::mem::take(&mut disk.cleaned);
         let arm_kupdate = disk.dirty_total > 0 && !disk.kupdate_armed;
         if arm_kupdate {
             disk.kupdate_armed = true;
@@ -103,12 +114,27 @@ impl Node {
             Some(at) => self.queue.set_disk_timer(at, gen),
             None => self.queue.cancel_disk_timer(),
         }
+        if let Some(m) = self.memory.as_mut() {
+            for (owner, bytes) in cleaned {
+                m.cache.written_back(owner, bytes);
+            }
+        }
         for (at, w) in completions {
             self.queue.push(at, Event::Workload { wl: w.wl, slot: w.tag });
         }
         if arm_kupdate {
             self.queue.push(now + DIRTY_WRITEBACK, Event::Kupdate);
         }
+    }
+
+    /// Reclaim met dirty pages not under writeback: wake the flushers (disk.rs
+    /// `wakeup_flusher`).
+    pub(crate) fn wake_flushers(&mut self) {
+        let now = self.now;
+        let Some(disk) = self.disk.as_mut() else { return };
+        disk.settle(now);
+        disk.wakeup_flusher(now);
+        self.disk_changed();
     }
 
     pub(crate) fn disk_event(&mut self, gen: u64) {

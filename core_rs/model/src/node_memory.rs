@@ -58,6 +58,16 @@ impl Node {
             g.min = c.memory_min as u64;
             g.oom_group = c.memory_oom_group == 1;
         }
+        // cgroup v1's memory controller with a disk to write back to: limit reclaim waits on
+        // writeback (mm/vmscan.c `writeback_throttling_sane` is false for legacy memcg
+        // reclaim); v2 is left as it was (dirty pages are not tracked there yet)
+        if spec.kernel.memcg_v1 {
+            if let Some(d) = &spec.disk {
+                m.cache.legacy = Some(crate::lru::LegacyWait {
+                    ns_per_byte: crate::disk::Disk::writeback_ns_per_byte(d),
+                });
+            }
+        }
         self.memory = Some(m);
     }
 
@@ -89,7 +99,18 @@ impl Node {
                     m.cache.touch(s, i);
                     continue;
                 }
-                Err(CacheOp::Fill(s, i, accessed)) => m.charge_object(cg, t, s, i, accessed),
+                Err(CacheOp::Fill(s, i, accessed)) => {
+                    let c = m.charge_object(cg, t, s, i, accessed);
+                    // a write (not marked accessed: FGP_WRITEBEGIN) dirties the object; its
+                    // writeback domain is its cgroup's with cgroup writeback, else the root's
+                    if !accessed && m.cache.legacy.is_some() && !c.failed && !c.killed.contains(&t) {
+                        let per_cg = self.disk.as_ref().is_some_and(|d| d.cgroup_writeback);
+                        let domain = crate::lru::writeback_domain(per_cg, cg);
+                        let bytes = m.cache.bytes_of(s, i);
+                        m.cache.dirty(domain, Some((s, i)), bytes);
+                    }
+                    c
+                }
             };
             let mut victims = c.killed.clone();
             if c.failed && !victims.contains(&t) {
@@ -101,6 +122,13 @@ impl Node {
             if !self.tasks[t].dead {
                 costs.push((t, c.reclaim_ns, c.throttle_ns));
             }
+        }
+        if self
+            .memory
+            .as_mut()
+            .is_some_and(|m| std::mem::take(&mut m.cache.kick_flusher))
+        {
+            self.wake_flushers();
         }
         if killed_any {
             for cpu in 0..self.ncpus() {

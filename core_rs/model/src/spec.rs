@@ -225,6 +225,11 @@ pub struct KernelSpec {
     /// flusher's IO is the root cgroup's, as on plain cgroup v1.
     #[serde(default)]
     pub cgroup_writeback: bool,
+    /// The memory controller is cgroup v1's (legacy memcg): a task's limit reclaim waits for
+    /// the writeback of dirty pages it meets again (mm/vmscan.c `writeback_throttling_sane`
+    /// false; lru.rs). Off: v2's, which does not wait there.
+    #[serde(default)]
+    pub memcg_v1: bool,
     /// Where the CFS bandwidth period timers' boundaries fall: a boundary of every group's timer
     /// lies this long after the scenario start (then every cpu.cfs_period_us). None draws one
     /// per group from the seed, as Linux ≥ 6.4 draws it at random (bandwidth.rs,

@@ -455,3 +455,82 @@ fn refaults_are_measured_in_the_reclaim_targets_age() {
         assert_eq!(m.cache.where_is(cold, 0), expect, "after {stream_mib} MiB");
     }
 }
+
+/// Pod a(1) limited to `limit` under cgroup v1 (legacy memcg) on a disk writing back at
+/// `ns_per_byte`, and 1024 chunks of 1 MiB for the writer a2(3).
+fn legacy_pod(limit: u64, ns_per_byte: f64) -> (Memory, lru::Space) {
+    let mut m = tree(64 * GI);
+    m.cgs[1].max = limit;
+    m.cache.legacy = Some(lru::LegacyWait { ns_per_byte });
+    let chunks = m.cache.register(3, 1024, MI);
+    (m, chunks)
+}
+
+/// The writer's buffered write of chunk `i`: charged, then dirty in the root's writeback
+/// domain (no cgroup writeback on v1).
+fn write_chunk(m: &mut Memory, chunks: lru::Space, i: u32) -> Charge {
+    let c = m.charge_object(3, 11, chunks, i, false);
+    assert!(!c.failed && c.killed.is_empty(), "chunk {i}");
+    m.cache.dirty(0, Some((chunks, i)), MI);
+    c
+}
+
+/// cgroup v1 (legacy memcg) reclaim is throttled by writeback: pod a(1) at 64 MiB, a writer
+/// a2(3) whose every 1 MiB chunk is dirty and, here, never written back by the flusher, on a
+/// disk writing 1 byte/ns. The first 64 chunks fit. The 65th finds only dirty, unqueued
+/// chunks at the inactive tail: each is set aside (PG_reclaim, activated) and every batch of
+/// 32 pages of it throttles the task (shrink_inactive_list's `reclaim_throttle`,
+/// VMSCAN_THROTTLE_WRITEBACK, until 32 pages were written back: 128 KiB × 1 ns) — 64 MiB of
+/// device time; the flushers are woken; met again, the oldest (its writeback already waited
+/// for) is freed. From then on the new chunks are set aside 32 at a time, 32 MiB of device
+/// time every 32 chunks: the writer waits 1 MiB of writeback for every MiB it writes — it goes
+/// at the disk's write rate.
+#[test]
+fn legacy_memcg_reclaim_waits_for_writeback_at_the_disks_rate() {
+    let (mut m, chunks) = legacy_pod(64 * MI, 1.0);
+    let mut waits = vec![];
+    for i in 0..256 {
+        let c = write_chunk(&mut m, chunks, i);
+        assert_eq!(c.reclaimed, if i < 64 { 0 } else { MI }, "chunk {i}");
+        waits.push(c.throttle_ns);
+    }
+    assert!(waits[..64].iter().all(|&w| w == 0));
+    assert_eq!(waits[64], 64 * MI);
+    for k in 0..5 {
+        let round = &waits[65 + 32 * k..97 + 32 * k];
+        assert_eq!(round.iter().sum::<u64>(), 32 * MI, "round {k}: {round:?}");
+    }
+    assert!(m.cache.kick_flusher, "reclaim met dirty pages nobody writes back");
+    assert_eq!(m.cgs[1].usage, 64 * MI);
+    // cgroup v2 never waits here (case 2): the dirty chunks are only set aside — with nothing
+    // else to take, the pod's limit OOMs (here: nothing to kill, the charge fails)
+    let (mut m, chunks) = legacy_pod(64 * MI, 1.0);
+    for i in 0..64 {
+        write_chunk(&mut m, chunks, i);
+    }
+    m.cache.legacy = None;
+    assert!(m.charge_object(3, 11, chunks, 64, false).failed);
+}
+
+/// Writeback that ends cleans the oldest dirty chunks first (the flusher's order); a chunk
+/// reclaim had set aside rotates to the inactive tail (folio_rotate_reclaimable) and goes
+/// next. Pod at 16 MiB, 2 ns a byte: chunk 16 sets the 16 dirty chunks aside, throttled
+/// 16 × 8 batches × 128 KiB × 2 ns = 32 MiB·ns, and frees chunk 0 (its writeback waited for).
+/// 5 MiB written back (chunks 0–4) make chunks 1–4 clean: chunks 17–20 take their room
+/// without a wait.
+#[test]
+fn written_back_chunks_are_reclaimed_without_a_wait() {
+    let (mut m, chunks) = legacy_pod(16 * MI, 2.0);
+    for i in 0..16 {
+        assert_eq!(write_chunk(&mut m, chunks, i).throttle_ns, 0);
+    }
+    assert_eq!(write_chunk(&mut m, chunks, 16).throttle_ns, 32 * MI);
+    m.cache.written_back(0, 5 * MI);
+    assert!(!m.cache.is_dirty(chunks, 1) && m.cache.is_dirty(chunks, 5));
+    for i in 17..21 {
+        assert_eq!(write_chunk(&mut m, chunks, i).throttle_ns, 0, "chunk {i}");
+    }
+    assert_eq!(m.cache.where_is(chunks, 4), lru::Where::Absent);
+    assert_ne!(m.cache.where_is(chunks, 5), lru::Where::Absent);
+    assert_eq!(m.cgs[3].file, 16 * MI);
+}
