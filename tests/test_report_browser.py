@@ -58,7 +58,7 @@ PLOTS = {
     "probe_clickhouse_stress": (LATENCY, CPU),
     "web_batch": (LATENCY, CPU),
     "autogroup": (CPU,),
-    "memory_host": (LATENCY, OVER_TIME, CPU, MEMORY),
+    "memory_host": (LATENCY, OVER_TIME, CPU, MEMORY, DISK),
     "handoff_probe": (LATENCY,),
     "custom_slice": (LATENCY,),
     "cache_qos": (LATENCY, OVER_TIME, CPU, THROTTLED, DECISIONS),
