@@ -511,15 +511,16 @@ impl Node {
         self.task_h_load_on(t, self.tasks[t].cpu)
     }
 
-    /// `task_h_load` (fair.c): the task's load_avg × its cfs_rq's h_load / (cfs_rq load_avg
-    /// + 1), where `update_cfs_rq_h_load` sets h_load top-down from the root's load_avg:
-    /// h_load(child) = h_load(parent) × gse.load_avg / (parent load_avg + 1). At the root the
-    /// ratio is load_avg / (load_avg + 1) ≈ 1; each group level multiplies by the group
-    /// entity's weight over its own queue's load. Model reduction: group entities and queues
-    /// keep no per-entity average, so those group-level ratios are instantaneous weights
-    /// (what their averages converge to under steady load); the task's own load is PELT. On
-    /// a CPU where the task is not queued (a wakee on prev, a task being moved away) its
-    /// weight — and that of any group entity of its path not queued there — counts as added.
+    /// `task_h_load` (fair.c): the task's load_avg × h_load(its cfs_rq) / (that cfs_rq's
+    /// load_avg plus 1), where `update_cfs_rq_h_load` sets h_load top-down from the root's
+    /// load_avg: h_load(child) = h_load(parent) × gse.load_avg / (parent load_avg plus 1). At
+    /// the root the ratio is load_avg / (load_avg plus 1), about 1; each group level
+    /// multiplies by the group entity's weight over its own queue's load. Model reduction:
+    /// group entities and queues keep no per-entity average, so those group-level ratios are
+    /// instantaneous weights (what their averages converge to under steady load); the task's
+    /// own load is PELT. On a CPU where the task is not queued (a wakee on prev, a task being
+    /// moved away) its weight, and that of any group entity of its path not queued there,
+    /// counts as added.
     pub(crate) fn task_h_load_on(&self, t: TaskId, cpu: CpuId) -> f64 {
         let se = self.tasks[t].se;
         let mut rq = self.tasks[t].cg * self.ncpus() + cpu;
