@@ -1248,7 +1248,7 @@ impl Node {
     /// hierarchy there, `task_h_load_on`, as `update_tg_cfs_load` propagates a detach to the
     /// root) leaves it and joins `dst`'s, both brought to now first so that the sum joins
     /// `dst`'s current period (`attach_entity_load_avg` aligns the entity to it).
-    pub(crate) fn carry_load(&mut self, t: TaskId, src: CpuId, dst: CpuId) {
+    fn carry_load(&mut self, t: TaskId, src: CpuId, dst: CpuId) {
         let (rs, rd) = (self.root_rq(src), self.root_rq(dst));
         self.update_load_avg(rs);
         self.update_load_avg(rd);

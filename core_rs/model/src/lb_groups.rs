@@ -861,28 +861,30 @@ mod tests {
     #[test]
     fn a_sleeper_woken_on_another_cpu_takes_its_blocked_load_along() {
         // remove_entity_load_avg / attach_entity_load_avg on a wakeup migration: the wakee's
-        // load leaves prev's root average and joins the new CPU's at once (what
-        // try_to_wake_up does when select_task_rq picks another CPU). Two CPUs, a service
-        // thread alone in its group (ratio 1) that ran 20 ms once and has slept 10 ms.
+        // load leaves prev's root average and joins the new CPU's at once. Two CPUs, a service
+        // thread alone in its group (ratio 1) that ran 20 ms on CPU 0 and has slept 10 ms; a
+        // hog pinned to CPU 0 started meanwhile, so try_to_wake_up's select_idle_sibling
+        // (prev busy, CPU 1 idle) wakes it on CPU 1.
         let spec = serde_json::json!({
             "topology": {"cores_per_socket": 2},
-            "cgroups": [{"name": "s"}],
+            "cgroups": [{"name": "s"}, {"name": "h", "cpuset.cpus": "0"}],
             "workloads": [{"kind": "closed_loop", "name": "s", "cgroup": "s", "clients": 1,
                 "service": {"dist": "constant", "value_ns": 20_000_000u64},
-                "think": {"dist": "constant", "value_ns": 1_000_000_000_000u64}}]
+                "think": {"dist": "constant", "value_ns": 1_000_000_000_000u64}},
+                {"kind": "hog", "name": "h", "cgroup": "h", "threads": 1, "start_ns": 25_000_000u64}]
         });
         let mut n = Node::from_json(&spec.to_string()).unwrap();
         n.run_until(30_000_000).unwrap();
         let t = n.tasks.iter().position(|t| t.wl == 0).unwrap();
-        assert_eq!(n.tasks[t].state, TaskState::Sleeping);
-        let prev = n.tasks[t].cpu;
-        let other = 1 - prev;
-        // its load, decayed over 10 ms of sleep, is still counted on prev (blocked load)
-        let tl = n.task_h_load_on(t, prev) as u64;
-        let before = (n.cpu_load(prev), n.cpu_load(other));
-        assert!(tl > 100_000 && before.0 >= tl, "{tl} {before:?}");
-        n.carry_load(t, prev, other);
-        let after = (n.cpu_load(prev), n.cpu_load(other));
+        assert_eq!((n.tasks[t].state, n.tasks[t].cpu), (TaskState::Sleeping, 0));
+        // its load, decayed over 10 ms of sleep (20 ms of running: 1 − y^19 ≈ 0.34 of its
+        // weight, × y^9.5 ≈ 0.81), is still counted on CPU 0 (blocked load)
+        let tl = n.task_h_load_on(t, 0) as u64;
+        let before = (n.cpu_load(0), n.cpu_load(1));
+        assert!((250_000..320_000).contains(&tl) && before.0 >= tl, "{tl} {before:?}");
+        n.try_to_wake_up(t);
+        assert_eq!(n.tasks[t].cpu, 1);
+        let after = (n.cpu_load(0), n.cpu_load(1));
         assert!(after.0.abs_diff(before.0 - tl) <= 2, "{before:?} → {after:?}, {tl}");
         assert!(after.1.abs_diff(before.1 + tl) <= 2, "{before:?} → {after:?}, {tl}");
     }
