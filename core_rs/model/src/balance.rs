@@ -168,16 +168,16 @@ impl Node {
         None
     }
 
-    /// `wake_affine_weight`: the waker's CPU if its load with the wakee added (and, for a
-    /// sync wakeup, the waker's own taken away) is below prev's without the wakee, prev
-    /// favoured by half the domain's imbalance_pct (WA_BIAS); a sync tie goes to the waker.
-    /// Loads are instantaneous queue weights (the model keeps no per-task PELT): the
-    /// kernel's `cpu_load` is the root cfs_rq's load_avg, which they equal on a CPU that
-    /// stays busy. CPU capacities are equal (the model's SMT and NUMA speeds are not
-    /// capacities).
+    /// `wake_affine_weight` (fair.c 6.6–6.18): the waker's CPU if its `cpu_load` with the
+    /// wakee's `task_h_load` added (and, for a sync wakeup, the waker's own taken away) is
+    /// below prev's `cpu_load` without the wakee's (its blocked load is still counted there),
+    /// prev favoured by half the domain's imbalance_pct (WA_BIAS); a sync tie goes to the
+    /// waker. Loads are PELT averages (`cpu_load`, `task_h_load`), so a wakee that sleeps most
+    /// of the time weighs little. CPU capacities are equal (the model's SMT and NUMA speeds are
+    /// not capacities).
     fn wake_affine_weight(&self, t: TaskId, w: Waker, prev: CpuId, imbalance_pct: u64) -> Option<CpuId> {
         let bias = self.tun.feat.wa_bias;
-        let mut this_eff = self.rqs[self.root_rq(w.cpu)].load as f64;
+        let mut this_eff = self.cpu_load(w.cpu) as f64;
         if w.sync {
             let current = self.task_h_load(w.task);
             if current > this_eff {
@@ -185,12 +185,12 @@ impl Node {
             }
             this_eff -= current;
         }
-        let task_load = self.wakee_h_load(t, prev);
+        let task_load = self.task_h_load_on(t, prev);
         this_eff += task_load;
         if bias {
             this_eff *= 100.0;
         }
-        let mut prev_eff = self.rqs[self.root_rq(prev)].load as f64 - task_load;
+        let mut prev_eff = self.cpu_load(prev) as f64 - task_load;
         if bias {
             prev_eff *= (100 + (imbalance_pct - 100) / 2) as f64;
         }
@@ -198,29 +198,6 @@ impl Node {
             prev_eff += 1.0;
         }
         (this_eff < prev_eff).then_some(w.cpu)
-    }
-
-    /// What sleeping task `t` would weigh on `cpu`'s root queue (`task_h_load` of a queued
-    /// task): its weight's share at each level of its hierarchy, counting itself — and any
-    /// group entity of its path that is not queued there — as added.
-    fn wakee_h_load(&self, t: TaskId, cpu: CpuId) -> f64 {
-        let ncpus = self.ncpus();
-        let (mut ent, mut added) = (self.ses[self.tasks[t].se].weight as f64, true);
-        let mut frac = 1.0f64;
-        let mut rq = self.tasks[t].cg * ncpus + cpu;
-        loop {
-            let r = &self.rqs[rq];
-            let load = r.load as f64 + if added { ent } else { 0.0 };
-            frac *= ent / load.max(1.0);
-            match r.gse {
-                Some(g) => {
-                    ent = self.ses[g].weight as f64;
-                    added = !self.ses[g].on_rq;
-                    rq = self.ses[g].parent_rq;
-                }
-                None => return frac * load,
-            }
-        }
     }
 
     /// `select_idle_sibling(p, prev, target)`: the target if it is idle; prev if it is idle
@@ -504,18 +481,60 @@ impl Node {
         chosen == cpu
     }
 
-    /// A task's share of its CPU's root load (`task_h_load` with instantaneous weights).
-    pub(crate) fn task_h_load(&self, t: TaskId) -> f64 {
-        let mut frac = 1.0f64;
-        let mut se = self.tasks[t].se;
-        loop {
-            let rq = &self.rqs[self.ses[se].parent_rq];
-            frac *= self.ses[se].weight as f64 / rq.load.max(1) as f64;
-            match rq.gse {
-                Some(g) => se = g,
-                None => return frac * rq.load as f64,
+    /// A task's PELT load average now (`se->avg.load_avg`, decayed lazily: its weight while
+    /// queued, nothing while asleep, since the last update).
+    pub(crate) fn task_load_avg(&self, t: TaskId) -> u64 {
+        let s = &self.ses[self.tasks[t].se];
+        s.avg.load_avg_at(self.now, if s.on_rq { s.weight } else { 0 })
+    }
+
+    /// Invariant (for tests): a task's PELT average is never above the weight it accumulates
+    /// at (it is a weighted mean of weight and 0) — but for the slop of the divider, which
+    /// counts the current period's part as if whole (`get_pelt_divider`): at most 1024 units
+    /// of 46 718, 1/45 — and never updated past now.
+    pub(crate) fn check_task_avgs(&self) -> Result<(), String> {
+        for (t, task) in self.tasks.iter().enumerate() {
+            let s = &self.ses[task.se];
+            let most = s.weight + s.weight / 45;
+            if s.avg.load_avg > most || s.avg.last_update_time > self.now || self.task_load_avg(t) > most {
+                return Err(format!(
+                    "task {t}: PELT {:?} against weight {} at {}",
+                    s.avg, s.weight, self.now
+                ));
             }
         }
+        Ok(())
+    }
+
+    /// `task_h_load` on the task's own CPU.
+    pub(crate) fn task_h_load(&self, t: TaskId) -> f64 {
+        self.task_h_load_on(t, self.tasks[t].cpu)
+    }
+
+    /// `task_h_load` (fair.c): the task's load_avg × h_load(its cfs_rq) / (that cfs_rq's
+    /// load_avg plus 1), where `update_cfs_rq_h_load` sets h_load top-down from the root's
+    /// load_avg: h_load(child) = h_load(parent) × gse.load_avg / (parent load_avg plus 1). At
+    /// the root the ratio is load_avg / (load_avg plus 1), about 1; each group level
+    /// multiplies by the group entity's weight over its own queue's load. Model reduction:
+    /// group entities and queues keep no per-entity average, so those group-level ratios are
+    /// instantaneous weights (what their averages converge to under steady load); the task's
+    /// own load is PELT. On a CPU where the task is not queued (a wakee on prev, a task being
+    /// moved away) its weight, and that of any group entity of its path not queued there,
+    /// counts as added.
+    pub(crate) fn task_h_load_on(&self, t: TaskId, cpu: CpuId) -> f64 {
+        let se = self.tasks[t].se;
+        let mut rq = self.tasks[t].cg * self.ncpus() + cpu;
+        let (mut child, mut added) = (
+            self.ses[se].weight,
+            !(self.ses[se].on_rq && self.ses[se].parent_rq == rq),
+        );
+        let mut ratio = 1.0f64;
+        while let Some(g) = self.rqs[rq].gse {
+            let load = self.rqs[rq].load + if added { child } else { 0 };
+            ratio *= self.ses[g].weight as f64 / load.max(1) as f64;
+            (child, added, rq) = (self.ses[g].weight, !self.ses[g].on_rq, self.ses[g].parent_rq);
+        }
+        self.task_load_avg(t) as f64 * ratio
     }
 
     /// `load_balance`: a CPU with nothing but idle-class work pulls a waiting task from the
@@ -582,6 +601,21 @@ mod tests {
 
     fn load(n: &Node, cpu: CpuId) -> f64 {
         n.rqs[n.root_rq(cpu)].load as f64
+    }
+
+    /// Set PELT averages by hand, as if brought to date just now: every CPU's root average
+    /// (`cpu_load`) to its queue's weight (what steady running converges to), or task `t`'s
+    /// own (`se->avg.load_avg`).
+    fn settle_cpu_avgs(n: &mut Node) {
+        for c in 0..n.ncpus() {
+            let rq = n.root_rq(c);
+            n.rqs[rq].avg = crate::pelt::Avg::runnable_from(n.now, n.rqs[rq].load);
+        }
+    }
+
+    fn set_task_avg(n: &mut Node, t: TaskId, load_avg: f64) {
+        let se = n.tasks[t].se;
+        n.ses[se].avg = crate::pelt::Avg::runnable_from(n.now, load_avg as u64);
     }
 
     /// `select_idle_sibling` as it was before `LlcIdle`: both scans over the whole LLC.
@@ -674,19 +708,28 @@ mod tests {
     #[test]
     fn wake_affine_weight_favours_prev_by_half_the_imbalance_pct() {
         // Each CPU runs one pinned group, all its load there: its entity weighs its whole
-        // shares (calc_group_shares), so CPU 0 weighs a·1024 and CPU 1 b·1024 = 4·NICE_0. The
-        // sleeping wakee adds its group's entity on prev: a lone 1024-share group, NICE_0.
-        // Not sync, CPU 0 wins iff (L0 + tl)·100 < (L1 − tl)·(100 + (117 − 100)/2), i.e. in
-        // NICE_0 units (a/1024 + 1)·100 < 3·108 = 324: a < 2293.8.
-        for (a, bias, expect) in [
-            (2048, true, true),   // 300 < 324: the waker's CPU ...
-            (2048, false, false), // ... which without WA_BIAS (300 < 300) is not better than prev
-            (2290, true, true),   // 323.6 < 324
-            (2300, true, false),  // 324.6: prev
+        // shares (calc_group_shares), so CPU 0 weighs a·1024 and CPU 1 b·1024 = 4·NICE_0; the
+        // averages are set to these (what 200 ms of running converges to, ±1.3%). The sleeping
+        // wakee is alone in its 1024-share group: h_load ratio on prev 1 (its group entity
+        // over its own weight), so task_h_load = its load_avg, tl. Not sync, CPU 0 wins iff
+        // (L0 + tl)·100 < (L1 − tl)·(100 + (117 − 100)/2) = (L1 − tl)·108. In NICE_0 units,
+        // with tl = 1 (a wakee that ran all the time): (a/1024 + 1)·100 < 324: a < 2293.8.
+        // With tl = 1/8 (it ran an eighth of the time): (a/1024 + 1/8)·100 < 3.875·108 =
+        // 418.5: a < 4157.4 — a sleeper is pulled to a waker's CPU its full weight would not.
+        for (a, tl, bias, expect) in [
+            (2048, 1.0, true, true),    // 300 < 324: the waker's CPU ...
+            (2048, 1.0, false, false),  // ... which without WA_BIAS (300 < 300) is not better than prev
+            (2290, 1.0, true, true),    // 323.6 < 324
+            (2300, 1.0, true, false),   // 324.6: prev
+            (2300, 0.125, true, true),  // 237.1 < 418.5
+            (4150, 0.125, true, true),  // 417.8 < 418.5
+            (4170, 0.125, true, false), // 419.7: prev
         ] {
-            let (n, t) = node(&[("a", a, 0, 1), ("b", 4096, 1, 1)], json!({"WA_BIAS": bias}));
+            let (mut n, t) = node(&[("a", a, 0, 1), ("b", 4096, 1, 1)], json!({"WA_BIAS": bias}));
             assert_eq!((load(&n, 0), load(&n, 1)), (a as f64 * 1024.0, 4.0 * NICE_0));
-            assert_eq!(n.wakee_h_load(t, 1), NICE_0);
+            settle_cpu_avgs(&mut n);
+            set_task_avg(&mut n, t, tl * NICE_0);
+            assert_eq!(n.task_h_load_on(t, 1), tl * NICE_0);
             let w = Waker {
                 cpu: 0,
                 task: hog(&n, 1),
@@ -695,22 +738,29 @@ mod tests {
             assert_eq!(
                 n.wake_affine_weight(t, w, 1, 117),
                 expect.then_some(0),
-                "a = {a}, bias {bias}"
+                "a = {a}, tl {tl}, bias {bias}"
             );
         }
     }
 
     #[test]
     fn a_sync_wakers_own_load_does_not_count_against_its_cpu() {
-        // CPU 0 ten times heavier than a nice-0 task, but all of it is the waker's (its
-        // h_load is L0, not more): this_eff = (L0 − L0 + NICE_0)·100 = 100 units against
-        // prev's (4 − 1)·108 + 1 = 324: the waker's CPU. Not sync, (10 + 1)·100 = 1100: prev.
-        let (n, t) = node(&[("a", 10240, 0, 1), ("b", 4096, 1, 1)], json!({}));
-        assert_eq!(n.task_h_load(hog(&n, 1)), load(&n, 0));
+        // CPU 0 ten times heavier than a nice-0 task, but all of it is the waker's: its group
+        // entity weighs 10·NICE_0 over its queue's NICE_0, so with its own load_avg NICE_0 its
+        // h_load is 10·NICE_0 = L0, not more: this_eff = (L0 − L0 + NICE_0)·100 = 100 units
+        // against prev's (4 − 1)·108 + 1 = 324: the waker's CPU. Not sync, (10 + 1)·100 = 1100:
+        // prev. A waker that has run half the time (load_avg NICE_0/2, h_load 5) leaves
+        // (10 − 5 + 1)·100 = 600 > 324: prev.
+        let (mut n, t) = node(&[("a", 10240, 0, 1), ("b", 4096, 1, 1)], json!({}));
+        let waker = hog(&n, 1);
+        settle_cpu_avgs(&mut n);
+        set_task_avg(&mut n, t, NICE_0);
+        set_task_avg(&mut n, waker, NICE_0);
+        assert_eq!(n.task_h_load(waker), load(&n, 0));
         for (sync, expect) in [(true, Some(0)), (false, None)] {
             let w = Waker {
                 cpu: 0,
-                task: hog(&n, 1),
+                task: waker,
                 sync,
             };
             assert_eq!(n.wake_affine_weight(t, w, 1, 117), expect);
@@ -718,11 +768,44 @@ mod tests {
         // through wake_affine: with WA_IDLE the lone sync waker already decides it
         let w = Waker {
             cpu: 0,
-            task: hog(&n, 1),
+            task: waker,
             sync: true,
         };
         assert_eq!(n.wake_affine(t, w, 1), 0);
         assert_eq!(n.wake_affine(t, Waker { sync: false, ..w }, 1), 1);
+        set_task_avg(&mut n, waker, NICE_0 / 2.0);
+        assert_eq!(n.task_h_load(waker), 5.0 * NICE_0);
+        assert_eq!(n.wake_affine_weight(t, w, 1, 117), None);
+    }
+
+    #[test]
+    fn task_h_load_is_the_tasks_average_times_its_groups_ratio() {
+        // One CPU: group "g" (1024 shares) runs 3 hogs, root runs 1. The group's entity weighs
+        // its whole 1024 shares (all its load is here): NICE_0, over its queue's 3·NICE_0, so
+        // a hog in it with load_avg 0.6·NICE_0 has task_h_load 0.6/3 = 0.2·NICE_0 — fair.c's
+        // load_avg × h_load(g) / (g load_avg + 1) with h_load(g) = NICE_0 (the root at 2·NICE_0
+        // × gse NICE_0 / 2·NICE_0) and g's load_avg 3·NICE_0: 629145 × 1048576 / 3145729 =
+        // 209714.9, the model's 209715 up to the kernel's +1s. The root hog's ratio is 1.
+        let spec = json!({"topology": {"cores_per_socket": 1},
+            "cgroups": [{"name": "g"}],
+            "workloads": [{"kind": "hog", "name": "g", "cgroup": "g", "threads": 3},
+                          {"kind": "hog", "name": "r", "cgroup": "", "threads": 1}]});
+        let mut n = Node::from_json(&spec.to_string()).unwrap();
+        n.run_until(50_000_000).unwrap();
+        let (g, r) = (hog(&n, 0), hog(&n, 1));
+        assert_eq!(load(&n, 0), 2.0 * NICE_0);
+        set_task_avg(&mut n, g, 0.6 * NICE_0);
+        set_task_avg(&mut n, r, 0.75 * NICE_0);
+        assert!((n.task_h_load(g) - 0.2 * NICE_0).abs() < 1.0, "{}", n.task_h_load(g));
+        assert_eq!(n.task_h_load(r), 0.75 * NICE_0);
+        // Unset, a hog's own average is its weight (it has been queued since it was forked,
+        // where it started at its weight), up to the sum's truncation
+        let g2 = n.tasks.iter().rposition(|t| t.wl == 0).unwrap();
+        assert!(
+            n.task_load_avg(g2).abs_diff(NICE_0 as u64) <= 2,
+            "{}",
+            n.task_load_avg(g2)
+        );
     }
 
     #[test]

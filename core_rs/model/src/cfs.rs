@@ -274,8 +274,29 @@ impl Node {
         self.ses[se].vrem = 0;
     }
 
+    /// `__update_load_avg_se` for a task entity: its average brought to now with its weight
+    /// if it was queued since the last update, nothing if it slept. Runs before every change
+    /// of `on_rq` (a delayed entity is still queued, as the kernel counts it).
+    #[inline]
+    fn update_se_avg(&mut self, se: SeId) {
+        let s = &mut self.ses[se];
+        if matches!(s.kind, SeKind::Task(_)) {
+            s.avg.update(self.now, if s.on_rq { s.weight } else { 0 });
+        }
+    }
+
+    /// `reweight_entity` on a task's average: brought to now at the old weight, then
+    /// `load_avg = se_weight × load_sum / divider` at the new one (the kernel's se load_sum
+    /// counts runnable time unweighted; the model's is weighted, so it is rescaled).
+    pub(crate) fn reweight_se_avg(&mut self, se: SeId, new_w: u64) {
+        self.update_se_avg(se);
+        let s = &mut self.ses[se];
+        s.avg.reweight(s.weight, new_w);
+    }
+
     fn account_enqueue(&mut self, rq: RqId, se: SeId) {
         self.update_load_avg(rq);
+        self.update_se_avg(se);
         let w = self.ses[se].weight;
         let v = self.ses[se].vruntime;
         let r = &mut self.rqs[rq];
@@ -290,6 +311,7 @@ impl Node {
 
     fn account_dequeue(&mut self, rq: RqId, se: SeId) {
         self.update_load_avg(rq);
+        self.update_se_avg(se);
         self.clear_buddies(se);
         let w = self.ses[se].weight;
         let v = self.ses[se].vruntime;
@@ -497,6 +519,10 @@ impl Node {
         task.cpu = cpu;
         let se = task.se;
         let idle = task.idle_policy as u32;
+        if mode == Enqueue::New {
+            // init_entity_runnable_average: a new task starts at its full weight
+            self.ses[se].avg = pelt::Avg::runnable_from(self.now, self.ses[se].weight);
+        }
         self.ses[se].parent_rq = task.cg * ncpus + cpu;
         self.enqueue_chain(se, 1, idle, mode);
         self.add_runnable(t, cpu);
@@ -1152,6 +1178,11 @@ impl Node {
             let se = self.tasks[t].se;
             self.ses[se].vruntime += self.rqs[cg * ncpus + cpu].min_vruntime - self.rqs[cg * ncpus + prev].min_vruntime;
         }
+        if cpu != prev {
+            // migrate_task_rq_fair → remove_entity_load_avg: the sleeper's blocked load leaves
+            // prev's average; attach_entity_load_avg at enqueue brings it to the new CPU's
+            self.carry_load(t, prev, cpu);
+        }
         self.enqueue_task(t, cpu, Enqueue::Wakeup);
         self.tasks[t].state = TaskState::Runnable;
         self.tasks[t].wait_start = self.now;
@@ -1203,17 +1234,27 @@ impl Node {
         debug_assert_eq!(self.tasks[t].state, TaskState::Runnable);
         let src = self.tasks[t].cpu;
         self.update_curr(src);
-        // detach_entity_load_avg / attach_entity_load_avg, propagated to the roots: the
-        // task's load leaves src's average and joins dst's at once (lb_groups.rs `cpu_load`)
-        let h_load = self.task_h_load(t) as u64;
+        // detach_entity_load_avg / attach_entity_load_avg: the task's load leaves src's
+        // average and joins dst's at once (lb_groups.rs `cpu_load`)
+        self.carry_load(t, src, dst);
         self.dequeue_task(t, false);
         self.enqueue_task(t, dst, Enqueue::Migrate);
-        let (rs, rd) = (self.root_rq(src), self.root_rq(dst));
-        let moved = self.rqs[rs].avg.detach(h_load);
-        self.rqs[rd].avg.attach(moved);
         if self.cpus[src].curr.is_some() {
             self.reprogram(src);
         }
+    }
+
+    /// A task changes CPU: what it weighs on `src`'s root average (its PELT load through its
+    /// hierarchy there, `task_h_load_on`, as `update_tg_cfs_load` propagates a detach to the
+    /// root) leaves it and joins `dst`'s, both brought to now first so that the sum joins
+    /// `dst`'s current period (`attach_entity_load_avg` aligns the entity to it).
+    fn carry_load(&mut self, t: TaskId, src: CpuId, dst: CpuId) {
+        let (rs, rd) = (self.root_rq(src), self.root_rq(dst));
+        self.update_load_avg(rs);
+        self.update_load_avg(rd);
+        let h_load = self.task_h_load_on(t, src) as u64;
+        let moved = self.rqs[rs].avg.detach(h_load);
+        self.rqs[rd].avg.attach(moved);
     }
 
     /// Balancing moved `t` to a CPU that may be running something: the waker rules apply
@@ -1250,6 +1291,46 @@ mod tests {
 
     fn task_of(n: &Node, wl: usize) -> TaskId {
         n.tasks.iter().position(|t| t.wl == wl).unwrap()
+    }
+
+    #[test]
+    fn a_task_running_half_the_time_has_the_pelt_sum_of_its_run_periods() {
+        // One CPU, one task alternately running 8 PELT periods (8 × 1024 × 1024 ns) and
+        // sleeping 8 from t = 0 (a closed-loop client exists asleep from the start: its
+        // average starts at 0). The sum of a run of 8 periods ending j periods ago is
+        // Σ_{i=j}^{j+7} y^i, so after k cycles (each run then sleep), divided by LOAD_AVG_MAX ≈
+        // 1/(1 − y), with y^32 = 1/2, its average is the geometric sum of the cycles:
+        // w · y^8 (1 − y^8)/(1 − y^16) · (1 − y^(16k)) = w · 0.45684 · (1 − y^(16k)).
+        // After 2 cycles (33.6 ms): 0.2284 w; after 6 (100.7 ms, half of it running):
+        // 0.45684 · 7/8 = 0.3997 w — not w, which the instantaneous share of its CPU (it is
+        // alone there, and queued when it runs) would say.
+        const P: u64 = 1024 * 1024;
+        let fresh = || {
+            forked(
+                1,
+                json!([{"name": "a"}]),
+                json!([{"kind": "closed_loop", "name": "d", "cgroup": "a", "clients": 1,
+                "service": {"dist": "constant", "value_ns": 8 * P},
+                "think": {"dist": "constant", "value_ns": 8 * P}}]),
+            )
+        };
+        let y = libm::pow(0.5, 1.0 / 32.0);
+        for k in [2u64, 6] {
+            let mut n = fresh();
+            n.run_until(16 * P * k).unwrap();
+            let t = task_of(&n, 0);
+            let w = n.ses[n.tasks[t].se].weight as f64;
+            let yk = libm::pow(y, 16.0 * k as f64);
+            let want = w * libm::pow(y, 8.0) * (1.0 - libm::pow(y, 8.0)) / (1.0 - libm::pow(y, 16.0)) * (1.0 - yk);
+            let got = n.task_load_avg(t) as f64;
+            assert!(
+                (got - want).abs() < 0.01 * w,
+                "k {k}: {got} want {want:.0} ({:.4} w)",
+                want / w
+            );
+            // task_h_load of a task alone in its group: the group's ratio is 1
+            assert_eq!(n.task_h_load(t), got);
+        }
     }
 
     #[test]

@@ -44,6 +44,8 @@ pub struct Se {
     pub slice: u64,
     /// `se->custom_slice`: `slice` is not reset to base_slice at placement and renewal.
     pub custom_slice: bool,
+    /// A task entity's PELT load average (`se->avg`, pelt.rs); unused for group entities.
+    pub avg: crate::pelt::Avg,
 }
 
 impl Se {
@@ -64,6 +66,7 @@ impl Se {
             rel_deadline: false,
             slice: 0,
             custom_slice: false,
+            avg: Default::default(),
         }
     }
 }

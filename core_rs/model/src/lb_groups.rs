@@ -15,8 +15,11 @@
 //! entity's full weight — the group's shares over its few runnable threads, several hogs'
 //! worth — and moved a hog off its CPU for it).
 //!
-//! Model reductions: a task's load (`task_h_load`) is its instantaneous share of its CPU's
-//! weight (a hog's PELT load is that, a sleeper's is less); a CPU's util is
+//! A task's load (`task_h_load`, balance.rs) is its own PELT load average through its
+//! hierarchy's h_load ratio: a task that sleeps most of the time weighs what it runs, not its
+//! weight (the group levels' ratios are instantaneous weights — see there).
+//!
+//! Model reductions: a CPU's util is
 //! SCHED_CAPACITY_SCALE while it runs a task and 0 when idle,
 //! its runnable SCHED_CAPACITY_SCALE × h_nr_running (the values PELT's util_avg / runnable_avg
 //! converge to under steady load); every CPU has capacity SCHED_CAPACITY_SCALE (no RT/IRQ
@@ -437,8 +440,11 @@ impl Node {
                 Migration::Task => 1,
                 Migration::Util => SCHED_CAPACITY_SCALE as i64,
                 Migration::Load => {
+                    // detach_tasks (fair.c 6.6–6.18, migrate_load): load = max(task_h_load(p),
+                    // 1); skip it if shr_bound(load, nr_balance_failed) > imbalance — twice
+                    // the imbalance after one failure, relaxed further after each (LB_MIN, off
+                    // by default, is not modelled).
                     let load = (self.task_h_load(t) as i64).max(1);
-                    // shr_bound(load, nr_balance_failed): relax after failures, as fair.c does.
                     // (The CPU loads are PELT averages (`cpu_load`) that a move carries along,
                     // so the next balance sees the moved load where it went: no guard against
                     // a move that swaps which CPU is heavier is needed, nor in the kernel.)
@@ -821,5 +827,65 @@ mod tests {
         let (l0, l1) = (n.cpu_load(0), n.cpu_load(1));
         assert!(l0.abs_diff(before.0 + w) <= w / 50, "{before:?} → {l0}");
         assert!(l1.abs_diff(before.1 - w) <= w / 50, "{before:?} → {l1}");
+    }
+
+    #[test]
+    fn detach_tasks_skips_a_task_heavier_than_the_imbalance_shifted_by_the_failures() {
+        // fair.c detach_tasks, migrate_load: load = max(task_h_load(p), 1); `if
+        // (shr_bound(load, env->sd->nr_balance_failed) > env->imbalance) goto next`. b waits
+        // on CPU 1 (c runs); alone in its 256-share group, whose entity weighs 256·1024 over
+        // b's NICE_0: ratio 1/4. With b's own average set to 800·1024 (it has run 0.78 of the
+        // time, say), task_h_load = 204 800. No failures: imbalance 204 799 keeps it,
+        // 204 800 takes it; after one failure half of it counts: 102 399 keeps, 102 400 takes.
+        for (failed, imbalance, moves) in [
+            (0, 204_799, false),
+            (0, 204_800, true),
+            (1, 102_399, false),
+            (1, 102_400, true),
+        ] {
+            let (mut n, b) = late_heavy_arrival();
+            n.run_until(1_010_000_000).unwrap();
+            assert_eq!((n.tasks[b].cpu, n.tasks[b].state), (1, TaskState::Runnable));
+            let se = n.tasks[b].se;
+            n.ses[se].avg = crate::pelt::Avg::runnable_from(n.now, 800 * 1024);
+            assert_eq!(n.task_h_load(b), 204_800.0);
+            let moved = n.detach_attach(1, 0, DomainLevel::Llc, Migration::Load, imbalance, failed);
+            assert_eq!(
+                (moved == 1, n.tasks[b].cpu == 0),
+                (moves, moves),
+                "failed {failed}, imbalance {imbalance}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_sleeper_woken_on_another_cpu_takes_its_blocked_load_along() {
+        // remove_entity_load_avg / attach_entity_load_avg on a wakeup migration: the wakee's
+        // load leaves prev's root average and joins the new CPU's at once. Two CPUs, a service
+        // thread alone in its group (ratio 1) that ran 20 ms on CPU 0 and has slept 10 ms; a
+        // hog pinned to CPU 0 started meanwhile, so try_to_wake_up's select_idle_sibling
+        // (prev busy, CPU 1 idle) wakes it on CPU 1.
+        let spec = serde_json::json!({
+            "topology": {"cores_per_socket": 2},
+            "cgroups": [{"name": "s"}, {"name": "h", "cpuset.cpus": "0"}],
+            "workloads": [{"kind": "closed_loop", "name": "s", "cgroup": "s", "clients": 1,
+                "service": {"dist": "constant", "value_ns": 20_000_000u64},
+                "think": {"dist": "constant", "value_ns": 1_000_000_000_000u64}},
+                {"kind": "hog", "name": "h", "cgroup": "h", "threads": 1, "start_ns": 25_000_000u64}]
+        });
+        let mut n = Node::from_json(&spec.to_string()).unwrap();
+        n.run_until(30_000_000).unwrap();
+        let t = n.tasks.iter().position(|t| t.wl == 0).unwrap();
+        assert_eq!((n.tasks[t].state, n.tasks[t].cpu), (TaskState::Sleeping, 0));
+        // its load, decayed over 10 ms of sleep (20 ms of running: 1 − y^19 ≈ 0.34 of its
+        // weight, × y^9.5 ≈ 0.81), is still counted on CPU 0 (blocked load)
+        let tl = n.task_h_load_on(t, 0) as u64;
+        let before = (n.cpu_load(0), n.cpu_load(1));
+        assert!((250_000..320_000).contains(&tl) && before.0 >= tl, "{tl} {before:?}");
+        n.try_to_wake_up(t);
+        assert_eq!(n.tasks[t].cpu, 1);
+        let after = (n.cpu_load(0), n.cpu_load(1));
+        assert!(after.0.abs_diff(before.0 - tl) <= 2, "{before:?} → {after:?}, {tl}");
+        assert!(after.1.abs_diff(before.1 + tl) <= 2, "{before:?} → {after:?}, {tl}");
     }
 }

@@ -1509,6 +1509,7 @@ impl Node {
         let idle = self.cgroups[self.tasks[t].cg].offline;
         self.tasks[t].idle_policy = idle;
         let se = self.tasks[t].se;
+        self.reweight_se_avg(se, if idle { WEIGHT_IDLEPRIO } else { NICE_0_LOAD });
         self.ses[se].weight = if idle { WEIGHT_IDLEPRIO } else { NICE_0_LOAD };
     }
 }
@@ -1524,6 +1525,7 @@ impl Node {
         self.check_llc_idle()?;
         self.check_slices()?;
         self.check_psi_oncpu()?;
+        self.check_task_avgs()?;
         for (i, r) in self.rqs.iter().enumerate() {
             let queued = r.timeline.len() as u32 + r.curr.filter(|&s| self.ses[s].on_rq).is_some() as u32;
             if queued != r.nr_running {

@@ -9,10 +9,15 @@
 //! `cpu_load` (lb_groups.rs), and a task the balancer moves takes its load with it
 //! (`Avg::detach` / `Avg::attach`).
 //!
+//! Each task entity keeps its own average too (`se->avg`, `__update_load_avg_se`: its weight
+//! while queued, nothing while asleep), brought to date where its on_rq changes (enqueue,
+//! dequeue) and read lazily (`load_avg_at`); it is the task's load for `task_h_load`
+//! (balance.rs), and what a migrating task takes from its old CPU's root average and brings to
+//! the new one (`remove_entity_load_avg` on a wakeup migration, `detach_entity_load_avg` when
+//! the balancer moves it).
+//!
 //! Time is the kernel's: nanoseconds shifted right by 10 (≈ µs), periods of 1024 of those.
-//! The cfs_rq's sum is accumulated from its own `load.weight` (`__update_load_avg_cfs_rq`); the
-//! per-entity averages the kernel attaches and detaches when a task migrates are not kept
-//! (a task's blocked load stays, decaying, on the CPU where it slept).
+//! The cfs_rq's sum is accumulated from its own `load.weight` (`__update_load_avg_cfs_rq`).
 
 use crate::tunables::MIN_SHARES;
 
@@ -126,6 +131,28 @@ impl Avg {
     pub fn attach(&mut self, load_avg: u64) {
         self.load_avg += load_avg;
         self.load_sum += load_avg * self.divider();
+    }
+
+    /// `init_entity_runnable_average` + the first `attach_entity_load_avg`: a new task starts
+    /// as if it had always been runnable at `weight` (load_avg = weight, its sum
+    /// load_avg × the divider of a period just begun), so it is not taken for a sleeper.
+    pub fn runnable_from(now: u64, weight: u64) -> Avg {
+        Avg {
+            last_update_time: now,
+            load_sum: weight * PELT_MIN_DIVIDER,
+            period_contrib: 0,
+            load_avg: weight,
+        }
+    }
+
+    /// The entity's weight changes from `old` to `new` (`reweight_entity`): its history is
+    /// the same runnable time, now counted at the new weight.
+    pub fn reweight(&mut self, old: u64, new: u64) {
+        if old == 0 || old == new {
+            return;
+        }
+        self.load_sum = (self.load_sum as u128 * new as u128 / old as u128) as u64;
+        self.load_avg = (self.load_avg as u128 * new as u128 / old as u128) as u64;
     }
 
     /// The average as `update` would leave it at `now` with `load` since the last update
@@ -250,6 +277,21 @@ mod tests {
         // Less than a unit of 1024 ns later nothing moves (the remainder waits).
         assert!(!a.update(t + 1000, 1024));
         assert_eq!(a.last_update_time, t);
+    }
+
+    #[test]
+    fn a_reweighted_entity_keeps_its_runnable_time_at_the_new_weight() {
+        // Runnable 32 periods from 0 at weight 1024: load_avg 512 (half of 1 − y^32). Set to
+        // SCHED_IDLE's 3 it is 3/2 (1.5, truncated 1); back to 1024 from 3 the sum (not the
+        // truncated average) carries it: 512.
+        let mut a = runnable_for(1024, 32);
+        assert_eq!(a.load_avg, 512);
+        let sum = a.load_sum;
+        a.reweight(1024, 3);
+        assert_eq!((a.load_avg, a.load_sum), (1, sum * 3 / 1024));
+        a.reweight(3, 1024);
+        a.update(32 * PERIOD_NS + PERIOD_NS, 0);
+        assert!(a.load_avg.abs_diff(512 * 1000 / 1022) <= 6, "{}", a.load_avg);
     }
 
     #[test]
