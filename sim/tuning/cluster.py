@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from sim.errors import ScenarioError
 from sim.tuning.evaluate import Measurement
-from sim.tuning.study import Job, Ran, TrialError, run_job
+from sim.tuning.study import Job, Ran, TrialError, one_line, run_job
 
 if TYPE_CHECKING:
     from distributed import Client, Future
@@ -103,9 +103,9 @@ def _why(err: BaseException) -> BaseException:
     if isinstance(err, CommClosedError | ConnectionError):
         # the connection to the scheduler broke while the trial's results were read: the
         # scheduler is gone (the watcher says so for the study a moment later)
-        return TrialError(f"lost the scheduler ({' '.join(str(err).split())[:200]})")
+        return TrialError(f"lost the scheduler ({one_line(err, 200)})")
     if isinstance(err, cf.CancelledError) or type(err).__name__ == "FutureCancelledError":
-        return TrialError(f"the cluster cancelled its task ({' '.join(str(err).split()) or 'the scheduler was lost'})")
+        return TrialError(f"the cluster cancelled its task ({one_line(err) or 'the scheduler was lost'})")
     return err
 
 
@@ -142,7 +142,7 @@ class Cluster:
                 for i, piece in enumerate(work)
             ]
         except Exception as err:  # noqa: BLE001 - the client closed under us: the scheduler is gone
-            self._break(f"lost the scheduler ({' '.join(str(err).split())[:200]})")
+            self._break(f"lost the scheduler ({one_line(err, 200)})")
             raise ScenarioError(f"--cluster {self.address}: {self.broken}") from None
         with self.lock:
             self.pending[trial] = futures
@@ -268,7 +268,7 @@ def connect(address: str) -> Client:
     try:
         client = Client(address, timeout=CONNECT_S, set_as_default=False)
     except OSError as err:  # refused, unreachable, timed out
-        raise ScenarioError(f"--cluster {address}: no Dask scheduler answered there ({' '.join(str(err).split())[:200]})") from None
+        raise ScenarioError(f"--cluster {address}: no Dask scheduler answered there ({one_line(err, 200)})") from None
     try:
         client.wait_for_workers(1, timeout=FIRST_WORKER_S)
     except TimeoutError:

@@ -135,7 +135,7 @@ def open_study(spec: TuneSpec, url: str, name: str) -> Study:
             # (RDBStorage creates them without a lock): the loser sees a duplicate table or
             # type; by the next attempt they exist.
             if attempt == CREATE_ATTEMPTS - 1 or type(err).__module__.split(".")[0] != "sqlalchemy":
-                raise ScenarioError(f"--storage {url}: {' '.join(str(err).split())[:300]}") from None
+                raise ScenarioError(f"--storage {url}: {one_line(err, 300)}") from None
             time.sleep(0.2 * (attempt + 1))
     mine = spec.identity()
     stored = study.user_attrs.get("spec")
@@ -466,6 +466,11 @@ class TrialError(Exception):
     """A trial's failure that its runner words itself (e.g. a cluster worker that died)."""
 
 
+def one_line(err: BaseException, limit: int | None = None) -> str:
+    """An error's text on one line (its whitespace runs as single spaces), cut at `limit`."""
+    return " ".join(str(err).split())[:limit]
+
+
 def _reason(err: BaseException) -> str:
     from concurrent.futures.process import BrokenProcessPool
 
@@ -476,7 +481,7 @@ def _reason(err: BaseException) -> str:
     if isinstance(err, KeyError) and err.args:
         return str(err.args[0])
     if isinstance(err, ValueError):  # ScenarioError, PolicyError, the core's refusals
-        return " ".join(str(err).split())
+        return one_line(err)
     return f"{type(err).__name__}: {err}"
 
 

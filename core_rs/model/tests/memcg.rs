@@ -387,33 +387,36 @@ fn a_positive_wmark_min_adj_throttles_in_proportion_to_the_pages_below_its_min()
 /// evicts only itself — by recency, where reclaim by size would take half the reader's.
 #[test]
 fn a_twice_read_set_survives_a_sibling_stream_under_a_shared_limit() {
-    let mut m = tree(64 * GI);
-    m.cgs[1].max = 64 * MI;
-    let files = m.cache.register(2, 32, MI);
-    let chunks = m.cache.register(3, 1024, MI);
-    for i in 0..32 {
-        m.charge_object(2, 10, files, i, true);
-        m.cache.touch(files, i);
+    // pod a(1) at 64 MiB; the reader a1(2) reads its 32 files (twice when `twice`), then the
+    // writer a2(3) streams 1 GiB of 1 MiB chunks
+    fn reader_then_stream(twice: bool) -> Memory {
+        let mut m = tree(64 * GI);
+        m.cgs[1].max = 64 * MI;
+        let files = m.cache.register(2, 32, MI);
+        let chunks = m.cache.register(3, 1024, MI);
+        for i in 0..32 {
+            m.charge_object(2, 10, files, i, true);
+            if twice {
+                m.cache.touch(files, i);
+            }
+        }
+        if twice {
+            assert_eq!(m.cache.lists(2), (0, 32 * MI));
+        }
+        for i in 0..1024 {
+            let c = m.charge_object(3, 11, chunks, i, false);
+            if twice {
+                assert!(!c.failed && c.killed.is_empty());
+            }
+        }
+        m
     }
-    assert_eq!(m.cache.lists(2), (0, 32 * MI));
-    for i in 0..1024 {
-        let c = m.charge_object(3, 11, chunks, i, false);
-        assert!(!c.failed && c.killed.is_empty());
-    }
+    let m = reader_then_stream(true);
     assert_eq!(m.cgs[2].file, 32 * MI);
     assert_eq!(m.cgs[3].file, 32 * MI);
     assert_eq!(m.cgs[1].usage, 64 * MI);
     // the same files read only once stay inactive and go with the stream
-    let mut m = tree(64 * GI);
-    m.cgs[1].max = 64 * MI;
-    let files = m.cache.register(2, 32, MI);
-    let chunks = m.cache.register(3, 1024, MI);
-    for i in 0..32 {
-        m.charge_object(2, 10, files, i, true);
-    }
-    for i in 0..1024 {
-        m.charge_object(3, 11, chunks, i, false);
-    }
+    let m = reader_then_stream(false);
     assert_eq!(m.cgs[2].file, 0);
 }
 
