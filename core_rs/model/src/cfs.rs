@@ -362,7 +362,7 @@ impl Node {
             if adding && self.ses[se].on_rq {
                 adding = false;
                 if self.ses[se].delayed {
-                    self.requeue_delayed_entity(se); // a delayed group gets a task again
+                    self.requeue_delayed_unseen(se); // a delayed group gets a task again
                 }
             }
             if adding {
@@ -377,6 +377,7 @@ impl Node {
                     }
                     self.ses[se].weight = w;
                 }
+                self.rqs[rq].curr_seen_at = self.now; // enqueue_entity: update_curr first
                 match (self.eevdf(), first, mode) {
                     (true, first, mode) => self.place_eevdf(rq, se, first && mode == Enqueue::New),
                     (false, true, Enqueue::New) => self.place_entity(rq, se, true),
@@ -429,7 +430,8 @@ impl Node {
             let rq = self.ses[se].parent_rq;
             self.update_load_avg(rq);
             if removing {
-                // Entities above the first leave because their queue emptied: a sleep.
+                self.rqs[rq].curr_seen_at = self.now; // dequeue_entity: update_curr first
+                                                      // Entities above the first leave because their queue emptied: a sleep.
                 let sleep = !first || how != Dequeue::Migrate;
                 let may_delay = !(first && how == Dequeue::Delayed) && how != Dequeue::Special;
                 if sleep && may_delay && self.delays_dequeue(rq, se) {
@@ -1194,7 +1196,7 @@ impl Node {
     fn requeue_delayed_task(&mut self, t: TaskId) {
         let (cpu, se) = (self.tasks[t].cpu, self.tasks[t].se);
         self.update_curr(cpu);
-        self.requeue_delayed_entity(se);
+        self.requeue_delayed_unseen(se);
         let mut idle_nr = self.tasks[t].idle_policy as u32;
         let mut rq = self.ses[se].parent_rq;
         loop {

@@ -111,6 +111,11 @@ pub struct CfsRq {
     /// When this queue last wrote its contribution to the group's load_avg
     /// (`last_update_tg_load_avg`).
     pub tg_load_written: Option<u64>,
+    /// When the kernel last ran `update_curr` on this queue for a reason the tick and the
+    /// pick do not cover: an entity joined or left it (`enqueue_entity`/`dequeue_entity` start
+    /// with it), an entity on it was reweighed, a wakeup was checked at its level
+    /// (eevdf.rs `unseen_curr_v`).
+    pub curr_seen_at: u64,
 }
 
 /// Reasons a cfs_rq is throttled; the queue is off its parent while any is set.
@@ -162,6 +167,7 @@ impl CfsRq {
             throttled_at: 0,
             avg: crate::pelt::Avg::default(),
             tg_load_written: None,
+            curr_seen_at: 0,
         }
     }
 

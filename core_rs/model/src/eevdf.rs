@@ -241,6 +241,7 @@ impl Node {
             self.ses[se].vlag = lag.clamp(-limit, limit);
             return;
         }
+        self.rqs[rq].curr_seen_at = self.now; // reweight_entity: update_curr first
         let in_tree = self.rqs[rq].curr != Some(se);
         let key = (self.ses[se].vruntime, se);
         self.save_lag(rq, se);
@@ -412,6 +413,7 @@ impl Node {
     ///   slice from now (`update_protect_slice`).
     pub(crate) fn eevdf_wakeup_preempts(&mut self, se: SeId, pse: SeId) -> bool {
         let rq = self.ses[se].parent_rq;
+        self.rqs[rq].curr_seen_at = self.now; // update_curr(cfs_rq_of(se))
         let f = self.tun.feat;
         let shorter = f.preempt_short && self.ses[pse].slice < self.ses[se].slice;
         if !f.protect_min_slice {
@@ -449,6 +451,43 @@ impl Node {
         s.delayed = false;
         if self.tun.feat.delay_zero && s.vlag > 0 {
             s.vlag = 0;
+        }
+    }
+
+    /// How far the running entity of `rq` has run, in its own virtual time, since the kernel
+    /// last ran `update_curr` on `rq`: at the last tick, when its task was picked, or at one
+    /// of the events `curr_seen_at` records. The model settles every level at every event; the
+    /// kernel's view of curr's vruntime is older where it has not looked since.
+    fn unseen_curr_v(&self, rq: RqId) -> Option<(SeId, i64)> {
+        let c = self.rqs[rq].curr.filter(|&c| self.ses[c].on_rq)?;
+        let t = self.cpus[self.rqs[rq].cpu].curr?;
+        let last_tick = self.now / self.tun.tick_ns * self.tun.tick_ns;
+        let seen = last_tick.max(self.tasks[t].last_ran).max(self.rqs[rq].curr_seen_at);
+        let dv = calc_delta_fair(self.now.saturating_sub(seen), self.ses[c].weight);
+        (dv > 0).then_some((c, dv))
+    }
+
+    /// `requeue_delayed_entity` as the kernel reaches it: from `enqueue_task_fair`'s walk (a
+    /// delayed group entity whose queue gets a task again) or `ttwu_runnable` (a delayed task,
+    /// ENQUEUE_DELAYED), with no `update_curr` on the entity's queue first. Its lag and its
+    /// DELAY_ZERO placement are taken against curr's vruntime as of the queue's last
+    /// update_curr; the wakeup check's update_curr then moves curr on. So a delayed sleeper
+    /// that wakes beside a hog that has run since the last tick lands behind it in V by what
+    /// the hog ran unseen: the hog is no longer eligible and the sleeper preempts it (on the
+    /// host, a light service in a sibling cgroup of `stress` is never held behind it:
+    /// docs/replay.md "Custom slices on the host").
+    pub(crate) fn requeue_delayed_unseen(&mut self, se: SeId) {
+        let unseen = if self.eevdf() {
+            self.unseen_curr_v(self.ses[se].parent_rq)
+        } else {
+            None
+        };
+        if let Some((c, dv)) = unseen {
+            self.ses[c].vruntime -= dv;
+        }
+        self.requeue_delayed_entity(se);
+        if let Some((c, dv)) = unseen {
+            self.ses[c].vruntime += dv;
         }
     }
 
@@ -697,16 +736,31 @@ mod tests {
         let mut n = node("6.18.44", json!({}), false);
         let (c, o) = run_until_curr_ahead(&mut n);
         let (sc, so) = (n.tasks[c].se, n.tasks[o].se);
+        let picked = n.now; // c blocked and o was picked here
         let vc = block_and_run_past(&mut n, c, o);
         assert!(n.ses[sc].delayed && n.ses[so].vruntime > vc, "picked before the wakeup");
         let vo = n.ses[so].vruntime;
+        // ttwu_runnable → requeue_delayed_entity runs no update_curr first: the queue's V
+        // holds o's vruntime as of the last time the kernel looked (o's pick, or the last
+        // tick since), and o (nice 0: virtual = real ns) has run since then unseen.
+        let tick = n.tun.tick_ns;
+        let seen = picked.max(n.now / tick * tick);
+        let vo_seen = vo - (n.now - seen) as i64;
+        assert!(n.now > seen, "the wakeup comes between ticks");
+        let dc = n.ses[sc].deadline;
         n.try_to_wake_up(c);
-        // requeue_delayed_entity: lag = V − v_c > 0 → place_entity with vlag 0: v = V of the
-        // queue without c, i.e. the running o's vruntime; the deadline a slice further.
         assert!(!n.ses[sc].delayed && n.ses[sc].on_rq);
-        assert_eq!(n.ses[sc].vruntime, vo);
-        assert_eq!(n.ses[sc].deadline, vo + n.tun.base_slice as i64);
-        assert_eq!(n.tasks[c].state, TaskState::Runnable);
+        if vo_seen > vc {
+            // lag = V − v_c > 0 → place_entity with vlag 0: v = V of the queue without c,
+            // i.e. o's vruntime as seen; the deadline a slice further.
+            assert_eq!(n.ses[sc].vruntime, vo_seen);
+            assert_eq!(n.ses[sc].deadline, vo_seen + n.tun.base_slice as i64);
+        } else {
+            // As seen, c is still ahead (lag ≤ 0): it keeps its place and deadline.
+            assert_eq!((n.ses[sc].vruntime, n.ses[sc].deadline), (vc, dc));
+        }
+        // The wakeup check's update_curr moves o on, past V: o is not eligible, c preempts.
+        assert_eq!(n.cpus[0].curr, Some(c));
     }
 
     #[test]
