@@ -499,6 +499,7 @@ impl Node {
             }
             if self.now >= self.cpus[cpu].next_balance[d] {
                 if self.should_we_balance(cpu, d) {
+                    self.update_idle_cpu_scan(cpu, d); // update_sd_lb_stats (sis_util.rs)
                     self.lb_groups_balance(cpu, d);
                 }
                 self.cpus[cpu].next_balance[d] = self.now + self.balance_interval(cpu, d);
