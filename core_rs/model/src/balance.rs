@@ -982,6 +982,33 @@ mod tests {
     }
 
     #[test]
+    fn a_dispatcher_whose_wakees_do_not_flip_is_never_wide() {
+        // One client with a generator task (0.1 ms of CPU per request) fanning each request
+        // out to 3 server threads (1 ms each), think 0, 2 LLCs of 4 CPUs. The generator wakes
+        // the 3 threads in turn, 3 flips a request, ~900 requests a second: its flips run
+        // into the thousands. Each thread only ever wakes the generator (when it is the last
+        // of the three to finish): 1 flip the first time, halved to 0 at its first wakeup
+        // more than a second on, and no flip after (the same wakee): 0 or 1. So the smaller
+        // count is below sd_llc_size = 4 and the 1:N relation is not wide (fair.c: wake_wide
+        // asks for M:N — partners that flip too).
+        let spec = json!({"topology": {"sockets": 2, "cores_per_socket": 4},
+            "kernel": {"scheduler": "eevdf", "version": "6.18"},
+            "cgroups": [{"name": "w"}],
+            "workloads": [{"kind": "closed_loop", "name": "q", "cgroup": "w", "clients": 1, "fanout": 3,
+                "service": {"dist": "constant", "value_ns": 1_000_000},
+                "client_cpu": {"dist": "constant", "value_ns": 100_000},
+                "think": {"dist": "constant", "value_ns": 0}}]});
+        let mut n = Node::from_json(&spec.to_string()).unwrap();
+        n.run_until(3_000_000_000).unwrap();
+        let mut flips: Vec<u32> = n.tasks.iter().map(|t| t.wakee.flips).collect();
+        flips.sort_unstable();
+        assert_eq!(flips.len(), 4);
+        assert!(flips[..3].iter().all(|&f| f <= 1), "{flips:?}");
+        assert!(flips[3] > 1000, "{flips:?}");
+        assert!(flips[..3].iter().all(|&f| !wake_wide(flips[3], f, 4)));
+    }
+
+    #[test]
     fn without_a_release_or_with_the_switches_off_the_wakee_stays_near_prev() {
         let (n, t) = node(
             &[("a", 1024, 0, 1), ("b", 1024, 1, 1)],
