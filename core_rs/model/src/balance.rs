@@ -1,5 +1,6 @@
-//! Where tasks run: wakeup placement (`select_idle_sibling`), fork placement, newly-idle
-//! pulling, NOHZ idle balancing and periodic load balancing per scheduling domain
+//! Where tasks run: wakeup placement (`wake_wide`, `wake_affine`, `select_idle_sibling`),
+//! fork placement, newly-idle pulling, NOHZ idle balancing and periodic load balancing per
+//! scheduling domain
 //! (kernel-and-anchors.md §A5). A CPU that runs only SCHED_IDLE / cpu.idle / offline work
 //! counts as idle for placement (`sched_idle_cpu`) and as not busy for balancing intervals.
 //!
@@ -8,8 +9,8 @@
 //! pulling covers tasks already waiting when a CPU goes idle, and the NOHZ kick at the next
 //! tick covers tasks that start waiting while a CPU is idle. Periodic and NOHZ idle balancing
 //! by group types, cache hotness and active balance are in lb_groups.rs. Not modelled here:
-//! cache hotness in newly-idle pulling, `avg_idle` gating of newidle balance, PELT. SIS_UTIL's
-//! scan limit: sis_util.rs.
+//! cache hotness in newly-idle pulling, `avg_idle` gating of newidle balance. SIS_UTIL's
+//! scan limit and the PELT util it is computed from: sis_util.rs.
 
 use crate::events::{Event, Ns};
 use crate::node::{Node, TaskState};

@@ -163,6 +163,10 @@ mod tests {
         // on 0; from CPU 6 it looks at 7–9 and stays too; from CPU 9 it looks at 10, 11, 12
         // and finds 12. Without SIS_UTIL the whole LLC is scanned: 12 every time.
         let (mut n, t) = node(json!({}));
+        // the node's own balancing writes it: the NOHZ balances of the idle CPUs 12–15 (the
+        // LLC domain's interval, 16 ms, while the busy CPUs kick them) have refreshed it since
+        n.run_until(2_000_000_000).unwrap();
+        assert_eq!(n.idle_scan_limit(0), Some(3));
         balance_llc_at(&mut n, 2_000_000_000);
         assert_eq!(n.idle_scan_limit(0), Some(3));
         assert_eq!(n.select_idle_sibling(t, 0, 0), 0);
@@ -187,6 +191,9 @@ mod tests {
         // 424·16/1024 = 6 (any util within 876 – 922 makes 6), not 3: woken on CPU 6 the
         // scan now reaches 12. The value is the balance's: 1 s later, with no balance of the
         // LLC in between, the scan is still 6 wide.
+        let spec = json!({"topology": {"cores_per_socket": 16}, "kernel": {"version": "6.18"}});
+        let fresh = Node::from_json(&spec.to_string()).unwrap();
+        assert_eq!(fresh.idle_scan_limit(0), Some(16)); // an idle LLC's, until a balance
         let (mut n, t) = node(json!({}));
         balance_llc_at(&mut n, 100_000_000);
         let want = 1024.0 * (1.0 - 0.5f64.powf(100e6 / 1_048_576.0 / 32.0));
