@@ -176,9 +176,10 @@ impl Node {
     /// `wake_affine` says so; then `select_idle_sibling(prev, target)`. A wide wakeup takes
     /// the same fast path with target = prev: want_affine is 0, and no domain has
     /// SD_BALANCE_WAKE (the default), so the domain walk breaks at the first level with no
-    /// `sd` and `find_idlest_cpu` is not called. Not modelled: `recent_used_cpu`. Wakeups
-    /// from timers, IO and the node have no task as `current` and record nothing (the
-    /// kernel's interrupted task or idle task records them, which counts for nothing here).
+    /// `sd` and `find_idlest_cpu` is not called. Not modelled: `recent_used_cpu`; flips from
+    /// wakeups by timers, IO and the node — the model records nothing for them, where the
+    /// kernel records them on whatever the interrupt found running (a task, or the idle
+    /// task), so a task running where timers fire flips more there than here.
     pub(crate) fn select_task_rq(&mut self, t: TaskId, prev: CpuId) -> CpuId {
         let target = match self.waker {
             Some(w) => {

@@ -53,7 +53,7 @@ pub fn nr_idle_scan(sum_util: u64, llc_weight: u64, imbalance_pct: u64) -> u64 {
 #[derive(Debug, Clone, Default)]
 pub struct CpuUtil {
     pub avg: crate::pelt::Avg,
-    /// Whether a task ran since `avg` was last brought to date.
+    /// Whether a task runs (counted in `avg` from its last update on).
     pub running: bool,
 }
 
