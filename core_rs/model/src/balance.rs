@@ -1,5 +1,6 @@
-//! Where tasks run: wakeup placement (`select_idle_sibling`), fork placement, newly-idle
-//! pulling, NOHZ idle balancing and periodic load balancing per scheduling domain
+//! Where tasks run: wakeup placement (`wake_wide`, `wake_affine`, `select_idle_sibling`),
+//! fork placement, newly-idle pulling, NOHZ idle balancing and periodic load balancing per
+//! scheduling domain
 //! (kernel-and-anchors.md §A5). A CPU that runs only SCHED_IDLE / cpu.idle / offline work
 //! counts as idle for placement (`sched_idle_cpu`) and as not busy for balancing intervals.
 //!
@@ -8,8 +9,8 @@
 //! pulling covers tasks already waiting when a CPU goes idle, and the NOHZ kick at the next
 //! tick covers tasks that start waiting while a CPU is idle. Periodic and NOHZ idle balancing
 //! by group types, cache hotness and active balance are in lb_groups.rs. Not modelled here:
-//! cache hotness in newly-idle pulling, `avg_idle` gating of newidle balance, PELT. SIS_UTIL's
-//! scan limit: sis_util.rs.
+//! cache hotness in newly-idle pulling, `avg_idle` gating of newidle balance. SIS_UTIL's
+//! scan limit and the PELT util it is computed from: sis_util.rs.
 
 use crate::events::{Event, Ns};
 use crate::node::{Node, TaskState};
@@ -23,6 +24,44 @@ pub struct Waker {
     pub cpu: CpuId,
     pub task: TaskId,
     pub sync: bool,
+}
+
+/// What a task has woken, for `wake_wide` (task_struct's `last_wakee`, `wakee_flips`,
+/// `wakee_flip_decay_ts`). A task starts with none (`Default`): the model's tasks are forked
+/// at the start, before they wake anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Wakee {
+    pub last: Option<TaskId>,
+    pub flips: u32,
+    /// jiffies of the last halving of `flips`.
+    pub decay_ts: u64,
+}
+
+impl Wakee {
+    /// `record_wakee(p)` on `current` (fair.c 6.6–6.18, from `select_task_rq_fair` on every
+    /// WF_TTWU wakeup): once more than HZ jiffies (a second) passed since the last halving,
+    /// halve the flips — once, however long it was (`time_after(jiffies, ts + HZ)`); then a
+    /// wakee other than the last one is a flip.
+    pub fn record(&mut self, p: TaskId, jiffies: u64, hz: u64) {
+        if jiffies > self.decay_ts + hz {
+            self.flips >>= 1;
+            self.decay_ts = jiffies;
+        }
+        if self.last != Some(p) {
+            self.last = Some(p);
+            self.flips += 1;
+        }
+    }
+}
+
+/// `wake_wide(p)` (fair.c 6.6–6.18): the waker (`current`) and the wakee look like one of
+/// an M:N relation wider than the LLC — the less flipping of the two flips at least
+/// `llc_size` (`sd_llc_size` of the waking CPU) times a second, the other at least
+/// `llc_size` times as often — so the wakee is not pulled to the waker's CPU.
+pub fn wake_wide(waker_flips: u32, wakee_flips: u32, llc_size: u32) -> bool {
+    let (master, slave) = (waker_flips.max(wakee_flips) as u64, waker_flips.min(wakee_flips) as u64);
+    let factor = llc_size as u64;
+    !(slave < factor || master < slave * factor)
 }
 
 /// Which of a CPU's two idle states (`idle_for_wake`, `truly_idle`) it was last counted with.
@@ -51,6 +90,9 @@ pub struct LlcIdle {
     pub for_wake: u32,
     /// CPUs with `truly_idle` (an idle core needs all its CPUs so).
     pub truly: u32,
+    /// SIS_UTIL's `sd_llc_shared->nr_idle_scan`, as the last periodic balance of the LLC
+    /// domain left it (sis_util.rs).
+    pub nr_idle_scan: u32,
 }
 
 impl LlcIdle {
@@ -61,6 +103,9 @@ impl LlcIdle {
             .map(|c| LlcIdle {
                 for_wake: c.len() as u32,
                 truly: c.len() as u32,
+                // as a balance of the idle LLC leaves it (the kernel's starts at 0 at boot,
+                // long before any workload: a node that has been idle has its LLC's width)
+                nr_idle_scan: c.len() as u32,
             })
             .collect()
     }
@@ -82,8 +127,11 @@ impl Node {
     /// Re-count `cpu` in its LLC's idle counts: called after every change of its root
     /// queue's runnable counts (cfs.rs `enqueue_chain`, `dequeue_chain`, a delayed task's
     /// requeue) and of its running task (`schedule`, `preempt_off_cpu`) — the only writers.
+    /// The root cfs_rq's util_avg follows whether a task runs (sis_util.rs `CpuUtil`).
     #[inline]
     pub(crate) fn refresh_idle(&mut self, cpu: CpuId) {
+        let running = self.cpus[cpu].curr.is_some();
+        self.cpus[cpu].util.set_running(self.now, running);
         let now = IdleFlags {
             for_wake: self.idle_for_wake(cpu),
             truly: self.truly_idle(cpu),
@@ -102,25 +150,64 @@ impl Node {
             let want = LlcIdle {
                 for_wake: cpus.iter().filter(|&&c| self.idle_for_wake(c)).count() as u32,
                 truly: cpus.iter().filter(|&&c| self.truly_idle(c)).count() as u32,
+                nr_idle_scan: self.llc_idle[s].nr_idle_scan,
             };
             if self.llc_idle[s] != want {
                 return Err(format!("LLC {s}: idle counts {:?} but {want:?}", self.llc_idle[s]));
+            }
+            if self.llc_idle[s].nr_idle_scan > cpus.len() as u32 {
+                return Err(format!(
+                    "LLC {s}: nr_idle_scan {} beyond its width",
+                    self.llc_idle[s].nr_idle_scan
+                ));
+            }
+        }
+        for (c, cpu) in self.cpus.iter().enumerate() {
+            if cpu.util.running != cpu.curr.is_some() {
+                return Err(format!("CPU {c}: util counted running = {}", cpu.util.running));
             }
         }
         Ok(())
     }
 
-    /// `select_task_rq_fair` for a wakeup: the target is the previous CPU, or — woken by a
-    /// task (`self.waker`) with WA_IDLE / WA_WEIGHT on — the waker's CPU when `wake_affine`
-    /// says so; then `select_idle_sibling(prev, target)`. Not modelled: `wake_wide` (a waker
-    /// that wakes many different tasks is never pulled from), the slow path's
-    /// `find_idlest_cpu` (no SD_BALANCE_WAKE domain by default), `recent_used_cpu`.
-    pub(crate) fn select_task_rq(&self, t: TaskId, prev: CpuId) -> CpuId {
+    /// `select_task_rq_fair` for a wakeup: a task waking it (`self.waker`, the kernel's
+    /// `current`) first records it (`record_wakee`); the target is the previous CPU, or —
+    /// with WA_IDLE / WA_WEIGHT on and unless `wake_wide` — the waker's CPU when
+    /// `wake_affine` says so; then `select_idle_sibling(prev, target)`. A wide wakeup takes
+    /// the same fast path with target = prev: want_affine is 0, and no domain has
+    /// SD_BALANCE_WAKE (the default), so the domain walk breaks at the first level with no
+    /// `sd` and `find_idlest_cpu` is not called. Not modelled: `recent_used_cpu`; flips from
+    /// wakeups by timers, IO and the node — the model records nothing for them, where the
+    /// kernel records them on whatever the interrupt found running (a task, or the idle
+    /// task), so a task running where timers fire flips more there than here.
+    pub(crate) fn select_task_rq(&mut self, t: TaskId, prev: CpuId) -> CpuId {
         let target = match self.waker {
-            Some(w) if w.task != t => self.wake_affine(t, w, prev),
-            _ => prev,
+            Some(w) => {
+                let wide = self.record_wakee(w, t);
+                if w.task != t && !wide {
+                    self.wake_affine(t, w, prev)
+                } else {
+                    prev
+                }
+            }
+            None => prev,
         };
         self.select_idle_sibling(t, prev, target)
+    }
+
+    /// `record_wakee(t)` on the waker, then `wake_wide(t)` against the waking CPU's LLC size.
+    /// core.c `select_task_rq` calls the class's only for a task allowed on more than one CPU
+    /// (`nr_cpus_allowed > 1`): waking a pinned task is no flip.
+    fn record_wakee(&mut self, w: Waker, t: TaskId) -> bool {
+        if self.allowed_cpus(self.tasks[t].cg) <= 1 {
+            return false;
+        }
+        let tick = self.tun.tick_ns;
+        self.tasks[w.task]
+            .wakee
+            .record(t, self.now / tick, 1_000_000_000 / tick);
+        let llc = self.topo.socket_cpus[self.topo.socket_of[w.cpu]].len() as u32;
+        wake_wide(self.tasks[w.task].wakee.flips, self.tasks[t].wakee.flips, llc)
     }
 
     /// `wake_affine`: the waker's CPU (`this`) or the wakee's previous one, on the lowest
@@ -541,6 +628,7 @@ impl Node {
     /// busiest CPU of the domain (`sched_idle_cpu` balancing); otherwise the group-typed
     /// balancer of lb_groups.rs decides what moves.
     fn load_balance(&mut self, cpu: CpuId, d: usize) {
+        self.update_idle_cpu_scan(cpu, d); // update_sd_lb_stats (sis_util.rs)
         if self.idle_for_wake(cpu) {
             let dom = self.topo.domains[cpu][d].clone();
             let mut srcs: Vec<CpuId> = dom
@@ -806,6 +894,120 @@ mod tests {
             "{}",
             n.task_load_avg(g2)
         );
+    }
+
+    #[test]
+    fn record_wakee_counts_switches_and_halves_once_a_second() {
+        // HZ 250 (4 ms jiffies): a waker alternating between two wakees flips at every
+        // switch, not at a repeat; past ts + HZ it halves once (3 → 1, then the switch: 2),
+        // and once only after a long quiet spell (j = 1000, 3 s on: 2 → 1, +1 = 2).
+        let mut w = Wakee::default();
+        for (wakee, jiffies, flips, ts) in [
+            (7, 0, 1, 0),
+            (7, 10, 1, 0),
+            (8, 20, 2, 0),
+            (7, 250, 3, 0), // 250 > 0 + 250 is false: time_after is strict
+            (8, 251, 2, 251),
+            (9, 1000, 2, 1000),
+            (9, 1001, 2, 1000),
+        ] {
+            w.record(wakee, jiffies, 250);
+            assert_eq!((w.flips, w.decay_ts, w.last), (flips, ts, Some(wakee)), "at {jiffies}");
+        }
+    }
+
+    #[test]
+    fn wake_wide_needs_both_flip_counts_over_the_llc_size_and_a_factor_apart() {
+        // sd_llc_size 16: slave = the smaller count must reach 16 and master 16 × slave.
+        for (waker, wakee, wide) in [
+            (1000, 15, false), // a 1:N dispatcher waking a wakee that flips less than 16
+            (256, 16, true),   // 256 ≥ 16·16
+            (255, 16, false),
+            (16, 300, true), // the roles swap: the wakee is the many-waker
+            (40, 40, false), // M:M within the factor
+            (0, 0, false),
+        ] {
+            assert_eq!(wake_wide(waker, wakee, 16), wide, "{waker} {wakee}");
+        }
+        // a 1-CPU LLC: anything that flips at all is wide against a waker flipping as often
+        assert!(wake_wide(1, 1, 1));
+    }
+
+    #[test]
+    fn a_waker_of_many_is_not_pulled_from_once_flips_make_it_wide() {
+        // The lone sync waker on CPU 0 (hog "a") would take the wakee (wake_affine_idle, see
+        // above) while prev, CPU 1, runs hog "b". The LLC has 2 CPUs, so the factor is 2. The
+        // wakee flipped twice itself (it woke others); the waker's flips come from the wakeups
+        // through select_task_rq: it alternates between the wakee and another task.
+        let (mut n, t) = node(&[("a", 1024, 0, 1), ("b", 1024, 1, 1)], json!({}));
+        let (waker, other) = (hog(&n, 1), hog(&n, 2));
+        // "b" unpinned, so that waking its hog counts (see the end)
+        let b = n.tasks[other].cg;
+        n.cgroups[b].cpus = vec![true; 2];
+        n.tasks[t].wakee.flips = 2;
+        n.waker = Some(Waker {
+            cpu: 0,
+            task: waker,
+            sync: true,
+        });
+        // 1st wakeup: the waker flips once; slave = min(1, 2) = 1 < 2: affine, CPU 0
+        assert_eq!(n.select_task_rq(t, 1), 0);
+        assert_eq!(n.tasks[waker].wakee.flips, 1);
+        // the same wakee again: no flip, still affine
+        assert_eq!(n.select_task_rq(t, 1), 0);
+        assert_eq!(n.tasks[waker].wakee.flips, 1);
+        // other, then t: 3 flips, slave 2, master 3 < 2·2: affine
+        n.select_task_rq(other, 1);
+        assert_eq!(n.select_task_rq(t, 1), 0);
+        assert_eq!(n.tasks[waker].wakee.flips, 3);
+        // other, then t: 5 flips ≥ 4 and slave 2 ≥ 2: wide, the wakee stays on prev
+        n.select_task_rq(other, 1);
+        assert_eq!(n.select_task_rq(t, 1), 1);
+        assert_eq!(n.tasks[waker].wakee.flips, 5);
+        // more than a second on (HZ 250 by default: 250 jiffies), the first record halves
+        // the waker's flips to 2, the switch makes 3 < 4: affine again
+        n.now += 1_010_000_000;
+        n.select_task_rq(other, 1);
+        assert_eq!(n.tasks[waker].wakee.flips, 3);
+        assert_eq!(n.select_task_rq(t, 1), 1); // 4 ≥ 4: wide again
+        assert_eq!(n.tasks[waker].wakee.flips, 4);
+        // a wakee pinned to one CPU is no flip (core.c calls select_task_rq_fair only for
+        // nr_cpus_allowed > 1): "b"'s hog waking "a"'s, pinned to CPU 0
+        n.waker = Some(Waker {
+            task: other,
+            ..n.waker.unwrap()
+        });
+        n.select_task_rq(waker, 0);
+        assert_eq!(n.tasks[other].wakee, Wakee::default());
+        n.select_task_rq(t, 1);
+        assert_eq!(n.tasks[other].wakee.flips, 1);
+    }
+
+    #[test]
+    fn a_dispatcher_whose_wakees_do_not_flip_is_never_wide() {
+        // One client with a generator task (0.1 ms of CPU per request) fanning each request
+        // out to 3 server threads (1 ms each), think 0, 2 LLCs of 4 CPUs. The generator wakes
+        // the 3 threads in turn, 3 flips a request, ~900 requests a second: its flips run
+        // into the thousands. Each thread only ever wakes the generator (when it is the last
+        // of the three to finish): 1 flip the first time, halved to 0 at its first wakeup
+        // more than a second on, and no flip after (the same wakee): 0 or 1. So the smaller
+        // count is below sd_llc_size = 4 and the 1:N relation is not wide (fair.c: wake_wide
+        // asks for M:N — partners that flip too).
+        let spec = json!({"topology": {"sockets": 2, "cores_per_socket": 4},
+            "kernel": {"scheduler": "eevdf", "version": "6.18"},
+            "cgroups": [{"name": "w"}],
+            "workloads": [{"kind": "closed_loop", "name": "q", "cgroup": "w", "clients": 1, "fanout": 3,
+                "service": {"dist": "constant", "value_ns": 1_000_000},
+                "client_cpu": {"dist": "constant", "value_ns": 100_000},
+                "think": {"dist": "constant", "value_ns": 0}}]});
+        let mut n = Node::from_json(&spec.to_string()).unwrap();
+        n.run_until(3_000_000_000).unwrap();
+        let mut flips: Vec<u32> = n.tasks.iter().map(|t| t.wakee.flips).collect();
+        flips.sort_unstable();
+        assert_eq!(flips.len(), 4);
+        assert!(flips[..3].iter().all(|&f| f <= 1), "{flips:?}");
+        assert!(flips[3] > 1000, "{flips:?}");
+        assert!(flips[..3].iter().all(|&f| !wake_wide(flips[3], f, 4)));
     }
 
     #[test]

@@ -19,8 +19,9 @@
 //! hierarchy's h_load ratio: a task that sleeps most of the time weighs what it runs, not its
 //! weight (the group levels' ratios are instantaneous weights — see there).
 //!
-//! Model reductions: a CPU's util is
-//! SCHED_CAPACITY_SCALE while it runs a task and 0 when idle,
+//! Model reductions: a CPU's util here is
+//! SCHED_CAPACITY_SCALE while it runs a task and 0 when idle (SIS_UTIL reads the PELT
+//! util_avg instead, sis_util.rs),
 //! its runnable SCHED_CAPACITY_SCALE × h_nr_running (the values PELT's util_avg / runnable_avg
 //! converge to under steady load); every CPU has capacity SCHED_CAPACITY_SCALE (no RT/IRQ
 //! pressure, equal capacities, so misfit never arises); the imbalanced type (tasks pinned by
@@ -499,6 +500,7 @@ impl Node {
             }
             if self.now >= self.cpus[cpu].next_balance[d] {
                 if self.should_we_balance(cpu, d) {
+                    self.update_idle_cpu_scan(cpu, d); // update_sd_lb_stats (sis_util.rs)
                     self.lb_groups_balance(cpu, d);
                 }
                 self.cpus[cpu].next_balance[d] = self.now + self.balance_interval(cpu, d);

@@ -70,6 +70,9 @@ pub struct Task {
     pub dead: bool,
     /// Sleeping on memory.high (a memory stall for PSI).
     pub memstall: bool,
+    /// What it has woken (`last_wakee`, `wakee_flips`, `wakee_flip_decay_ts`) for `wake_wide`
+    /// (balance.rs).
+    pub wakee: crate::balance::Wakee,
 }
 
 #[derive(Debug, Clone)]
@@ -106,6 +109,8 @@ pub struct Cpu {
     pub balance_armed: bool,
     /// `idle_for_wake` and `truly_idle` as last counted into `Node::llc_idle` (balance.rs).
     pub idle_counted: crate::balance::IdleFlags,
+    /// The root cfs_rq's PELT util_avg (`cpu_util_cfs`, sis_util.rs).
+    pub util: crate::sis_util::CpuUtil,
 }
 
 pub struct Node {
@@ -266,6 +271,7 @@ impl Node {
                 nr_balance_failed: vec![0; domains_per_cpu[c]],
                 balance_armed: false,
                 idle_counted: crate::balance::IdleFlags::BOTH,
+                util: crate::sis_util::CpuUtil::default(),
             })
             .collect();
         let llc_idle = crate::balance::LlcIdle::all_idle(&topo);
@@ -442,6 +448,7 @@ impl Node {
             home_node: None,
             dead: false,
             memstall: false,
+            wakee: crate::balance::Wakee::default(),
         });
         self.cgroups[cg].nr_tasks += 1;
         self.apply_task_policy(id);
