@@ -764,6 +764,53 @@ mod tests {
     }
 
     #[test]
+    fn a_delayed_group_entity_woken_where_it_sits_is_placed_against_the_hog_as_last_seen() {
+        // One CPU: cgroup a (two hogs) and b (one task), both group entities weighing 1024
+        // (all their load is on this CPU: a's virtual time is its real time). b's task blocks
+        // 0.5 ms ahead of a at the root, early in a tick: b's entity is delayed, a is picked
+        // and runs past b before the next tick, unseen by the root queue. The wakeup requeues
+        // b's entity (enqueue_task_fair's walk finds it on_rq and sched_delayed) with no
+        // update_curr at the root: as seen, a is still at its pick, b is ahead (lag < 0), so b
+        // keeps its place. The wakeup check's update_curr moves a on past b: a is not
+        // eligible, b is, and b preempts. (Settled first, as the core did before, b would lag
+        // behind V, be placed at a's vruntime beside a protected a, and wait.)
+        let mut n = node("6.18.44", json!({}), true);
+        let cg_b = n.cgroups.iter().position(|g| g.name == "b").unwrap();
+        let hb = (0..n.tasks.len()).find(|&t| n.tasks[t].cg == cg_b).unwrap();
+        let gb = n.rqs[n.ses[n.tasks[hb].se].parent_rq].gse.unwrap();
+        let root = n.ses[gb].parent_rq;
+        let tick = n.tun.tick_ns;
+        let mut k = 1;
+        while !(n.cpus[0].curr == Some(hb) && n.now % tick < tick / 10) {
+            n.run_until(k * tick / 20).unwrap();
+            k += 1;
+            assert!(k < 100_000, "b never ran at the start of a tick");
+        }
+        n.update_curr(0);
+        let ga = n.rqs[root].timeline[0].1;
+        // The core preempts b as soon as it passes a, so put it 0.5 ms ahead by hand (it is
+        // curr: off the tree's sums, its vruntime enters V only through avg_vruntime).
+        n.ses[gb].vruntime = n.ses[ga].vruntime + 500_000;
+        block(&mut n, hb);
+        assert!(n.ses[gb].delayed, "b's entity is not eligible: it stays queued");
+        assert_eq!(n.rqs[root].curr, Some(ga));
+        let (vb, db, va0) = (n.ses[gb].vruntime, n.ses[gb].deadline, n.ses[ga].vruntime);
+        let wake = n.now + (tick - n.now % tick) * 9 / 10;
+        n.run_until(wake).unwrap();
+        n.update_curr(0);
+        assert!(
+            n.ses[gb].delayed && n.rqs[root].curr == Some(ga),
+            "nothing picked b meanwhile"
+        );
+        assert!(n.ses[ga].vruntime > vb && va0 < vb, "a ran past b since its pick");
+        n.try_to_wake_up(hb);
+        assert!(!n.ses[gb].delayed);
+        assert_eq!((n.ses[gb].vruntime, n.ses[gb].deadline), (vb, db), "kept its place");
+        assert!(!n.eligible(root, ga) && n.eligible(root, gb));
+        assert_eq!(n.cpus[0].curr, Some(hb), "b preempts a");
+    }
+
+    #[test]
     fn without_delay_dequeue_a_sleeper_leaves_at_once() {
         let mut n = node("6.18.44", json!({"DELAY_DEQUEUE": false}), false);
         let (c, _) = run_until_curr_ahead(&mut n);

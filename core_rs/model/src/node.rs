@@ -1541,6 +1541,13 @@ impl Node {
                     r.nr_running
                 ));
             }
+            if r.curr_seen_at > self.now {
+                // the kernel's last update_curr on a queue (eevdf.rs `unseen_curr_v`) is past
+                return Err(format!(
+                    "rq {i}: last seen at {} after now {}",
+                    r.curr_seen_at, self.now
+                ));
+            }
         }
         for (cpu, c) in self.cpus.iter().enumerate() {
             for (pos, &t) in c.tasks.iter().enumerate() {
