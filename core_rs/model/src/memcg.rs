@@ -606,7 +606,8 @@ impl Memory {
                 }
                 let want = (target - freed).min(total);
                 let plan = if kind == Kind::File {
-                    self.shrink_file(root, &avail, want)
+                    // kswapd walks every memcg at each priority (`memcg_full_walk`)
+                    self.shrink_file(root, &avail, want, root == 0 && !direct)
                 } else {
                     proportional_plan(&avail, want, total, &mut self.carry)
                 };
@@ -673,7 +674,7 @@ impl Memory {
     /// activated since its last reclaim — a new workingset forming). What this cannot give
     /// is then shrunk cgroup by cgroup with deactivation forced (`force_deactivate`).
     /// Returns (cgroup, bytes freed); the caller uncharges them.
-    fn shrink_file(&mut self, root: usize, avail: &[(usize, u64)], want: u64) -> Vec<(usize, u64)> {
+    fn shrink_file(&mut self, root: usize, avail: &[(usize, u64)], want: u64, full_walk: bool) -> Vec<(usize, u64)> {
         let (mut inactive, mut active) = (0, 0);
         for cg in self.subtree(root) {
             let (i, a) = self.cache.lists(cg);
@@ -688,8 +689,8 @@ impl Memory {
         // the shared walk's position: the last memcg visited (mem_cgroup_iter's reclaim
         // cookie); a new walk sees at least one memcg, from the first when at the end
         let mut from = match self.walk.get(&root) {
-            Some(&last) => avail.iter().position(|&(cg, _)| cg > last).unwrap_or(0),
-            None => 0,
+            Some(&last) if !full_walk => avail.iter().position(|&(cg, _)| cg > last).unwrap_or(0),
+            _ => 0,
         };
         'priority: for priority in (0..=DEF_PRIORITY).rev() {
             for (i, &(cg, give)) in avail.iter().enumerate().skip(from) {
@@ -700,7 +701,10 @@ impl Memory {
                 let loose_all = self.unlisted(cg).saturating_sub(plan[i].1);
                 let scaled = |size: u64| ((size as u128 * give as u128 / own as u128) as u64 / PAGE) >> priority;
                 let scan = scaled(listed + loose_all) * PAGE;
-                let room = give.saturating_sub(plan[i].1).min(scan).min(want - freed);
+                // a partial walk's lruvec takes what the round still lacks; on a full walk
+                // each takes its scan up to the goal, and the goal is checked after the walk
+                let goal = if full_walk { want } else { want.saturating_sub(freed) };
+                let room = give.saturating_sub(plan[i].1).min(scan).min(goal);
                 if room > 0 {
                     let loose = loose_all.min(room);
                     let got = loose + self.cache.evict(cg, room - loose, root);
@@ -710,13 +714,16 @@ impl Memory {
                 if may_deactivate {
                     self.cache.deactivate_credit(cg, scaled(act) * PAGE);
                 }
-                if freed >= want {
+                if freed >= want && !full_walk {
                     self.walk.insert(root, cg);
                     break 'priority;
                 }
             }
             from = 0;
             self.walk.remove(&root);
+            if freed >= want {
+                break;
+            }
         }
         // short with deactivation skipped: retry forcing it (`sc->force_deactivate`)
         for deactivate in [may_deactivate, true] {
