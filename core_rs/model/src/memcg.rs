@@ -686,6 +686,42 @@ impl Memory {
         let may_deactivate = crate::lru::inactive_is_low(inactive, active) || seen.is_some_and(|r| r != refaults);
         let mut plan: Vec<(usize, u64)> = avail.iter().map(|&(cg, _)| (cg, 0)).collect();
         let mut freed = 0;
+        // a walk short of the goal with deactivation skipped is retried from DEF_PRIORITY
+        // forcing it (do_try_to_free_pages: `sc->force_deactivate`), scanning the active lists
+        // `size >> priority` as well — not all at once
+        for deactivate in [may_deactivate, true] {
+            if freed >= want {
+                break;
+            }
+            freed = self.priority_walk(root, avail, want, deactivate, full_walk, &mut plan);
+        }
+        // what is still short (protection caps, lists emptied meanwhile): cgroup by cgroup
+        for (i, &(cg, give)) in avail.iter().enumerate() {
+            if freed >= want {
+                break;
+            }
+            let room = give.saturating_sub(plan[i].1).min(want - freed);
+            let loose = self.unlisted(cg).saturating_sub(plan[i].1).min(room);
+            let got = loose + self.cache.shrink(cg, room - loose, true, root);
+            plan[i].1 += got;
+            freed += got;
+        }
+        plan
+    }
+
+    /// One walk of `shrink_file` from DEF_PRIORITY down (see there), adding to `plan`;
+    /// returns what the plan has freed in all.
+    fn priority_walk(
+        &mut self,
+        root: usize,
+        avail: &[(usize, u64)],
+        want: u64,
+        may_deactivate: bool,
+        full_walk: bool,
+        plan: &mut [(usize, u64)],
+    ) -> u64 {
+        let mut freed: u64 = plan.iter().map(|&(_, b)| b).sum();
+        let freed = &mut freed;
         // the shared walk's position: the last memcg visited (mem_cgroup_iter's reclaim
         // cookie); a new walk sees at least one memcg, from the first when at the end
         let mut from = match self.walk.get(&root) {
@@ -703,42 +739,29 @@ impl Memory {
                 let scan = scaled(listed + loose_all) * PAGE;
                 // a partial walk's lruvec takes what the round still lacks; on a full walk
                 // each takes its scan up to the goal, and the goal is checked after the walk
-                let goal = if full_walk { want } else { want.saturating_sub(freed) };
+                let goal = if full_walk { want } else { want.saturating_sub(*freed) };
                 let room = give.saturating_sub(plan[i].1).min(scan).min(goal);
                 if room > 0 {
                     let loose = loose_all.min(room);
                     let got = loose + self.cache.evict(cg, room - loose, root);
                     plan[i].1 += got;
-                    freed += got;
+                    *freed += got;
                 }
                 if may_deactivate {
                     self.cache.deactivate_credit(cg, scaled(act) * PAGE);
                 }
-                if freed >= want && !full_walk {
+                if *freed >= want && !full_walk {
                     self.walk.insert(root, cg);
                     break 'priority;
                 }
             }
             from = 0;
             self.walk.remove(&root);
-            if freed >= want {
+            if *freed >= want {
                 break;
             }
         }
-        // short with deactivation skipped: retry forcing it (`sc->force_deactivate`)
-        for deactivate in [may_deactivate, true] {
-            for (i, &(cg, give)) in avail.iter().enumerate() {
-                if freed >= want {
-                    break;
-                }
-                let room = give.saturating_sub(plan[i].1).min(want - freed);
-                let loose = self.unlisted(cg).saturating_sub(plan[i].1).min(room);
-                let got = loose + self.cache.shrink(cg, room - loose, deactivate, root);
-                plan[i].1 += got;
-                freed += got;
-            }
-        }
-        plan
+        *freed
     }
 
     /// Bring one page cache object (a file server's file, a writer's chunk) in for `cg`'s
