@@ -703,6 +703,31 @@ mod tests {
         }
     }
 
+    /// Eviction by the page: 40 pages wanted from two 32-page files on the inactive list
+    /// take the tail file whole and 8 pages of the next, which stays at the tail with 24;
+    /// the age advances by the 40 pages. Read again (it was read once: referenced), its
+    /// resident pages are activated with it and only its missing pages come in (9, after
+    /// one page more was evicted).
+    #[test]
+    fn eviction_takes_pages_and_leaves_the_rest_of_a_file_at_the_tail() {
+        let mut pc = PageCache::new(&[None]);
+        let files = pc.register(0, 2, 32 * PAGE);
+        pc.insert(files, 0, true, 0);
+        pc.insert(files, 1, true, 0);
+        assert_eq!(pc.evict(0, 40 * PAGE, 0), 40 * PAGE);
+        assert_eq!((pc.resident_of(files, 0), pc.resident_of(files, 1)), (0, 24 * PAGE));
+        assert_eq!(
+            (pc.where_is(files, 1), pc.lists(0), pc.age(0)),
+            (Where::Inactive, (24 * PAGE, 0), 40)
+        );
+        // an eviction asks for whole pages: 1 byte takes one
+        assert_eq!(pc.evict(0, 1, 0), PAGE);
+        assert_eq!(pc.touch(files, 1), Touch::Hit);
+        assert_eq!(pc.where_is(files, 1), Where::Active);
+        pc.add_pages(files, 1, 9 * PAGE, true, 0);
+        assert_eq!((pc.resident_of(files, 1), pc.lists(0)), (32 * PAGE, (0, 32 * PAGE)));
+    }
+
     /// inactive_ratio = int_sqrt(10 × GiB), 1 below 1 GiB (mm/vmscan.c `inactive_is_low`'s
     /// table: 1 GB → 3, 10 GB → 10, 100 GB → 31, 1 TB → 101).
     #[test]
