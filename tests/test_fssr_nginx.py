@@ -25,7 +25,10 @@ def test_fssr_keeps_nginx_near_its_solo_run(result):
     plain, fssr, alone = (result.runs[n] for n in ("colocated, no FSSR", "colocated, FSSR", "nginx alone"))
     mean = {n: r.services["nginx"].mean_s for n, r in result.runs.items()}
     assert mean["colocated, FSSR"] < 1.1 * mean["nginx alone"]
-    assert mean["colocated, no FSSR"] > 10 * mean["colocated, FSSR"]
+    # the seed: "significantly" better with FSSR (no figure given). With reclaim by the page
+    # (32-page rounds, lists scanned size >> priority) nginx keeps 2.5 of its 4 GiB without
+    # FSSR, ~4.7x FSSR's download time (whole-file reclaim kept 0.8 GiB, ~18x)
+    assert mean["colocated, no FSSR"] > 3 * mean["colocated, FSSR"]
     # nginx's memory: with FSSR as alone (the 4000 MiB working set), without it far less
     assert fssr.cgroups["online"].memory["current"] == alone.cgroups["online"].memory["current"] == 4000 * MI
     assert plain.cgroups["online"].memory["current"] < 0.8 * 4000 * MI

@@ -36,8 +36,14 @@
 //!   (`folio_wait_writeback`, "Case 3") — here one chunk's device time, not paid twice for a
 //!   chunk already throttled over (`writeback` below).
 //!
-//! Pages are modelled at the granularity the workloads use (a file server's file, a writer's
-//! chunk): an object of a few pages moves as one, as a large folio does. Objects live in an
+//! An object is what a workload touches as one (a file server's file, a writer's chunk); it
+//! moves on the lists as one, as a large folio does, but is *reclaimed by the page*: reclaim
+//! isolates SWAP_CLUSTER_MAX pages at a time from the inactive tail (`shrink_inactive_list`,
+//! `isolate_lru_folios`), so an object at the tail can lose some of its pages and keep the
+//! rest — its first pages, read first, are the oldest (a read brings a file's pages in offset
+//! order, each at the inactive head), so what stays is its remaining pages at the tail, still
+//! referenced. A read of a partially resident file touches the resident pages (a referenced
+//! one is activated, with the object) and brings in only the missing ones. Objects live in an
 //! arena with intrusive doubly linked lists, so every operation is O(1) but reclaim, which
 //! is O(objects it moves).
 
@@ -45,7 +51,7 @@
 const PAGE: u64 = 4096;
 const NIL: u32 = u32::MAX;
 /// SWAP_CLUSTER_MAX pages: the batch shrink_inactive_list isolates.
-const SWAP_CLUSTER_BYTES: u64 = 32 * PAGE;
+use crate::memcg::SWAP_CLUSTER_BYTES;
 /// reclaim_throttle's VMSCAN_THROTTLE_WRITEBACK timeout, HZ/10.
 const THROTTLE_WRITEBACK_NS: u64 = 100_000_000;
 
@@ -64,7 +70,9 @@ struct Obj {
     referenced: bool,
     /// The cgroup's nonresident_age when it was evicted (its shadow entry), if it was.
     shadow: Option<(usize, u64)>,
+    /// Its size, and how much of it is resident (whole pages; 0 = absent, off the lists).
     bytes: u64,
+    resident: u64,
     cg: usize,
     /// Writebacks still owed for it (each dirtying adds one; the flusher clears them in
     /// order): > 0 = dirty or under writeback, not reclaimable.
@@ -217,6 +225,7 @@ impl PageCache {
             referenced: false,
             shadow: None,
             bytes,
+            resident: 0,
             cg,
             dirty: 0,
             reclaim: false,
@@ -227,6 +236,11 @@ impl PageCache {
 
     pub fn bytes_of(&self, s: Space, i: u32) -> u64 {
         self.objs[(s.base + i) as usize].bytes
+    }
+
+    /// Bytes of object `i` resident (a multiple of the page; its size when whole).
+    pub fn resident_of(&self, s: Space, i: u32) -> u64 {
+        self.objs[(s.base + i) as usize].resident
     }
 
     pub fn where_is(&self, s: Space, i: u32) -> Where {
@@ -248,11 +262,11 @@ impl PageCache {
         self.vecs[cg].epoch
     }
 
-    /// Which of the space's objects are resident (a workload's view of its cache).
-    pub fn resident(&self, s: Space, out: &mut Vec<bool>) {
+    /// How much of each of the space's objects is resident (a workload's view of its cache).
+    pub fn resident(&self, s: Space, out: &mut Vec<u64>) {
         out.clear();
         let objs = &self.objs[s.base as usize..(s.base + s.n) as usize];
-        out.extend(objs.iter().map(|o| o.at != Where::Absent));
+        out.extend(objs.iter().map(|o| o.resident));
     }
 
     fn list(&mut self, cg: usize, w: Where) -> &mut List {
@@ -277,9 +291,9 @@ impl PageCache {
         } else {
             self.objs[o.next as usize].prev = o.prev;
         }
-        self.list(o.cg, o.at).bytes -= o.bytes;
+        self.list(o.cg, o.at).bytes -= o.resident;
         if o.at == Where::Active {
-            self.walk_up(o.cg, |v| v.h_active -= o.bytes);
+            self.walk_up(o.cg, |v| v.h_active -= o.resident);
         }
         let o = &mut self.objs[id as usize];
         o.prev = NIL;
@@ -288,7 +302,7 @@ impl PageCache {
     }
 
     fn push_head(&mut self, id: u32, w: Where) {
-        let (cg, bytes) = (self.objs[id as usize].cg, self.objs[id as usize].bytes);
+        let (cg, bytes) = (self.objs[id as usize].cg, self.objs[id as usize].resident);
         let l = self.list(cg, w);
         let old = l.head;
         l.head = id;
@@ -335,7 +349,7 @@ impl PageCache {
                 self.push_head(id, Where::Active);
                 self.objs[id as usize].referenced = false;
                 // workingset_activation
-                self.age_nonresident(o.cg, o.bytes);
+                self.age_nonresident(o.cg, o.resident);
             }
             (_, false) => self.objs[id as usize].referenced = true,
             (Where::Active, true) => {}
@@ -343,15 +357,24 @@ impl PageCache {
         Touch::Hit
     }
 
-    /// Object `i` was charged and enters its cgroup's LRU (`filemap_add_folio` with
-    /// `workingset_refault`): on the active list when it refaults within the workingset
-    /// (`workingset_size`: the active file list, plus `anon_in_workingset` — the cgroup's
-    /// anonymous bytes when swap has room for them), else on the inactive list. `accessed`:
-    /// the access that brought it in marks it (a read's `folio_mark_accessed`).
+    /// The missing pages of object `i` (all of it when absent) were charged and enter its
+    /// cgroup's LRU (`filemap_add_folio` with `workingset_refault`): on the active list when
+    /// they refault within the workingset (`workingset_size`: the active file list, plus
+    /// `anon_in_workingset` — the cgroup's anonymous bytes when swap has room for them), else
+    /// on the inactive list. `accessed`: the access that brought it in marks it (a read's
+    /// `folio_mark_accessed`). An object partly resident keeps its place (its resident pages
+    /// were touched by the same access, `touch`) unless the refault activates it.
     pub fn insert(&mut self, s: Space, i: u32, accessed: bool, anon_in_workingset: u64) {
+        let o = self.objs[(s.base + i) as usize];
+        self.add_pages(s, i, o.bytes - o.resident, accessed, anon_in_workingset);
+    }
+
+    /// `insert` of `missing` bytes of the object's missing pages (what was charged for it).
+    pub fn add_pages(&mut self, s: Space, i: u32, missing: u64, accessed: bool, anon_in_workingset: u64) {
         let id = s.base + i;
         let o = self.objs[id as usize];
-        debug_assert_eq!(o.at, Where::Absent);
+        debug_assert!(missing > 0 && o.resident + missing <= o.bytes, "{missing} of {o:?}");
+        let grown = o.resident + missing;
         let recent = o.shadow.is_some_and(|(memcg, then)| {
             let distance = self.vecs[memcg].age - then;
             distance * PAGE <= self.vecs[memcg].h_active + anon_in_workingset
@@ -360,14 +383,27 @@ impl PageCache {
         self.objs[id as usize].reclaim = false;
         self.objs[id as usize].paid = false;
         self.vecs[o.cg].epoch += 1;
-        if recent {
+        if o.at == Where::Absent {
+            self.objs[id as usize].resident = missing;
+            self.push_head(id, if recent { Where::Active } else { Where::Inactive });
+        } else if recent && o.at == Where::Inactive {
+            self.unlink(id);
+            self.objs[id as usize].resident = grown;
             self.push_head(id, Where::Active);
-            self.age_nonresident(o.cg, o.bytes);
-            self.walk_up(o.cg, |v| v.refault_activations += 1);
         } else {
-            self.push_head(id, Where::Inactive);
+            // the object grows where it is (one entry for all its pages: the new ones would
+            // be at the inactive head in the kernel, the resident ones where they are)
+            self.objs[id as usize].resident = grown;
+            self.list(o.cg, o.at).bytes += missing;
+            if o.at == Where::Active {
+                self.walk_up(o.cg, |v| v.h_active += missing);
+            }
         }
-        self.objs[id as usize].referenced = accessed;
+        if recent {
+            self.age_nonresident(o.cg, missing);
+            self.walk_up(o.cg, |v| v.refault_activations += 1);
+        }
+        self.objs[id as usize].referenced |= accessed;
     }
 
     /// `inactive_is_low` for cgroup `cg`'s own file lists.
@@ -392,7 +428,7 @@ impl PageCache {
             }
             self.unlink(id);
             self.push_head(id, Where::Inactive);
-            moved += self.objs[id as usize].bytes;
+            moved += self.objs[id as usize].resident;
         }
         moved
     }
@@ -403,7 +439,7 @@ impl PageCache {
         let v = &mut self.vecs[cg];
         v.credit += bytes;
         while self.vecs[cg].active.tail != NIL {
-            let b = self.objs[self.vecs[cg].active.tail as usize].bytes;
+            let b = self.objs[self.vecs[cg].active.tail as usize].resident;
             if self.vecs[cg].credit < b {
                 break;
             }
@@ -415,10 +451,13 @@ impl PageCache {
         }
     }
 
-    /// Evict from cgroup `cg`'s inactive tail until `bytes` are freed (whole objects: the
-    /// last may overshoot) or the list is empty; `target`: the reclaim's root, whose age the
-    /// shadows record. A dirty object is set aside (`writeback`). Returns the bytes freed.
+    /// Evict from cgroup `cg`'s inactive tail until `bytes` (rounded up to whole pages) are
+    /// freed or the list is empty, page by page: the tail object gives only the pages still
+    /// wanted and keeps the rest at the tail (`isolate_lru_folios` takes pages, not files);
+    /// `target`: the reclaim's root, whose age the shadows record. A dirty object is set
+    /// aside whole (`writeback`). Returns the bytes freed.
     pub fn evict(&mut self, cg: usize, bytes: u64, target: usize) -> u64 {
+        let bytes = bytes.div_ceil(PAGE) * PAGE;
         let mut freed = 0;
         while freed < bytes {
             let id = self.vecs[cg].inactive.tail;
@@ -428,10 +467,20 @@ impl PageCache {
             if self.objs[id as usize].dirty > 0 && !self.writeback(id) {
                 continue;
             }
-            self.unlink(id);
-            let b = self.objs[id as usize].bytes;
-            self.forget(id, target);
-            freed += b;
+            let r = self.objs[id as usize].resident;
+            let take = r.min(bytes - freed);
+            if take == r {
+                self.unlink(id);
+                self.forget(id, target);
+            } else {
+                // part of it: its shadow is its latest evicted page's (one per object here)
+                self.objs[id as usize].resident -= take;
+                self.vecs[cg].inactive.bytes -= take;
+                self.objs[id as usize].shadow = Some((target, self.vecs[target].age));
+                self.vecs[cg].epoch += 1;
+                self.age_nonresident(target, take);
+            }
+            freed += take;
         }
         freed
     }
@@ -449,7 +498,7 @@ impl PageCache {
         if o.reclaim && self.may_wait {
             if let Some(l) = self.legacy {
                 if !o.paid {
-                    self.waited_ns += (o.bytes as f64 * l.ns_per_byte).ceil() as u64;
+                    self.waited_ns += (o.resident as f64 * l.ns_per_byte).ceil() as u64;
                 }
                 return true;
             }
@@ -464,7 +513,7 @@ impl PageCache {
             // device time a batch, the flusher streaming and one task throttled
             if self.may_wait {
                 if let Some(l) = self.legacy {
-                    let batches = o.bytes.div_ceil(SWAP_CLUSTER_BYTES);
+                    let batches = o.resident.div_ceil(SWAP_CLUSTER_BYTES);
                     let per_batch = (SWAP_CLUSTER_BYTES as f64 * l.ns_per_byte).ceil() as u64;
                     self.waited_ns += batches * per_batch.min(THROTTLE_WRITEBACK_NS);
                     self.objs[id as usize].paid = true;
@@ -474,7 +523,7 @@ impl PageCache {
         self.objs[id as usize].reclaim = true;
         self.unlink(id);
         self.push_head(id, Where::Active);
-        self.age_nonresident(o.cg, o.bytes);
+        self.age_nonresident(o.cg, o.resident);
         false
     }
 
@@ -531,7 +580,7 @@ impl PageCache {
             self.push_head(id, Where::Inactive);
             return;
         }
-        let bytes = self.objs[id as usize].bytes;
+        let bytes = self.objs[id as usize].resident;
         let l = &mut self.vecs[cg].inactive;
         l.tail = id;
         l.bytes += bytes;
@@ -545,8 +594,9 @@ impl PageCache {
     /// An unlinked object leaves the cache (`workingset_eviction`: the shadow holds the age
     /// before this eviction advances it).
     fn forget(&mut self, id: u32, target: usize) {
-        let (cg, b) = (self.objs[id as usize].cg, self.objs[id as usize].bytes);
+        let (cg, b) = (self.objs[id as usize].cg, self.objs[id as usize].resident);
         self.objs[id as usize].shadow = Some((target, self.vecs[target].age));
+        self.objs[id as usize].resident = 0;
         self.objs[id as usize].referenced = false;
         self.vecs[cg].epoch += 1;
         self.age_nonresident(target, b);
@@ -651,6 +701,31 @@ mod tests {
             pc.insert(a, 0, true, 0);
             assert_eq!(pc.where_is(a, 0), expect, "{active_pages} active pages");
         }
+    }
+
+    /// Eviction by the page: 40 pages wanted from two 32-page files on the inactive list
+    /// take the tail file whole and 8 pages of the next, which stays at the tail with 24;
+    /// the age advances by the 40 pages. Read again (it was read once: referenced), its
+    /// resident pages are activated with it and only its missing pages come in (9, after
+    /// one page more was evicted).
+    #[test]
+    fn eviction_takes_pages_and_leaves_the_rest_of_a_file_at_the_tail() {
+        let mut pc = PageCache::new(&[None]);
+        let files = pc.register(0, 2, 32 * PAGE);
+        pc.insert(files, 0, true, 0);
+        pc.insert(files, 1, true, 0);
+        assert_eq!(pc.evict(0, 40 * PAGE, 0), 40 * PAGE);
+        assert_eq!((pc.resident_of(files, 0), pc.resident_of(files, 1)), (0, 24 * PAGE));
+        assert_eq!(
+            (pc.where_is(files, 1), pc.lists(0), pc.age(0)),
+            (Where::Inactive, (24 * PAGE, 0), 40)
+        );
+        // an eviction asks for whole pages: 1 byte takes one
+        assert_eq!(pc.evict(0, 1, 0), PAGE);
+        assert_eq!(pc.touch(files, 1), Touch::Hit);
+        assert_eq!(pc.where_is(files, 1), Where::Active);
+        pc.add_pages(files, 1, 9 * PAGE, true, 0);
+        assert_eq!((pc.resident_of(files, 1), pc.lists(0)), (32 * PAGE, (0, 32 * PAGE)));
     }
 
     /// inactive_ratio = int_sqrt(10 × GiB), 1 below 1 GiB (mm/vmscan.c `inactive_is_low`'s

@@ -22,6 +22,10 @@ use crate::lru::{PageCache, Space};
 pub const PAGE: u64 = 4096;
 /// MEMCG_CHARGE_BATCH: the memory.high penalty is scaled by pages charged / 64.
 pub const CHARGE_BATCH: u64 = 64;
+/// SWAP_CLUSTER_MAX pages: the least one limit reclaim round frees (`try_charge_memcg`).
+pub const SWAP_CLUSTER_BYTES: u64 = 32 * PAGE;
+/// DEF_PRIORITY: reclaim first scans 1/4096 of every list (mm/vmscan.c).
+const DEF_PRIORITY: u32 = 12;
 /// MEMCG_MAX_HIGH_DELAY_JIFFIES = 2 s: the most one return to user space sleeps.
 pub const MAX_HIGH_DELAY_NS: u64 = 2_000_000_000;
 /// No sleep at or below HZ / 100 (10 ms).
@@ -189,6 +193,18 @@ pub struct Charge {
     pub failed: bool,
 }
 
+impl Charge {
+    /// Add what a further charge of the same task cost.
+    pub fn absorb(&mut self, c: Charge) {
+        self.reclaimed += c.reclaimed;
+        self.reclaim_ns += c.reclaim_ns;
+        self.kswapd_reclaimed += c.kswapd_reclaimed;
+        self.throttle_ns += c.throttle_ns;
+        self.killed.extend(c.killed);
+        self.failed |= c.failed;
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Memory {
     pub cgs: Vec<MemCg>,
@@ -208,6 +224,10 @@ pub struct Memory {
     /// Per reclaim target, its refault activations when it last reclaimed
     /// (`target_lruvec->refaults[WORKINGSET_FILE]`).
     last_refaults: BTreeMap<usize, u64>,
+    /// Per cgroup, the fraction of a page its last reclaim shares fell short by (bytes).
+    carry: Vec<u64>,
+    /// Per reclaim target, the memcg its last reclaim walk stopped at (`shrink_file`).
+    walk: BTreeMap<usize, usize>,
 }
 
 impl Memory {
@@ -230,6 +250,8 @@ impl Memory {
             global_ooms: 0,
             cache: PageCache::new(parents),
             last_refaults: BTreeMap::new(),
+            carry: vec![0; parents.len()],
+            walk: BTreeMap::new(),
         }
     }
 
@@ -311,9 +333,14 @@ impl Memory {
                 .find(|&a| self.cgs[a].usage + bytes > self.cgs[a].max);
             let Some(a) = over else { break };
             self.event(a, |e| e.max += 1);
-            let need = self.cgs[a].usage + bytes - self.cgs[a].max;
-            let got = self.reclaim(a, need, &mut out, true);
-            if got >= need {
+            // The kernel charges page by page (a folio at a time: `try_charge_memcg`), and a
+            // refused one reclaims `try_to_free_mem_cgroup_pages(nr_pages)`, whose
+            // `nr_to_reclaim = max(nr_pages, SWAP_CLUSTER_MAX)` (mm/vmscan.c, 6.6–6.18): 32
+            // pages a round, each round deciding afresh what to deactivate
+            // (`prepare_scan_control`), until the charge fits. A round that frees nothing
+            // goes to the OOM killer (the kernel retries MAX_RECLAIM_RETRIES times first).
+            let got = self.reclaim(a, SWAP_CLUSTER_BYTES, &mut out, true);
+            if got > 0 {
                 continue;
             }
             self.event(a, |e| e.oom += 1);
@@ -579,9 +606,10 @@ impl Memory {
                 }
                 let want = (target - freed).min(total);
                 let plan = if kind == Kind::File {
-                    self.shrink_file(root, &avail, want)
+                    // kswapd walks every memcg at each priority (`memcg_full_walk`)
+                    self.shrink_file(root, &avail, want, root == 0 && !direct)
                 } else {
-                    proportional_plan(&avail, want, total)
+                    proportional_plan(&avail, want, total, &mut self.carry)
                 };
                 for (cg, take) in plan {
                     if take == 0 {
@@ -630,17 +658,23 @@ impl Memory {
     }
 
     /// Page cache reclaim over the candidates `avail` (cgroup, most it may give) as
-    /// `shrink_node_memcgs` → `shrink_lruvec` scans them (mm/vmscan.c): every lruvec's
-    /// lists are scanned by the same fraction of their size (`get_scan_count`: size >>
-    /// priority), so each cgroup gives in proportion to its inactive list (and unlisted
-    /// cache, taken first), not its total. Active lists are scanned — deactivated — by the
-    /// same fraction only when the reclaim may deactivate, which 6.x decides once for the
-    /// reclaim's target (`prepare_scan_control`: its hierarchical lists' `inactive_is_low`,
-    /// or refaults activated since its last reclaim — a new workingset forming); a
-    /// per-cgroup credit carries the fractions of objects. What the inactive lists cannot
-    /// give is then shrunk cgroup by cgroup, as the kernel does at a higher priority.
+    /// `do_try_to_free_pages` → `shrink_node_memcgs` → `shrink_lruvec` does it (mm/vmscan.c,
+    /// 6.6–6.18, classic LRU). Priority goes from DEF_PRIORITY (12) down; at each, the memcgs
+    /// are walked and each lruvec scans `size >> priority` pages of its inactive list
+    /// (`get_scan_count`; its size scaled by what protection leaves it, as
+    /// `mem_cgroup_protection` scales it) — a small list is not scanned at all until the
+    /// priority is low enough, and the walk stops as soon as the goal is met — and, when the
+    /// reclaim may deactivate, as many of its active list (`shrink_active_list`). A lruvec
+    /// here stops at what the goal still lacks (the kernel's stops once it alone reclaimed
+    /// the whole goal, so a round there can free up to one scan more). The walk is shared by the
+    /// reclaimers of a target and goes on where the last one stopped (the partial walk with
+    /// a reclaim cookie, "bail once goal is reached"); a pass that reaches the end starts the
+    /// next priority from the first memcg. May deactivate: decided once for the reclaim's
+    /// target (`prepare_scan_control`: its hierarchical lists' `inactive_is_low`, or refaults
+    /// activated since its last reclaim — a new workingset forming). What this cannot give
+    /// is then shrunk cgroup by cgroup with deactivation forced (`force_deactivate`).
     /// Returns (cgroup, bytes freed); the caller uncharges them.
-    fn shrink_file(&mut self, root: usize, avail: &[(usize, u64)], want: u64) -> Vec<(usize, u64)> {
+    fn shrink_file(&mut self, root: usize, avail: &[(usize, u64)], want: u64, full_walk: bool) -> Vec<(usize, u64)> {
         let (mut inactive, mut active) = (0, 0);
         for cg in self.subtree(root) {
             let (i, a) = self.cache.lists(cg);
@@ -650,65 +684,117 @@ impl Memory {
         let refaults = self.cache.refault_activations(root);
         let seen = self.last_refaults.insert(root, refaults);
         let may_deactivate = crate::lru::inactive_is_low(inactive, active) || seen.is_some_and(|r| r != refaults);
-        let base = |m: &Memory, cg: usize, give: u64| (m.unlisted(cg) + m.cache.lists(cg).0).min(give);
-        let scanned: u64 = avail.iter().map(|&(cg, g)| base(self, cg, g)).sum();
-        for &(cg, _) in avail {
-            if may_deactivate {
-                let active = self.cache.lists(cg).1;
-                let part = if scanned == 0 {
-                    active
-                } else {
-                    ((active as u128 * want as u128).div_ceil(scanned as u128)) as u64
-                };
-                self.cache.deactivate_credit(cg, part);
-            }
-        }
-        let bases: Vec<(usize, u64)> = avail.iter().map(|&(cg, g)| (cg, base(self, cg, g))).collect();
-        let total: u64 = bases.iter().map(|&(_, b)| b).sum();
-        let mut plan: Vec<(usize, u64)> = if total == 0 {
-            avail.iter().map(|&(cg, _)| (cg, 0)).collect()
-        } else {
-            proportional_plan(&bases, want.min(total), total)
-        };
+        let mut plan: Vec<(usize, u64)> = avail.iter().map(|&(cg, _)| (cg, 0)).collect();
         let mut freed = 0;
-        for (i, &(cg, _)) in avail.iter().enumerate() {
-            let share = plan[i].1;
-            let loose = self.unlisted(cg).min(share);
-            let got = loose + self.cache.evict(cg, share - loose, root);
-            plan[i].1 = got;
-            freed += got;
-        }
-        // short with deactivation skipped: retry forcing it (`sc->force_deactivate`)
+        // a walk short of the goal with deactivation skipped is retried from DEF_PRIORITY
+        // forcing it (do_try_to_free_pages: `sc->force_deactivate`), scanning the active lists
+        // `size >> priority` as well — not all at once
         for deactivate in [may_deactivate, true] {
-            for (i, &(cg, give)) in avail.iter().enumerate() {
-                if freed >= want {
-                    break;
-                }
-                let room = give.saturating_sub(plan[i].1).min(want - freed);
-                let loose = self.unlisted(cg).saturating_sub(plan[i].1).min(room);
-                let got = loose + self.cache.shrink(cg, room - loose, deactivate, root);
-                plan[i].1 += got;
-                freed += got;
+            if freed >= want {
+                break;
             }
+            freed = self.priority_walk(root, avail, want, deactivate, full_walk, &mut plan);
+        }
+        // what is still short (protection caps, lists emptied meanwhile): cgroup by cgroup
+        for (i, &(cg, give)) in avail.iter().enumerate() {
+            if freed >= want {
+                break;
+            }
+            let room = give.saturating_sub(plan[i].1).min(want - freed);
+            let loose = self.unlisted(cg).saturating_sub(plan[i].1).min(room);
+            let got = loose + self.cache.shrink(cg, room - loose, true, root);
+            plan[i].1 += got;
+            freed += got;
         }
         plan
     }
 
-    /// Charge one page cache object (a file server's file, a writer's chunk) to `cg` for
-    /// `owner` and put it on the LRU (lru.rs `insert`); `accessed`: the access that brings
-    /// it in marks it (a read does, a write does not: FGP_WRITEBEGIN has no FGP_ACCESSED).
-    pub fn charge_object(&mut self, cg: usize, owner: Owner, s: Space, i: u32, accessed: bool) -> Charge {
-        if self.cache.where_is(s, i) != crate::lru::Where::Absent {
-            // already resident (another reader brought it in; a rewrite in place)
-            return Charge::default();
+    /// One walk of `shrink_file` from DEF_PRIORITY down (see there), adding to `plan`;
+    /// returns what the plan has freed in all.
+    fn priority_walk(
+        &mut self,
+        root: usize,
+        avail: &[(usize, u64)],
+        want: u64,
+        may_deactivate: bool,
+        full_walk: bool,
+        plan: &mut [(usize, u64)],
+    ) -> u64 {
+        let mut freed: u64 = plan.iter().map(|&(_, b)| b).sum();
+        let freed = &mut freed;
+        // the shared walk's position: the last memcg visited (mem_cgroup_iter's reclaim
+        // cookie); a new walk sees at least one memcg, from the first when at the end
+        let mut from = match self.walk.get(&root) {
+            Some(&last) if !full_walk => avail.iter().position(|&(cg, _)| cg > last).unwrap_or(0),
+            _ => 0,
+        };
+        'priority: for priority in (0..=DEF_PRIORITY).rev() {
+            for (i, &(cg, give)) in avail.iter().enumerate().skip(from) {
+                let own = self.cgs[cg].file.max(1);
+                let (listed, act) = self.cache.lists(cg);
+                // unlisted: charged cache on no list (a `dd`'s), less what this call took
+                // (what it evicted from the lists is still charged until the caller uncharges)
+                let loose_all = self.unlisted(cg).saturating_sub(plan[i].1);
+                let scaled = |size: u64| ((size as u128 * give as u128 / own as u128) as u64 / PAGE) >> priority;
+                let scan = scaled(listed + loose_all) * PAGE;
+                // a partial walk's lruvec takes what the round still lacks; on a full walk
+                // each takes its scan up to the goal, and the goal is checked after the walk
+                let goal = if full_walk { want } else { want.saturating_sub(*freed) };
+                let room = give.saturating_sub(plan[i].1).min(scan).min(goal);
+                if room > 0 {
+                    let loose = loose_all.min(room);
+                    let got = loose + self.cache.evict(cg, room - loose, root);
+                    plan[i].1 += got;
+                    *freed += got;
+                }
+                if may_deactivate {
+                    self.cache.deactivate_credit(cg, scaled(act) * PAGE);
+                }
+                if *freed >= want && !full_walk {
+                    self.walk.insert(root, cg);
+                    break 'priority;
+                }
+            }
+            from = 0;
+            self.walk.remove(&root);
+            if *freed >= want {
+                break;
+            }
         }
-        let bytes = self.cache.bytes_of(s, i);
-        let out = self.charge(cg, owner, Kind::File, bytes);
-        if !out.failed && !out.killed.contains(&owner) {
+        *freed
+    }
+
+    /// Bring one page cache object (a file server's file, a writer's chunk) in for `cg`'s
+    /// `owner`: its resident pages are accessed when `accessed` (a read marks what it copies;
+    /// a write does not: FGP_WRITEBEGIN has no FGP_ACCESSED), its missing pages are charged
+    /// and put on the LRU (lru.rs `add_pages`) SWAP_CLUSTER_MAX pages at a time, as the
+    /// kernel adds each folio to the LRU right after charging it (`filemap_add_folio`): the
+    /// object's first pages are on the inactive list while its last are charged. A charge's
+    /// reclaim can take pages of the object itself (it may be at the inactive tail): those
+    /// are charged again (a bounded number of times: an object larger than its limit stays
+    /// partly resident).
+    pub fn charge_object(&mut self, cg: usize, owner: Owner, s: Space, i: u32, accessed: bool) -> Charge {
+        let mut out = Charge::default();
+        if accessed && self.cache.resident_of(s, i) > 0 {
+            self.cache.touch(s, i);
+        }
+        let rounds = 2 * self.cache.bytes_of(s, i).div_ceil(SWAP_CLUSTER_BYTES) + 4;
+        for _ in 0..rounds {
+            let missing = (self.cache.bytes_of(s, i) - self.cache.resident_of(s, i)).min(SWAP_CLUSTER_BYTES);
+            if missing == 0 {
+                break;
+            }
+            let c = self.charge(cg, owner, Kind::File, missing);
+            let stop = c.failed || c.killed.contains(&owner);
+            out.absorb(c);
+            if stop {
+                break;
+            }
             // workingset_test_recent: with swap to put it in, anonymous memory is part of
             // the workingset a refault is measured against
             let anon = if self.swap_free() > 0 { self.cgs[cg].anon } else { 0 };
-            self.cache.insert(s, i, accessed, anon);
+            // exactly what was charged: pages the charge took of the object are missing again
+            self.cache.add_pages(s, i, missing, accessed, anon);
         }
         out
     }
@@ -810,22 +896,30 @@ impl Memory {
     }
 }
 
-/// Shares of `want` in proportion to each candidate's `(cgroup, weight)`, rounded down to
-/// pages, the remainder to the first ones (each at most its weight).
-fn proportional_plan(avail: &[(usize, u64)], want: u64, total: u64) -> Vec<(usize, u64)> {
+/// Shares of `want` in proportion to each candidate's `(cgroup, weight)`, in whole pages
+/// (each at most its weight). Reclaim goes in rounds of 32 pages, where a cgroup's share is
+/// often a fraction of a page: the fraction a cgroup was not given is carried to its next
+/// round (`carry`, bytes per cgroup), so over rounds each gives its proportion, as the
+/// kernel's scanning by the same fraction of every list does (`get_scan_count`); the pages
+/// left over go to the largest carries first (then in order).
+fn proportional_plan(avail: &[(usize, u64)], want: u64, total: u64, carry: &mut [u64]) -> Vec<(usize, u64)> {
     let mut plan: Vec<(usize, u64)> = avail
         .iter()
         .map(|&(cg, g)| {
-            (
-                cg,
-                (((want as u128) * g as u128 / total as u128) as u64 / PAGE * PAGE).min(g),
-            )
+            let exact = ((want as u128) * g as u128 / total as u128) as u64 + carry[cg];
+            let take = (exact / PAGE * PAGE).min(g);
+            carry[cg] = exact.saturating_sub(take).min(PAGE - 1);
+            (cg, take)
         })
         .collect();
     let mut left = want.saturating_sub(plan.iter().map(|&(_, p)| p).sum());
-    for (i, &(_, g)) in avail.iter().enumerate() {
+    let mut order: Vec<usize> = (0..avail.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(carry[avail[i].0]));
+    for i in order {
+        let (cg, g) = avail[i];
         let extra = left.min(g - plan[i].1);
         plan[i].1 += extra;
+        carry[cg] = carry[cg].saturating_sub(extra);
         left -= extra;
     }
     plan

@@ -610,6 +610,7 @@ impl Node {
                     working_set: *working_set_bytes,
                     file_bytes: *file_bytes,
                     disk_ns,
+                    disk_latency_ns: *disk_latency_ns,
                     disk_free_at: 0,
                     cached: 0,
                     hits: 0,
