@@ -162,6 +162,10 @@ class Node:
         gives the node's /proc/pressure/cpu; "memory.pressure" likewise)."""
     def reset_stats(self) -> None:
         """Zero every counter and latency record (used at the end of warm-up)."""
+    def runqlat(self, cgroup: str) -> list[int]:
+        """Wake-to-run delays of the cgroup's tasks since the last reset (hierarchical), as BCC's
+        runqlat buckets them: index = bit length of the delay in whole µs (0: under 1 µs;
+        k: [2^(k-1), 2^k) µs); 24 buckets, the last open-ended."""
     def cgroup_stats(self, cgroup: str) -> dict[str, int]:
         """{"usage_ns" (hierarchical, like cpuacct.usage), "wait_ns" (run-queue wait of its
         tasks, hierarchical), "nr_switches" (hierarchical), "nr_migrations" (times its tasks

@@ -134,9 +134,12 @@ class CgroupResult:
     # cgroup v1), and the time its tasks waited on IO; bytes it sent (None without a link)
     io: dict[str, int] | None = None
     net_tx_bytes: int | None = None
+    # wake-to-run delays of its tasks, sim/runqlat.py's buckets (None: a host run not traced)
+    runqlat: list[int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "runqlat_us": self.runqlat,
             "memory": self.memory,
             "io": self.io,
             "net_tx_bytes": self.net_tx_bytes,
@@ -291,6 +294,7 @@ class RunResult:
                 cpu_s=cpu_s,
                 cpu_share=cpu_s / capacity if capacity > 0 else math.nan,
                 wait_s=stats["wait_ns"] / NS,
+                runqlat=node.runqlat(cg),
                 nr_switches=int(stats["nr_switches"]),
                 nr_migrations=int(stats.get("nr_migrations", 0)),
                 nr_periods=int(stats["nr_periods"]),

@@ -770,7 +770,11 @@ impl Node {
             let task = &mut self.tasks[n];
             if task.state == TaskState::Runnable {
                 let waited = self.now - task.wait_start;
-                self.cgroups[task.cg].stats.wait_ns += waited;
+                let stats = &mut self.cgroups[task.cg].stats;
+                stats.wait_ns += waited;
+                if std::mem::take(&mut task.woken) {
+                    stats.runqlat[crate::stats::runqlat_bucket(waited)] += 1;
+                }
             }
             task.state = TaskState::Running;
             task.last_ran = self.now;
@@ -1188,6 +1192,7 @@ impl Node {
         self.enqueue_task(t, cpu, Enqueue::Wakeup);
         self.tasks[t].state = TaskState::Runnable;
         self.tasks[t].wait_start = self.now;
+        self.tasks[t].woken = true;
         self.check_preempt_curr(cpu, t);
     }
 
@@ -1218,6 +1223,7 @@ impl Node {
         self.add_runnable(t, cpu);
         self.tasks[t].state = TaskState::Runnable;
         self.tasks[t].wait_start = self.now;
+        self.tasks[t].woken = true;
         self.check_preempt_curr(cpu, t);
     }
 
@@ -1227,6 +1233,7 @@ impl Node {
         self.enqueue_task(t, cpu, Enqueue::New);
         self.tasks[t].state = TaskState::Runnable;
         self.tasks[t].wait_start = self.now;
+        self.tasks[t].woken = true;
         self.check_preempt_curr(cpu, t);
     }
 

@@ -58,6 +58,8 @@ pub struct Task {
     pub idle_policy: bool,
     /// When it last became runnable without running (for run-queue wait).
     pub wait_start: Ns,
+    /// It became runnable by a wakeup and has not run since (its wait goes to `runqlat`).
+    pub woken: bool,
     /// When it last got a CPU (the kernel's exec_start).
     pub last_ran: Ns,
     pub wl: usize,
@@ -441,6 +443,7 @@ impl Node {
             remaining: 0,
             idle_policy: false,
             wait_start: 0,
+            woken: false,
             last_ran: 0,
             wl,
             slot,

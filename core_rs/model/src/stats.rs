@@ -14,6 +14,19 @@ pub struct CgroupStats {
     /// Times one of its tasks changed CPU (`set_task_cpu` → se.nr_migrations: a wakeup
     /// placed elsewhere than its last CPU, balancing, a cpuset change; not fork placement).
     pub nr_migrations: u64,
+    /// Wake-to-run delays of its tasks (a wakeup or a new task's first wakeup until it got a
+    /// CPU), counted as BCC's runqlat counts them: bucket = the bit length of the delay in
+    /// whole µs (0: under 1 µs; k: [2^(k−1), 2^k) µs), the last bucket open-ended.
+    pub runqlat: [u64; RUNQLAT_BUCKETS],
+}
+
+/// Buckets of `CgroupStats::runqlat`: up to 2^22 µs (4.2 s), then one open-ended.
+pub const RUNQLAT_BUCKETS: usize = 24;
+
+/// The `runqlat` bucket of a delay of `ns`.
+pub fn runqlat_bucket(ns: Ns) -> usize {
+    let us = ns / 1_000;
+    ((u64::BITS - us.leading_zeros()) as usize).min(RUNQLAT_BUCKETS - 1)
 }
 
 #[derive(Debug, Clone, Default)]
@@ -74,6 +87,24 @@ pub fn percentile(values: &[Ns], p: f64) -> Option<Ns> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runqlat_buckets_are_the_bit_length_of_whole_microseconds() {
+        let cases = [
+            (0, 0),
+            (999, 0),
+            (1_000, 1),
+            (1_999, 1),
+            (2_000, 2),
+            (3_999, 2),
+            (4_000, 3),
+        ];
+        for (ns, k) in cases {
+            assert_eq!(runqlat_bucket(ns), k, "{ns} ns");
+        }
+        assert_eq!(runqlat_bucket(1_024_000), 11);
+        assert_eq!(runqlat_bucket(u64::MAX), RUNQLAT_BUCKETS - 1);
+    }
 
     #[test]
     fn nearest_rank() {

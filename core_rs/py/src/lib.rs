@@ -237,6 +237,16 @@ impl Node {
         })
     }
 
+    /// The cgroup's wake-to-run delay histogram since the last reset (hierarchical): runqlat's
+    /// log2 µs buckets (stats.rs `runqlat_bucket`).
+    fn runqlat(&mut self, cgroup: &str) -> PyResult<Vec<u64>> {
+        let id = self.inner.cgroup_id(cgroup).map_err(key_err)?;
+        let n = &self.inner;
+        Ok((0..colosim_core::stats::RUNQLAT_BUCKETS)
+            .map(|k| n.hierarchical(|g| g.stats.runqlat[k])[id])
+            .collect())
+    }
+
     fn cgroup_stats<'py>(&mut self, py: Python<'py>, cgroup: &str) -> PyResult<Bound<'py, PyDict>> {
         let id = self.inner.cgroup_id(cgroup).map_err(key_err)?;
         self.inner.settle();
