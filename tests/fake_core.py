@@ -96,6 +96,11 @@ class FakeNode:
             "psi_full_ns": 0,
         }
 
+    def runqlat(self, cgroup: str) -> list[int]:
+        if cgroup not in self._cgroups:
+            raise KeyError(f'no cgroup named "{cgroup}"')
+        return [0] * 24  # the fake schedules nothing: no wakeups
+
     def _period(self, w: dict[str, Any]) -> int:
         return 50_000_000 if w["kind"] == "closed_loop" else round(1e9 / w["rate_per_s"])
 

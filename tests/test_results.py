@@ -135,7 +135,9 @@ def test_results_json_document(experiment):
         "memory",  # null: the fake models no memory
         "io",  # null: nor a disk
         "net_tx_bytes",  # null: nor a link
+        "runqlat_us",  # all zero: the fake schedules no wakeups
     }
+    assert run["cgroups"]["offline"]["runqlat_us"] == [0] * 24
     assert run["cgroups"]["offline"]["memory"] is None
     assert run["cgroups"]["offline"]["io"] is None and run["cgroups"]["offline"]["net_tx_bytes"] is None
     assert len(run["cpus"]) == 8
