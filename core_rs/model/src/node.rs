@@ -155,6 +155,8 @@ pub struct Node {
     /// Optional trace of (time, cpu, running task) at every switch, for checks in tests.
     pub run_trace: Option<Vec<(Ns, CpuId, Option<TaskId>)>>,
     pub(crate) eff: Effects,
+    /// `detach_tasks`' candidates, kept between balances (lb_groups.rs): no allocation per pass.
+    pub(crate) lb_cands: Vec<TaskId>,
     /// Memory cgroups (node_memory.rs), when the spec gives the node's memory.
     pub memory: Option<crate::memcg::Memory>,
     /// Processes (tasks) each workload lost to the OOM killer.
@@ -302,6 +304,7 @@ impl Node {
             trace: None,
             run_trace: None,
             eff: Effects::default(),
+            lb_cands: vec![],
             memory: None,
             oom_kills: vec![],
             disk: None,
