@@ -957,63 +957,53 @@ impl Node {
     /// tasks, scaled by the entity's weight share at every level up to the root, floored at
     /// min_granularity (idle_min_granularity for an idle entity beside non-idle ones).
     fn sched_slice(&self, init: SeId) -> u64 {
-        let mut slice = 0;
-        self.slices_up(init, false, |_, s| slice = s);
-        slice
-    }
-
-    /// `sched_slice` of `init` (`each` false), or of every entity from `init` up whose queue
-    /// has company (`each` true: the tick's levels), in one walk to the root: each slice
-    /// starts at the period at its own level and is scaled by the weight share there and at
-    /// every level above, the same divisions in the same order as a walk per entity (the
-    /// roundings compound from the entity up, so the walks cannot share their products).
-    /// `f` gets each entity with its floored slice, from `init` up.
-    fn slices_up(&self, init: SeId, each: bool, mut f: impl FnMut(SeId, u64)) {
-        let cpu = self.rqs[self.ses[init].parent_rq].cpu;
-        let h_nr = self.rqs[self.root_rq(cpu)].h_nr_running as u64;
-        let mut started = [0; MAX_DEPTH];
-        let mut slices = [0u64; MAX_DEPTH];
-        let mut n = 0;
+        let on_rq = self.ses[init].on_rq;
+        let rq0 = self.ses[init].parent_rq;
+        let cpu = self.rqs[rq0].cpu;
+        let nr = self.rqs[self.root_rq(cpu)].h_nr_running as u64 + (!on_rq) as u64;
+        let mut slice = self.tun.period(nr);
         let mut se = init;
         loop {
             let s = &self.ses[se];
             let rq = &self.rqs[s.parent_rq];
-            if if each { rq.nr_running > 1 } else { se == init } {
-                started[n] = se;
-                slices[n] = self.tun.period(h_nr + (!s.on_rq) as u64);
-                n += 1;
-            }
             let load = rq.load + if s.on_rq { 0 } else { s.weight };
             if load > 0 {
-                for slice in &mut slices[..n] {
-                    *slice = crate::arith::div(*slice as u128 * s.weight as u128, load) as u64;
-                }
+                slice = crate::arith::div(slice as u128 * s.weight as u128, load) as u64;
             }
             match rq.gse {
                 Some(g) => se = g,
                 None => break,
             }
         }
-        for (&se, &slice) in started[..n].iter().zip(&slices[..n]) {
-            let r0 = &self.rqs[self.ses[se].parent_rq];
-            let sched_idle_rq = r0.h_nr_running > 0 && r0.idle_h_nr_running == r0.h_nr_running;
-            let min_gran = if self.se_is_idle(se) && !sched_idle_rq {
-                self.tun.idle_min_granularity
-            } else {
-                self.tun.min_granularity
-            };
-            f(se, slice.max(min_gran));
+        // Above both floors the floor does not matter: skip the idle tests.
+        if slice >= self.tun.min_granularity.max(self.tun.idle_min_granularity) {
+            return slice;
         }
+        let r0 = &self.rqs[rq0];
+        let sched_idle_rq = r0.h_nr_running > 0 && r0.idle_h_nr_running == r0.h_nr_running;
+        let min_gran = if self.se_is_idle(init) && !sched_idle_rq {
+            self.tun.idle_min_granularity
+        } else {
+            self.tun.min_granularity
+        };
+        slice.max(min_gran)
     }
 
-    /// The running task's entity at each level whose queue has company, with its ideal slice
-    /// and its queue's leftmost vruntime.
+    /// The running task's entity at each level whose queue has company, with its ideal slice.
     fn tick_levels(&self, cpu: CpuId, mut f: impl FnMut(SeId, u64, Option<i64>)) {
         let Some(t) = self.cpus[cpu].curr else { return };
-        self.slices_up(self.tasks[t].se, true, |se, slice| {
-            let left = self.rqs[self.ses[se].parent_rq].leftmost().map(|(v, _)| v);
-            f(se, slice.min(self.tun.sched_latency), left);
-        });
+        let mut se = self.tasks[t].se;
+        loop {
+            let rq = &self.rqs[self.ses[se].parent_rq];
+            if rq.nr_running > 1 {
+                let ideal = self.sched_slice(se).min(self.tun.sched_latency);
+                f(se, ideal, rq.leftmost().map(|(v, _)| v));
+            }
+            match rq.gse {
+                Some(g) => se = g,
+                None => break,
+            }
+        }
     }
 
     /// `check_preempt_tick` at every level (`entity_tick`): resched when the entity ran longer
