@@ -906,11 +906,7 @@ impl Node {
             ));
         }
         self.check_series_budget(t)?;
-        while let Some(at) = self.queue.peek_time() {
-            if at > t {
-                break;
-            }
-            let (at, ev) = self.queue.pop().unwrap();
+        while let Some((at, ev)) = self.queue.pop_until(t) {
             self.now = at;
             self.events += 1;
             self.handle(ev);
