@@ -154,7 +154,9 @@ pub struct Node {
     pub trace: Option<Vec<(Ns, CpuId, u32)>>,
     /// Optional trace of (time, cpu, running task) at every switch, for checks in tests.
     pub run_trace: Option<Vec<(Ns, CpuId, Option<TaskId>)>>,
-    pub(crate) eff: Effects,
+    /// The workloads' effects buffer, kept between events; boxed so that taking it out for
+    /// an event and putting it back moves a pointer, not the buffer's nine `Vec`s.
+    pub(crate) eff: Option<Box<Effects>>,
     /// `detach_tasks`' candidates, kept between balances (lb_groups.rs): no allocation per pass.
     pub(crate) lb_cands: Vec<TaskId>,
     /// Memory cgroups (node_memory.rs), when the spec gives the node's memory.
@@ -303,7 +305,7 @@ impl Node {
             psi_last: 0,
             trace: None,
             run_trace: None,
-            eff: Effects::default(),
+            eff: Some(Box::default()),
             lb_cands: vec![],
             memory: None,
             oom_kills: vec![],
@@ -994,10 +996,10 @@ impl Node {
                     return;
                 }
                 self.refresh_view(wl);
-                let mut eff = std::mem::take(&mut self.eff);
+                let mut eff = self.eff.take().unwrap_or_default();
                 self.workloads[wl].on_timer(wl, slot, self.now, &mut eff, &mut self.services);
                 self.apply_effects(&mut eff);
-                self.eff = eff;
+                self.eff = Some(eff);
             }
             Event::Period { cg, gen } => self.period_timer(cg, gen),
             Event::Slack { cg, gen } => self.slack_timer(cg, gen),
@@ -1021,7 +1023,7 @@ impl Node {
         if self.tasks[t].remaining == 0 {
             let (wl, slot) = (self.tasks[t].wl, self.tasks[t].slot);
             self.refresh_view(wl);
-            let mut eff = std::mem::take(&mut self.eff);
+            let mut eff = self.eff.take().unwrap_or_default();
             let next = self.workloads[wl].on_done(wl, slot, self.now, &mut eff, &mut self.services);
             match next {
                 Next::Compute(w) => {
@@ -1072,7 +1074,7 @@ impl Node {
             }
             self.apply_effects(&mut eff);
             self.waker = None;
-            self.eff = eff;
+            self.eff = Some(eff);
         } else if (self.now >= self.cpus[cpu].resched_at && self.tick_wants_resched(cpu))
             || self.bandwidth_exhausted(cpu)
         {
