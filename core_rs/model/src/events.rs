@@ -192,11 +192,19 @@ impl EventQueue {
         let mut i = self.width + slot;
         // The winner carried up the path: at each level only the sibling is read (the child
         // on the path is the winner from below), the left child winning ties as `earlier`.
-        let mut win = Timer { at, seq, slot: slot as u32 };
+        let mut win = Timer {
+            at,
+            seq,
+            slot: slot as u32,
+        };
         self.tree[i] = win;
         while i > 1 {
             let sibling = self.tree[i ^ 1];
-            win = if i & 1 == 0 { earlier(win, sibling) } else { earlier(sibling, win) };
+            win = if i & 1 == 0 {
+                earlier(win, sibling)
+            } else {
+                earlier(sibling, win)
+            };
             i /= 2;
             // Nothing changed here, so nothing changes above.
             if win == self.tree[i] {

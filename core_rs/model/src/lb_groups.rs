@@ -415,7 +415,13 @@ impl Node {
         // NR_MIGRATE) stay at its front for the preemption checks after the loop.
         let mut cands = std::mem::take(&mut self.lb_cands);
         cands.clear();
-        cands.extend(self.cpus[src].tasks.iter().copied().filter(|&t| self.can_migrate(t, dst)));
+        cands.extend(
+            self.cpus[src]
+                .tasks
+                .iter()
+                .copied()
+                .filter(|&t| self.can_migrate(t, dst)),
+        );
         cands.sort_by_key(|&t| (self.leaves_home(t, dst), self.tasks[t].last_ran, t));
         let mut nr_moved = 0;
         for i in 0..cands.len() {

@@ -247,7 +247,12 @@ impl Node {
                     ses.push(Se::new(SeKind::Group(cg * ncpus + cpu), parent_rq, NICE_0_LOAD));
                     Some(ses.len() - 1)
                 };
-                rqs.push(CfsRq::new(cg, cpu, gse, tun.scheduler == crate::spec::SchedulerKind::Eevdf));
+                rqs.push(CfsRq::new(
+                    cg,
+                    cpu,
+                    gse,
+                    tun.scheduler == crate::spec::SchedulerKind::Eevdf,
+                ));
             }
         }
         let domains_per_cpu: Vec<usize> = topo.domains.iter().map(|d| d.len()).collect();

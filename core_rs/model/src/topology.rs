@@ -187,7 +187,12 @@ impl Topology {
                 let mut lower = 1;
                 for (level, span, groups, group_cores) in [
                     (DomainLevel::Smt, &core_span[core], &smt_groups[core], &smt_cores[core]),
-                    (DomainLevel::Llc, &socket_span[socket], &llc_groups[socket], &llc_cores[socket]),
+                    (
+                        DomainLevel::Llc,
+                        &socket_span[socket],
+                        &llc_groups[socket],
+                        &llc_cores[socket],
+                    ),
                     (DomainLevel::Numa, &all, &numa_groups, &numa_cores),
                 ] {
                     if span.len() <= lower {
