@@ -190,27 +190,17 @@ impl EventQueue {
 
     fn set_leaf(&mut self, slot: usize, (at, seq): (Ns, u64)) {
         let mut i = self.width + slot;
-        // The winner carried up the path: at each level only the sibling is read (the child
-        // on the path is the winner from below), the left child winning ties as `earlier`.
-        let mut win = Timer {
-            at,
-            seq,
-            slot: slot as u32,
-        };
-        self.tree[i] = win;
-        while i > 1 {
-            let sibling = self.tree[i ^ 1];
-            win = if i & 1 == 0 {
-                earlier(win, sibling)
-            } else {
-                earlier(sibling, win)
-            };
-            i /= 2;
+        self.tree[i].at = at;
+        self.tree[i].seq = seq;
+        i /= 2;
+        while i >= 1 {
+            let new = earlier(self.tree[2 * i], self.tree[2 * i + 1]);
             // Nothing changed here, so nothing changes above.
-            if win == self.tree[i] {
+            if new == self.tree[i] {
                 break;
             }
-            self.tree[i] = win;
+            self.tree[i] = new;
+            i /= 2;
         }
     }
 
