@@ -981,6 +981,10 @@ impl Node {
                 None => break,
             }
         }
+        // Above both floors the floor does not matter: skip the idle tests.
+        if slice >= self.tun.min_granularity.max(self.tun.idle_min_granularity) {
+            return slice;
+        }
         let r0 = &self.rqs[rq0];
         let sched_idle_rq = r0.h_nr_running > 0 && r0.idle_h_nr_running == r0.h_nr_running;
         let min_gran = if self.se_is_idle(init) && !sched_idle_rq {

@@ -93,8 +93,11 @@ pub struct CfsRq {
     pub timeline: Vec<(i64, SeId)>,
     /// Running sums over the timeline (curr excluded), as the kernel keeps them for an O(1)
     /// `avg_vruntime` (`avg_vruntime_add`/`_sub`): Σ w·(v − min_vruntime) and Σ w, w unscaled.
+    /// Kept only under EEVDF (`keeps_avg`): CFS (≤ 6.5) has no `avg_vruntime`, and nothing
+    /// else reads them.
     pub sum_wkey: i128,
     pub sum_w: i128,
+    pub keeps_avg: bool,
     pub curr: Option<SeId>,
     /// The next buddy (`cfs_rq->next`): picked first while eligible (PICK_BUDDY).
     pub next: Option<SeId>,
@@ -146,7 +149,7 @@ impl Throttle {
 }
 
 impl CfsRq {
-    pub fn new(cg: CgId, cpu: CpuId, gse: Option<SeId>) -> CfsRq {
+    pub fn new(cg: CgId, cpu: CpuId, gse: Option<SeId>, keeps_avg: bool) -> CfsRq {
         CfsRq {
             cg,
             cpu,
@@ -159,6 +162,7 @@ impl CfsRq {
             timeline: Vec::new(),
             sum_wkey: 0,
             sum_w: 0,
+            keeps_avg,
             curr: None,
             next: None,
             throttled: Throttle::NONE,
@@ -180,25 +184,39 @@ impl CfsRq {
     /// `w` is the entity's unscaled weight.
     pub fn insert(&mut self, v: i64, se: SeId, w: u64) {
         let key = (v, se);
-        if let Err(i) = self.timeline.binary_search(&key) {
+        // CFS puts back the entity that used up its slice, whose key is most often past
+        // every queued one: an append, without the search.
+        if self.timeline.last().is_none_or(|&last| last < key) {
+            self.timeline.push(key);
+        } else if let Err(i) = self.timeline.binary_search(&key) {
             self.timeline.insert(i, key);
         }
-        self.sum_wkey += w as i128 * (v - self.min_vruntime) as i128;
-        self.sum_w += w as i128;
+        if self.keeps_avg {
+            self.sum_wkey += w as i128 * (v - self.min_vruntime) as i128;
+            self.sum_w += w as i128;
+        }
     }
 
     /// `__dequeue_entity` (`avg_vruntime_sub`).
     pub fn remove(&mut self, v: i64, se: SeId, w: u64) {
-        if let Ok(i) = self.timeline.binary_search(&(v, se)) {
+        let key = (v, se);
+        // CFS's pick takes the leftmost: no search for it.
+        if self.timeline.first() == Some(&key) {
+            self.timeline.remove(0);
+        } else if let Ok(i) = self.timeline.binary_search(&key) {
             self.timeline.remove(i);
         }
-        self.sum_wkey -= w as i128 * (v - self.min_vruntime) as i128;
-        self.sum_w -= w as i128;
+        if self.keeps_avg {
+            self.sum_wkey -= w as i128 * (v - self.min_vruntime) as i128;
+            self.sum_w -= w as i128;
+        }
     }
 
     /// min_vruntime moves forward: every key shrinks by the step (`avg_vruntime_update`).
     pub fn set_min_vruntime(&mut self, v: i64) {
-        self.sum_wkey -= self.sum_w * (v - self.min_vruntime) as i128;
+        if self.keeps_avg {
+            self.sum_wkey -= self.sum_w * (v - self.min_vruntime) as i128;
+        }
         self.min_vruntime = v;
     }
 }

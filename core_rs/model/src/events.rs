@@ -220,9 +220,19 @@ impl EventQueue {
     }
 
     pub fn pop(&mut self) -> Option<(Ns, Event)> {
+        self.pop_until(Ns::MAX)
+    }
+
+    /// The earliest event if it is due at or before `until` (`peek_time` then `pop` in one
+    /// look at the two stores: the event loop's step).
+    pub fn pop_until(&mut self, until: Ns) -> Option<(Ns, Event)> {
         self.clear_fired();
+        let heap = self.heap.peek().map(|e| (e.at, e.seq));
         if let Some(t) = self.first_timer() {
-            if self.heap.peek().is_none_or(|e| t.key() < (e.at, e.seq)) {
+            if heap.is_none_or(|h| t.key() < h) {
+                if t.at > until {
+                    return None;
+                }
                 let slot = t.slot as usize;
                 self.fired = Some(slot);
                 let gen = self.slot_gen[slot];
@@ -233,6 +243,9 @@ impl EventQueue {
                 };
                 return Some((t.at, ev));
             }
+        }
+        if heap?.0 > until {
+            return None;
         }
         self.heap.pop().map(|e| (e.at, e.ev))
     }
@@ -330,7 +343,10 @@ mod tests {
                         gens[s] += 1; // fired: what the node does (the next arm bumps gen)
                     }
                     assert_eq!(q.peek_time(), want.map(|w| w.0));
-                    assert_eq!(q.pop(), want);
+                    if let Some((t, _)) = want.filter(|w| w.0 > 0) {
+                        assert_eq!(q.pop_until(t - 1), None, "nothing is due before the earliest");
+                    }
+                    assert_eq!(q.pop_until(want.map_or(Ns::MAX, |w| w.0)), want);
                     if let Some((t, _)) = want {
                         now = t;
                     }

@@ -30,7 +30,6 @@
 use crate::events::Ns;
 use crate::node::{Node, TaskState};
 use crate::topology::{CpuId, DomainLevel};
-use crate::workload::TaskId;
 
 pub const SCHED_CAPACITY_SCALE: u64 = 1024;
 /// `sysctl_sched_migration_cost` (kernel-and-anchors.md §A3): 0.5 ms.
@@ -258,19 +257,16 @@ pub fn cache_nice_tries(level: DomainLevel) -> u32 {
 
 impl Node {
     /// `update_sg_lb_stats` for one group of CPUs, summing only those not `excluded`
-    /// (`env->cpus`); weight and capacity stay the whole group's.
-    fn sg_stats(&self, cpus: &[CpuId], excluded: &[CpuId], imbalance_pct: u64) -> SgStats {
+    /// (`env->cpus`); weight, capacity and cores (`sg->cores`, counted once in topology.rs)
+    /// stay the whole group's.
+    fn sg_stats(&self, cpus: &[CpuId], cores: u64, excluded: &[CpuId], imbalance_pct: u64) -> SgStats {
         let mut s = SgStats {
             group_weight: cpus.len() as u64,
             group_capacity: SCHED_CAPACITY_SCALE * cpus.len() as u64,
+            cores,
             ..Default::default()
         };
-        let mut cores: Vec<usize> = vec![];
         for &c in cpus {
-            let core = self.topo.core_of[c];
-            if !cores.contains(&core) {
-                cores.push(core);
-            }
             if excluded.contains(&c) {
                 continue;
             }
@@ -287,7 +283,6 @@ impl Node {
                 s.idle_cpus += 1;
             }
         }
-        s.cores = cores.len() as u64;
         s.avg_load = s.group_load * SCHED_CAPACITY_SCALE / s.group_capacity;
         s.group_type = group_classify(imbalance_pct, &s);
         s
@@ -360,22 +355,21 @@ impl Node {
         let env = self.lb_env(cpu, d);
         let mut excluded: Vec<CpuId> = vec![];
         loop {
-            let stats: Vec<SgStats> = dom
-                .groups
-                .iter()
-                .map(|g| self.sg_stats(g, &excluded, env.imbalance_pct))
-                .collect();
-            let local = stats[dom.local_group];
-            let mut busiest: Option<usize> = None;
-            for (g, s) in stats.iter().enumerate() {
-                if g != dom.local_group && pick_busiest(s, busiest.map(|b| &stats[b])) {
-                    busiest = Some(g);
+            // update_sd_lb_stats: one pass over the groups keeps the local group's stats, the
+            // busiest so far (`update_sd_pick_busiest` in group order) and the totals.
+            let mut local = SgStats::default();
+            let mut busiest: Option<(usize, SgStats)> = None;
+            let mut total = (0, 0);
+            for (g, cpus) in dom.groups.iter().enumerate() {
+                let s = self.sg_stats(cpus, dom.group_cores[g], &excluded, env.imbalance_pct);
+                if g == dom.local_group {
+                    local = s;
+                } else if pick_busiest(&s, busiest.as_ref().map(|(_, b)| b)) {
+                    busiest = Some((g, s));
                 }
+                total = (total.0 + s.group_load, total.1 + s.group_capacity);
             }
-            let total = stats
-                .iter()
-                .fold((0, 0), |a, s| (a.0 + s.group_load, a.1 + s.group_capacity));
-            let found = busiest.and_then(|b| find_imbalance(&env, &local, &stats[b], total).map(|f| (b, f)));
+            let found = busiest.and_then(|(b, bs)| find_imbalance(&env, &local, &bs, total).map(|f| (b, f)));
             let Some((bg, (mt, imbalance))) = found else {
                 self.cpus[cpu].nr_balance_failed[d] = 0;
                 return false;
@@ -418,16 +412,22 @@ impl Node {
         mut imbalance: i64,
         failed: u32,
     ) -> usize {
-        let mut cands: Vec<TaskId> = self.cpus[src]
-            .tasks
-            .iter()
-            .copied()
-            .filter(|&t| self.can_migrate(t, dst))
-            .collect();
+        // The candidates' buffer is kept between balances; the moved ones (at most
+        // NR_MIGRATE) stay at its front for the preemption checks after the loop.
+        let mut cands = std::mem::take(&mut self.lb_cands);
+        cands.clear();
+        cands.extend(
+            self.cpus[src]
+                .tasks
+                .iter()
+                .copied()
+                .filter(|&t| self.can_migrate(t, dst)),
+        );
         cands.sort_by_key(|&t| (self.leaves_home(t, dst), self.tasks[t].last_ran, t));
-        let mut moved: Vec<TaskId> = vec![];
-        for t in cands {
-            if moved.len() >= NR_MIGRATE || imbalance <= 0 || self.cpus[src].tasks.len() <= 1 {
+        let mut nr_moved = 0;
+        for i in 0..cands.len() {
+            let t = cands[i];
+            if nr_moved >= NR_MIGRATE || imbalance <= 0 || self.cpus[src].tasks.len() <= 1 {
                 break;
             }
             let task = &self.tasks[t];
@@ -460,14 +460,16 @@ impl Node {
             }
             imbalance -= cost;
             self.move_task(t, dst);
-            moved.push(t);
+            cands[nr_moved] = t;
+            nr_moved += 1;
         }
-        for &t in &moved {
+        for &t in &cands[..nr_moved] {
             if self.tasks[t].cpu == dst && self.tasks[t].state == TaskState::Runnable {
                 self.check_preempt_curr(dst, t);
             }
         }
-        moved.len()
+        self.lb_cands = cands;
+        nr_moved
     }
 
     /// `active_load_balance_cpu_stop`: the stopper preempts `src`'s running task and moves it
@@ -521,6 +523,7 @@ mod tests {
     //! Hand-worked fair.c arithmetic: classification, busiest choice, imbalance by type,
     //! task_hot, and the active balance of a lone running task.
     use super::*;
+    use crate::workload::TaskId;
 
     /// A group's stats from (weight, nr_running, idle CPUs, util, runnable, load).
     fn sg(weight: u64, nr: u64, idle: u64, util: u64, runnable: u64, load: u64, pct: u64) -> SgStats {

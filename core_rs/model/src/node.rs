@@ -161,7 +161,11 @@ pub struct Node {
     pub trace: Option<Vec<(Ns, CpuId, u32)>>,
     /// Optional trace of (time, cpu, running task) at every switch, for checks in tests.
     pub run_trace: Option<Vec<(Ns, CpuId, Option<TaskId>)>>,
-    pub(crate) eff: Effects,
+    /// The workloads' effects buffer, kept between events; boxed so that taking it out for
+    /// an event and putting it back moves a pointer, not the buffer's nine `Vec`s.
+    pub(crate) eff: Option<Box<Effects>>,
+    /// `detach_tasks`' candidates, kept between balances (lb_groups.rs): no allocation per pass.
+    pub(crate) lb_cands: Vec<TaskId>,
     /// Memory cgroups (node_memory.rs), when the spec gives the node's memory.
     pub memory: Option<crate::memcg::Memory>,
     /// Processes (tasks) each workload lost to the OOM killer.
@@ -250,7 +254,12 @@ impl Node {
                     ses.push(Se::new(SeKind::Group(cg * ncpus + cpu), parent_rq, NICE_0_LOAD));
                     Some(ses.len() - 1)
                 };
-                rqs.push(CfsRq::new(cg, cpu, gse));
+                rqs.push(CfsRq::new(
+                    cg,
+                    cpu,
+                    gse,
+                    tun.scheduler == crate::spec::SchedulerKind::Eevdf,
+                ));
             }
         }
         let domains_per_cpu: Vec<usize> = topo.domains.iter().map(|d| d.len()).collect();
@@ -309,7 +318,8 @@ impl Node {
             psi_last: 0,
             trace: None,
             run_trace: None,
-            eff: Effects::default(),
+            eff: Some(Box::default()),
+            lb_cands: vec![],
             memory: None,
             oom_kills: vec![],
             disk: None,
@@ -914,11 +924,7 @@ impl Node {
             ));
         }
         self.check_series_budget(t)?;
-        while let Some(at) = self.queue.peek_time() {
-            if at > t {
-                break;
-            }
-            let (at, ev) = self.queue.pop().unwrap();
+        while let Some((at, ev)) = self.queue.pop_until(t) {
             self.now = at;
             self.events += 1;
             self.handle(ev);
@@ -1006,10 +1012,10 @@ impl Node {
                     return;
                 }
                 self.refresh_view(wl);
-                let mut eff = std::mem::take(&mut self.eff);
+                let mut eff = self.eff.take().unwrap_or_default();
                 self.workloads[wl].on_timer(wl, slot, self.now, &mut eff, &mut self.services);
                 self.apply_effects(&mut eff);
-                self.eff = eff;
+                self.eff = Some(eff);
             }
             Event::Period { cg, gen } => self.period_timer(cg, gen),
             Event::Slack { cg, gen } => self.slack_timer(cg, gen),
@@ -1033,7 +1039,7 @@ impl Node {
         if self.tasks[t].remaining == 0 {
             let (wl, slot) = (self.tasks[t].wl, self.tasks[t].slot);
             self.refresh_view(wl);
-            let mut eff = std::mem::take(&mut self.eff);
+            let mut eff = self.eff.take().unwrap_or_default();
             let next = self.workloads[wl].on_done(wl, slot, self.now, &mut eff, &mut self.services);
             match next {
                 Next::Compute(w) => {
@@ -1084,7 +1090,7 @@ impl Node {
             }
             self.apply_effects(&mut eff);
             self.waker = None;
-            self.eff = eff;
+            self.eff = Some(eff);
         } else if (self.now >= self.cpus[cpu].resched_at && self.tick_wants_resched(cpu))
             || self.bandwidth_exhausted(cpu)
         {

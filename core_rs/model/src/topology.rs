@@ -42,6 +42,9 @@ pub struct Domain {
     pub groups: Groups,
     /// Index into `groups` of the group holding the owning CPU.
     pub local_group: usize,
+    /// Physical cores in each group (`sg->cores`), counted once here rather than at every
+    /// balance.
+    pub group_cores: Arc<[u64]>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -162,15 +165,35 @@ impl Topology {
             .map(|cpus| distinct(cpus, &|c| self.core_of[c], ncores, &core_span))
             .collect();
         let numa_groups = distinct(&all, &|c| self.socket_of[c], nsockets, &socket_span);
+        // Physical cores of each group, shared like the groups themselves.
+        let cores_of = |groups: &Groups| -> Arc<[u64]> {
+            groups
+                .iter()
+                .map(|g| {
+                    let mut cores: Vec<usize> = g.iter().map(|&c| self.core_of[c]).collect();
+                    cores.sort_unstable();
+                    cores.dedup();
+                    cores.len() as u64
+                })
+                .collect()
+        };
+        let smt_cores: Vec<Arc<[u64]>> = smt_groups.iter().map(cores_of).collect();
+        let llc_cores: Vec<Arc<[u64]>> = llc_groups.iter().map(cores_of).collect();
+        let numa_cores = cores_of(&numa_groups);
         (0..self.ncpus)
             .map(|cpu| {
                 let (core, socket) = (self.core_of[cpu], self.socket_of[cpu]);
                 let mut out: Vec<Domain> = vec![];
                 let mut lower = 1;
-                for (level, span, groups) in [
-                    (DomainLevel::Smt, &core_span[core], &smt_groups[core]),
-                    (DomainLevel::Llc, &socket_span[socket], &llc_groups[socket]),
-                    (DomainLevel::Numa, &all, &numa_groups),
+                for (level, span, groups, group_cores) in [
+                    (DomainLevel::Smt, &core_span[core], &smt_groups[core], &smt_cores[core]),
+                    (
+                        DomainLevel::Llc,
+                        &socket_span[socket],
+                        &llc_groups[socket],
+                        &llc_cores[socket],
+                    ),
+                    (DomainLevel::Numa, &all, &numa_groups, &numa_cores),
                 ] {
                     if span.len() <= lower {
                         continue;
@@ -182,6 +205,7 @@ impl Topology {
                         span: span.clone(),
                         groups: groups.clone(),
                         local_group,
+                        group_cores: group_cores.clone(),
                     });
                 }
                 out
@@ -223,6 +247,10 @@ mod tests {
         assert_eq!(t.domains[5][1].span.len(), 48);
         assert_eq!(t.domains[5][1].groups.len(), 24);
         assert_eq!(t.domains[5][2].groups.len(), 2);
+        // sg->cores: the two threads of a core are one core; a socket's group has 24.
+        assert_eq!(&*t.domains[5][0].group_cores, &[1, 1]);
+        assert_eq!(&*t.domains[5][1].group_cores, &[1; 24]);
+        assert_eq!(&*t.domains[5][2].group_cores, &[24, 24]);
     }
 
     #[test]

@@ -120,9 +120,10 @@ pub fn full_check(n: &Node, strict: bool) -> Result<(), String> {
                 r.cg, r.cpu, r.timeline, members[i]
             ));
         }
-        // the running sums of avg_vruntime, recomputed from the timeline
+        // the running sums of avg_vruntime, recomputed from the timeline (kept under EEVDF
+        // only; under CFS they stay zero)
         let (mut sk, mut sw) = (0i128, 0i128);
-        for &(v, se) in &r.timeline {
+        for &(v, se) in r.timeline.iter().filter(|_| r.keeps_avg) {
             let w = scale_load_down(n.ses[se].weight) as i128;
             sk += w * (v - r.min_vruntime) as i128;
             sw += w;
