@@ -62,7 +62,11 @@ from sim.errors import HostError
 # "4 -> 7", ...), with 0 µs apart. The last bucket, [2^22 µs ≈ 4.2 s, ∞), is open-ended.
 BUCKETS = 24
 BUFFER_KB = 4096  # per CPU, the instance's own ring buffer
-EVENTS = ("sched_wakeup", "sched_wakeup_new", "sched_switch")
+# how often the reader drains it (4 MiB per CPU holds seconds of this host's sched events)
+READ_INTERVAL_S = 0.05
+# sched_process_fork: a thread or process forked by a group member is the member's at once,
+# even if it is gone before the resolver could see it (a shell's `sleep 0.001`)
+EVENTS = ("sched_wakeup", "sched_wakeup_new", "sched_switch", "sched_process_fork")
 HOST_TRACEFS = Path("/sys/kernel/tracing")
 INSTANCE_PREFIX = "colosim-"
 # a shell in a mount namespace of its own, where mounts do not propagate to the host's
@@ -131,10 +135,10 @@ def _timestamp_us(text: str) -> int:
     return int(sec) * 1_000_000 + int(frac.ljust(6, "0")[:6])
 
 
-def _int_after(text: str, key: str) -> int:
-    """The integer following the last `key` (e.g. " pid=") in text: the last, since a comm
-    before it may hold anything."""
-    i = text.rfind(key)
+def _int_after(text: str, key: str, before: str | None = None) -> int:
+    """The integer following the last `key` (e.g. " pid=") in text (up to the last `before`):
+    the last, since a comm before it may hold anything."""
+    i = text.rfind(key, 0, text.rfind(before) if before is not None else len(text))
     if i < 0:
         raise ValueError(f"no {key.strip()!r}")
     i += len(key)
@@ -150,6 +154,7 @@ class Accumulator:
         self.pending: dict[int, tuple[int, bool, str]] = {}  # tid -> (wakeup µs, busy, group)
         self.running: dict[int, int] = {}  # cpu -> pid the last sched_switch there ran
         self.groups: dict[str, _Group] = {}
+        self.forked: dict[int, str] = {}  # tid -> its forking parent's group
         self.lost = 0
         self.unparsed = 0  # lines of our events that did not parse (said by RunqLat)
 
@@ -162,14 +167,18 @@ class Accumulator:
         head, body = line[:e], line[e + 2 :]
         try:
             event, _, fields = body.partition(": ")
-            toks = head.split()
+            # "COMM-PID [CPU] FLAGS SECONDS.MICROS" (irq-info on, as a new instance has it); the
+            # comm may hold spaces, so from the right
+            toks = head.rsplit(None, 3)
             now = _timestamp_us(toks[-1])
-            cpu = next(int(t[1:-1]) for t in reversed(toks) if t.startswith("[") and t.endswith("]"))
+            cpu = int(toks[-3].strip("[]"))
             if event == "sched_switch":
                 prev, arrow, nxt = fields.partition(" ==> ")
                 if not arrow:
                     raise ValueError("no ' ==> '")
                 self._switch(cpu, now, _int_after(prev, " prev_pid="), _int_after(" " + nxt, " next_pid="))
+            elif event == "sched_process_fork":
+                self._fork(_int_after(fields, " pid=", before=" child_comm="), _int_after(fields, " child_pid="))
             elif event in ("sched_wakeup", "sched_wakeup_new"):
                 self._wakeup(now, _int_after(fields, " pid="), _int_after(fields, " target_cpu="))
         except (ValueError, IndexError, StopIteration):
@@ -187,8 +196,19 @@ class Accumulator:
         self.pending.clear()
         self.running.pop(cpu, None)
 
+    def _group(self, tid: int) -> str | None:
+        group = self.forked.get(tid)
+        return group if group is not None else self.resolver(tid)
+
+    def _fork(self, parent: int, child: int) -> None:
+        group = self._group(parent)
+        if group is not None:
+            self.forked[child] = group
+        else:
+            self.forked.pop(child, None)  # a reused tid
+
     def _wakeup(self, now: int, tid: int, target: int) -> None:
-        group = self.resolver(tid)
+        group = self._group(tid)
         if group is None:
             self.pending.pop(tid, None)
             return
@@ -249,7 +269,9 @@ class CgroupResolver:
     (replay.session.Session.spawn), so an answer per tid would go stale exactly when a workload
     starts; and reading the groups' lists costs the same however many other threads the host
     runs. The snapshot is read again when a tid is not in it and it is older than
-    REFRESH_MISS_S (a thread that joined since), and whatever it holds after REFRESH_S."""
+    REFRESH_MISS_S (a thread that joined since), and whatever it holds after REFRESH_S. A tid
+    keeps the group it was last seen in (events are read up to READ_INTERVAL_S late, when
+    the thread may have exited)."""
 
     REFRESH_MISS_S = 0.005
     REFRESH_S = 0.5
@@ -269,7 +291,9 @@ class CgroupResolver:
             for d in dirs:
                 for tid in _threads(d):
                     members.setdefault(tid, name)
-        self.members = members
+        # a thread that left every group since keeps its last one: it has exited, mostly,
+        # and its last wakeups are still in the trace when they are read
+        self.members = {**self.members, **members}
         self.read_at = self.clock()
         self.reads += 1
 
@@ -430,27 +454,30 @@ class RunqLat:
         return self
 
     def _read(self) -> None:
+        """Drain trace_pipe every READ_INTERVAL_S. Not woken by poll: each wakeup of this
+        thread is itself traced (a wakeup and two switches), and waking on every new event
+        fed on itself — 22 k wakeups a second of the reader alone, measured here."""
         fd = self._fd
         assert fd is not None
         rest = b""
         try:
             while True:
-                stopping = self._stop.is_set()
-                ready, _, _ = select.select([fd], [], [], 0.1)
-                chunk = b""
-                if ready:
+                stopping = self._stop.is_set()  # before the drain: what follows it is read too
+                while True:
                     try:
                         chunk = os.read(fd, 1 << 16)
                     except BlockingIOError:
-                        chunk = b""
-                if chunk:
+                        break
+                    if not chunk:
+                        break
                     lines = (rest + chunk).split(b"\n")
                     rest = lines.pop()
                     with self._lock:
                         for raw in lines:
                             self.acc.feed(raw.decode(errors="replace"))
-                elif stopping:
-                    break  # tracing is off and the buffer drained
+                if stopping:
+                    break  # tracing was off before this drain: the buffer is empty
+                self._stop.wait(READ_INTERVAL_S)
         except BaseException as err:  # said by __exit__
             self._error = err
 
@@ -499,3 +526,59 @@ def _terminate(signum, frame):
     from replay.session import Interrupted
 
     raise Interrupted(signal.Signals(signum).name)
+
+
+# --- as a command -----------------------------------------------------------------------------
+
+
+def format_figures(name: str, f: RunqLatFigures) -> str:
+    """One group's histogram as BCC's runqlat prints it ("usecs : count  distribution")."""
+    last = max((k for k, n in enumerate(f.hist) if n), default=0)
+    top = max(f.hist) or 1
+    lines = [
+        f"{name}: {f.count} wakeups, {f.busy_count} onto a busy CPU; P50 < {f.p50_us:g} µs, "
+        f"P90 < {f.p90_us:g} µs, P99 < {f.p99_us:g} µs" + (f"; {f.lost} events LOST" if f.lost else ""),
+        f"{'usecs':>24} : {'count':<8} {'busy':<8} distribution",
+    ]
+    for k in range(last + 1):
+        lo, hi = (0, 0) if k == 0 else (2 ** (k - 1), 2**k - 1)
+        span = f"{lo} -> {hi}" if k < BUCKETS - 1 else f"{lo} -> inf"
+        lines.append(f"{span:>24} : {f.hist[k]:<8} {f.busy_hist[k]:<8} |{'*' * round(40 * f.hist[k] / top):<40}|")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m replay.runqlat SECONDS [NAME=CGROUP_DIR ...]`: trace for SECONDS, print each
+    group's histogram (no groups: every thread of the host, as one group "all")."""
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(prog="python -m replay.runqlat", description=main.__doc__)
+    ap.add_argument("seconds", type=float)
+    ap.add_argument("groups", nargs="*", metavar="NAME=CGROUP_DIR")
+    args = ap.parse_args(argv)
+    groups = {}
+    for g in args.groups:
+        name, eq, path = g.partition("=")
+        if not eq or not name or not Path(path).is_dir():
+            print(f"runqlat: {g!r}: give NAME=CGROUP_DIR with an existing cgroup directory", file=sys.stderr)
+            return 2
+        groups[name] = Path(path)
+    why = available()
+    if why is not None:
+        print(f"runqlat: {why}", file=sys.stderr)
+        return 1
+    resolver: Resolver = CgroupResolver(groups) if groups else (lambda tid: "all")
+    try:
+        with RunqLat(resolver) as rq:
+            time.sleep(args.seconds)
+    except HostError as err:
+        print(f"runqlat: {err}", file=sys.stderr)
+        return 1
+    for name, f in rq.result().items():
+        print(format_figures(name, f) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -138,6 +138,44 @@ def test_recorded_trace():
     assert acc.pending == {}
 
 
+# bash forks sh (16750), which forks `sleep 0.01` (16751), which exits (recorded as above,
+# lines 8-12 and 14 of other tasks; `sh -c 'sleep 0.01; true'`)
+FORKS = """\
+            bash-16739   [000] ..... 61902.506954: sched_process_fork: comm=bash pid=16739 child_comm=bash child_pid=16750
+            bash-16739   [000] d..2. 61902.506957: sched_wakeup_new: comm=bash pid=16750 prio=120 target_cpu=000
+            bash-16739   [000] d..2. 61902.507011: sched_switch: prev_comm=bash prev_pid=16739 prev_prio=120 prev_state=S ==> next_comm=bash next_pid=16750 next_prio=120
+              sh-16750   [000] ..... 61902.507930: sched_process_fork: comm=sh pid=16750 child_comm=sh child_pid=16751
+              sh-16750   [000] dN.2. 61902.507933: sched_wakeup_new: comm=sh pid=16751 prio=120 target_cpu=000
+              sh-16750   [000] d..2. 61902.507936: sched_switch: prev_comm=sh prev_pid=16750 prev_prio=120 prev_state=D ==> next_comm=sh next_pid=16751 next_prio=120
+           sleep-16751   [000] d..5. 61902.507959: sched_wakeup: comm=sh pid=16750 prio=120 target_cpu=000
+          python-15331   [001] d..2. 61902.508033: sched_switch: prev_comm=python prev_pid=15331 prev_prio=120 prev_state=R ==> next_comm=python next_pid=15923 next_prio=120
+          python-15923   [001] dN.4. 61902.508411: sched_wakeup: comm=kworker/1:0H pid=16642 prio=100 target_cpu=001
+          python-15923   [001] d..2. 61902.508413: sched_switch: prev_comm=python prev_pid=15923 prev_prio=120 prev_state=D ==> next_comm=kworker/1:0H next_pid=16642 next_prio=100
+    kworker/1:0H-16642   [001] d..2. 61902.508467: sched_switch: prev_comm=kworker/1:0H prev_pid=16642 prev_prio=100 prev_state=I ==> next_comm=python next_pid=15331 next_prio=120
+          python-15331   [001] d.s4. 61902.508593: sched_wakeup: comm=python pid=15923 prio=120 target_cpu=001
+           sleep-16751   [000] d..2. 61902.508755: sched_switch: prev_comm=sleep prev_pid=16751 prev_prio=120 prev_state=S ==> next_comm=sh next_pid=16750 next_prio=120
+              sh-16750   [000] d..2. 61902.508761: sched_switch: prev_comm=sh prev_pid=16750 prev_prio=120 prev_state=S ==> next_comm=rustc next_pid=16729 next_prio=120
+           rustc-16729   [000] dNh3. 61902.518847: sched_wakeup: comm=sleep pid=16751 prio=120 target_cpu=000
+           rustc-16729   [000] d..2. 61902.518858: sched_switch: prev_comm=rustc prev_pid=16729 prev_prio=120 prev_state=R ==> next_comm=sleep next_pid=16751 next_prio=120
+           sleep-16751   [000] dN.5. 61902.518968: sched_wakeup: comm=sh pid=16750 prio=120 target_cpu=000
+           sleep-16751   [000] d..2. 61902.518973: sched_switch: prev_comm=sleep prev_pid=16751 prev_prio=120 prev_state=Z ==> next_comm=sh next_pid=16750 next_prio=120
+              sh-16750   [000] dN.6. 61902.519044: sched_wakeup: comm=bash pid=16739 prio=120 target_cpu=000
+              sh-16750   [000] d..2. 61902.519046: sched_switch: prev_comm=sh prev_pid=16750 prev_prio=120 prev_state=Z ==> next_comm=bash next_pid=16739 next_prio=120
+"""
+
+
+def test_a_forked_child_is_its_parents_group_even_if_the_resolver_never_saw_it():
+    acc = feed(FORKS, resolver=lambda tid: "shell" if tid == 16750 else None)
+    got = acc.figures()["shell"]
+    # sh: wakeup_new 506957 → 507011 (54 µs), woken 507959 → 508755 (796), 518968 → 518973 (5);
+    # its child sleep, known only from sched_process_fork: 507933 → 507936 (3), 518847 → 518858 (11)
+    want = [0] * BUCKETS
+    for us in (54, 796, 5, 3, 11):
+        want[bucket(us)] += 1
+    assert got.hist == want and got.count == 5
+    assert acc.forked == {16751: "shell"}  # bash (16739) is in no group: 16750 inherits nothing
+
+
 def test_lost_events_forget_pending_wakeups():
     lines = RECORDED.splitlines()
     wake, switch = lines[2], lines[4]  # rustc 12193 woken at 451013, run at 451063
