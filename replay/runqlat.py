@@ -197,8 +197,11 @@ class Accumulator:
         self.running.pop(cpu, None)
 
     def _group(self, tid: int) -> str | None:
-        group = self.forked.get(tid)
-        return group if group is not None else self.resolver(tid)
+        """The resolver's answer; else the group of the member that forked it (a child gone
+        before the resolver could see it, or not seen yet). A child that joined another
+        group is that group's."""
+        group = self.resolver(tid)
+        return group if group is not None else self.forked.get(tid)
 
     def _fork(self, parent: int, child: int) -> None:
         group = self._group(parent)

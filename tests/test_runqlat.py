@@ -245,7 +245,8 @@ def _host_reason() -> str | None:
     return unavailable() or runqlat.available() or (f"no {', '.join(missing)}" if missing else None)
 
 
-HOST = pytest.mark.skipif(_host_reason() is not None, reason=f"host replay unavailable: {_host_reason()}")
+HOST_REASON = _host_reason()
+HOST = pytest.mark.skipif(HOST_REASON is not None, reason=f"host replay unavailable: {HOST_REASON}")
 
 
 def instances_now() -> list[str]:
@@ -329,3 +330,25 @@ def test_stale_instances_of_dead_processes_are_removed():
         assert f"removed trace instance {name}" in proc.stdout + proc.stderr
         assert mine.name not in proc.stdout + proc.stderr
         assert mine.name in instances_now() and name not in instances_now()
+
+
+@HOST
+def test_sigterm_cleans_up():
+    code = (
+        "import time\n"
+        "from replay.runqlat import RunqLat\n"
+        "with RunqLat(lambda tid: None) as rq:\n"
+        "    print(rq.name, rq.root, flush=True)\n"
+        "    time.sleep(60)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert child.stdout is not None
+    name, root = child.stdout.readline().split()
+    assert name in instances_now()
+    child.send_signal(signal.SIGTERM)
+    child.wait(timeout=30)
+    # the with block unwound: no instance, no holder (SIGTERM ends the process, after cleanup)
+    assert name not in instances_now()
+    if root.startswith("/proc/"):
+        assert liveness.start_time(int(root.split("/")[2])) is None
