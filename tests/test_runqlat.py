@@ -298,7 +298,7 @@ def test_sleeper_beside_stress_on_the_host():
 
 
 @HOST
-def test_stale_instances_of_dead_processes_are_removed():
+def test_stale_instances_of_dead_processes_are_removed_host():
     code = (
         "import sys, time\n"
         "from replay.runqlat import RunqLat\n"
@@ -333,7 +333,7 @@ def test_stale_instances_of_dead_processes_are_removed():
 
 
 @HOST
-def test_sigterm_cleans_up():
+def test_sigterm_cleans_up_host():
     code = (
         "import time\n"
         "from replay.runqlat import RunqLat\n"
