@@ -599,6 +599,20 @@ def write_outputs(out, scenario, host, predicted, comparisons, runs, fits: dict[
     write_report(both, out / "report.html", extra=[probed] if probed is not None else [])
 
 
+def _stale_trace_instances(say: Callable[[str], Any]) -> list[str]:
+    """Trace instances (replay.runqlat) whose process died: removed and said; none looked
+    for where tracefs cannot be reached (then no run of ours could have made one)."""
+    from replay.runqlat import remove_stale_instances
+
+    try:
+        removed = remove_stale_instances(say)
+    except HostError:
+        return []
+    for name in removed:
+        say(f"removed trace instance {name} (its process is gone)")
+    return removed
+
+
 def cleanup(say: Callable[[str], Any] = _say) -> int:
     """`colosim replay --cleanup`: remove what killed replays left — their run folders in the
     cgroup hierarchies (and the processes in them), their directories in the file system (and
@@ -645,6 +659,7 @@ def cleanup(say: Callable[[str], Any] = _say) -> int:
             say(f"removed {run.dir} (run {run.run_id}: {files} file{'s' if files != 1 else ''}, {size / 2**20:.1f} MiB{pids})")
         else:
             say(f"removed the record of run {run.run_id} ({run.record}; it left no directory)")
-    if not folders and not runs:
+    instances = _stale_trace_instances(say)
+    if not folders and not runs and not instances:
         say("nothing to clean up")
     return 0
