@@ -56,11 +56,12 @@ from pathlib import Path
 
 from sim import liveness
 from sim.errors import HostError
+from sim.runqlat import BUCKETS, bucket, percentile
 
-# Bucket k holds latencies of k significant bits in whole µs: bucket 0 is 0 µs (< 1 µs),
-# bucket k ≥ 1 is [2^(k-1), 2^k − 1] µs — BCC's runqlat buckets as it prints them ("2 -> 3",
-# "4 -> 7", ...), with 0 µs apart. The last bucket, [2^22 µs ≈ 4.2 s, ∞), is open-ended.
-BUCKETS = 24
+# The buckets are the simulator's (sim/runqlat.py): bucket k holds latencies of k significant
+# bits in whole µs — bucket 0 is 0 µs (< 1 µs), bucket k ≥ 1 is [2^(k-1), 2^k − 1] µs, BCC's
+# runqlat buckets as it prints them ("2 -> 3", "4 -> 7", ...), with 0 µs apart. The last
+# bucket, [2^22 µs ≈ 4.2 s, ∞), is open-ended.
 BUFFER_KB = 4096  # per CPU, the instance's own ring buffer
 # how often the reader drains it (4 MiB per CPU holds seconds of this host's sched events)
 READ_INTERVAL_S = 0.05
@@ -79,37 +80,11 @@ HOLDER_TIMEOUT_S = 10.0
 Resolver = Callable[[int], "str | None"]
 
 
-def bucket(us: int) -> int:
-    """The histogram bucket of a latency of `us` whole µs."""
-    return min(max(us, 0).bit_length(), BUCKETS - 1)
-
-
-def bucket_upper_us(k: int) -> float:
-    """The exclusive upper edge of bucket k in µs (inf for the open-ended last one)."""
-    return math.inf if k >= BUCKETS - 1 else float(2**k)
-
-
-def percentile_us(hist: list[int], q: float) -> float:
-    """The q-quantile (0 < q ≤ 1) of a histogram, as the upper edge of the bucket holding the
-    ceil(q·count)-th smallest latency: the latency is below it, and at least half of it
-    (a log2 histogram knows no better). NaN for an empty histogram."""
-    count = sum(hist)
-    if count == 0:
-        return math.nan
-    rank = max(1, math.ceil(q * count))
-    seen = 0
-    for k, n in enumerate(hist):
-        seen += n
-        if seen >= rank:
-            return bucket_upper_us(k)
-    return bucket_upper_us(len(hist) - 1)
-
-
 @dataclass(frozen=True)
 class RunqLatFigures:
     """One group's wake-to-run latencies: `hist` per bucket (see `bucket`), `busy_hist` the
     same for wakeups onto a CPU running another task, the counts, the percentiles (bucket upper
-    edges, `percentile_us`) and the events the kernel lost over the whole trace (any group's)."""
+    edges, `sim.runqlat.percentile`) and the events the kernel lost over the whole trace (any group's)."""
 
     hist: list[int]
     busy_hist: list[int]
@@ -240,9 +215,9 @@ class Accumulator:
                 busy_hist=list(g.busy_hist),
                 count=sum(g.hist),
                 busy_count=sum(g.busy_hist),
-                p50_us=percentile_us(g.hist, 0.50),
-                p90_us=percentile_us(g.hist, 0.90),
-                p99_us=percentile_us(g.hist, 0.99),
+                p50_us=percentile(g.hist, 0.50),
+                p90_us=percentile(g.hist, 0.90),
+                p99_us=percentile(g.hist, 0.99),
                 lost=self.lost,
             )
         return out

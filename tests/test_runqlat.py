@@ -22,9 +22,10 @@ import pytest
 from host_replay import unavailable
 
 from replay import runqlat
-from replay.runqlat import BUCKETS, Accumulator, CgroupResolver, RunqLat, bucket, bucket_upper_us, percentile_us
+from replay.runqlat import Accumulator, CgroupResolver, RunqLat
 from sim import liveness
 from sim.errors import HostError
+from sim.runqlat import BUCKETS, bucket, percentile, upper_us
 
 # Recorded (the first line: CPU 1's ring buffer of 4 KiB overflowed). Comms with a space
 # ("opt cgu.04") or a dash ("scheduler-1dd5d") are the kernel's own.
@@ -98,16 +99,16 @@ def test_buckets_are_runqlats():
     # bucket k holds [2^(k-1), 2^k - 1] µs (BCC's "2 -> 3", "4 -> 7"), 0 µs apart, last open
     assert [bucket(us) for us in (0, 1, 2, 3, 4, 7, 8, 50, 1023, 1024)] == [0, 1, 2, 2, 3, 3, 4, 6, 10, 11]
     assert bucket(2**22 - 1) == 22 and bucket(2**22) == BUCKETS - 1 and bucket(10**12) == BUCKETS - 1
-    assert bucket_upper_us(0) == 1 and bucket_upper_us(6) == 64 and bucket_upper_us(BUCKETS - 1) == math.inf
+    assert upper_us(0) == 1 and upper_us(6) == 64 and upper_us(BUCKETS - 1) == math.inf
 
 
 def test_percentiles_are_bucket_upper_edges():
     hist = [0] * BUCKETS
     hist[2], hist[5], hist[6] = 1, 1, 3  # 2-3 µs, 16-31 µs, 3 × 32-63 µs
     # rank ceil(q·5): q=0.2 → 1st (bucket 2), 0.4 → 2nd (bucket 5), 0.5 → 3rd (bucket 6)
-    assert (percentile_us(hist, 0.2), percentile_us(hist, 0.4), percentile_us(hist, 0.5)) == (4, 32, 64)
-    assert percentile_us(hist, 0.99) == 64
-    assert math.isnan(percentile_us([0] * BUCKETS, 0.5))
+    assert (percentile(hist, 0.2), percentile(hist, 0.4), percentile(hist, 0.5)) == (4, 32, 64)
+    assert percentile(hist, 0.99) == 64
+    assert math.isnan(percentile([0] * BUCKETS, 0.5))
 
 
 def test_recorded_trace():
