@@ -41,6 +41,7 @@ from replay.cgroupfs import BlockDevice, HostError, host_cpus, network_refusal, 
 from replay.host_kernel import host_kernel
 from replay.host_run import CGROUP_KNOBS, HostRun, check_knobs, host_equivalent, host_topology, missing_knobs, run_on_host
 from replay.session import Session
+from sim import runqlat
 from sim.results import ExperimentResult, RunResult, finite, markdown, sig3
 from sim.scenario import (
     IO_KINDS,
@@ -181,6 +182,12 @@ def metrics(run: RunResult, scenario: Scenario) -> dict[str, float]:
             out[f"{c} switches/s"] = cg.nr_switches / run.measured_s
             if cg.nr_migrations >= 0:
                 out[f"{c} migrations/s"] = cg.nr_migrations / run.measured_s
+        # wake-to-run delays (runqlat; a host run knows them when probed where tracefs can be
+        # had): the tail, and the share of wakeups held a millisecond or more — a tick's wait
+        hist = cg.runqlat if cg is not None else None
+        if hist and sum(hist):
+            out[f"{c} wake-to-run P99 (µs)"] = runqlat.percentile(hist, 0.99)
+            out[f"{c} wakeups held ≥ 1024 µs (share)"] = sum(hist[runqlat.bucket(1024) :]) / sum(hist)
     for c, cg in run.cgroups.items():
         if cg.nr_periods:
             out[f"{c} nr_throttled"] = float(cg.nr_throttled)

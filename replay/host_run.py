@@ -11,6 +11,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -34,6 +35,8 @@ from policies.cgroup import (
 from replay.cgroupfs import PERF_REFUSAL, HostBackend, HostError, WriteRecord, read_disk_stat, read_node_busy_s, resctrl_refusal
 from replay.host_kernel import host_kernel, kernel_overrides, parse_version, scheduler_of
 from replay.probe import Probe, ProbeResult, Watch
+from replay.runqlat import CgroupResolver, RunqLat, RunqLatFigures
+from replay.runqlat import available as runqlat_available
 from replay.session import Session, raise_if_interrupted
 from replay.workloads import HostWorkload
 from sim.results import CgroupResult, RunResult, ServiceResult, TimeSeries
@@ -258,10 +261,14 @@ def run_on_host(
     t0 = time.monotonic()
     backend._t0 = t0
     probe = None
+    tracer: ExitStack | None = None
+    runqlat: RunqLat | None = None
     if probe_hz and not session.dry_run:
         probe = cgroup_probe(backend, list(dict.fromkeys(w.model.cgroup for w in workloads)), probe_hz)
         probe.start()
+        runqlat, tracer = start_runqlat(backend, list(dict.fromkeys(w.model.cgroup for w in workloads)), session.say)
     probed = None
+    traced: dict[str, RunqLatFigures] | None = None
     try:
         for w in workloads:
             w.start(session, t0, duration, warmup, seed)
@@ -273,6 +280,8 @@ def run_on_host(
         at_warmup = samples[0] if warmup == 0 else None
         if probe is not None and warmup == 0:
             probe.mark()
+            if runqlat is not None:
+                runqlat.mark()
         if warmup == 0:
             for w in workloads:
                 w.start_generator(session)
@@ -291,6 +300,8 @@ def run_on_host(
                 at_warmup = snapshot()
                 if probe is not None:
                     probe.mark()
+                if runqlat is not None:
+                    runqlat.mark()
                 for w in workloads:
                     w.start_generator(session)
             if runner is not None and next_tick is not None and now >= next_tick:
@@ -305,6 +316,10 @@ def run_on_host(
         at_end = snapshot()
         if probe is not None:
             probed, probe = probe.stop(), None
+        if runqlat is not None and tracer is not None:
+            traced = runqlat.result()
+            tracer.close()
+            tracer = None
         for w in workloads:
             failure = w.dd_failure()
             if failure:
@@ -321,6 +336,8 @@ def run_on_host(
     finally:
         if probe is not None:
             probe.abort()
+        if tracer is not None:
+            tracer.close()
         session.kill_all()
         for w in workloads:
             w.close()
@@ -334,7 +351,24 @@ def run_on_host(
         result.decisions = [d.to_dict() for d in runner.decisions]
     if probed is not None:
         with_probe(result, probed)
+    for name, figures in (traced or {}).items():
+        if name in result.cgroups:
+            result.cgroups[name].runqlat = list(figures.hist)
     return HostRun(result, backend.log[first_write:], probed)
+
+
+def start_runqlat(backend: HostBackend, cgroups: list[str], say: Callable[[str], Any]) -> tuple[RunqLat | None, ExitStack | None]:
+    """The host's wake-to-run delays of the workloads' cgroups (replay/runqlat.py), traced
+    beside the probe where tracefs can be had; otherwise one line saying why not."""
+    why = runqlat_available()
+    if why is not None:
+        say(f"probe: no wake-to-run delays on this host ({why})")
+        return None, None
+    keys = backend.keys_for("cpu")
+    tracer = RunqLat(CgroupResolver({c: backend.dir(keys, c) for c in cgroups}))
+    stack = ExitStack()
+    stack.enter_context(tracer)
+    return tracer, stack
 
 
 def with_probe(result: RunResult, probed: ProbeResult) -> None:

@@ -490,6 +490,13 @@ class RunqLat:
         if self._error is not None and exc_type is None:
             raise HostError(f"runqlat: reading trace_pipe failed: {self._error}")
 
+    def mark(self) -> None:
+        """Count afresh from now (the end of a run's warm-up); wakeups already pending still
+        count when they run."""
+        with self._lock:
+            self.acc.groups.clear()
+            self.acc.lost = 0
+
     def result(self) -> dict[str, RunqLatFigures]:
         """Each group's figures so far (after the `with` block: all of them)."""
         with self._lock:
