@@ -599,6 +599,21 @@ impl Disk {
         self.start_writeback(now);
     }
 
+    /// The flusher's writeback in flight at `now`: how long until the first chunk completes
+    /// at the device's current sharing (ns), and its bytes; None when none is in flight.
+    /// What a task throttled in reclaim waits for (lru.rs `LegacyWait`).
+    pub fn writeback_due(&self, now: Ns) -> Option<(u64, u64)> {
+        let dt = now.saturating_sub(self.clock) as f64;
+        self.flows
+            .iter()
+            .filter(|f| f.kind == FlowKind::Writeback && f.rate > 0.0)
+            .map(|f| {
+                let left = (f.cost - f.done - f.rate * dt).max(0.0);
+                ((left / f.rate).ceil() as u64, f.bytes)
+            })
+            .min_by_key(|&(due, _)| due)
+    }
+
     /// Device time of writing back one byte: a flusher chunk's, sequential.
     pub fn writeback_ns_per_byte(spec: &DiskSpec) -> f64 {
         spec.device().cost(Dir::Write, WB_CHUNK, WB_CHUNK / WB_IO, false) / WB_CHUNK as f64
