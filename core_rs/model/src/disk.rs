@@ -928,7 +928,11 @@ mod tests {
         };
         d.submit(op(Dir::Write, false), 0);
         d.reshare();
-        assert_eq!(d.writeback_due(0), None, "under the background threshold: nothing in flight");
+        assert_eq!(
+            d.writeback_due(0),
+            None,
+            "under the background threshold: nothing in flight"
+        );
         d.wakeup_flusher(0);
         d.reshare();
         assert_eq!(d.writeback_due(0), Some((10_240_000, WB_CHUNK)));
