@@ -29,12 +29,14 @@
 //!   dirty pages out of the way until they're flushed", c55e8d035b28); when its writeback
 //!   ends it rotates to the inactive tail (`folio_end_writeback` → `folio_rotate_reclaimable`
 //!   → `lru_move_tail`, which clears PG_active) and is the next to go. Under legacy (cgroup
-//!   v1) memcg reclaim (!writeback_throttling_sane) the charging task is throttled twice
-//!   over: each batch of SWAP_CLUSTER_MAX dirty pages not yet under writeback makes it sleep
-//!   in `reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK)` until that much more was written back,
-//!   and a folio met again with PG_reclaim set while under writeback is waited for
-//!   (`folio_wait_writeback`, "Case 3") — here one chunk's device time, not paid twice for a
-//!   chunk already throttled over (`writeback` below).
+//!   v1) memcg reclaim (!writeback_throttling_sane) the charging task sleeps on writeback
+//!   two ways: a batch of SWAP_CLUSTER_MAX dirty pages not yet under writeback makes it sleep
+//!   in `reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK)` until 32 pages more were written back
+//!   (the flusher's next completion) or HZ/10, and a folio met again with PG_reclaim set
+//!   while under writeback is waited for (`folio_wait_writeback`, "Case 3") — until the
+//!   writeback in flight completes (`writeback` below). On this host the first binds: a
+//!   buffered writer under its memcg limit sleeps in `reclaim_throttle` ~40% of the time and
+//!   goes at the disk's write rate (docs/replay.md, "Memory on the host").
 //!
 //! An object is what a workload touches as one (a file server's file, a writer's chunk); it
 //! moves on the lists as one, as a large folio does, but is *reclaimed by the page*: reclaim
@@ -50,8 +52,6 @@
 /// Bytes per page (the unit of nonresident_age and refault distances).
 const PAGE: u64 = 4096;
 const NIL: u32 = u32::MAX;
-/// SWAP_CLUSTER_MAX pages: the batch shrink_inactive_list isolates.
-use crate::memcg::SWAP_CLUSTER_BYTES;
 /// reclaim_throttle's VMSCAN_THROTTLE_WRITEBACK timeout, HZ/10.
 const THROTTLE_WRITEBACK_NS: u64 = 100_000_000;
 
@@ -79,9 +79,11 @@ struct Obj {
     dirty: u32,
     /// PG_reclaim: reclaim met it dirty and set it aside.
     reclaim: bool,
-    /// A task was throttled for its writeback when it was set aside (below): by the time
-    /// reclaim meets it again the disk has written as much, so that wait is not paid twice.
-    paid: bool,
+    /// Its writeback domain and where its latest dirtying ends in that domain's stream of
+    /// dirty bytes (`WbQueue::pushed` then): it is under writeback (queued) once the
+    /// flusher's in-flight chunk reaches that far.
+    domain: u32,
+    ends_at: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -140,6 +142,12 @@ struct WbQueue {
     q: std::collections::VecDeque<(u32, u64)>,
     /// Bytes written back but short of the front entry.
     credit: u64,
+    /// Bytes ever dirtied in the domain, and ever written back: positions in its stream.
+    pushed: u64,
+    written: u64,
+    /// Bytes a throttled reclaimer already counted written back (it slept until they were,
+    /// `writeback`) that the disk has yet to report.
+    ahead: u64,
 }
 
 /// The legacy-memcg writeback rule (`writeback` below), when on.
@@ -147,6 +155,41 @@ struct WbQueue {
 pub struct LegacyWait {
     /// Device time of writing back one byte (the disk's linear model, sequential).
     pub ns_per_byte: f64,
+    /// The disk's writeback in flight, as the node last saw it: how long until it completes
+    /// (ns from now, at the device's current sharing), and how many bytes of each domain's
+    /// stream it covers past what was written back (`Disk::writeback_due`). None: nothing
+    /// in flight — the flusher woken now submits a chunk, done after its device time.
+    pub in_flight: Option<(u64, u64)>,
+}
+
+impl LegacyWait {
+    pub fn new(ns_per_byte: f64) -> LegacyWait {
+        LegacyWait {
+            ns_per_byte,
+            in_flight: None,
+        }
+    }
+
+    /// When the next writeback completes, ns from now: the one in flight, else a flusher
+    /// chunk's (MAX_WRITEBACK_PAGES) device time.
+    fn next_completion(&self) -> u64 {
+        match self.in_flight {
+            Some((due, _)) => due,
+            None => (crate::disk::WB_CHUNK as f64 * self.ns_per_byte).ceil() as u64,
+        }
+    }
+}
+
+/// Where a legacy-memcg reclaimer slept on writeback (the host's /proc/PID/stack names the
+/// same two: `reclaim_throttle` and `folio_wait_writeback`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WritebackWaits {
+    /// `reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK)` sleeps and their total ns.
+    pub throttles: u64,
+    pub throttle_ns: u64,
+    /// `folio_wait_writeback` (shrink_folio_list case 3) sleeps and their total ns.
+    pub waits: u64,
+    pub wait_ns: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -165,6 +208,9 @@ pub struct PageCache {
     /// Reclaim met dirty pages not yet set aside: wake the flushers
     /// (shrink_inactive_list's `wakeup_flusher_threads(WB_REASON_VMSCAN)`).
     pub kick_flusher: bool,
+    /// The current reclaim has been throttled once (reset when a reclaim starts).
+    pub throttled: bool,
+    pub waits: WritebackWaits,
 }
 
 /// `inactive_is_low`: inactive × inactive_ratio(inactive + active) < active.
@@ -212,6 +258,8 @@ impl PageCache {
             may_wait: false,
             waited_ns: 0,
             kick_flusher: false,
+            throttled: false,
+            waits: WritebackWaits::default(),
         }
     }
 
@@ -229,7 +277,8 @@ impl PageCache {
             cg,
             dirty: 0,
             reclaim: false,
-            paid: false,
+            domain: 0,
+            ends_at: 0,
         }));
         Space { base, n }
     }
@@ -381,7 +430,6 @@ impl PageCache {
         });
         self.objs[id as usize].shadow = None;
         self.objs[id as usize].reclaim = false;
-        self.objs[id as usize].paid = false;
         self.vecs[o.cg].epoch += 1;
         if o.at == Where::Absent {
             self.objs[id as usize].resident = missing;
@@ -485,39 +533,45 @@ impl PageCache {
         freed
     }
 
-    /// Reclaim meets dirty object `id` at the inactive tail (shrink_folio_list). Met for the
-    /// first time it is marked PG_reclaim and activated — out of the way while reclaim goes
-    /// on for clean pages (`activate_locked`; `move_folios_to_lru` ages the lruvec for an
-    /// activation) — and the flushers are woken: false, it stays. Met again, PG_reclaim set
-    /// (it is under writeback by then: the flushers were woken when it was first met), by a
-    /// legacy memcg reclaim that may wait: the task waits until the disk has written it
-    /// (`folio_wait_writeback`, its device time at the disk's sequential write rate) and it
-    /// is clean — true, it can go. Global reclaim and cgroup v2 never wait here (case 2).
+    /// Reclaim meets dirty object `id` at the inactive tail (shrink_folio_list, 6.6–6.18):
+    /// - under writeback (queued: inside the flusher's chunk in flight) and already
+    ///   PG_reclaim, by a legacy memcg reclaim that may wait: "case 3", `folio_wait_writeback`
+    ///   — the task sleeps until that writeback completes and the object, clean, can go (true);
+    /// - under writeback, not yet PG_reclaim (case 2), or in global / cgroup v2 reclaim: it is
+    ///   marked PG_reclaim and activated, out of the way (`activate_locked`; the lruvec ages
+    ///   by it), false;
+    /// - dirty and not queued: the same, and it counts toward `nr_unqueued_dirty`; a batch of
+    ///   SWAP_CLUSTER_MAX such pages wakes the flushers and, on legacy memcg, throttles the
+    ///   task (`shrink_inactive_list` → `reclaim_throttle(pgdat, VMSCAN_THROTTLE_WRITEBACK)`,
+    ///   81a70c21d917): it sleeps until `__acct_reclaim_writeback` counts SWAP_CLUSTER_MAX ×
+    ///   nr_throttled pages more written back node-wide — the next completion of the
+    ///   flusher's writeback, whose chunk is ≥ 32 pages — or the HZ/10 timeout. Once per
+    ///   reclaim here: woken, the kernel's reclaim finds the pages that completion cleaned
+    ///   rotated to the inactive tail (`folio_rotate_reclaimable`) and takes them, where this
+    ///   synchronous reclaim sets the rest aside unthrottled.
     fn writeback(&mut self, id: u32) -> bool {
         let o = self.objs[id as usize];
-        if o.reclaim && self.may_wait {
-            if let Some(l) = self.legacy {
-                if !o.paid {
-                    self.waited_ns += (o.resident as f64 * l.ns_per_byte).ceil() as u64;
-                }
-                return true;
-            }
+        let legacy = self.legacy.filter(|_| self.may_wait);
+        let queued = self.queued(&o);
+        if let (Some(l), true, true) = (legacy, o.reclaim, queued) {
+            let t = l.next_completion();
+            self.waited_ns += t;
+            self.waits.waits += 1;
+            self.waits.wait_ns += t;
+            return true;
         }
-        if !o.reclaim {
+        if !queued {
             self.kick_flusher = true;
-            // shrink_inactive_list: a batch of SWAP_CLUSTER_MAX pages all dirty and unqueued
-            // wakes the flushers and, on legacy memcg, `reclaim_throttle(pgdat,
-            // VMSCAN_THROTTLE_WRITEBACK)` (81a70c21d917, "fix dirty pages throttling on cgroup
-            // v1"): the task sleeps until SWAP_CLUSTER_MAX × nr_throttled pages more were
-            // written back node-wide (`__acct_reclaim_writeback`) or HZ/10 — one batch's
-            // device time a batch, the flusher streaming and one task throttled
-            if self.may_wait {
-                if let Some(l) = self.legacy {
-                    let batches = o.resident.div_ceil(SWAP_CLUSTER_BYTES);
-                    let per_batch = (SWAP_CLUSTER_BYTES as f64 * l.ns_per_byte).ceil() as u64;
-                    self.waited_ns += batches * per_batch.min(THROTTLE_WRITEBACK_NS);
-                    self.objs[id as usize].paid = true;
+            if let Some(l) = legacy {
+                self.throttle(l, o.domain as usize);
+                if self.objs[id as usize].dirty == 0 {
+                    return true; // written back while the task slept: clean, it can go
                 }
+                self.objs[id as usize].reclaim = true;
+                self.unlink(id);
+                self.push_head(id, Where::Active);
+                self.age_nonresident(o.cg, o.resident);
+                return false;
             }
         }
         self.objs[id as usize].reclaim = true;
@@ -527,13 +581,50 @@ impl PageCache {
         false
     }
 
+    /// `reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK)`: sleep until the next writeback
+    /// completion — the chunk in flight, or (a second throttle in this reclaim, or nothing in
+    /// flight) the flusher's next chunk, one chunk's device time on — or HZ/10. The reclaim
+    /// goes on after the wake: that completion's pages are clean by then (set aside, they
+    /// rotate to the inactive tail and are taken first), and the flusher's next chunk is in
+    /// flight.
+    fn throttle(&mut self, l: LegacyWait, domain: usize) {
+        let chunk_ns = (crate::disk::WB_CHUNK as f64 * l.ns_per_byte).ceil() as u64;
+        let (due, bytes) = match l.in_flight.filter(|_| !self.throttled) {
+            Some(f) => f,
+            None => (chunk_ns, crate::disk::WB_CHUNK),
+        };
+        let t = due.min(THROTTLE_WRITEBACK_NS);
+        self.waited_ns += t;
+        self.throttled = true;
+        self.waits.throttles += 1;
+        self.waits.throttle_ns += t;
+        let q = &self.wb[domain];
+        let bytes = bytes.min(q.pushed - q.written);
+        self.wb[domain].ahead += bytes;
+        self.clean(domain, bytes);
+        if let Some(l) = self.legacy.as_mut() {
+            l.in_flight = Some((chunk_ns, crate::disk::WB_CHUNK));
+        }
+    }
+
+    /// Whether dirty object `o` is under writeback: its dirtying ends within the chunk the
+    /// flusher has in flight (the model's flusher submits one chunk a domain at a time).
+    fn queued(&self, o: &Obj) -> bool {
+        let in_flight = self.legacy.and_then(|l| l.in_flight).map_or(0, |(_, b)| b);
+        o.ends_at <= self.wb[o.domain as usize].written + in_flight
+    }
+
     /// Object `i` was dirtied (a buffered write) in writeback domain `domain`; `None`: a
     /// buffered write of `bytes` of no object, kept for the order.
     pub fn dirty(&mut self, domain: usize, obj: Option<(Space, u32)>, bytes: u64) {
+        self.wb[domain].pushed += bytes;
         let id = match obj {
             Some((s, i)) => {
                 let id = s.base + i;
-                self.objs[id as usize].dirty += 1;
+                let o = &mut self.objs[id as usize];
+                o.dirty += 1;
+                o.domain = domain as u32;
+                o.ends_at = self.wb[domain].pushed;
                 id
             }
             None => NIL,
@@ -545,7 +636,16 @@ impl PageCache {
     /// whose last writeback this was is clean; set aside by reclaim (PG_reclaim), it moves to
     /// its inactive tail (`folio_rotate_reclaimable` → `lru_move_tail`, PG_active cleared).
     pub fn written_back(&mut self, domain: usize, bytes: u64) {
+        // what a throttled reclaimer already counted (`throttle`) is not cleaned twice
+        let early = self.wb[domain].ahead.min(bytes);
+        self.wb[domain].ahead -= early;
+        self.clean(domain, bytes - early);
+    }
+
+    /// `bytes` more of `domain`'s dirty stream are written back, oldest first.
+    fn clean(&mut self, domain: usize, bytes: u64) {
         self.wb[domain].credit += bytes;
+        self.wb[domain].written += bytes;
         while let Some(&(id, b)) = self.wb[domain].q.front() {
             if self.wb[domain].credit < b {
                 break;
@@ -565,6 +665,7 @@ impl PageCache {
         }
         if self.wb[domain].q.is_empty() {
             self.wb[domain].credit = 0;
+            self.wb[domain].written = self.wb[domain].pushed;
         }
     }
 

@@ -558,8 +558,10 @@ impl Memory {
     /// cgroup v1 (lru.rs `writeback`); what it waited becomes its sleep (`throttle_ns`).
     pub fn reclaim(&mut self, root: usize, target: u64, out: &mut Charge, direct: bool) -> u64 {
         let was = std::mem::replace(&mut self.cache.may_wait, direct && root != 0);
+        let was_throttled = std::mem::replace(&mut self.cache.throttled, false);
         let freed = self.reclaim_kinds(root, target, out, direct);
         self.cache.may_wait = was;
+        self.cache.throttled = was_throttled;
         if direct {
             out.throttle_ns += std::mem::take(&mut self.cache.waited_ns);
         }

@@ -63,9 +63,7 @@ impl Node {
         // reclaim); v2 is left as it was (dirty pages are not tracked there yet)
         if spec.kernel.memcg_v1 {
             if let Some(d) = &spec.disk {
-                m.cache.legacy = Some(crate::lru::LegacyWait {
-                    ns_per_byte: crate::disk::Disk::writeback_ns_per_byte(d),
-                });
+                m.cache.legacy = Some(crate::lru::LegacyWait::new(crate::disk::Disk::writeback_ns_per_byte(d)));
             }
         }
         self.memory = Some(m);
@@ -79,6 +77,13 @@ impl Node {
             return costs;
         }
         let mut killed_any = false;
+        // what a reclaimer throttled on writeback now waits for: the disk's chunk in flight
+        let now = self.now;
+        if let (Some(m), Some(d)) = (self.memory.as_mut(), self.disk.as_ref()) {
+            if let Some(l) = m.cache.legacy.as_mut() {
+                l.in_flight = d.writeback_due(now);
+            }
+        }
         let charges = std::mem::take(&mut eff.charges)
             .into_iter()
             .map(|(t, k, b)| (t, Ok((k, b))));

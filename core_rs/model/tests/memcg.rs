@@ -480,7 +480,7 @@ fn refaults_are_measured_in_the_reclaim_targets_age() {
 fn legacy_pod(limit: u64, ns_per_byte: f64) -> (Memory, lru::Space) {
     let mut m = tree(64 * GI);
     m.cgs[1].max = limit;
-    m.cache.legacy = Some(lru::LegacyWait { ns_per_byte });
+    m.cache.legacy = Some(lru::LegacyWait::new(ns_per_byte));
     let chunks = m.cache.register(3, 1024, MI);
     (m, chunks)
 }
@@ -494,61 +494,104 @@ fn write_chunk(m: &mut Memory, chunks: lru::Space, i: u32) -> Charge {
     c
 }
 
-/// cgroup v1 (legacy memcg) reclaim is throttled by writeback: pod a(1) at 64 MiB, a writer
-/// a2(3) whose every 1 MiB chunk is dirty and, here, never written back by the flusher, on a
-/// disk writing 1 byte/ns. The first 64 chunks fit. The 65th finds only dirty, unqueued
-/// chunks at the inactive tail: each is set aside (PG_reclaim, activated) and every batch of
-/// 32 pages of it throttles the task (shrink_inactive_list's `reclaim_throttle`,
-/// VMSCAN_THROTTLE_WRITEBACK, until 32 pages were written back: 128 KiB × 1 ns) — 64 MiB of
-/// device time; the flushers are woken; met again, the oldest (its writeback already waited
-/// for) is freed. From then on each new chunk is set aside once, 1 MiB of device time a
-/// chunk: the writer waits 1 MiB of writeback for every MiB it writes — it goes at the
-/// disk's write rate.
+/// cgroup v1 (legacy memcg) reclaim is throttled by writeback (mm/vmscan.c 6.6–6.18): pod
+/// a(1) at 16 MiB full of the writer's 16 dirty 1 MiB chunks, the flusher's 4 MiB chunk in
+/// flight (chunks 0–3, under writeback) due in 0.3 ms, the disk writing 2 ns a byte. Chunk
+/// 16's first 32-page round meets chunks 0–3 at the inactive tail under writeback, not yet
+/// PG_reclaim: each is set aside, unthrottled (case 2); chunk 4, dirty and not queued, makes
+/// the reclaimer sleep in `reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK)` until 32 pages more
+/// are written back (`__acct_reclaim_writeback`): the completion in flight, 0.3 ms — not
+/// HZ/10. Woken, chunks 0–3 are clean and rotated to the inactive tail
+/// (`folio_rotate_reclaimable`); chunk 4 is set aside and chunk 3 goes, 32 pages a round, no
+/// more waits. Chunks 17–19 take chunks 2, 1, 0. Chunk 20 meets chunks 5–7, under the
+/// flusher's next chunk (in flight since the completion), then chunk 8, not queued: one
+/// throttle until that chunk completes, 4 MiB × 2 ns.
 #[test]
-fn legacy_memcg_reclaim_waits_for_writeback_at_the_disks_rate() {
-    let (mut m, chunks) = legacy_pod(64 * MI, 1.0);
-    let mut waits = vec![];
-    for i in 0..288 {
-        let c = write_chunk(&mut m, chunks, i);
-        assert_eq!(c.reclaimed, if i < 64 { 0 } else { MI }, "chunk {i}");
-        waits.push(c.throttle_ns);
+fn legacy_memcg_reclaim_throttle_waits_for_the_next_writeback_completion() {
+    let (mut m, chunks) = legacy_pod(16 * MI, 2.0);
+    for i in 0..16 {
+        assert_eq!(write_chunk(&mut m, chunks, i).throttle_ns, 0);
     }
-    assert!(waits[..64].iter().all(|&w| w == 0));
-    assert_eq!(waits[64], 64 * MI);
-    // after the first window (the 64 set-aside chunks deactivated `size >> priority` at a
-    // time while new ones pile up behind them), every chunk is throttled once when first met:
-    // ~32 MiB per 32 chunks, give or take a chunk met across a window's edge
-    for k in 1..6 {
-        let round: u64 = waits[65 + 32 * k..97 + 32 * k].iter().sum();
-        assert!((30 * MI..=36 * MI).contains(&round), "window {k}: {} MiB", round >> 20);
-    }
+    m.cache.legacy.as_mut().unwrap().in_flight = Some((300_000, 4 * MI));
+    let c = write_chunk(&mut m, chunks, 16);
+    assert_eq!((c.reclaimed, c.throttle_ns), (MI, 300_000));
+    assert_eq!(
+        m.cache.waits,
+        lru::WritebackWaits {
+            throttles: 1,
+            throttle_ns: 300_000,
+            waits: 0,
+            wait_ns: 0
+        }
+    );
     assert!(m.cache.kick_flusher, "reclaim met dirty pages nobody writes back");
-    assert_eq!(m.cgs[1].usage, 64 * MI);
+    assert_eq!(m.cache.where_is(chunks, 3), lru::Where::Absent);
+    assert!((0..3).all(|i| !m.cache.is_dirty(chunks, i) && m.cache.where_is(chunks, i) == lru::Where::Inactive));
+    assert!(m.cache.is_dirty(chunks, 4) && m.cache.where_is(chunks, 4) == lru::Where::Active);
+    for (i, gone) in [(17, 2), (18, 1), (19, 0)] {
+        assert_eq!(write_chunk(&mut m, chunks, i).throttle_ns, 0, "chunk {i}");
+        assert_eq!(m.cache.where_is(chunks, gone), lru::Where::Absent);
+    }
+    let c = write_chunk(&mut m, chunks, 20);
+    assert_eq!(c.throttle_ns, 8 * MI);
+    assert_eq!((m.cache.waits.throttles, m.cache.waits.waits), (2, 0));
+    assert!((4..8).all(|i| !m.cache.is_dirty(chunks, i)) && m.cache.is_dirty(chunks, 8));
+    assert_eq!(m.cgs[1].usage, 16 * MI);
+    // a completion further off than HZ/10: the throttle times out at 100 ms
+    let (mut m, chunks) = legacy_pod(16 * MI, 2.0);
+    for i in 0..16 {
+        write_chunk(&mut m, chunks, i);
+    }
+    m.cache.legacy.as_mut().unwrap().in_flight = Some((250_000_000, MI));
+    assert_eq!(write_chunk(&mut m, chunks, 16).throttle_ns, 100_000_000);
     // cgroup v2 never waits here (case 2): the dirty chunks are only set aside — with nothing
     // else to take, the pod's limit OOMs (here: nothing to kill, the charge fails)
-    let (mut m, chunks) = legacy_pod(64 * MI, 1.0);
-    for i in 0..64 {
+    let (mut m, chunks) = legacy_pod(16 * MI, 2.0);
+    for i in 0..16 {
         write_chunk(&mut m, chunks, i);
     }
     m.cache.legacy = None;
-    assert!(m.charge_object(3, 11, chunks, 64, false).failed);
+    assert!(m.charge_object(3, 11, chunks, 16, false).failed);
+}
+
+/// The throttle paces the writer at the disk's write rate: under 64 MiB, 1 ns a byte, with
+/// nothing in flight at first, every throttle waits for one flusher chunk (4 MiB of device
+/// time) and frees that chunk's 4 MiB — so 224 chunks written past the first 64 wait 224 MiB
+/// of device time, one throttle each 4 chunks, give or take the chunk in flight at the end.
+#[test]
+fn legacy_memcg_writer_waits_a_byte_of_writeback_per_byte_written() {
+    let (mut m, chunks) = legacy_pod(64 * MI, 1.0);
+    let mut waited = 0;
+    for i in 0..288 {
+        let c = write_chunk(&mut m, chunks, i);
+        assert_eq!(c.reclaimed, if i < 64 { 0 } else { MI }, "chunk {i}");
+        waited += c.throttle_ns;
+    }
+    assert!((224 * MI..=228 * MI).contains(&waited), "{} MiB", waited >> 20);
+    assert_eq!(m.cache.waits.throttles, waited / (4 * MI));
+    assert_eq!(m.cgs[1].usage, 64 * MI);
 }
 
 /// Writeback that ends cleans the oldest dirty chunks first (the flusher's order); a chunk
 /// reclaim had set aside rotates to the inactive tail (folio_rotate_reclaimable) and goes
-/// next. Pod at 16 MiB, 2 ns a byte: chunk 16 sets the 16 dirty chunks aside, throttled
-/// 16 × 8 batches × 128 KiB × 2 ns = 32 MiB·ns, and frees chunk 0 (its writeback waited for).
-/// 5 MiB written back (chunks 0–4) make chunks 1–4 clean: chunks 17–20 take their room
-/// without a wait.
+/// next, without a wait. What a throttled reclaimer counted written back ahead of the disk
+/// is not cleaned twice when the disk reports it.
 #[test]
 fn written_back_chunks_are_reclaimed_without_a_wait() {
     let (mut m, chunks) = legacy_pod(16 * MI, 2.0);
     for i in 0..16 {
         assert_eq!(write_chunk(&mut m, chunks, i).throttle_ns, 0);
     }
-    assert_eq!(write_chunk(&mut m, chunks, 16).throttle_ns, 32 * MI);
-    m.cache.written_back(0, 5 * MI);
-    assert!(!m.cache.is_dirty(chunks, 1) && m.cache.is_dirty(chunks, 5));
+    // nothing in flight: the throttle waits the flusher's first chunk (4 MiB × 2 ns), chunks
+    // 0–3 clean when the reclaimer wakes; chunk 0 goes
+    assert_eq!(write_chunk(&mut m, chunks, 16).throttle_ns, 8 * MI);
+    assert_eq!(m.cache.where_is(chunks, 0), lru::Where::Absent);
+    // the disk reports those 4 MiB, then 1 more: only chunk 4 is cleaned by it
+    m.cache.written_back(0, 4 * MI);
+    assert!(m.cache.is_dirty(chunks, 4));
+    m.cache.written_back(0, MI);
+    assert!(!m.cache.is_dirty(chunks, 4) && m.cache.is_dirty(chunks, 5));
+    m.cache.legacy.as_mut().unwrap().in_flight = None;
     for i in 17..21 {
         assert_eq!(write_chunk(&mut m, chunks, i).throttle_ns, 0, "chunk {i}");
     }
