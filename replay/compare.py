@@ -562,6 +562,16 @@ def predict(
     return result, factors
 
 
+def _runqlat_doc(host: RunResult, predicted: RunResult | None) -> dict[str, Any]:
+    """The wake-to-run histograms (sim/runqlat.py's buckets) of the cgroups the host traced,
+    beside the prediction's: {"runqlat": {"host": {cgroup: counts}, "predicted": {...}}}."""
+    traced = {c: cg.runqlat for c, cg in host.cgroups.items() if cg.runqlat is not None}
+    if not traced:
+        return {}
+    sim = {c: predicted.cgroups[c].runqlat for c in traced if predicted is not None and c in predicted.cgroups}
+    return {"runqlat": {"host": traced, "predicted": sim}}
+
+
 def write_outputs(out, scenario, host, predicted, comparisons, runs, fits: dict[str, Fit], disk=None) -> None:
     from sim.report import write_report
 
@@ -590,6 +600,7 @@ def write_outputs(out, scenario, host, predicted, comparisons, runs, fits: dict[
                 "knob_writes": [{"t_s": w.t, "file": w.path, "value": w.value, "was": w.old.strip()} for w in runs[c.name].writes],
                 "decisions": host.runs[c.name].decisions,
                 **({"probe": runs[c.name].probe.to_dict()} if runs[c.name].probe is not None else {}),
+                **_runqlat_doc(host.runs[c.name], predicted.runs.get(c.name) if predicted else None),
             }
             for c in comparisons
         },

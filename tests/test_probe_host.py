@@ -81,3 +81,43 @@ threads = 4
     # host, are theirs to remove)
     folder = next(p for w in doc["knob_writes"] for p in w["file"].split("/") if p.startswith("colosim-"))
     assert not any((layout.own_dir(key) / folder).exists() for key in layout.keys)
+
+
+def test_probe_traces_each_wakeup_of_a_service_beside_a_hog(tmp_path):
+    """The probe's runqlat (replay/runqlat.py, from the warm-up's end): a built-in open loop of
+    200 requests/s wakes its threads at least once a request, so the host's histogram of `ls`
+    counts at least that many wakeups over the window, and the comparison carries its rows."""
+    from replay.runqlat import available
+
+    if (why := available()) is not None:
+        pytest.skip(f"no tracefs here: {why}")
+    scenario = tmp_path / "svc.toml"
+    scenario.write_text("""
+[scenario]
+name = "svc"
+duration = "6s"
+warmup = "1s"
+[cgroups.ls]
+[cgroups.be]
+[workloads.web]
+kind = "open_loop"
+cgroup = "ls"
+rate = 200
+workers = 1
+service = { dist = "constant", value = "100us" }
+[workloads.hog]
+kind = "hog"
+cgroup = "be"
+threads = 2
+""")
+    proc = replay_probed(tmp_path, scenario, tmp_path / "out")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((tmp_path / "out/comparison.json").read_text())["variants"]["svc"]
+    hist = doc["runqlat"]["host"]["ls"]
+    requests = doc["measured"]["QPS"] * 5  # the 5 s after the warm-up
+    print(f"ls: {sum(hist)} wakeups traced for {requests:.0f} requests; histogram {hist}")
+    assert len(hist) == 24 and sum(hist) >= 0.8 * requests
+    assert "be" not in doc["runqlat"]["host"] or sum(doc["runqlat"]["host"]["be"]) < sum(hist)
+    held = doc["measured"]["ls wakeups held ≥ 1024 µs (share)"]
+    assert 0 <= held <= 1
+    assert doc["measured"]["ls wake-to-run P99 (µs)"] >= 1
