@@ -264,9 +264,10 @@ def run_on_host(
     tracer: ExitStack | None = None
     runqlat: RunqLat | None = None
     if probe_hz and not session.dry_run:
-        probe = cgroup_probe(backend, list(dict.fromkeys(w.model.cgroup for w in workloads)), probe_hz)
+        watched = list(dict.fromkeys(w.model.cgroup for w in workloads))
+        probe = cgroup_probe(backend, watched, probe_hz)
         probe.start()
-        runqlat, tracer = start_runqlat(backend, list(dict.fromkeys(w.model.cgroup for w in workloads)), session.say)
+        runqlat, tracer = start_runqlat(backend, watched, session.say)
     probed = None
     traced: dict[str, RunqLatFigures] | None = None
     try:

@@ -56,7 +56,7 @@ from pathlib import Path
 
 from sim import liveness
 from sim.errors import HostError
-from sim.runqlat import BUCKETS, bucket, percentile
+from sim.runqlat import BUCKETS, bucket, lower_us, percentile, upper_us
 
 # The buckets are the simulator's (sim/runqlat.py): bucket k holds latencies of k significant
 # bits in whole µs — bucket 0 is 0 µs (< 1 µs), bucket k ≥ 1 is [2^(k-1), 2^k − 1] µs, BCC's
@@ -526,8 +526,8 @@ def format_figures(name: str, f: RunqLatFigures) -> str:
         f"{'usecs':>24} : {'count':<8} {'busy':<8} distribution",
     ]
     for k in range(last + 1):
-        lo, hi = (0, 0) if k == 0 else (2 ** (k - 1), 2**k - 1)
-        span = f"{lo} -> {hi}" if k < BUCKETS - 1 else f"{lo} -> inf"
+        lo = int(lower_us(k))
+        span = f"{lo} -> {int(upper_us(k)) - 1}" if k < BUCKETS - 1 else f"{lo} -> inf"
         lines.append(f"{span:>24} : {f.hist[k]:<8} {f.busy_hist[k]:<8} |{'*' * round(40 * f.hist[k] / top):<40}|")
     return "\n".join(lines)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import beside_hog
 import pytest
 
 from replay import custom_slice
@@ -35,46 +36,14 @@ BASE_MS = 0.7
 
 
 def scenario(tmp_path: Path, runtime_line: str, version: str = "6.18") -> Path:
-    text = f"""
-[scenario]
-name = "slice"
-duration = "20s"
-warmup = "1s"
-seed = 3
-
-[node]
-cores_per_socket = 1
-
-[kernel]
-scheduler = "eevdf"
-version = "{version}"
-hz = 1000
-
-[cgroups.ls]
-[cgroups.be]
-
-[workloads.web]
-kind = "open_loop"
-cgroup = "ls"
-rate = 200
-workers = 1
-service = {{ dist = "constant", value = "{SERVICE_MS}ms" }}
-{runtime_line}
-
-[workloads.stress]
-kind = "hog"
-cgroup = "be"
-threads = 1
-"""
-    path = tmp_path / "slice.toml"
-    path.write_text(text)
-    return path
+    kernel = f'version = "{version}"\nhz = 1000'
+    return beside_hog.write(
+        tmp_path, name="slice", duration="20s", cpus=1, kernel=kernel, rate=200, service=f"{SERVICE_MS}ms", hogs=1, web_extra=runtime_line
+    )
 
 
 def p99_ms(tmp_path: Path, runtime_line: str) -> float:
-    result = run_scenario(load_scenario(scenario(tmp_path, runtime_line)), progress=False)
-    (run,) = result.runs.values()
-    svc = run.services["web"]
+    svc = beside_hog.run(scenario(tmp_path, runtime_line)).services["web"]
     assert svc.completed > 3000
     return float(svc.p99_s) * 1e3
 

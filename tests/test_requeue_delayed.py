@@ -18,48 +18,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import beside_hog
 import pytest
-
-from sim import load_scenario, run_scenario
 
 pytest.importorskip("sim._core")
 
 
 def service(tmp_path: Path, version: str, service_us: int) -> tuple[float, float]:
-    text = f"""
-[scenario]
-name = "requeue"
-duration = "12s"
-warmup = "1s"
-seed = 3
-
-[node]
-cores_per_socket = 2
-
-[kernel]
-scheduler = "eevdf"
-version = "{version}"
-hz = 250
-base_slice = "1.4ms"
-
-[cgroups.ls]
-[cgroups.be]
-
-[workloads.web]
-kind = "open_loop"
-cgroup = "ls"
-rate = 300
-workers = 1
-service = {{ dist = "constant", value = "{service_us}us" }}
-
-[workloads.stress]
-kind = "hog"
-cgroup = "be"
-threads = 2
-"""
-    path = tmp_path / "requeue.toml"
-    path.write_text(text)
-    (run,) = run_scenario(load_scenario(path), progress=False).runs.values()
+    kernel = f'version = "{version}"\nhz = 250\nbase_slice = "1.4ms"'
+    path = beside_hog.write(tmp_path, name="requeue", duration="12s", cpus=2, kernel=kernel, rate=300, service=f"{service_us}us", hogs=2)
+    run = beside_hog.run(path)
     svc = run.services["web"]
     assert svc.completed > 3000
     return float(svc.p90_s) * 1e3, float(svc.p99_s) * 1e3

@@ -12,49 +12,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import beside_hog
 import pytest
 
-from sim import load_scenario, run_scenario, runqlat
+from sim import runqlat
+from sim.results import RunResult
 
 pytest.importorskip("sim._core")
 
 
-def run(tmp_path: Path, hog: bool):
-    text = f"""
-[scenario]
-name = "runqlat"
-duration = "10s"
-warmup = "1s"
-seed = 3
-
-[node]
-cores_per_socket = 1
-
-[kernel]
-scheduler = "eevdf"
-version = "6.18"
-hz = 1000
-
-[cgroups.ls]
-[cgroups.be]
-
-[workloads.web]
-kind = "open_loop"
-cgroup = "ls"
-rate = 200
-workers = 1
-service = {{ dist = "constant", value = "50us" }}
-
-[workloads.stress]
-kind = "hog"
-cgroup = "be"
-threads = 1
-enabled = {"true" if hog else "false"}
-"""
-    path = tmp_path / "runqlat.toml"
-    path.write_text(text)
-    (result,) = run_scenario(load_scenario(path), progress=False).runs.values()
-    return result
+def run(tmp_path: Path, hog: bool) -> RunResult:
+    kernel = 'version = "6.18"\nhz = 1000'
+    enabled = f"enabled = {'true' if hog else 'false'}"
+    path = beside_hog.write(
+        tmp_path, name="runqlat", duration="10s", cpus=1, kernel=kernel, rate=200, service="50us", hogs=1, hog_extra=enabled
+    )
+    return beside_hog.run(path)
 
 
 def test_buckets_are_runqlats() -> None:

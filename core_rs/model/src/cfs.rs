@@ -430,8 +430,9 @@ impl Node {
             let rq = self.ses[se].parent_rq;
             self.update_load_avg(rq);
             if removing {
-                self.rqs[rq].curr_seen_at = self.now; // dequeue_entity: update_curr first
-                                                      // Entities above the first leave because their queue emptied: a sleep.
+                // dequeue_entity starts with update_curr (eevdf.rs `unseen_curr_v`)
+                self.rqs[rq].curr_seen_at = self.now;
+                // Entities above the first leave because their queue emptied: a sleep.
                 let sleep = !first || how != Dequeue::Migrate;
                 let may_delay = !(first && how == Dequeue::Delayed) && how != Dequeue::Special;
                 if sleep && may_delay && self.delays_dequeue(rq, se) {
