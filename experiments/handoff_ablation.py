@@ -8,6 +8,8 @@ Arrangements (2 CPUs; `online` and `offline` at cpu.shares 1024; `stress --cpu 1
 - pairs~: the same with lognormal bursts (mean 2 ms, σ 0.3);
 - pairs-<x>ms: the same with x ms per side (more handoffs, so more group reweights: see
   docs/model.md for why this stands in for the host's PELT-driven reweights);
+- pairs~<x>ms: x ms per side on average, lognormal with σ 0.1 (the host's scan,
+  `probe_arrangements.py --arrangements pingpong-same@<x·1000>`, docs/model.md);
 - pairs: 10 closed loops of one client whose generator burns 2 ms then wakes its server thread,
   which burns 2 ms and wakes it back — experiments/pingpong.py's two sides, both in `online`;
 - duty: 20 threads given 2 ms per 4 ms period on a timer (the fair control).
@@ -52,11 +54,14 @@ VARIANTS: list[tuple[str, str, dict[str, bool]]] = [
 
 def spec(arrangement: str, version: str, features: dict[str, bool], seed: int, group_shares: str = "instant") -> dict[str, Any]:
     # "pairs" burns 2 ms per side like experiments/pingpong.py; "pairs-<x>ms" burns x ms
-    burn = round(float(arrangement.removeprefix("pairs-").removesuffix("ms")) * MS) if arrangement.startswith("pairs-") else 2 * MS
-    # "pairs~": 2 ms on average, lognormal (σ 0.3): the host's bursts are not all alike
-    const: dict[str, Any] = (
-        {"dist": "lognormal", "mean_ns": 2e6, "sigma": 0.3} if arrangement == "pairs~" else {"dist": "constant", "value_ns": burn}
-    )
+    burn = round(float(arrangement[6:].removesuffix("ms")) * MS) if arrangement[:6] in ("pairs-", "pairs~") else 2 * MS
+    # "pairs~": 2 ms on average, lognormal (σ 0.3): the host's bursts are not all alike;
+    # "pairs~<x>ms": x ms on average, σ 0.1
+    const: dict[str, Any] = {"dist": "constant", "value_ns": burn}
+    if arrangement == "pairs~":
+        const = {"dist": "lognormal", "mean_ns": 2e6, "sigma": 0.3}
+    elif arrangement.startswith("pairs~"):
+        const = {"dist": "lognormal", "mean_ns": float(burn), "sigma": 0.1}
     cgroups: list[dict[str, Any]] = [{"name": "online"}, {"name": "offline"}]
     hog = {"kind": "hog", "name": "stress", "cgroup": "offline", "threads": 10}
     if arrangement == "duty":

@@ -17,6 +17,8 @@ probed (replay/probe.py), repeated, interleaved so that the shared machine's loa
                     stays unpinned in every arrangement)
     duty            20 processes in online that burn 2 ms and sleep 2 ms (a timer) each: as
                     many sleeps and wakeups, nobody waking anybody
+    <any of the pingpong or duty arrangements>@US   the same with US µs of CPU per message (or
+                    per duty burst and sleep) instead of 2,000: `pingpong-same@1500`
 
 Everything is created beneath this process's own cgroup (replay.session.Session) and removed
 on every exit path; the autogroup is the kernel's, gone with the session's last process.
@@ -78,15 +80,17 @@ def make_groups(session: Session, shares: dict[str, int]) -> list[str]:
     return groups
 
 
-def run_pingpong(session: Session, arrangement: str, warmup: float, seconds: float, hz: float, shares: dict[str, int]) -> dict:
+def run_pingpong(session: Session, label: str, warmup: float, seconds: float, hz: float, shares: dict[str, int]) -> dict:
     """10 ping-pong pairs beside stress: both sides in one cgroup, or one side each in two."""
+    arrangement, _, work = label.partition("@")
+    work_us = int(work) if work else WORK_US
     backend: HostBackend = session.backend
     groups = make_groups(session, shares)
     tmp = Path(tempfile.mkdtemp(prefix="pp-", dir=session.run_dir()))
     try:
         script = str(Path(__file__).with_name("pingpong.py"))
         for _ in range(2 * PAIRS if arrangement == "duty" else 0):
-            session.spawn([sys.executable, script, "duty", str(WORK_US), str(WORK_US)], "online")
+            session.spawn([sys.executable, script, "duty", str(work_us), str(work_us)], "online")
         for i in range(PAIRS if arrangement != "duty" else 0):
             ab, ba = tmp / f"ab{i}", tmp / f"ba{i}"
             os.mkfifo(ab)
@@ -94,9 +98,9 @@ def run_pingpong(session: Session, arrangement: str, warmup: float, seconds: flo
             pin_a, pin_b = {"pingpong-same-onecpu": ([str(i % 2)], [str(i % 2)]), "pingpong-same-twocpus": (["0"], ["1"])}.get(
                 arrangement, ([], [])
             )
-            session.spawn([sys.executable, script, "a", str(ba), str(ab), str(WORK_US), *pin_a], "online")
+            session.spawn([sys.executable, script, "a", str(ba), str(ab), str(work_us), *pin_a], "online")
             session.spawn(
-                [sys.executable, script, "b", str(ab), str(ba), str(WORK_US), *pin_b],
+                [sys.executable, script, "b", str(ab), str(ba), str(work_us), *pin_b],
                 "client" if arrangement == "pingpong-apart" else "online",
             )
         watch = {
@@ -123,7 +127,7 @@ def run_pingpong(session: Session, arrangement: str, warmup: float, seconds: flo
         backend.create([])
     nan = float("nan")
     return {
-        "arrangement": arrangement,
+        "arrangement": label,
         "qps": nan,
         "p50_s": nan,
         "p99_s": nan,
@@ -136,7 +140,7 @@ def run_pingpong(session: Session, arrangement: str, warmup: float, seconds: flo
 
 
 def run_one(session: Session, arrangement: str, warmup: float, seconds: float, hz: float, shares: dict[str, int]) -> dict:
-    if arrangement.startswith("pingpong") or arrangement == "duty":
+    if arrangement.startswith(("pingpong", "duty")):
         return run_pingpong(session, arrangement, warmup, seconds, hz, shares)
     backend: HostBackend = session.backend
     groups = make_groups(session, shares)

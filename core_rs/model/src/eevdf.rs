@@ -913,6 +913,45 @@ mod tests {
     }
 
     #[test]
+    fn reweights_of_the_running_entity_hold_its_lag_at_k_times_the_limit() {
+        // 6.18.44, reweight of curr: ℓ' = (ℓ·w + W·k·min(ℓ, L)) / (W + w) with W the others'
+        // weight, L the lag limit and k = (W + 2w)/(W + w) (place_entity counts curr twice):
+        // only the part of V − v that curr's own weight holds escapes the clamp, so from any
+        // lag above L repeated reweights settle at ℓ* = k·L — not at L. The host's online
+        // group entity sat at 1.6 – 2.2 L in every sched/debug snapshot (docs/model.md, "The
+        // reweight fixed point"). Weights alternate by one unit: the size of the change does
+        // not matter, only that there is one.
+        let (mut n, c, o) = two_groups("6.18.44", 53);
+        let root = n.root_rq(0);
+        let w0 = n.ses[c].weight;
+        n.ses[c].vruntime -= 60 * MS as i64; // far behind: lag over the limit
+        let (mut lag, mut wn) = (0i64, w0);
+        for i in 0..200 {
+            wn = if i % 2 == 0 { w0 + 1024 } else { w0 };
+            n.reweight_eevdf(root, c, wn);
+            n.ses[c].weight = wn; // reweight_group sets it after (curr is not in the sums)
+            lag = n.avg_vruntime(root) - n.ses[c].vruntime;
+        }
+        let (w, wo) = ((wn >> 10) as f64, (n.ses[o].weight >> 10) as f64);
+        let limit = calc_delta_fair((2 * n.tun.base_slice).max(n.tun.tick_ns), wn) as f64;
+        let k = (wo + 2.0 * w) / (wo + w);
+        let ratio = lag as f64 / limit;
+        assert!((ratio - k).abs() < 0.02 * k, "lag {lag} = {ratio:.3} L, k = {k:.3}");
+        // and not where 6.18.45's V-invariant reweight leaves a clamped lag: within ±L
+        let (mut m, c2, _) = two_groups("6.18.45", 53);
+        let root2 = m.root_rq(0);
+        m.ses[c2].vruntime -= 60 * MS as i64;
+        let before = m.avg_vruntime(root2) - m.ses[c2].vruntime;
+        m.reweight_eevdf(root2, c2, w0 + 1024);
+        m.ses[c2].weight = w0 + 1024;
+        let after = m.avg_vruntime(root2) - m.ses[c2].vruntime;
+        assert!(
+            after <= before,
+            "6.18.45 keeps V: the lag does not grow ({before} → {after})"
+        );
+    }
+
+    #[test]
     fn invariant_reweight_keeps_v() {
         // reweight_eevdf (6.12, 6.18.45+): v' = V − (V − v)·w/w' keeps Σ w_i (v_i − V) = 0,
         // so V stays (to the rounding of the division).
