@@ -52,9 +52,15 @@ VARIANTS: list[tuple[str, str, dict[str, bool]]] = [
 ]
 
 
-def spec(arrangement: str, version: str, features: dict[str, bool], seed: int, group_shares: str = "instant") -> dict[str, Any]:
+def spec(
+    arrangement: str, version: str, features: dict[str, bool], seed: int, group_shares: str = "instant", clock: bool = True
+) -> dict[str, Any]:
     # "pairs" burns 2 ms per side like experiments/pingpong.py; "pairs-<x>ms" burns x ms
-    burn = round(float(arrangement[6:].removesuffix("ms")) * MS) if arrangement[:6] in ("pairs-", "pairs~") else 2 * MS
+    burn = (
+        round(float(arrangement[6:].removesuffix("ms")) * MS)
+        if arrangement[:6] in ("pairs-", "pairs~") and len(arrangement) > 6
+        else 2 * MS
+    )
     # "pairs~": 2 ms on average, lognormal (σ 0.3): the host's bursts are not all alike;
     # "pairs~<x>ms": x ms on average, σ 0.1
     const: dict[str, Any] = {"dist": "constant", "value_ns": burn}
@@ -74,7 +80,14 @@ def spec(arrangement: str, version: str, features: dict[str, bool], seed: int, g
     return {
         "seed": seed,
         "topology": {"cores_per_socket": 2},
-        "kernel": {"scheduler": "eevdf", "version": version, "sched_features": features, "group_shares": group_shares},
+        "kernel": {
+            "scheduler": "eevdf",
+            "version": version,
+            "sched_features": features,
+            "group_shares": group_shares,
+            # pingpong.py's burn loop reads its thread's CPU clock (time.thread_time)
+            "cpu_clock_readers": [chatty[0]["name"]] if clock else [],
+        },
         "cgroups": cgroups,
         "workloads": [*chatty, hog],
     }

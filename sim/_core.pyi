@@ -35,8 +35,10 @@ Core spec (JSON object passed to `Node`):
         "autogroup_sessions": {"a": "s", "b": "s"},#   ("") workload runs in its session's
                                                    #   group (its own unless named here),
                                                    #   reported as the root's
-        "sched_runtime_ns": {"web": 300000}        # EEVDF custom slices by workload (6.12+,
-      },                                           #   0.1-100 ms; 0 = base_slice)
+        "sched_runtime_ns": {"web": 300000},       # EEVDF custom slices by workload (6.12+,
+                                                   #   0.1-100 ms; 0 = base_slice)
+        "cpu_clock_readers": ["web"]               # workloads whose threads read their own
+      },                                           #   CPU clock: exact slice ends (EEVDF)
       "cgroups": [                                 # parents before children; "" is the root
         {"name": "online", "parent": "", "cpu.shares": 1024, "cpu.idle": 0,
          "cpu.qos_level": 0, "cpu.cfs_quota_us": -1, "cpu.cfs_period_us": 100000,

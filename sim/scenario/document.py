@@ -295,6 +295,7 @@ class Scenario(Table):
                 **self.kernel.core_spec(),
                 "autogroup_sessions": self._sessions(),
                 "sched_runtime_ns": self._slices(),
+                "cpu_clock_readers": sorted(name for name, w in self.workloads.items() if w.enabled and w.reads_cpu_clock),
             },
             "cgroups": [self.cgroups[path].core_spec(path) for path in self._cgroup_order()],
             "workloads": [_root_as_core(w.core_spec(name, ncpus)) for name, w in self.workloads.items() if w.enabled],

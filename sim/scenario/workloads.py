@@ -157,6 +157,10 @@ class _Workload(Table):
     # EEVDF custom slice of its threads, by the kernel's name: sched_attr.sched_runtime as
     # sched_setattr takes it (Linux 6.12+; 0 = base_slice). docs/model.md, EEVDF.
     sched_runtime_ns: int | None = None
+    # its threads read their own CPU clock while they compute (clock_gettime with
+    # CLOCK_THREAD_CPUTIME_ID, Python's time.thread_time): every read runs the kernel's
+    # update_curr, so a slice ends when it is used up, not at the next tick. docs/model.md
+    reads_cpu_clock: bool = False
     if TYPE_CHECKING:
         kind: str  # each kind's Literal tag
 

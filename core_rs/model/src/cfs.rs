@@ -1013,6 +1013,16 @@ impl Node {
         }
     }
 
+    /// The check due at `resched_at`: the scheduler tick's, or — between ticks, which only a
+    /// task that reads its own CPU clock plans (slice.rs) — the `update_curr` that read runs
+    /// on its own queue.
+    pub(crate) fn slice_check(&mut self, cpu: CpuId) -> bool {
+        if self.now.is_multiple_of(self.tun.tick_ns) || !self.eevdf() {
+            return self.tick_wants_resched(cpu);
+        }
+        self.eevdf_renew_levels(cpu, 1) // cpu_event has run update_curr
+    }
+
     /// `check_preempt_tick` at every level (`entity_tick`): resched when the entity ran longer
     /// than its ideal slice, or ran at least min_granularity and is ahead of the leftmost by
     /// more than the ideal slice.

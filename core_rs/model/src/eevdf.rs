@@ -303,10 +303,18 @@ impl Node {
     /// `update_curr` calls since the last look would have done. Returns whether a level with
     /// company got a new slice (the running task is then rescheduled).
     pub(crate) fn eevdf_renew(&mut self, cpu: CpuId) -> bool {
+        self.eevdf_renew_levels(cpu, usize::MAX)
+    }
+
+    /// `eevdf_renew` for the lowest `levels` of the running task's hierarchy (1: the
+    /// `update_curr` of its own queue alone, as a read of its CPU clock runs it).
+    pub(crate) fn eevdf_renew_levels(&mut self, cpu: CpuId, levels: usize) -> bool {
         let Some(t) = self.cpus[cpu].curr else { return false };
         let mut se = self.tasks[t].se;
         let mut resched = false;
+        let mut level = 0;
         loop {
+            level += 1;
             let rq = self.ses[se].parent_rq;
             let company = self.rqs[rq].nr_running > 1;
             if self.ses[se].vruntime >= self.ses[se].deadline {
@@ -325,8 +333,8 @@ impl Node {
                 resched = true;
             }
             match self.parent_se(se) {
-                Some(g) => se = g,
-                None => return resched,
+                Some(g) if level < levels => se = g,
+                _ => return resched,
             }
         }
     }
@@ -375,7 +383,10 @@ impl Node {
     pub(crate) fn eevdf_next_tick(&self, cpu: CpuId) -> Ns {
         let Some(t) = self.cpus[cpu].curr else { return Ns::MAX };
         let mut se = self.tasks[t].se;
-        let mut wait = u64::MAX;
+        // A task that reads its own CPU clock has its own queue's update_curr run at every
+        // read: that level's end is seen when it comes (slice.rs); the others at a tick.
+        let mut exact = self.tasks[t].reads_cpu_clock;
+        let (mut wait, mut exact_wait) = (u64::MAX, u64::MAX);
         loop {
             let rq = self.ses[se].parent_rq;
             if self.rqs[rq].nr_running > 1 {
@@ -386,19 +397,29 @@ impl Node {
                 } else {
                     (ahead as u128 * s.weight as u128).div_ceil(crate::tunables::NICE_0_LOAD as u128) as u64
                 };
-                wait = wait.min(w);
+                if exact {
+                    exact_wait = w;
+                } else {
+                    wait = wait.min(w);
+                }
             }
+            exact = false;
             match self.parent_se(se) {
                 Some(g) => se = g,
                 None => break,
             }
         }
+        let at = |w: u64| self.now.saturating_add(w).max(self.now + 1);
+        let exact_at = if exact_wait == u64::MAX {
+            Ns::MAX
+        } else {
+            at(exact_wait)
+        };
         if wait == u64::MAX {
-            return Ns::MAX;
+            return exact_at;
         }
         let tick = self.tun.tick_ns;
-        let at = self.now.saturating_add(wait).max(self.now + 1);
-        at.div_ceil(tick).saturating_mul(tick)
+        at(wait).div_ceil(tick).saturating_mul(tick).min(exact_at)
     }
 
     /// `check_preempt_wakeup_fair` after the idle rules, at the level where the two
@@ -461,6 +482,9 @@ impl Node {
     fn unseen_curr_v(&self, rq: RqId) -> Option<(SeId, i64)> {
         let c = self.rqs[rq].curr.filter(|&c| self.ses[c].on_rq)?;
         let t = self.cpus[self.rqs[rq].cpu].curr?;
+        if self.tasks[t].reads_cpu_clock && self.ses[self.tasks[t].se].parent_rq == rq {
+            return None; // its own queue saw it at its last read of its CPU clock: now
+        }
         let last_tick = self.now / self.tun.tick_ns * self.tun.tick_ns;
         let seen = last_tick.max(self.tasks[t].last_ran).max(self.rqs[rq].curr_seen_at);
         let dv = calc_delta_fair(self.now.saturating_sub(seen), self.ses[c].weight);

@@ -75,6 +75,10 @@ pub struct Task {
     /// What it has woken (`last_wakee`, `wakee_flips`, `wakee_flip_decay_ts`) for `wake_wide`
     /// (balance.rs).
     pub wakee: crate::balance::Wakee,
+    /// It reads its own CPU clock while it computes (clock_gettime(CLOCK_THREAD_CPUTIME_ID)
+    /// → `task_sched_runtime` → `update_curr`): its queue sees the end of its slice or
+    /// protection when it happens, not at the next tick (slice.rs).
+    pub reads_cpu_clock: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -355,6 +359,11 @@ impl Node {
                 None => node.cgroup_id(w.cgroup()).expect("validated"),
             };
             node.add_workload(i, w, cg, spec.seed);
+            if spec.kernel.cpu_clock_readers.contains(w.name()) {
+                for t in node.tasks.iter_mut().filter(|t| t.wl == i) {
+                    t.reads_cpu_clock = true;
+                }
+            }
             if let Some(&ns) = spec.kernel.sched_runtime_ns.get(w.name()) {
                 for se in node
                     .tasks
@@ -462,6 +471,7 @@ impl Node {
             dead: false,
             memstall: false,
             wakee: crate::balance::Wakee::default(),
+            reads_cpu_clock: false,
         });
         self.cgroups[cg].nr_tasks += 1;
         self.apply_task_policy(id);
@@ -1046,7 +1056,7 @@ impl Node {
                     self.tasks[t].remaining = w;
                     // The tick due now still happens: a task whose work ends exactly on
                     // ticks must not escape the slice check (it would never be preempted).
-                    if self.now >= self.cpus[cpu].resched_at && self.tick_wants_resched(cpu) {
+                    if self.now >= self.cpus[cpu].resched_at && self.slice_check(cpu) {
                         self.schedule(cpu);
                         self.maybe_kick_idle(cpu);
                     } else {
@@ -1091,9 +1101,7 @@ impl Node {
             self.apply_effects(&mut eff);
             self.waker = None;
             self.eff = Some(eff);
-        } else if (self.now >= self.cpus[cpu].resched_at && self.tick_wants_resched(cpu))
-            || self.bandwidth_exhausted(cpu)
-        {
+        } else if (self.now >= self.cpus[cpu].resched_at && self.slice_check(cpu)) || self.bandwidth_exhausted(cpu) {
             // Slices are checked only at the tick planned for them: an event that is only a
             // silo refill must not re-decide (or re-weigh) anything the tick would not.
             self.schedule(cpu);

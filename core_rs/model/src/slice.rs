@@ -31,6 +31,14 @@ pub const MAX_SLICE_NS: u64 = 100_000_000;
 /// `[kernel] sched_runtime_ns` (workload → ns) names workloads, in range, on a release that
 /// has custom slices.
 pub fn check_slices(spec: &NodeSpec) -> Result<()> {
+    for name in &spec.kernel.cpu_clock_readers {
+        if !spec.workloads.iter().any(|w| w.name() == name) {
+            return Err(SpecError::new(
+                format!("workloads.{name}.reads_cpu_clock"),
+                "no workload of that name",
+            ));
+        }
+    }
     for (name, &ns) in &spec.kernel.sched_runtime_ns {
         let field = format!("workloads.{name}.sched_runtime_ns");
         if !spec.workloads.iter().any(|w| w.name() == name) {
@@ -173,6 +181,54 @@ mod tests {
         let mut n = Node::from_json(&spec.to_string()).unwrap();
         n.run_until(0).unwrap();
         n
+    }
+
+    /// Lengths (ns) of the run segments on CPU 0 of two hogs `r` in one cgroup on one CPU at
+    /// HZ 250 (base slice 0.7 ms), the hogs reading their CPU clock or not, seen in 10 µs steps.
+    fn segments(readers: bool) -> Vec<u64> {
+        let spec = json!({"topology": {"cores_per_socket": 1},
+            "kernel": {"scheduler": "eevdf", "version": "6.18.44", "hz": 250,
+                       "cpu_clock_readers": if readers { vec!["r"] } else { vec![] }},
+            "cgroups": [{"name": "a"}],
+            "workloads": [{"kind": "hog", "name": "r", "cgroup": "a", "threads": 2}]});
+        let mut n = Node::from_json(&spec.to_string()).unwrap();
+        let (mut last, mut since, mut out) = (None, 0, Vec::new());
+        for step in 0..10_000u64 {
+            let t = step * 10_000;
+            n.run_until(t).unwrap();
+            let c = n.cpus[0].curr;
+            if c != last {
+                if last.is_some() && since > 0 {
+                    out.push(t - since);
+                }
+                (last, since) = (c, t);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_task_that_reads_its_cpu_clock_is_preempted_when_its_slice_ends() {
+        // task_sched_runtime() runs update_curr at each clock_gettime(CLOCK_THREAD_CPUTIME_ID):
+        // the protection (to the deadline, a base slice) is seen to end when it ends, so
+        // two such hogs alternate every 0.7 ms; hogs that never look are preempted at the
+        // first tick after it, every 4 ms. On this host (6.18.44, HZ 250, base slice 1.4 ms)
+        // experiments/pingpong.py's sides, whose burn loop reads time.thread_time, were
+        // switched out after 1.398 – 1.402 ms (docs/model.md, "Slices that end exactly").
+        let median = |mut v: Vec<u64>| {
+            v.sort_unstable();
+            v[v.len() / 2]
+        };
+        let exact = median(segments(true));
+        assert!(
+            (690_000..=710_000).contains(&exact),
+            "readers: median run {exact} ns, not the 0.7 ms slice"
+        );
+        let ticked = median(segments(false));
+        assert!(
+            (3_990_000..=4_010_000).contains(&ticked),
+            "others: median run {ticked} ns, not a 4 ms tick"
+        );
     }
 
     /// `t` blocks (not delayed: DELAY_DEQUEUE off in these tests) and the CPU picks again.

@@ -256,6 +256,10 @@ pub struct KernelSpec {
     /// pass as `sched_attr.sched_runtime` to sched_setattr, 6.12+; 0 = base_slice).
     #[serde(default)]
     pub sched_runtime_ns: std::collections::BTreeMap<String, u64>,
+    /// Workloads whose threads read their own CPU clock while they compute (`[workloads.x]
+    /// reads_cpu_clock`; slice.rs `exact slice ends`).
+    #[serde(default)]
+    pub cpu_clock_readers: std::collections::BTreeSet<String>,
 }
 
 /// `[kernel] group_shares`: how a group entity's weight is computed.
