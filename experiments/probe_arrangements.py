@@ -44,7 +44,9 @@ from pathlib import Path
 
 from policies.cgroup import Knob, KnobWrite, NodeStats
 from replay.cgroupfs import HostBackend, read_proc_stat
+from replay.host_run import start_runqlat
 from replay.probe import PROC, Probe, ProbeResult, Watch, parse_cpu_cgroup, parse_stat
+from replay.runqlat import RunqLat, RunqLatFigures, format_figures
 from replay.session import Session
 from replay.workloads import CLICKHOUSE_CONFIG, CLICKHOUSE_USERS, _free_port, _wait_port, parse_clickhouse_json
 from sim.results import finite, markdown, sig3
@@ -60,6 +62,7 @@ ARRANGEMENTS = (
     "pingpong-same-onecpu",
     "pingpong-same-twocpus",
 )
+TRACE = False  # --trace: run segments and wake-to-run delays per group from sched tracepoints
 PAIRS, WORK_US = 10, 2000  # the ping-pong stand-in: 10 pairs, 2 ms of CPU per message
 
 
@@ -84,6 +87,7 @@ def run_pingpong(session: Session, label: str, warmup: float, seconds: float, hz
     """10 ping-pong pairs beside stress: both sides in one cgroup, or one side each in two."""
     arrangement, _, work = label.partition("@")
     work_us = int(work) if work else WORK_US
+    tracer, traced = None, None
     backend: HostBackend = session.backend
     groups = make_groups(session, shares)
     tmp = Path(tempfile.mkdtemp(prefix="pp-", dir=session.run_dir()))
@@ -114,14 +118,20 @@ def run_pingpong(session: Session, label: str, warmup: float, seconds: float, hz
         probe = Probe(watch, len(backend.cpus()), hz=hz)
         session.spawn(["stress", "--cpu", "10", "--timeout", f"{int(warmup + seconds + 5)}s"], "offline")
         probe.start()
+        tracer, traced = start_trace(session, groups)
         time.sleep(warmup)
         node0 = read_proc_stat()
         loadavg0 = Path("/proc/loadavg").read_text().split()[0]
         probe.mark()
+        if tracer is not None:
+            tracer.mark()
         time.sleep(seconds)
         node1 = read_proc_stat()
         probed = probe.stop()
+        segments = end_trace(tracer, traced)
     finally:
+        if traced is not None:
+            traced.close()  # type: ignore[attr-defined]
         session.kill_all()
         backend.remove()
         backend.create([])
@@ -136,12 +146,25 @@ def run_pingpong(session: Session, label: str, warmup: float, seconds: float, hz
         "loadavg_at_start": float(loadavg0),
         "probe": probed.to_dict(),
         "_probe": probed,
+        "_trace": segments,
     }
+
+
+def start_trace(session: Session, groups: list[str]) -> tuple[RunqLat | None, object]:
+    return start_runqlat(session.backend, groups, print) if TRACE else (None, None)
+
+
+def end_trace(tracer: RunqLat | None, stack: object) -> dict[str, RunqLatFigures]:
+    if tracer is None:
+        return {}
+    stack.close()  # type: ignore[attr-defined]
+    return tracer.result()
 
 
 def run_one(session: Session, arrangement: str, warmup: float, seconds: float, hz: float, shares: dict[str, int]) -> dict:
     if arrangement.startswith(("pingpong", "duty")):
         return run_pingpong(session, arrangement, warmup, seconds, hz, shares)
+    tracer, traced = None, None
     backend: HostBackend = session.backend
     groups = make_groups(session, shares)
     tmp = Path(tempfile.mkdtemp(prefix="ch-", dir=session.run_dir()))
@@ -170,9 +193,12 @@ def run_one(session: Session, arrangement: str, warmup: float, seconds: float, h
         probe = Probe(watch, len(backend.cpus()), hz=hz)
         stress = session.spawn(["stress", "--cpu", "10", "--timeout", f"{int(warmup + seconds + 5)}s"], "offline")
         probe.start()
+        tracer, traced = start_trace(session, groups)
         time.sleep(warmup)
         node0 = read_proc_stat()
         probe.mark()
+        if tracer is not None:
+            tracer.mark()
         loadavg0 = Path("/proc/loadavg").read_text().split()[0]
         (tmp / "q.txt").write_text(SEED_QUERY + "\n")
         with open(tmp / "q.txt") as q, open(tmp / "bench.out", "w") as out:
@@ -201,12 +227,15 @@ def run_one(session: Session, arrangement: str, warmup: float, seconds: float, h
             bench.wait(timeout=seconds + 60)
         node1 = read_proc_stat()
         probed = probe.stop()
+        segments = end_trace(tracer, traced)
         svc = parse_clickhouse_json("clickhouse", (tmp / "bench.json").read_text(), seconds)
         stress.poll()
         autogroup = (PROC / str(server.pid) / "autogroup").read_text().split()[0]
         server_cg = parse_cpu_cgroup((PROC / str(server.pid) / "cgroup").read_text())
         server_sid = parse_stat((PROC / str(server.pid) / "stat").read_text()).session
     finally:
+        if traced is not None:
+            traced.close()  # type: ignore[attr-defined]
         session.kill_all()
         log.close()
         backend.remove()
@@ -222,6 +251,7 @@ def run_one(session: Session, arrangement: str, warmup: float, seconds: float, h
         "loadavg_at_start": float(loadavg0),
         "probe": probed.to_dict(),
         "_probe": probed,
+        "_trace": segments,
     }
 
 
@@ -249,8 +279,11 @@ def main() -> int:
     ap.add_argument(
         "--shares", action="append", default=[], metavar="GROUP=N", help="cpu.shares of online, offline or client (default 1024)"
     )
+    ap.add_argument("--trace", action="store_true", help="trace run segments and wake-to-run delays (replay/runqlat.py)")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
+    global TRACE
+    TRACE = args.trace
     args.out.mkdir(parents=True, exist_ok=True)
     names = args.arrangements.split(",")
     group_shares = {g: int(v) for g, v in (x.split("=", 1) for x in args.shares)}
@@ -267,7 +300,9 @@ def main() -> int:
                     f" probe cost {r['_probe'].cost * 100:.1f}% CPU",
                     flush=True,
                 )
-                (args.out / f"{a}-{rep}.txt").write_text(r["_probe"].table(top=20) + "\n")
+                traced = "".join("\n" + format_figures(g, f) + "\n" for g, f in r["_trace"].items())
+                print(traced, flush=True)
+                (args.out / f"{a}-{rep}.txt").write_text(r["_probe"].table(top=20) + "\n" + traced)
                 results.append(r)
     rows = []
     for a in names:
@@ -288,7 +323,16 @@ def main() -> int:
     print(table)
     (args.out / "summary.md").write_text(table + "\n")
     (args.out / "results.json").write_text(
-        json.dumps(finite([{k: v for k, v in r.items() if k != "_probe"} for r in results]), indent=1) + "\n"
+        json.dumps(
+            finite(
+                [
+                    {k: v for k, v in r.items() if not k.startswith("_")} | {"trace": {g: vars(f) for g, f in r["_trace"].items()}}
+                    for r in results
+                ]
+            ),
+            indent=1,
+        )
+        + "\n"
     )
     return 0
 

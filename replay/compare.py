@@ -188,6 +188,17 @@ def metrics(run: RunResult, scenario: Scenario) -> dict[str, float]:
         if hist and sum(hist):
             out[f"{c} wake-to-run P99 (µs)"] = runqlat.percentile(hist, 0.99)
             out[f"{c} wakeups held ≥ 1024 µs (share)"] = sum(hist[runqlat.bucket(1024) :]) / sum(hist)
+        # how its run segments end (traced likewise): how long a preempted run lasted (a
+        # slice's end, a waker's preemption), how many runs end preempted rather than asleep,
+        # and how long a preempted thread waited to run again
+        seg = cg.segments if cg is not None else None
+        if seg and sum(seg["preempted"]) + sum(seg["blocked"]):
+            n_pre = sum(seg["preempted"])
+            out[f"{c} runs ended preempted (share)"] = n_pre / (n_pre + sum(seg["blocked"]))
+            if n_pre:
+                out[f"{c} preempted run P50 (µs)"] = runqlat.percentile(seg["preempted"], 0.5)
+            if sum(seg["preempted_wait"]):
+                out[f"{c} wait after preemption P50 (µs)"] = runqlat.percentile(seg["preempted_wait"], 0.5)
     for c, cg in run.cgroups.items():
         if cg.nr_periods:
             out[f"{c} nr_throttled"] = float(cg.nr_throttled)
@@ -564,12 +575,19 @@ def predict(
 
 def _runqlat_doc(host: RunResult, predicted: RunResult | None) -> dict[str, Any]:
     """The wake-to-run histograms (sim/runqlat.py's buckets) of the cgroups the host traced,
-    beside the prediction's: {"runqlat": {"host": {cgroup: counts}, "predicted": {...}}}."""
+    beside the prediction's: {"runqlat": {"host": {cgroup: counts}, "predicted": {...}}}, and
+    their run segments likewise ("run_segments": {cgroup: {"preempted", "blocked",
+    "preempted_wait"}})."""
     traced = {c: cg.runqlat for c, cg in host.cgroups.items() if cg.runqlat is not None}
     if not traced:
         return {}
     sim = {c: predicted.cgroups[c].runqlat for c in traced if predicted is not None and c in predicted.cgroups}
-    return {"runqlat": {"host": traced, "predicted": sim}}
+    doc: dict[str, Any] = {"runqlat": {"host": traced, "predicted": sim}}
+    seg = {c: cg.segments for c, cg in host.cgroups.items() if cg.segments is not None}
+    if seg:
+        sim_seg = {c: predicted.cgroups[c].segments for c in seg if predicted is not None and c in predicted.cgroups}
+        doc["run_segments"] = {"host": seg, "predicted": sim_seg}
+    return doc
 
 
 def write_outputs(out, scenario, host, predicted, comparisons, runs, fits: dict[str, Fit], disk=None) -> None:

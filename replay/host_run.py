@@ -355,6 +355,11 @@ def run_on_host(
     for name, figures in (traced or {}).items():
         if name in result.cgroups:
             result.cgroups[name].runqlat = list(figures.hist)
+            result.cgroups[name].segments = {
+                "preempted": list(figures.preempted_hist),
+                "blocked": list(figures.blocked_hist),
+                "preempted_wait": list(figures.preempted_wait_hist),
+            }
     return HostRun(result, backend.log[first_write:], probed)
 
 

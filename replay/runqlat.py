@@ -94,12 +94,27 @@ class RunqLatFigures:
     p90_us: float
     p99_us: float
     lost: int
+    # Run segments (switch-in to switch-out, same buckets), by how they ended: `preempted_hist`
+    # switched out still runnable (sched_switch prev_state R: a slice's end, a wakeup's
+    # preemption), `blocked_hist` switched out asleep (any other state). `preempted_wait_hist`:
+    # how long a preempted thread then waited to run again — the run-queue latency BCC's runqlat
+    # counts by default beside the wakeups', which `hist` leaves out.
+    preempted_hist: list[int] = field(default_factory=lambda: [0] * BUCKETS)
+    blocked_hist: list[int] = field(default_factory=lambda: [0] * BUCKETS)
+    preempted_wait_hist: list[int] = field(default_factory=lambda: [0] * BUCKETS)
+
+
+def _zeros() -> list[int]:
+    return [0] * BUCKETS
 
 
 @dataclass
 class _Group:
-    hist: list[int] = field(default_factory=lambda: [0] * BUCKETS)
-    busy_hist: list[int] = field(default_factory=lambda: [0] * BUCKETS)
+    hist: list[int] = field(default_factory=_zeros)
+    busy_hist: list[int] = field(default_factory=_zeros)
+    preempted_hist: list[int] = field(default_factory=_zeros)
+    blocked_hist: list[int] = field(default_factory=_zeros)
+    preempted_wait_hist: list[int] = field(default_factory=_zeros)
 
 
 # --- parsing trace_pipe ---------------------------------------------------------------------
@@ -128,6 +143,8 @@ class Accumulator:
         self.resolver = resolver
         self.pending: dict[int, tuple[int, bool, str]] = {}  # tid -> (wakeup µs, busy, group)
         self.running: dict[int, int] = {}  # cpu -> pid the last sched_switch there ran
+        self.since: dict[int, int] = {}  # cpu -> µs of that switch (a segment's start)
+        self.preempted: dict[int, tuple[int, str]] = {}  # tid -> (µs switched out runnable, group)
         self.groups: dict[str, _Group] = {}
         self.forked: dict[int, str] = {}  # tid -> its forking parent's group
         self.lost = 0
@@ -151,7 +168,8 @@ class Accumulator:
                 prev, arrow, nxt = fields.partition(" ==> ")
                 if not arrow:
                     raise ValueError("no ' ==> '")
-                self._switch(cpu, now, _int_after(prev, " prev_pid="), _int_after(" " + nxt, " next_pid="))
+                state = prev[prev.rfind(" prev_state=") + 12 :].strip() if " prev_state=" in prev else ""
+                self._switch(cpu, now, _int_after(prev, " prev_pid="), _int_after(" " + nxt, " next_pid="), state)
             elif event == "sched_process_fork":
                 self._fork(_int_after(fields, " pid=", before=" child_comm="), _int_after(fields, " child_pid="))
             elif event in ("sched_wakeup", "sched_wakeup_new"):
@@ -169,7 +187,9 @@ class Accumulator:
             return
         self.lost += n
         self.pending.clear()
+        self.preempted.clear()
         self.running.pop(cpu, None)
+        self.since.pop(cpu, None)
 
     def _group(self, tid: int) -> str | None:
         """The resolver's answer; else the group of the member that forked it (a child gone
@@ -193,9 +213,25 @@ class Accumulator:
         current = self.running.get(target)
         self.pending[tid] = (now, current is not None and current not in (0, tid), group)
 
-    def _switch(self, cpu: int, now: int, prev: int, nxt: int) -> None:
+    def _switch(self, cpu: int, now: int, prev: int, nxt: int, prev_state: str = "") -> None:
+        started = self.since.get(cpu) if self.running.get(cpu) == prev else None
         self.running[cpu] = nxt
+        self.since[cpu] = now
         self.pending.pop(prev, None)  # it was on a CPU since that wakeup
+        if prev != 0:
+            group = self._group(prev)
+            # R (or R+): switched out runnable, i.e. preempted; a task that blocks is in S, D, …
+            runnable = prev_state.startswith("R")
+            if group is not None and started is not None:
+                g = self.groups.setdefault(group, _Group())
+                (g.preempted_hist if runnable else g.blocked_hist)[bucket(now - started)] += 1
+            if group is not None and runnable:
+                self.preempted[prev] = (now, group)
+            else:
+                self.preempted.pop(prev, None)
+        out = self.preempted.pop(nxt, None)
+        if out is not None:
+            self.groups.setdefault(out[1], _Group()).preempted_wait_hist[bucket(now - out[0])] += 1
         woke = self.pending.pop(nxt, None)
         if woke is None:
             return
@@ -219,6 +255,9 @@ class Accumulator:
                 p90_us=percentile(g.hist, 0.90),
                 p99_us=percentile(g.hist, 0.99),
                 lost=self.lost,
+                preempted_hist=list(g.preempted_hist),
+                blocked_hist=list(g.blocked_hist),
+                preempted_wait_hist=list(g.preempted_wait_hist),
             )
         return out
 
@@ -517,18 +556,28 @@ def _terminate(signum, frame):
 
 
 def format_figures(name: str, f: RunqLatFigures) -> str:
-    """One group's histogram as BCC's runqlat prints it ("usecs : count  distribution")."""
-    last = max((k for k, n in enumerate(f.hist) if n), default=0)
+    """One group's histograms as BCC's runqlat prints them ("usecs : count  distribution"), the
+    wakeups' beside the run segments' (by how they ended) and the waits after preemption."""
+    cols = (f.hist, f.busy_hist, f.preempted_hist, f.blocked_hist, f.preempted_wait_hist)
+    last = max((k for col in cols for k, n in enumerate(col) if n), default=0)
     top = max(f.hist) or 1
+
+    def summary(what: str, hist: list[int]) -> str:
+        n = sum(hist)
+        return f"{n} {what}" + (f" (P50 < {percentile(hist, 0.5):g} µs, P99 < {percentile(hist, 0.99):g} µs)" if n else "")
+
     lines = [
         f"{name}: {f.count} wakeups, {f.busy_count} onto a busy CPU; P50 < {f.p50_us:g} µs, "
         f"P90 < {f.p90_us:g} µs, P99 < {f.p99_us:g} µs" + (f"; {f.lost} events LOST" if f.lost else ""),
-        f"{'usecs':>24} : {'count':<8} {'busy':<8} distribution",
+        f"{name}: run segments {summary('preempted', f.preempted_hist)}, {summary('blocked', f.blocked_hist)}; "
+        f"{summary('waits after preemption', f.preempted_wait_hist)}",
+        f"{'usecs':>24} : {'count':<8} {'busy':<8} {'preempt':<8} {'block':<8} {'p-wait':<8} distribution",
     ]
     for k in range(last + 1):
         lo = int(lower_us(k))
         span = f"{lo} -> {int(upper_us(k)) - 1}" if k < BUCKETS - 1 else f"{lo} -> inf"
-        lines.append(f"{span:>24} : {f.hist[k]:<8} {f.busy_hist[k]:<8} |{'*' * round(40 * f.hist[k] / top):<40}|")
+        counts = " ".join(f"{col[k]:<8}" for col in cols)
+        lines.append(f"{span:>24} : {counts} |{'*' * round(40 * f.hist[k] / top):<40}|")
     return "\n".join(lines)
 
 

@@ -168,6 +168,10 @@ class Node:
         """Wake-to-run delays of the cgroup's tasks since the last reset (hierarchical), as BCC's
         runqlat buckets them: index = bit length of the delay in whole µs (0: under 1 µs;
         k: [2^(k-1), 2^k) µs); 24 buckets, the last open-ended."""
+    def run_segments(self, cgroup: str) -> dict[str, list[int]]:
+        """The cgroup's run segments since the last reset (hierarchical), in runqlat's buckets:
+        "preempted" (a switch in to a switch out with the task still runnable), "blocked" (to a
+        switch out asleep) and "preempted_wait" (a preempted task's wait until it ran again)."""
     def cgroup_stats(self, cgroup: str) -> dict[str, int]:
         """{"usage_ns" (hierarchical, like cpuacct.usage), "wait_ns" (run-queue wait of its
         tasks, hierarchical), "nr_switches" (hierarchical), "nr_migrations" (times its tasks

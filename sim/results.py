@@ -136,10 +136,14 @@ class CgroupResult:
     net_tx_bytes: int | None = None
     # wake-to-run delays of its tasks, sim/runqlat.py's buckets (None: a host run not traced)
     runqlat: list[int] | None = None
+    # its tasks' run segments by how they ended and the waits after preemption, the same
+    # buckets: {"preempted", "blocked", "preempted_wait"} (None: a host run not traced)
+    segments: dict[str, list[int]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "runqlat_us": self.runqlat,
+            "segments_us": self.segments,
             "memory": self.memory,
             "io": self.io,
             "net_tx_bytes": self.net_tx_bytes,
@@ -295,6 +299,7 @@ class RunResult:
                 cpu_share=cpu_s / capacity if capacity > 0 else math.nan,
                 wait_s=stats["wait_ns"] / NS,
                 runqlat=node.runqlat(cg),
+                segments=node.run_segments(cg),
                 nr_switches=int(stats["nr_switches"]),
                 nr_migrations=int(stats.get("nr_migrations", 0)),
                 nr_periods=int(stats["nr_periods"]),

@@ -101,6 +101,11 @@ class FakeNode:
             raise KeyError(f'no cgroup named "{cgroup}"')
         return [0] * 24  # the fake schedules nothing: no wakeups
 
+    def run_segments(self, cgroup: str) -> dict[str, list[int]]:
+        if cgroup not in self._cgroups:
+            raise KeyError(f'no cgroup named "{cgroup}"')
+        return {k: [0] * 24 for k in ("preempted", "blocked", "preempted_wait")}
+
     def _period(self, w: dict[str, Any]) -> int:
         return 50_000_000 if w["kind"] == "closed_loop" else round(1e9 / w["rate_per_s"])
 

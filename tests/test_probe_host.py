@@ -121,3 +121,13 @@ threads = 2
     held = doc["measured"]["ls wakeups held ≥ 1024 µs (share)"]
     assert 0 <= held <= 1
     assert doc["measured"]["ls wake-to-run P99 (µs)"] >= 1
+    # run segments on the host: the hogs never sleep, so their runs end preempted (beside them
+    # colosim-load's deadline thread sleeps in 50 ms steps: 20 runs a second end asleep); the
+    # service's threads sleep after each 100 µs request, so most of theirs end asleep (a
+    # request preempted on its way is the exception). The model's side: test_sched_counters.
+    seg = doc["run_segments"]["host"]
+    be, ls = seg["be"], seg["ls"]
+    print(f"be {sum(be['preempted'])} preempted / {sum(be['blocked'])} blocked; ls {sum(ls['preempted'])} / {sum(ls['blocked'])}")
+    assert sum(be["preempted"]) > 1000 and sum(be["blocked"]) <= 1.2 * 20 * 5
+    assert sum(ls["blocked"]) >= requests * 0.8 and sum(ls["preempted"]) < sum(ls["blocked"])
+    assert doc["measured"]["be runs ended preempted (share)"] >= 0.9

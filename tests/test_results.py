@@ -136,6 +136,7 @@ def test_results_json_document(experiment):
         "io",  # null: nor a disk
         "net_tx_bytes",  # null: nor a link
         "runqlat_us",  # all zero: the fake schedules no wakeups
+        "segments_us",  # all zero: nor any switch
     }
     assert run["cgroups"]["offline"]["runqlat_us"] == [0] * 24
     assert run["cgroups"]["offline"]["memory"] is None

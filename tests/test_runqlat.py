@@ -138,6 +138,46 @@ def test_recorded_trace():
     assert rustc.p50_us == 64 and rustc.p99_us == 4096
     assert rcu.lost == rustc.lost == 1023
     # coordinator 12223 is in no group: its wakeups (298 µs, 1 µs) are counted nowhere
+
+
+def test_recorded_trace_run_segments():
+    """Run segments and preempted waits of rustc (12193, 12270 on CPU 1; 12271 on CPU 0), worked
+    from the timestamps: a segment runs from the switch that ran the thread to the switch
+    that took it off, a preempted wait from that switch (prev_state R) to the next that ran it."""
+    rustc = feed(RECORDED).figures()["rustc"]
+    # preempted (R) segments: 12193 1027 (451063 → 452090), 3740, 3673, 3981, 1008 (475062 →
+    # 476070), 2609, 2739; 12270 1269 (473766 → 475035), 3957 (480099 → 484056)
+    preempted = [0] * BUCKETS
+    preempted[10], preempted[11], preempted[12] = 1, 2, 6
+    assert rustc.preempted_hist == preempted
+    # blocked: 12270 in D after 1390 µs (476074 → 477464); 12271 in S after 182 µs on CPU 0
+    # (the first switch seen there since the loss ran it, so its start is known)
+    blocked = [0] * BUCKETS
+    blocked[11], blocked[8] = 1, 1
+    assert rustc.blocked_hist == blocked
+    # waits after preemption: 5 (452090 → 452095), 4577, 4008, 2988, 1039, 1394, 3988, 2806;
+    # 12193's last (486800) has not run again by the end and counts nowhere
+    waits = [0] * BUCKETS
+    waits[3], waits[11], waits[12], waits[13] = 1, 2, 4, 1
+    assert rustc.preempted_wait_hist == waits
+    # and none of it reaches the wakeups' histogram
+    assert rustc.count == 4
+
+
+def test_a_segment_across_a_loss_is_not_counted():
+    acc = feed(
+        "a-1 [000] d..2. 1.000000: sched_switch: prev_comm=x prev_pid=9 prev_prio=120 prev_state=S ==> next_comm=a next_pid=1 next_prio=120\n"
+        "CPU:0 [LOST 5 EVENTS]\n"
+        "a-1 [000] d..2. 1.003000: sched_switch: prev_comm=a prev_pid=1 prev_prio=120 prev_state=R ==> next_comm=x next_pid=9 next_prio=120\n"
+        "x-9 [000] d..2. 1.004000: sched_switch: prev_comm=x prev_pid=9 prev_prio=120 prev_state=S ==> next_comm=a next_pid=1 next_prio=120\n"
+        "a-1 [000] d..2. 1.006000: sched_switch: prev_comm=a prev_pid=1 prev_prio=120 prev_state=R+ ==> next_comm=x next_pid=9 next_prio=120\n",
+        resolver=lambda tid: "a" if tid == 1 else None,
+    )
+    a = acc.figures()["a"]
+    # the first segment spans the loss (its start forgotten); the second is 2000 µs, R+ is runnable
+    assert sum(a.preempted_hist) == 1 and a.preempted_hist[bucket(2000)] == 1
+    # the wait 1.003 → 1.004 is counted (the switch out came after the loss)
+    assert sum(a.preempted_wait_hist) == 1 and a.preempted_wait_hist[bucket(1000)] == 1
     assert acc.pending == {}
 
 
@@ -193,7 +233,10 @@ def test_a_wakeup_of_a_running_task_is_dropped_when_it_switches_out():
     wake = "     coordinator-12223   [001] d..3. 61571.451013: sched_wakeup: comm=rustc pid=12193 prio=120 target_cpu=001"
     out = "           rustc-12193   [001] d..2. 61571.452090: sched_switch: prev_comm=rustc prev_pid=12193 prev_prio=120 prev_state=R ==> next_comm=rcu_preempt next_pid=15 next_prio=120"
     back = "     rcu_preempt-15      [001] d..2. 61571.452095: sched_switch: prev_comm=rcu_preempt prev_pid=15 prev_prio=120 prev_state=I ==> next_comm=rustc next_pid=12193 next_prio=120"
-    assert feed("\n".join([wake, out, back])).figures() == {}
+    figs = feed("\n".join([wake, out, back])).figures()
+    assert figs["rustc"].count == 0
+    # the switch out is runnable: the 5 µs until it runs again is a preempted wait
+    assert sum(figs["rustc"].preempted_wait_hist) == 1 and figs["rustc"].preempted_wait_hist[bucket(5)] == 1
 
 
 def test_comm_with_spaces_and_pid_like_text():

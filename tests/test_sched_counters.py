@@ -70,3 +70,57 @@ def test_a_cpuset_change_migrates_each_task_once():
     assert st["nr_migrations"] == 2
     # hierarchical, as wait and switches are: the root sums its children
     assert n.cgroup_stats("")["nr_migrations"] == 2
+
+
+def bucket_of_us(us: int) -> int:
+    from sim.runqlat import bucket
+
+    return bucket(us)
+
+
+@pytest.mark.parametrize("scheduler,hz,slice_ms", [("cfs", 250, 4), ("eevdf", 1000, 1)])
+def test_two_hogs_run_segments_end_preempted_each_a_slice_long(scheduler, hz, slice_ms):
+    """Run segments as sched_switch delimits them: every run of a hog beside a hog ends with it
+    still runnable, after one effective slice (above), and it then waits the other's slice."""
+    n = node(
+        1,
+        {"scheduler": scheduler, "hz": hz},
+        [{"name": "a"}, {"name": "b"}],
+        [{"kind": "hog", "name": "ha", "cgroup": "a", "threads": 1}, {"kind": "hog", "name": "hb", "cgroup": "b", "threads": 1}],
+    )
+    n.run_until(SECOND // 10)
+    n.reset_stats()  # the segment under way at the reset began before it: counted whole
+    n.run_until(SECOND)
+    seg = n.run_segments("a")
+    switches = n.cgroup_stats("a")["nr_switches"]
+    k = bucket_of_us(slice_ms * 1000)
+    assert sum(seg["blocked"]) == 0
+    assert sum(seg["preempted"]) == switches and seg["preempted"][k] >= switches - 1
+    assert sum(seg["preempted_wait"]) >= switches - 1 and seg["preempted_wait"][k] >= switches - 2
+    assert n.runqlat("a") == [0] * 24  # nobody woke
+
+
+def test_a_service_alone_runs_each_request_in_one_segment_that_ends_asleep():
+    """A closed loop of one client, 2 ms of CPU per request, alone on its CPU: one run per
+    request, ending blocked at 2 ms; no preemption, no wait."""
+    n = node(
+        1,
+        {"scheduler": "eevdf", "hz": 1000},
+        [{"name": "a"}],
+        [
+            {
+                "kind": "closed_loop",
+                "name": "s",
+                "cgroup": "a",
+                "clients": 1,
+                "service": {"dist": "constant", "value_ns": 2_000_000},
+                "think": {"dist": "constant", "value_ns": 1_000_000},
+            }
+        ],
+    )
+    n.run_until(SECOND)
+    seg = n.run_segments("a")
+    # a request every 3 ms: 333 runs of 2 ms, each in bucket [1024, 2048) µs (2000 has 11 bits)
+    assert sum(seg["preempted"]) == 0 and sum(seg["preempted_wait"]) == 0
+    assert seg["blocked"][bucket_of_us(2000)] == sum(seg["blocked"])
+    assert sum(seg["blocked"]) == pytest.approx(SECOND / 3_000_000, abs=2)

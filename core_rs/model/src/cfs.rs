@@ -747,6 +747,8 @@ impl Node {
     pub(crate) fn schedule(&mut self, cpu: CpuId) {
         self.update_curr(cpu);
         let prev = self.cpus[cpu].curr;
+        // prev is still runnable (preempted) rather than asleep: how its segment ends
+        let mut prev_runnable = false;
         if let Some(p) = prev {
             if !self.eevdf() {
                 self.put_prev(cpu);
@@ -755,6 +757,7 @@ impl Node {
             if self.tasks[p].state == TaskState::Running {
                 self.tasks[p].state = TaskState::Runnable;
                 self.tasks[p].wait_start = self.now;
+                prev_runnable = true;
             }
         }
         self.cpus[cpu].curr = None;
@@ -773,12 +776,18 @@ impl Node {
                 let waited = self.now - task.wait_start;
                 let stats = &mut self.cgroups[task.cg].stats;
                 stats.wait_ns += waited;
+                let k = crate::stats::runqlat_bucket(waited);
                 if std::mem::take(&mut task.woken) {
-                    stats.runqlat[crate::stats::runqlat_bucket(waited)] += 1;
+                    stats.runqlat[k] += 1;
+                } else if Some(n) != prev {
+                    stats.preempted_wait[k] += 1;
                 }
             }
             task.state = TaskState::Running;
             task.last_ran = self.now;
+            if Some(n) != prev {
+                task.switched_in = self.now;
+            }
             if task.home_node.is_none() {
                 // First touch: memory lands on this node if cpuset.mems allows, else on the
                 // first node it allows.
@@ -792,7 +801,7 @@ impl Node {
         }
         if let Some(p) = prev {
             if next != Some(p) {
-                self.cgroups[self.tasks[p].cg].stats.nr_switches += 1;
+                self.switched_out(p, prev_runnable);
             }
         }
         self.cpus[cpu].curr = next;
@@ -884,6 +893,20 @@ impl Node {
         }
     }
 
+    /// A task's switch out (sched_switch with it as prev): counted, and its run segment
+    /// binned by how it ended, still runnable (preempted) or asleep.
+    fn switched_out(&mut self, t: TaskId, runnable: bool) {
+        let task = &self.tasks[t];
+        let k = crate::stats::runqlat_bucket(self.now - task.switched_in);
+        let stats = &mut self.cgroups[task.cg].stats;
+        stats.nr_switches += 1;
+        if runnable {
+            stats.run_preempted[k] += 1;
+        } else {
+            stats.run_blocked[k] += 1;
+        }
+    }
+
     /// Stop the running task of `cpu` and leave the CPU empty (it stays queued, waiting), so
     /// that the caller can move it; the caller schedules the CPU again afterwards.
     pub(crate) fn preempt_off_cpu(&mut self, cpu: CpuId) {
@@ -901,7 +924,7 @@ impl Node {
         }
         self.tasks[t].state = TaskState::Runnable;
         self.tasks[t].wait_start = self.now;
-        self.cgroups[self.tasks[t].cg].stats.nr_switches += 1;
+        self.switched_out(t, true);
         self.nr_idle_cpus += 1;
         self.busy_changed(cpu);
         if self.tun.smt_expeller && !self.cgroups[self.tasks[t].cg].offline {

@@ -377,6 +377,33 @@ impl Node {
         (need - k).max(0) as i64
     }
 
+    /// Virtual time the running entity `se` (its protection over) still runs before
+    /// `pick_eevdf` would choose another: it turns ineligible, or a queued entity with an
+    /// earlier deadline turns eligible (V rises by w/L per unit of curr's run; only curr's
+    /// vruntime moves). i64::MAX: not while nothing else changes.
+    pub(crate) fn v_until_pick_changes(&self, rq: RqId, se: SeId) -> i64 {
+        let (avg, load) = self.avg_parts(rq);
+        let r = &self.rqs[rq];
+        let v0 = r.min_vruntime;
+        let w = scale_load_down(self.ses[se].weight) as i128;
+        let key = |e: SeId| (self.ses[e].vruntime - v0) as i128;
+        let k = key(se);
+        let mut best = i128::MAX;
+        if load > w {
+            // ineligible once (k + x)·L > avg + w·x
+            best = (avg - k * load).div_euclid(load - w) + 1;
+        }
+        let d = self.ses[se].deadline;
+        for &(_, e) in r.timeline.iter() {
+            if e != se && self.ses[e].deadline < d && w > 0 {
+                // eligible once avg + w·x ≥ key(e)·L
+                let need = key(e) * load - avg;
+                best = best.min((need + w - 1).div_euclid(w));
+            }
+        }
+        best.clamp(0, i64::MAX as i128) as i64
+    }
+
     /// The first tick at which some level of the running task with company reaches its
     /// deadline (its slice is used up) or the end of its protection (`protection_over`),
     /// if nothing else changes.
@@ -391,7 +418,17 @@ impl Node {
             let rq = self.ses[se].parent_rq;
             if self.rqs[rq].nr_running > 1 {
                 let s = &self.ses[se];
-                let ahead = (s.deadline - s.vruntime).min(self.v_until_protection_over(rq, se));
+                let mut ahead = (s.deadline - s.vruntime).min(self.v_until_protection_over(rq, se));
+                if exact && ahead <= 0 {
+                    // Its protection is over and the pick kept it (a re-pick of the running
+                    // task sets no new protection: put_prev_set_next_task returns early when
+                    // next == prev). Every read reschedules it and every pick returns it until
+                    // the pick changes — that is the next read that matters.
+                    ahead = (s.deadline - s.vruntime).min(self.v_until_pick_changes(rq, se));
+                    if ahead <= 0 {
+                        exact = false; // the model's pick disagrees (a buddy, a delayed entity): the tick decides
+                    }
+                }
                 let w = if ahead <= 0 {
                     0
                 } else {

@@ -62,6 +62,9 @@ pub struct Task {
     pub woken: bool,
     /// When it last got a CPU (the kernel's exec_start).
     pub last_ran: Ns,
+    /// When it was last switched in (a pick of the task already running is no switch): the
+    /// start of its run segment (stats.rs `run_preempted`, `run_blocked`).
+    pub switched_in: Ns,
     pub wl: usize,
     pub slot: u32,
     /// Position in its CPU's `tasks` list while runnable or running.
@@ -464,6 +467,7 @@ impl Node {
             wait_start: 0,
             woken: false,
             last_ran: 0,
+            switched_in: 0,
             wl,
             slot,
             pos: usize::MAX,

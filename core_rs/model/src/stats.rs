@@ -18,6 +18,15 @@ pub struct CgroupStats {
     /// CPU), counted as BCC's runqlat counts them: bucket = the bit length of the delay in
     /// whole µs (0: under 1 µs; k: [2^(k−1), 2^k) µs), the last bucket open-ended.
     pub runqlat: [u64; RUNQLAT_BUCKETS],
+    /// Its tasks' run segments (a switch in to the switch out, as sched_switch delimits them),
+    /// same buckets: those that ended with the task still runnable (preempted: a slice's end,
+    /// a wakeup's preemption, a move off the CPU) ...
+    pub run_preempted: [u64; RUNQLAT_BUCKETS],
+    /// ... and those that ended with it asleep (it blocked, or finished).
+    pub run_blocked: [u64; RUNQLAT_BUCKETS],
+    /// How long a preempted task waited until it ran again: the run-queue latency BCC's
+    /// runqlat counts beside the wakeups' (which `runqlat` holds alone).
+    pub preempted_wait: [u64; RUNQLAT_BUCKETS],
 }
 
 /// Buckets of `CgroupStats::runqlat`: up to 2^22 µs (4.2 s), then one open-ended.

@@ -455,10 +455,23 @@ pub fn scenario(seed: u64) -> (Value, Vec<(String, Vec<usize>)>) {
             }
         }
     }
+    // Readers of their own CPU clock (exact slice ends at their own queue) on a quarter of each
+    // EEVDF seed's workloads, from a stream of their own.
+    let mut clocks = Gen {
+        r: Rng::stream(seed, 0xc10c),
+    };
+    let readers: Vec<&str> = if sched == "eevdf" {
+        wls.iter()
+            .filter(|_| clocks.p(0.25))
+            .map(|w| w["name"].as_str().unwrap())
+            .collect()
+    } else {
+        Vec::new()
+    };
     let spec = json!({
         "seed": seed,
         "topology": {"sockets": sockets, "cores_per_socket": cores, "threads_per_core": threads, "numa_nodes_per_socket": numa},
-        "kernel": {"scheduler": sched, "version": version, "group_shares": group_shares, "smt_expeller": g.p(0.5), "hz": ([250u32, 1000][g.u(2) as usize]), "cfs_period_phase_ns": std::env::var("STRESS_PHASE").ok().and_then(|s| s.parse::<u64>().ok()), "sched_runtime_ns": sched_runtime},
+        "kernel": {"scheduler": sched, "version": version, "group_shares": group_shares, "smt_expeller": g.p(0.5), "hz": ([250u32, 1000][g.u(2) as usize]), "cfs_period_phase_ns": std::env::var("STRESS_PHASE").ok().and_then(|s| s.parse::<u64>().ok()), "sched_runtime_ns": sched_runtime, "cpu_clock_readers": readers},
         "cgroups": cgs,
         "workloads": wls,
     });

@@ -247,6 +247,28 @@ impl Node {
             .collect())
     }
 
+    /// The cgroup's run segments since the last reset (hierarchical), in runqlat's buckets:
+    /// `preempted` (switched out runnable), `blocked` (switched out asleep), and
+    /// `preempted_wait` (a preempted task's wait until it ran again).
+    fn run_segments<'py>(&mut self, py: Python<'py>, cgroup: &str) -> PyResult<Bound<'py, PyDict>> {
+        let id = self.inner.cgroup_id(cgroup).map_err(key_err)?;
+        let n = &self.inner;
+        let d = PyDict::new(py);
+        type Pick = fn(&colosim_core::stats::CgroupStats, usize) -> u64;
+        let kinds: [(&str, Pick); 3] = [
+            ("preempted", |g, k| g.run_preempted[k]),
+            ("blocked", |g, k| g.run_blocked[k]),
+            ("preempted_wait", |g, k| g.preempted_wait[k]),
+        ];
+        for (name, pick) in kinds {
+            let hist: Vec<u64> = (0..colosim_core::stats::RUNQLAT_BUCKETS)
+                .map(|k| n.hierarchical(|g| pick(&g.stats, k))[id])
+                .collect();
+            d.set_item(name, hist)?;
+        }
+        Ok(d)
+    }
+
     fn cgroup_stats<'py>(&mut self, py: Python<'py>, cgroup: &str) -> PyResult<Bound<'py, PyDict>> {
         let id = self.inner.cgroup_id(cgroup).map_err(key_err)?;
         self.inner.settle();
