@@ -1043,7 +1043,7 @@ impl Node {
         if self.now.is_multiple_of(self.tun.tick_ns) || !self.eevdf() {
             return self.tick_wants_resched(cpu);
         }
-        self.eevdf_renew_levels(cpu, 1) // cpu_event has run update_curr
+        self.eevdf_renew_levels(cpu, 0, 1) // cpu_event has run update_curr
     }
 
     /// `check_preempt_tick` at every level (`entity_tick`): resched when the entity ran longer
@@ -1196,7 +1196,8 @@ impl Node {
         // EEVDF: the enqueue's update_curr renews a used-up slice; that alone reschedules
         // only if others besides the waker were already waiting (the waker is not yet
         // counted there), otherwise the eligibility/deadline pick decides.
-        let renewed = self.eevdf() && self.eevdf_renew(cpu) && self.rqs[self.root_rq(cpu)].h_nr_running > 2;
+        let renewed =
+            self.eevdf() && self.eevdf_renew_for_wakeup(cpu, t) && self.rqs[self.root_rq(cpu)].h_nr_running > 2;
         if renewed || self.wakeup_preempts(cpu, t) {
             self.schedule(cpu);
         } else {

@@ -303,14 +303,46 @@ impl Node {
     /// `update_curr` calls since the last look would have done. Returns whether a level with
     /// company got a new slice (the running task is then rescheduled).
     pub(crate) fn eevdf_renew(&mut self, cpu: CpuId) -> bool {
-        self.eevdf_renew_levels(cpu, usize::MAX)
+        self.eevdf_renew_levels(cpu, 0, usize::MAX)
     }
 
-    /// `eevdf_renew` for the lowest `levels` of the running task's hierarchy (1: the
-    /// `update_curr` of its own queue alone, as a read of its CPU clock runs it).
-    pub(crate) fn eevdf_renew_levels(&mut self, cpu: CpuId, levels: usize) -> bool {
+    /// `eevdf_renew` for the levels a wakeup's enqueue runs `update_curr` on: the queues of the
+    /// wakee's path (`enqueue_entity`, and above it `update_cfs_group`'s reweight), which the
+    /// running task's path shares from the level where the two hierarchies meet up to the
+    /// root. A wakeup in another group does not touch the running task's own group's queue:
+    /// its slice there is renewed at the tick, as the kernel's is.
+    pub(crate) fn eevdf_renew_for_wakeup(&mut self, cpu: CpuId, wakee: TaskId) -> bool {
+        let Some(t) = self.cpus[cpu].curr else { return false };
+        let on_wakee_path = |rq: RqId| {
+            let mut w = Some(self.tasks[wakee].se);
+            while let Some(e) = w {
+                if self.ses[e].parent_rq == rq {
+                    return true;
+                }
+                w = self.parent_se(e);
+            }
+            false
+        };
+        let (mut se, mut skip) = (Some(self.tasks[t].se), 0);
+        while let Some(e) = se.filter(|&e| !on_wakee_path(self.ses[e].parent_rq)) {
+            skip += 1;
+            se = self.parent_se(e);
+        }
+        self.eevdf_renew_levels(cpu, skip, usize::MAX)
+    }
+
+    /// `eevdf_renew` for `levels` levels of the running task's hierarchy above its lowest
+    /// `skip` (0, 1: the `update_curr` of its own queue alone, as a read of its CPU clock runs
+    /// it).
+    pub(crate) fn eevdf_renew_levels(&mut self, cpu: CpuId, skip: usize, levels: usize) -> bool {
         let Some(t) = self.cpus[cpu].curr else { return false };
         let mut se = self.tasks[t].se;
+        for _ in 0..skip {
+            match self.parent_se(se) {
+                Some(g) => se = g,
+                None => return false,
+            }
+        }
         let mut resched = false;
         let mut level = 0;
         loop {

@@ -282,6 +282,40 @@ mod tests {
         assert!(checked > 500, "only {checked} states checked");
     }
 
+    #[test]
+    fn a_wakeup_renews_only_the_levels_on_the_wakees_path() {
+        // enqueue_task_fair runs update_curr on the wakee's queues only (enqueue_entity, then
+        // update_cfs_group's reweight above it): a wakeup in group b reaches the root queue,
+        // where a's entity runs, but not a's own queue, where the running task's used-up
+        // slice waits for the tick; a wakeup in a renews it there.
+        let mut n = node("6.18", json!({"DELAY_DEQUEUE": false}), true);
+        n.run_until(2_000_000).unwrap();
+        // run until a task of a (h or s) is on the CPU
+        let mut t = 2_000_000;
+        while n.cpus[0].curr.is_none_or(|c| c == 2) {
+            t += 50_000;
+            n.run_until(t).unwrap();
+        }
+        n.update_curr(0);
+        let c = n.cpus[0].curr.unwrap();
+        let (se, ga) = (n.tasks[c].se, n.parent_se(n.tasks[c].se).unwrap());
+        // its slice in a's queue used up, unseen (the tick has not come)
+        n.ses[se].deadline = n.ses[se].vruntime - 1;
+        let used_up = n.ses[se].deadline;
+        let ga_deadline = n.ses[ga].deadline;
+        n.eevdf_renew_for_wakeup(0, 2); // hb, in b
+        assert_eq!(n.ses[se].deadline, used_up, "a wakeup in b renewed a's own queue");
+        // the root level was looked at: a's entity keeps or renews its deadline as update_curr would
+        assert!(n.ses[ga].deadline >= ga_deadline);
+        let other = 1 - c; // the other task of a
+        n.eevdf_renew_for_wakeup(0, other);
+        assert_eq!(
+            n.ses[se].deadline,
+            n.ses[se].vruntime + n.vslice(se),
+            "a wakeup in a renews it"
+        );
+    }
+
     /// `t` blocks (not delayed: DELAY_DEQUEUE off in these tests) and the CPU picks again.
     fn block(n: &mut Node, t: TaskId) {
         n.dequeue_task(t, true);
