@@ -199,6 +199,10 @@ class GroupFigures:
     runnable_on_cpu: list[float]  # mean runnable (state R) threads seen on each CPU
 
 
+# sched/debug fields kept snapshot by snapshot (ProbeResult.sched_debug_series)
+SERIES_FIELDS = ("h_nr_runnable", "se->load.weight", "se lag (ms)")
+
+
 @dataclass
 class ProbeResult:
     window_s: float
@@ -215,6 +219,12 @@ class ProbeResult:
     # sched/debug: (cpu, cfs_rq path) -> field -> mean over the window's snapshots
     sched_debug: dict[str, dict[str, float]] = field(default_factory=dict)
     sched_debug_snapshots: int = 0
+    # the same cfs_rqs snapshot by snapshot (their times in sched_debug_t_s, from the probe's
+    # start like t_s): SERIES_FIELDS only — how many runnable, the group entity's weight and
+    # lag — enough to see a group switch between regimes as it happens (docs/model.md, "Two
+    # regimes"); NaN where a snapshot lacks the queue
+    sched_debug_t_s: list[float] = field(default_factory=list)
+    sched_debug_series: dict[str, dict[str, list[float]]] = field(default_factory=dict)
 
     @property
     def cost(self) -> float:
@@ -533,16 +543,21 @@ class Probe:
         snaps = [d for t, d in self.debug if t >= start]
         paths = {p for w in self.watch.values() for p in w.paths} | {th.autogroup for th in self.threads.values() if th.autogroup}
         debug: dict[str, dict[str, float]] = {}
-        for snap in snaps:
+        dseries: dict[str, dict[str, list[float]]] = {}
+        for i, snap in enumerate(snaps):
             lags = sched_debug_lags(snap)
             for (cpu, path), fields in sorted(snap.items()):
                 if path in paths:
-                    acc = debug.setdefault(f"[{cpu}]:{path}", {})
-                    for key, value in fields.items():
+                    key_ = f"[{cpu}]:{path}"
+                    acc = debug.setdefault(key_, {})
+                    row = {**fields, **({"se lag (ms)": lags[(cpu, path)]} if (cpu, path) in lags else {})}
+                    for key, value in row.items():
                         if key not in ("avg_vruntime", "se->vruntime"):
                             acc[key] = acc.get(key, 0.0) + value / len(snaps)
-                    if (cpu, path) in lags:
-                        acc["se lag (ms)"] = acc.get("se lag (ms)", 0.0) + lags[(cpu, path)] / len(snaps)
+                    per = dseries.setdefault(key_, {name: [math.nan] * len(snaps) for name in SERIES_FIELDS})
+                    for name in SERIES_FIELDS:
+                        if name in row:
+                            per[name][i] = row[name]
         return ProbeResult(
             window_s=window,
             hz=self.hz,
@@ -556,6 +571,8 @@ class Probe:
             cpu_series=series,
             sched_debug=debug,
             sched_debug_snapshots=len(snaps),
+            sched_debug_t_s=[t - self._t_start for t, d in self.debug if t >= start],
+            sched_debug_series=dseries,
         )
 
     def _figures(self, th: _Thread, start: float) -> ThreadFigures | None:

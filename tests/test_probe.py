@@ -245,3 +245,43 @@ def test_without_proc_sched_switches_come_from_status_and_migrations_are_unknown
     g = probe.result().groups["g"]
     assert (g.voluntary, g.involuntary, g.switches, g.migrations) == (10, 5, 15, -1)
     assert re.search(r"\|\s+-\s+\|", probe.result().table())  # migrations shown as unknown
+
+
+def test_sched_debug_is_kept_snapshot_by_snapshot_beside_its_means(tmp_path):
+    """Two sched/debug snapshots in the window (and one before it, not counted): the means as
+    before, and per snapshot the runnable count, the entity's weight and its lag."""
+    proc = FakeProc(tmp_path / "proc")
+    debug = tmp_path / "sched_debug"
+    probe = Probe(
+        {"offline": Watch(tids=lambda: [11], paths=("/colosim-x/offline", "/colosim-x"))},
+        ncpus=2,
+        proc=proc.root,
+        sched_debug=debug,
+    )
+    probe._t_start = 0.0
+    proc.set(11, 0, 0, 1, 1, 0, 0, cpu=0)
+
+    def snapshot(t: float, runnable: int, vruntime: float) -> None:
+        debug.write_text(
+            SCHED_DEBUG.replace(".h_nr_runnable                 : 10", f".h_nr_runnable                 : {runnable}").replace(
+                "990.250000", f"{vruntime:.6f}"
+            )
+        )
+        probe.sample(t, debug=True)
+
+    snapshot(0.5, 99, 0.0)  # before the window
+    probe.window_start = 1.0
+    snapshot(1.0, 10, 990.25)  # lag 1000.5 - 990.25 = 10.25
+    probe._t_end = 2.0
+    snapshot(2.0, 4, 1002.5)  # lag -2.0
+    r = probe.result()
+    assert r.sched_debug_snapshots == 2 and r.sched_debug_t_s == [1.0, 2.0]
+    series = r.sched_debug_series["[0]:/colosim-x/offline"]
+    assert series["h_nr_runnable"] == [10, 4]
+    assert series["se lag (ms)"] == pytest.approx([10.25, -2.0])
+    assert series["se->load.weight"] == [1023, 1023]
+    means = r.sched_debug["[0]:/colosim-x/offline"]
+    assert means["h_nr_runnable"] == 7 and means["se lag (ms)"] == pytest.approx(4.125)
+    # the folder's queue has no lag (its parent is not in the text): NaN in its series
+    assert all(math.isnan(x) for x in r.sched_debug_series["[0]:/colosim-x"]["se lag (ms)"])
+    assert "sched_debug_series" in r.to_dict()
