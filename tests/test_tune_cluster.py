@@ -146,8 +146,11 @@ def test_a_cluster_study_tells_what_a_local_one_does(tmp_path, cluster):
     assert any(set(r) == workers for r in ran_in), ran_in
 
 
-# 40 s simulated: a piece takes about half a second, long enough to be caught running
-LONG = TINY.replace('duration = "3s"', 'duration = "40s"')
+# 80 s simulated: a piece takes about a second, long enough to be caught running — and the
+# study long enough that it cannot end while a worker the scheduler counts as busy turns out to
+# be between pieces a few times in a row (with 40 s the 6-trial study once finished first on a
+# machine running `stress --cpu 1` beside the suite)
+LONG = TINY.replace('duration = "3s"', 'duration = "80s"')
 KILL_TRIALS = 6
 KILL_TUNE = ["--trials", str(KILL_TRIALS), "--seeds", "2", "--sampler", "random", "--no-progress"]
 
