@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
 
@@ -87,7 +88,8 @@ def run_pingpong(session: Session, label: str, warmup: float, seconds: float, hz
     """10 ping-pong pairs beside stress: both sides in one cgroup, or one side each in two."""
     arrangement, _, work = label.partition("@")
     work_us = int(work) if work else WORK_US
-    tracer, traced = None, None
+    tracer: RunqLat | None = None
+    traced: ExitStack | None = None
     backend: HostBackend = session.backend
     groups = make_groups(session, shares)
     tmp = Path(tempfile.mkdtemp(prefix="pp-", dir=session.run_dir()))
@@ -131,7 +133,7 @@ def run_pingpong(session: Session, label: str, warmup: float, seconds: float, hz
         segments = end_trace(tracer, traced)
     finally:
         if traced is not None:
-            traced.close()  # type: ignore[attr-defined]
+            traced.close()  # a no-op after end_trace
         session.kill_all()
         backend.remove()
         backend.create([])
@@ -150,21 +152,23 @@ def run_pingpong(session: Session, label: str, warmup: float, seconds: float, hz
     }
 
 
-def start_trace(session: Session, groups: list[str]) -> tuple[RunqLat | None, object]:
+def start_trace(session: Session, groups: list[str]) -> tuple[RunqLat | None, ExitStack | None]:
     return start_runqlat(session.backend, groups, print) if TRACE else (None, None)
 
 
-def end_trace(tracer: RunqLat | None, stack: object) -> dict[str, RunqLatFigures]:
-    if tracer is None:
+def end_trace(tracer: RunqLat | None, stack: ExitStack | None) -> dict[str, RunqLatFigures]:
+    """Stop tracing (the buffer drained) and the groups' figures; {} when not tracing."""
+    if tracer is None or stack is None:
         return {}
-    stack.close()  # type: ignore[attr-defined]
+    stack.close()
     return tracer.result()
 
 
 def run_one(session: Session, arrangement: str, warmup: float, seconds: float, hz: float, shares: dict[str, int]) -> dict:
     if arrangement.startswith(("pingpong", "duty")):
         return run_pingpong(session, arrangement, warmup, seconds, hz, shares)
-    tracer, traced = None, None
+    tracer: RunqLat | None = None
+    traced: ExitStack | None = None
     backend: HostBackend = session.backend
     groups = make_groups(session, shares)
     tmp = Path(tempfile.mkdtemp(prefix="ch-", dir=session.run_dir()))
@@ -235,7 +239,7 @@ def run_one(session: Session, arrangement: str, warmup: float, seconds: float, h
         server_sid = parse_stat((PROC / str(server.pid) / "stat").read_text()).session
     finally:
         if traced is not None:
-            traced.close()  # type: ignore[attr-defined]
+            traced.close()  # a no-op after end_trace
         session.kill_all()
         log.close()
         backend.remove()

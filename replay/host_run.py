@@ -355,11 +355,7 @@ def run_on_host(
     for name, figures in (traced or {}).items():
         if name in result.cgroups:
             result.cgroups[name].runqlat = list(figures.hist)
-            result.cgroups[name].segments = {
-                "preempted": list(figures.preempted_hist),
-                "blocked": list(figures.blocked_hist),
-                "preempted_wait": list(figures.preempted_wait_hist),
-            }
+            result.cgroups[name].segments = figures.segments()
     return HostRun(result, backend.log[first_write:], probed)
 
 

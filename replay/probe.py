@@ -540,7 +540,8 @@ class Probe:
                 pa, pb = a.get(name), b.get(name)
                 for c in range(self.ncpus):
                     series[name][c].append((pb[c] - pa[c]) / 1e9 / (tb - ta) if pa and pb else math.nan)
-        snaps = [d for t, d in self.debug if t >= start]
+        kept_debug = [(t, d) for t, d in self.debug if t >= start]
+        snaps = [d for _, d in kept_debug]
         paths = {p for w in self.watch.values() for p in w.paths} | {th.autogroup for th in self.threads.values() if th.autogroup}
         debug: dict[str, dict[str, float]] = {}
         dseries: dict[str, dict[str, list[float]]] = {}
@@ -571,7 +572,7 @@ class Probe:
             cpu_series=series,
             sched_debug=debug,
             sched_debug_snapshots=len(snaps),
-            sched_debug_t_s=[t - self._t_start for t, d in self.debug if t >= start],
+            sched_debug_t_s=[t - self._t_start for t, _ in kept_debug],
             sched_debug_series=dseries,
         )
 

@@ -103,6 +103,14 @@ class RunqLatFigures:
     blocked_hist: list[int] = field(default_factory=lambda: [0] * BUCKETS)
     preempted_wait_hist: list[int] = field(default_factory=lambda: [0] * BUCKETS)
 
+    def segments(self) -> dict[str, list[int]]:
+        """The run segments as the simulator reports them (`CgroupResult.segments`)."""
+        return {
+            "preempted": list(self.preempted_hist),
+            "blocked": list(self.blocked_hist),
+            "preempted_wait": list(self.preempted_wait_hist),
+        }
+
 
 def _zeros() -> list[int]:
     return [0] * BUCKETS

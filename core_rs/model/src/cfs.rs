@@ -1150,18 +1150,7 @@ impl Node {
         if pt.idle_policy || (self.eevdf() && !self.tun.feat.wakeup_preemption) {
             return false;
         }
-        // find_matching_se: walk both up to entities that share a queue.
-        let (mut se, mut pse) = (ct.se, pt.se);
-        while self.se_depth(se) > self.se_depth(pse) {
-            se = self.parent_se(se).unwrap();
-        }
-        while self.se_depth(pse) > self.se_depth(se) {
-            pse = self.parent_se(pse).unwrap();
-        }
-        while self.ses[se].parent_rq != self.ses[pse].parent_rq {
-            se = self.parent_se(se).unwrap();
-            pse = self.parent_se(pse).unwrap();
-        }
+        let (se, pse) = self.find_matching_se(ct.se, pt.se);
         let (cse_idle, pse_idle) = (self.se_is_idle(se), self.se_is_idle(pse));
         if cse_idle && !pse_idle {
             return true;
@@ -1179,6 +1168,22 @@ impl Node {
         }
         let gran = calc_delta_fair(self.tun.wakeup_granularity, self.ses[pse].weight);
         vdiff > gran
+    }
+
+    /// `find_matching_se`: walk both entities (of one CPU's hierarchy) up to the ancestors
+    /// that share a queue.
+    pub(crate) fn find_matching_se(&self, mut se: SeId, mut pse: SeId) -> (SeId, SeId) {
+        while self.se_depth(se) > self.se_depth(pse) {
+            se = self.parent_se(se).unwrap();
+        }
+        while self.se_depth(pse) > self.se_depth(se) {
+            pse = self.parent_se(pse).unwrap();
+        }
+        while self.ses[se].parent_rq != self.ses[pse].parent_rq {
+            se = self.parent_se(se).unwrap();
+            pse = self.parent_se(pse).unwrap();
+        }
+        (se, pse)
     }
 
     /// After `t` was queued on `cpu`: run it if the CPU is idle, preempt if the rules say so,

@@ -313,21 +313,11 @@ impl Node {
     /// its slice there is renewed at the tick, as the kernel's is.
     pub(crate) fn eevdf_renew_for_wakeup(&mut self, cpu: CpuId, wakee: TaskId) -> bool {
         let Some(t) = self.cpus[cpu].curr else { return false };
-        let on_wakee_path = |rq: RqId| {
-            let mut w = Some(self.tasks[wakee].se);
-            while let Some(e) = w {
-                if self.ses[e].parent_rq == rq {
-                    return true;
-                }
-                w = self.parent_se(e);
-            }
-            false
-        };
-        let (mut se, mut skip) = (Some(self.tasks[t].se), 0);
-        while let Some(e) = se.filter(|&e| !on_wakee_path(self.ses[e].parent_rq)) {
-            skip += 1;
-            se = self.parent_se(e);
-        }
+        let se = self.tasks[t].se;
+        let (meet, _) = self.find_matching_se(se, self.tasks[wakee].se);
+        let skip = std::iter::successors(Some(se), |&e| self.parent_se(e))
+            .position(|e| e == meet)
+            .expect("the matching entity is an ancestor");
         self.eevdf_renew_levels(cpu, skip, usize::MAX)
     }
 

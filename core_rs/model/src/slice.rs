@@ -246,36 +246,34 @@ mod tests {
                 n.run_until(k * 37_000).unwrap();
                 n.update_curr(0);
                 let Some(t) = n.cpus[0].curr else { continue };
-                let mut g = n.tasks[t].se;
-                loop {
+                let path: Vec<_> = std::iter::successors(Some(n.tasks[t].se), |&e| n.parent_se(e)).collect();
+                for g in path {
                     let rq = n.ses[g].parent_rq;
-                    if n.rqs[rq].nr_running > 1 && n.pick_eevdf(rq, false) == Some(g) {
-                        let x = n.v_until_pick_changes(rq, g);
-                        assert!(x > 0, "{version} t={}: the pick keeps curr but x = {x}", n.now);
-                        if x < i64::MAX / 4 {
-                            let v = n.ses[g].vruntime;
-                            n.ses[g].vruntime = v + x - 1;
-                            assert_eq!(
-                                n.pick_eevdf(rq, false),
-                                Some(g),
-                                "{version} t={}: changed before x = {x}",
-                                n.now
-                            );
-                            n.ses[g].vruntime = v + x;
-                            assert_ne!(
-                                n.pick_eevdf(rq, false),
-                                Some(g),
-                                "{version} t={}: unchanged at x = {x}",
-                                n.now
-                            );
-                            n.ses[g].vruntime = v;
-                            checked += 1;
-                        }
+                    if n.rqs[rq].nr_running < 2 || n.pick_eevdf(rq, false) != Some(g) {
+                        continue;
                     }
-                    match n.parent_se(g) {
-                        Some(p) => g = p,
-                        None => break,
+                    let x = n.v_until_pick_changes(rq, g);
+                    assert!(x > 0, "{version} t={}: the pick keeps curr but x = {x}", n.now);
+                    if x >= i64::MAX / 4 {
+                        continue;
                     }
+                    let v = n.ses[g].vruntime;
+                    n.ses[g].vruntime = v + x - 1;
+                    assert_eq!(
+                        n.pick_eevdf(rq, false),
+                        Some(g),
+                        "{version} t={}: changed before x = {x}",
+                        n.now
+                    );
+                    n.ses[g].vruntime = v + x;
+                    assert_ne!(
+                        n.pick_eevdf(rq, false),
+                        Some(g),
+                        "{version} t={}: unchanged at x = {x}",
+                        n.now
+                    );
+                    n.ses[g].vruntime = v;
+                    checked += 1;
                 }
             }
         }
