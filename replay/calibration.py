@@ -13,11 +13,14 @@ The model fitted (`Fit`), per request of a closed loop:
     client_cpu   the generator's CPU, constant = its measured CPU rate / QPS (wrk parses and
                  writes each request; clickhouse-benchmark reads each block): it runs on the
                  client's task in the cgroup the generator runs in, before the request is sent
-    rounds       how many times per request the generator waits for the server (its
-                 voluntary context switches over its run / requests, rounded, at least 1):
-                 client_cpu and the service then alternate in that many equal parts (the core's
-                 `rounds`), as clickhouse-benchmark parses each result block while the server
-                 produces the next (docs/replay.md, "The client's rounds")
+    rounds       how many times per request each of the server's threads waits (its
+                 voluntary context switches over the measured window / requests / the
+                 request's threads, rounded, at least 1), traced with every short-lived thread;
+                 where not traced, how many times the generator waits for the server (its own
+                 switches / requests): client_cpu and the service then alternate in that many
+                 equal parts (the core's `rounds`), as ClickHouse's query thread blocks about
+                 once a block it streams while clickhouse-benchmark parses the last
+                 (docs/replay.md, "The client's rounds", "The server's rounds")
     delay        a wait inside each request's latency that is neither CPU nor queueing, a
                  lognormal (mean and sigma fitted: wake-ups and round trips are skewed),
                  fitted only when the host's cgroup left its CPUs idle for part of the alone
@@ -53,7 +56,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -95,8 +98,40 @@ class AloneRun:
     generator_cpu: float | None = None
     # its voluntary context switches per second over its run (None / NaN: not measured)
     generator_switches: float | None = None
+    # the server's, all its threads, per second over the measured window (None / NaN: not traced)
+    server_switches: float | None = None
     # the share of the node busy outside the run's cgroups meanwhile (other tenants)
     others: float | None = None
+    # a real server's generator reported it (not colosim-load, which runs the scenario's own
+    # think times: no delay is fitted to its gaps)
+    reported: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """As JSON keeps it (percentiles keyed by their text; NaN written as null): what the
+        calibration needs to be redone later from the same host measurements."""
+        d = asdict(self)
+        d["percentiles"] = {str(p): v for p, v in self.percentiles.items()}
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> AloneRun:
+        """to_dict's inverse; a null count (NaN when written) is NaN: measured by a real
+        server's generator, which always has one, but not measured."""
+
+        def num(key: str, null: float | None) -> float | None:
+            v = d.get(key)
+            return null if v is None else float(v)
+
+        return cls(
+            qps=float(d["qps"]) if d.get("qps") is not None else math.nan,
+            percentiles={float(p): float(v) for p, v in d["percentiles"].items() if v is not None},
+            busy=num("busy", None),
+            generator_cpu=num("generator_cpu", math.nan),
+            generator_switches=num("generator_switches", math.nan),
+            server_switches=num("server_switches", math.nan),
+            others=num("others", None),
+            reported=bool(d.get("reported", False)),
+        )
 
 
 class Client(NamedTuple):
@@ -116,13 +151,34 @@ def service_cpu(alone: AloneRun, client_cpu_s: float, ncpus: int, threads: int) 
     return per_request / max(1, threads) if per_request > 0 else None
 
 
-def client_rounds(alone: AloneRun, client_cpu_s: float) -> int:
-    """The rounds of a request: the generator's voluntary switches per request (each one a
-    wait for the server's next block), at least 1; 1 without a generator CPU to split."""
-    sw = alone.generator_switches
-    if not (client_cpu_s > 0 and sw is not None and math.isfinite(sw) and alone.qps > 0):
-        return 1
-    return int(min(MAX_ROUNDS, max(1, round(sw / alone.qps))))
+class Rounds(NamedTuple):
+    """A request's client<->server rounds and what they were counted from."""
+
+    k: int
+    source: str  # "server" (its traced switches), "generator" (its own) or "" (one round)
+
+
+def client_rounds(alone: AloneRun, client_cpu_s: float, threads: int = 1) -> Rounds:
+    """The rounds of a request: how often each server thread sleeps per request — in the
+    model it sleeps once after each of its k parts, the last wait being for the next
+    request — from the server's traced voluntary switches per request over its `threads`;
+    untraced, the generator's voluntary switches per request (each one a wait for the
+    server's next block), which undercounts a server whose threads also wait for each other
+    (ClickHouse: ~45 against ~150, docs/replay.md "The server's rounds"). At least 1; 1
+    without a generator CPU to split."""
+
+    def per_request(sw: float | None, over: int) -> int | None:
+        if sw is None or not (math.isfinite(sw) and sw >= 0 and alone.qps > 0):
+            return None
+        return int(min(MAX_ROUNDS, max(1, round(sw / alone.qps / over))))
+
+    if not client_cpu_s > 0:
+        return Rounds(1, "")
+    server = per_request(alone.server_switches, max(1, threads))
+    if server is not None:
+        return Rounds(server, "server")
+    generator = per_request(alone.generator_switches, 1)
+    return Rounds(generator, "generator") if generator is not None else Rounds(1, "")
 
 
 @dataclass
@@ -141,6 +197,7 @@ class Fit:
     others: float | None = None  # AloneRun.others
     delay_sigma: float = 0.0  # the delay's lognormal sigma (0: none fitted)
     rounds: int = 1  # the client<->server rounds per request (client_rounds)
+    rounds_from: str = ""  # what they were counted from: "server", "generator" ("": one round)
     # the service's CPU per request per thread measured from its cgroup (service_cpu): the
     # family's mean; None: not measured, the mean was fitted
     cpu_s: float | None = None
@@ -184,6 +241,7 @@ class Fit:
             "delay_s": self.delay_s,
             "delay_sigma": self.delay_sigma,
             "rounds": self.rounds,
+            "rounds_from": self.rounds_from,
             "service_cpu_s": self.cpu_s,
             "service_cpu_from": "cgroup" if self.cpu_s is not None else "fitted",
             "background_cpus": self.background_cpus,
@@ -205,7 +263,12 @@ class Fit:
         if self.client_cpu_s > 0:
             lines.append(f"  load generator's CPU: {self.client_cpu_s * 1e6:.1f} µs per request in the service's cgroup")
         if self.rounds > 1:
-            lines.append(f"  in {self.rounds} rounds with the server (the generator's voluntary switches per request)")
+            whose = (
+                "each server thread's voluntary switches per request, traced"
+                if self.rounds_from == "server"
+                else "the generator's voluntary switches per request: the server's were not traced"
+            )
+            lines.append(f"  in {self.rounds} rounds with the server ({whose})")
         if self.cpu_s is not None:
             lines.append(f"  service CPU: {self.cpu_s * 1e3:.3g} ms per request per thread, measured from its cgroup's CPU (not fitted)")
         if self.background_cpus > 0:
@@ -289,7 +352,8 @@ def fit_service(
     closed = clients is not None
     g = alone.generator_cpu
     client_cpu = g / alone.qps if closed and g is not None and g > 0 and alone.qps > 0 else 0.0
-    client = Client(client_cpu, client_rounds(alone, client_cpu))
+    rounds = client_rounds(alone, client_cpu, threads)
+    client = Client(client_cpu, rounds.k)
     # the gaps are the node's idle time, which other work on a disturbed host fills: a delay is
     # fitted only to an undisturbed alone run
     disturbed = alone.others is not None and alone.others > DISTURBED
@@ -384,6 +448,7 @@ def fit_service(
         others=alone.others,
         delay_sigma=delay_sigma,
         rounds=client.rounds,
+        rounds_from=rounds.source,
         cpu_s=cpu,
         background_cpus=background_cpus,
     )

@@ -286,7 +286,9 @@ def replay(
         for v in variants:
             say(f"host: {v.name} ({scenario.duration_s:g} s) ...")
             hv = Variant(v.name, v.baseline, host_equivalent(v.scenario, substituted))
-            runs[v.name] = run_on_host(hv, seed, session, substituted, probe_hz=probe_hz)
+            # the baseline traced (where tracefs can be had): the server's switches set the
+            # calibration's rounds
+            runs[v.name] = run_on_host(hv, seed, session, substituted, probe_hz=probe_hz, trace=v.baseline)
             host.runs[v.name] = runs[v.name].result
             probed = runs[v.name].probe
             if probed is not None:
@@ -485,46 +487,63 @@ def fit_disk_rate(base: dict[str, Any], op: str, target: float, rounds: int = 3)
     return max(1, round(rate))
 
 
-def calibrate_services(scenario: Scenario, host: ExperimentResult, seed: int, substituted: set[Knob]) -> dict[str, Fit]:
-    """Fit each service measured in the baseline (alone) run: its distribution, its load
-    generator's CPU and its gaps (replay/calibration.py)."""
+def alone_runs(scenario: Scenario, measured_base: RunResult) -> dict[str, AloneRun]:
+    """What the host measured of each service in the baseline (alone) run, as the calibration
+    takes it (replay/calibration.py AloneRun): the services the scenario fits — enabled closed
+    and open loops the run measured."""
     from replay.workloads import MeasuredService, ReportedService
 
-    base = next(v for v in scenario.variants() if v.baseline)
-    measured_base = host.runs[base.name]
-    # the alone run's other tenants run beside the simulated alone runs the fit makes
-    alone_background = background_cpus(measured_base.others_cpu_share, measured_base.ncpus)
-    sc = with_background(host_equivalent(base.scenario, substituted), alone_background)
-    fits: dict[str, Fit] = {}
+    out: dict[str, AloneRun] = {}
     for name, w in scenario.workloads.items():
         if not isinstance(w, ClosedLoop | OpenLoop) or not w.enabled or name not in measured_base.services:
             continue
         got = measured_base.services[name]
-        reported = isinstance(got, ReportedService)
         percentiles = (
             dict(got.reported or {}) if isinstance(got, ReportedService) else {p: got.percentile(p) for p in (50.0, 75.0, 90.0, 99.0)}
         )
         cg = measured_base.cgroups.get(w.cgroup)
-        alone = AloneRun(
+        out[name] = AloneRun(
             qps=got.qps,
             percentiles=percentiles,
             busy=cg.cpu_share if cg is not None and math.isfinite(cg.cpu_share) else None,
             generator_cpu=got.generator_cpu if isinstance(got, MeasuredService) else None,
             generator_switches=got.generator_switches if isinstance(got, MeasuredService) else None,
+            server_switches=got.server_switches if isinstance(got, MeasuredService) else None,
             others=measured_base.others_cpu_share,
+            reported=isinstance(got, ReportedService),
         )
+    return out
+
+
+def calibrate_services(scenario: Scenario, host: ExperimentResult, seed: int, substituted: set[Knob]) -> dict[str, Fit]:
+    """Fit each service measured in the baseline (alone) run: its distribution, its load
+    generator's CPU and its gaps (replay/calibration.py)."""
+    base = next(v for v in scenario.variants() if v.baseline)
+    measured_base = host.runs[base.name]
+    return fit_alone_runs(scenario, alone_runs(scenario, measured_base), measured_base.ncpus, seed, substituted)
+
+
+def fit_alone_runs(scenario: Scenario, alone: dict[str, AloneRun], ncpus: int, seed: int, substituted: set[Knob]) -> dict[str, Fit]:
+    """Fit each service to what its alone run measured (`alone_runs`), on `ncpus` CPUs."""
+    base = next(v for v in scenario.variants() if v.baseline)
+    others = next((a.others for a in alone.values()), None)
+    # the alone run's other tenants run beside the simulated alone runs the fit makes
+    alone_background = background_cpus(others, ncpus)
+    sc = with_background(host_equivalent(base.scenario, substituted), alone_background)
+    fits: dict[str, Fit] = {}
+    for name, run in alone.items():
+        w = scenario.workloads[name]
+        assert isinstance(w, ClosedLoop | OpenLoop)
         # a think time is fitted to the gaps only for a real server whose scenario has none:
         # colosim-load runs the scenario's own think times
-        gaps = isinstance(w, ClosedLoop) and reported and mean_s(w.think) == 0
-        alone_sc = shortened(sc, alone.qps)
-        simulate = simulator_of(alone_sc, name, seed, frozenset(substituted), measured_base.ncpus)
+        gaps = isinstance(w, ClosedLoop) and run.reported and mean_s(w.think) == 0
+        alone_sc = shortened(sc, run.qps)
+        simulate = simulator_of(alone_sc, name, seed, frozenset(substituted), ncpus)
         clients = w.clients if isinstance(w, ClosedLoop) else None
         # the threads a request runs on, over which its measured CPU is split (the model's
         # service time is per fanout thread)
-        threads = (measured_base.ncpus if w.fanout == "ncpus" else int(w.fanout)) if isinstance(w, ClosedLoop) else 1
-        fits[name] = fit_service(
-            name, alone, simulate, measured_base.ncpus, clients, gaps=gaps, threads=threads, background_cpus=alone_background
-        )
+        threads = (ncpus if w.fanout == "ncpus" else int(w.fanout)) if isinstance(w, ClosedLoop) else 1
+        fits[name] = fit_service(name, run, simulate, ncpus, clients, gaps=gaps, threads=threads, background_cpus=alone_background)
         sc = apply_fit(sc, fits[name])
     return fits
 
@@ -542,7 +561,8 @@ def predict(
     (`background`: variant -> CPUs, replay.background; by default each measured variant's
     own). Returns the prediction and, per service, its fitted figures: NAME (the service's
     mean over the scenario's), "NAME sigma" (a lognormal's), "NAME client_cpu_s", "NAME
-    rounds", "NAME delay_s", "NAME service_cpu_s" (NaN: fitted), "NAME poor fit" (1.0 when
+    rounds", "NAME rounds from server" (1.0: the server's traced
+    switches, else the generator's), "NAME delay_s", "NAME service_cpu_s" (NaN: fitted), "NAME poor fit" (1.0 when
     poor); and "VARIANT background CPUs" per variant."""
     from sim.runner import run_variant
 
@@ -561,6 +581,7 @@ def predict(
             factors[f"{name} sigma"] = fitted.service.sigma
         factors[f"{name} client_cpu_s"] = fit.client_cpu_s
         factors[f"{name} rounds"] = float(fit.rounds)
+        factors[f"{name} rounds from server"] = float(fit.rounds_from == "server")
         factors[f"{name} delay_s"] = fit.delay_s
         factors[f"{name} service_cpu_s"] = fit.cpu_s if fit.cpu_s is not None else math.nan
         factors[f"{name} poor fit"] = float(fit.quality == "poor")

@@ -39,8 +39,9 @@ from typing import Any
 
 from policies.cgroup import Knob
 from replay.background import background_cpus, mean_background
+from replay.calibration import AloneRun
 from replay.cgroupfs import host_cpus
-from replay.compare import load_for_host, metrics, precheck, predict
+from replay.compare import alone_runs, fit_alone_runs, load_for_host, metrics, precheck, predict
 from replay.host_kernel import host_kernel
 from replay.host_run import check_knobs, host_equivalent, missing_knobs, run_on_host
 from replay.scoring import WITHIN, Score, median_abs_error, ranking, score
@@ -100,6 +101,10 @@ class Service:
     background: dict[str, list[float]] = field(default_factory=dict)
     scores: dict[str, dict[str, Score]] = field(default_factory=dict)  # case -> metric -> score
     note: str = ""
+    # what the calibration took from the pooled alone runs: {"ncpus", "services": {name:
+    # AloneRun.to_dict()}}, kept in fidelity.json so that --repredict redoes the prediction
+    # from the same host measurements
+    alone_measured: dict[str, Any] = field(default_factory=dict)
 
 
 def load_service(name: str, cases: list[str] | None, overrides: list[str]) -> Service:
@@ -137,6 +142,7 @@ def pooled_alone(runs: list[RunResult]) -> RunResult:
         # here left every suite's load generators free
         gen = [g for s in got if isinstance(s, MeasuredService) and math.isfinite(g := s.generator_cpu)]
         switches = [g for s in got if isinstance(s, MeasuredService) and math.isfinite(g := s.generator_switches)]
+        server = [g for s in got if isinstance(s, MeasuredService) and math.isfinite(g := s.server_switches)]
         services[name] = ReportedService(
             name=name,
             latencies_s=np.empty(0),
@@ -148,6 +154,7 @@ def pooled_alone(runs: list[RunResult]) -> RunResult:
             reported_qps=float(np.median([s.qps for s in got])),
             generator_cpu=float(np.median(gen)) if gen else math.nan,
             generator_switches=float(np.median(switches)) if switches else math.nan,
+            server_switches=float(np.median(server)) if server else math.nan,
         )
     # each cgroup's CPU (the service's is its measured CPU per request): the median share
     cgroups = {}
@@ -167,8 +174,19 @@ def loadavg() -> str:
 
 
 class Suite:
-    def __init__(self, services: list[Service], reps: int, seeds: int, seed: int, out: Path, command: str, say=_say) -> None:
+    def __init__(
+        self,
+        services: list[Service],
+        reps: int,
+        seeds: int,
+        seed: int,
+        out: Path,
+        command: str,
+        say=_say,
+        overrides: list[str] | None = None,
+    ) -> None:
         self.services = services
+        self.overrides = list(overrides or [])  # --set and --duration, as scenario overrides
         self.reps = reps
         self.seeds = seeds
         self.seed = seed
@@ -200,7 +218,8 @@ class Suite:
                         self.say(f"fidelity [{done}/{total}] {svc.name}: {case}, repetition {rep + 1} (load average {before}) ...")
                         hv = Variant(v.name, v.baseline, host_equivalent(v.scenario, self.substituted))
                         try:
-                            result = run_on_host(hv, self.seed + rep, session, self.substituted).result
+                            # the alone runs traced: the server's switches set the rounds
+                            result = run_on_host(hv, self.seed + rep, session, self.substituted, trace=case == svc.baseline).result
                         except (ColosimError, OSError, ValueError, KeyError) as err:
                             # one case's failure (a server that would not start, a report
                             # that did not parse) costs that run only: the host was cleaned
@@ -220,20 +239,26 @@ class Suite:
     def predict(self) -> None:
         """Each service calibrated on its alone runs (pooled), every case predicted per seed."""
         for svc in self.services:
-            if not svc.alone:
+            if svc.alone:
+                pooled = pooled_alone(svc.alone)
+                alone = alone_runs(svc.scenario, pooled)
+                svc.alone_measured = {"ncpus": pooled.ncpus, "services": {n: a.to_dict() for n, a in alone.items()}}
+            elif svc.alone_measured:  # --repredict: the measurements a finished suite kept
+                alone = {n: AloneRun.from_dict(d) for n, d in svc.alone_measured["services"].items()}
+            else:
                 svc.note = "no alone run finished on the host: nothing to calibrate on, no prediction"
                 continue
-            base = svc.variants[svc.baseline]
-            host = ExperimentResult(svc.scenario.name, self.seed, svc.scenario.duration_s, svc.scenario.warmup_s, base.name)
-            host.runs[base.name] = pooled_alone(svc.alone)
-            svc.sim = {}
+            ncpus = int(svc.alone_measured["ncpus"])
+            svc.sim, svc.calibration = {}, {}
             for k in range(self.seeds):
                 seed = self.seed + k
                 self.say(f"fidelity: {svc.name}: predicting every case, seed {seed} ...")
                 # every case beside its own host runs' mean background (the alone case's is the
                 # pooled alone run's, which the calibration ran beside too)
                 background = {c: mean_background(svc.background.get(c, [])) for c in svc.cases}
-                predicted, factors = predict(svc.scenario, host, seed, self.substituted, background=background)
+                fits = fit_alone_runs(svc.scenario, alone, ncpus, seed, self.substituted)
+                empty = ExperimentResult(svc.scenario.name, seed, svc.scenario.duration_s, svc.scenario.warmup_s, svc.baseline)
+                predicted, factors = predict(svc.scenario, empty, seed, self.substituted, fits=fits, background=background)
                 svc.calibration[str(seed)] = factors
                 for case in svc.cases:
                     svc.sim.setdefault(case, []).append(_pick(metrics(predicted.runs[case], svc.variants[case].scenario)))
@@ -286,7 +311,9 @@ class Suite:
             "complete": self.complete,
             "interrupted": self.interrupted,
             "host": {**host, "load_average": self.loads},
-            "config": {"reps": self.reps, "seeds": self.seeds, "seed": self.seed},
+            "config": {"reps": self.reps, "seeds": self.seeds, "seed": self.seed, "overrides": self.overrides},
+            # knobs this host lacked, run as their nearest equivalent (replay.host_run)
+            "substituted": sorted(k.name for k in self.substituted),
             "services": {
                 svc.name: {
                     "scenario": str(svc.path),
@@ -297,6 +324,7 @@ class Suite:
                     "calibration": svc.calibration,
                     "background_cpus": svc.background,
                     "sim": svc.sim,
+                    "alone_measured": svc.alone_measured,
                     "scores": {c: {m: s.to_dict() for m, s in row.items()} for c, row in svc.scores.items()},
                     "rankings": self.rankings(svc) if svc.scores else [],
                     "note": svc.note,
@@ -351,7 +379,8 @@ def _calibration_line(name: str, f: dict[str, float | None]) -> str:
         out.append(f"service CPU {cpu * 1e3:.3g} ms per request per thread (measured from its cgroup)")
     rounds = f.get(f"{name} rounds")
     if rounds is not None and math.isfinite(rounds) and rounds > 1:
-        out.append(f"{rounds:.0f} rounds")
+        traced = f.get(f"{name} rounds from server") == 1.0
+        out.append(f"{rounds:.0f} rounds ({'the server traced' if traced else 'the generator'})")
     return ", ".join(out)
 
 
@@ -445,7 +474,7 @@ def fidelity(
     if duration is not None and not (math.isfinite(duration) and duration > 0):
         raise ScenarioError(f"--duration: must be a positive number of seconds (got {duration})")
     sets = list(overrides) + ([f"scenario.duration={duration}s"] if duration is not None else [])
-    suite = Suite([load_service(s, cases, sets) for s in services], reps, seeds, seed, out, command, say)
+    suite = Suite([load_service(s, cases, sets) for s in services], reps, seeds, seed, out, command, say, overrides=sets)
     started = time.monotonic()
     try:
         suite.run_host()
@@ -472,31 +501,48 @@ def _measured(cases: dict[str, list[dict[str, float | None]]]) -> dict[str, list
     return {c: [{m: math.nan if v is None else float(v) for m, v in run.items()} for run in runs] for c, runs in cases.items()}
 
 
-def rescore(source: Path, out: Path, say: Callable[[str], Any] = _say) -> int:
+def rescore(source: Path, out: Path, say: Callable[[str], Any] = _say, repredict: bool = False) -> int:
     """`colosim fidelity --rescore FILE`: score a finished suite's measurements and predictions
     again (after a change to the scoring, or to see a partial suite), nothing run; the JSON
-    and the report are written to `out`."""
-    where = f"--rescore {source}"
+    and the report are written to `out`. `--repredict FILE`: calibrate and predict again with
+    this code from the host measurements the suite kept (its pooled alone runs, each case's
+    background), then score — a model change judged against the same host runs."""
+    where = f"--{'repredict' if repredict else 'rescore'} {source}"
     try:
         doc = json.loads(source.read_text())
         services = []
         for name, d in doc["services"].items():
-            svc = load_service(d["scenario"], d["cases"], [])
+            # the suite's own --set / --duration: the prediction simulates what the host ran
+            svc = load_service(d["scenario"], d["cases"], doc["config"].get("overrides", []))
             svc.name = name
             svc.host, svc.sim = _measured(d["host"]), _measured(d["sim"])
             svc.failures, svc.note = d["failures"], d["note"]
             svc.calibration = d["calibration"]
             svc.background = d.get("background_cpus", {})  # older files measured none
+            svc.alone_measured = d.get("alone_measured", {})  # older files kept none
+            if repredict and svc.host.get(svc.baseline) and not svc.alone_measured:
+                raise ScenarioError(
+                    f"{where}: services.{name} kept no alone_measured (written before --repredict existed): run the suite again"
+                )
             services.append(svc)
         config = doc["config"]
-        suite = Suite(services, config["reps"], config["seeds"], config["seed"], out, doc["command"], say)
+        suite = Suite(
+            services, config["reps"], config["seeds"], config["seed"], out, doc["command"], say, overrides=config.get("overrides", [])
+        )
         suite.host_info = {k: v for k, v in doc["host"].items() if k != "load_average"}
         suite.loads = doc["host"]["load_average"]
         suite.complete, suite.interrupted = doc["complete"], doc["interrupted"]
+        suite.substituted = {Knob[k] for k in doc.get("substituted", [])}
     except (ValueError, KeyError, TypeError, AttributeError) as err:
         raise ScenarioError(f"{where}: not a fidelity.json colosim fidelity wrote ({type(err).__name__}: {err})") from None
-    print(suite.finish(predict=False))
-    print(f"\nwrote {out / 'fidelity.json'} and {out / 'fidelity.html'} (rescored {source})")
+    if repredict:
+        cpus = doc["host"].get("cpus")
+        if cpus is not None and cpus != len(host_cpus()):
+            raise ScenarioError(
+                f"{where}: the suite ran on {cpus} CPUs and this host has {len(host_cpus())}: its scenarios take this host's topology"
+            )
+    print(suite.finish(predict=repredict))
+    print(f"\nwrote {out / 'fidelity.json'} and {out / 'fidelity.html'} ({'repredicted' if repredict else 'rescored'} {source})")
     return 0
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ from replay.probe import Probe, ProbeResult, Watch
 from replay.runqlat import CgroupResolver, RunqLat, RunqLatFigures
 from replay.runqlat import available as runqlat_available
 from replay.session import Session, raise_if_interrupted
-from replay.workloads import HostWorkload
+from replay.workloads import HostWorkload, MeasuredService
 from sim.results import CgroupResult, RunResult, ServiceResult, TimeSeries
 from sim.scenario import Cgroup, Scenario, Variant
 
@@ -200,10 +201,15 @@ def run_on_host(
     substituted: set[Knob],
     on_progress: Callable[[float], Any] = lambda s: None,
     probe_hz: float | None = None,
+    trace: bool = False,
 ) -> HostRun:
     """Run one variant for its duration on the host; the run folder is emptied afterwards.
     With `probe_hz`, every thread of the workloads' cgroups is sampled that often
-    (replay/probe.py) and the cgroups' run-queue wait, switches and migrations come from it."""
+    (replay/probe.py) and the cgroups' run-queue wait, switches and migrations come from it.
+    With `probe_hz` or `trace`, the workloads' cgroups are traced where tracefs can be had
+    (replay/runqlat.py: wake-to-run delays and run segments, every thread however short-lived),
+    and each real server's voluntary switches come from it (`MeasuredService.server_switches`,
+    which the calibration's rounds rest on)."""
     sc = variant.scenario
     meta = sc.scenario
     duration, warmup = meta.duration / 1e9, meta.warmup / 1e9
@@ -267,7 +273,8 @@ def run_on_host(
         watched = list(dict.fromkeys(w.model.cgroup for w in workloads))
         probe = cgroup_probe(backend, watched, probe_hz)
         probe.start()
-        runqlat, tracer = start_runqlat(backend, watched, session.say)
+    if (probe_hz or trace) and not session.dry_run:
+        runqlat, tracer = start_runqlat(backend, list(dict.fromkeys(w.model.cgroup for w in workloads)), session.say)
     probed = None
     traced: dict[str, RunqLatFigures] | None = None
     try:
@@ -356,7 +363,27 @@ def run_on_host(
         if name in result.cgroups:
             result.cgroups[name].runqlat = list(figures.hist)
             result.cgroups[name].segments = figures.segments()
+    if traced is not None:
+        with_server_switches(result, sc)
     return HostRun(result, backend.log[first_write:], probed)
+
+
+def with_server_switches(result: RunResult, sc: Scenario) -> None:
+    """Each real server's voluntary switches per second over the measured window: the runs of
+    its cgroup's threads that ended asleep (traced: short-lived threads included, which
+    /proc's per-thread counters miss) less its load generator's own (wait4's rusage; it runs
+    in that cgroup). Only where the service is its cgroup's one workload: another's sleeps
+    would be counted as the server's."""
+    per_cgroup = Counter(w.cgroup for w in sc.workloads.values() if w.enabled)
+    for name, svc in result.services.items():
+        w = sc.workloads[name]
+        cg = result.cgroups.get(w.cgroup)
+        if not isinstance(svc, MeasuredService) or per_cgroup[w.cgroup] != 1 or cg is None or cg.segments is None:
+            continue
+        if not (result.measured_s > 0 and math.isfinite(svc.generator_switches)):
+            continue
+        slept = sum(cg.segments["blocked"]) / result.measured_s
+        svc.server_switches = max(0.0, slept - svc.generator_switches)
 
 
 def start_runqlat(backend: HostBackend, cgroups: list[str], say: Callable[[str], Any]) -> tuple[RunqLat | None, ExitStack | None]:

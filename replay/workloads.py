@@ -137,8 +137,12 @@ class MeasuredService(ServiceResult):
     # service's cgroup, so its CPU is part of that cgroup's (replay/calibration.py models it)
     generator_cpu: float = math.nan
     # its voluntary context switches per second over its run, all threads (NaN: not
-    # measured): how often it waits for the server (replay/calibration.py fits `rounds`)
+    # measured): how often it waits for the server
     generator_switches: float = math.nan
+    # the server's voluntary switches per second over the measured window, all its threads
+    # however short-lived (NaN: not traced; replay/host_run.py with_server_switches): how often
+    # its threads wait, for the client or each other (replay/calibration.py fits `rounds`)
+    server_switches: float = math.nan
 
 
 @dataclass

@@ -123,8 +123,16 @@ def _parser() -> argparse.ArgumentParser:
     fid.add_argument("--seed", type=int, default=1, help="first seed (default 1)")
     fid.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="as for run, in every service")
     fid.add_argument("--out", type=Path, default=Path("out/fidelity"), help="output directory (default out/fidelity)")
-    fid.add_argument(
+    again = fid.add_mutually_exclusive_group()
+    again.add_argument(
         "--rescore", type=Path, metavar="FIDELITY.json", help="score a finished suite's fidelity.json again into --out; run nothing"
+    )
+    again.add_argument(
+        "--repredict",
+        type=Path,
+        metavar="FIDELITY.json",
+        help="calibrate and predict again with this code from the host measurements a finished suite kept, then score, "
+        "into --out (no host run: a model change judged against the same host runs)",
     )
     rec = commands.add_parser(
         "record",
@@ -342,6 +350,8 @@ def _fidelity(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
 
     if args.rescore is not None:
         return rescore(args.rescore, args.out)
+    if args.repredict is not None:
+        return rescore(args.repredict, args.out, repredict=True)
     if not 0 <= args.seed < 2**64:
         raise ScenarioError(f"--seed: must be in 0..2^64-1 (got {args.seed})")
     services = [s.strip() for s in args.services.split(",") if s.strip()]

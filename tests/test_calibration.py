@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ import pytest
 from replay.calibration import POOR_FIT, AloneRun, Fit, apply_fit, calibration_doc, client_rounds, fit_service, shortened, simulator_of
 from replay.cgroupfs import HostError
 from replay.workloads import HostWorkload, generator_cpu_rate, reap_switches
+from sim.runner import run_variant
 from sim.scenario import Scenario, Variant
 
 pytest.importorskip("sim._core")
@@ -230,13 +232,91 @@ def test_the_rounds_are_the_generators_voluntary_switches_per_request():
     w = sc.workloads["web"]
     assert w.rounds == 45  # type: ignore[union-attr]
     assert w.core_spec("web", 1)["rounds"] == 45
+    assert fit.rounds_from == "generator" and "the server's were not traced" in fit.describe()
     # nothing to split, or nothing measured: one round
-    assert client_rounds(AloneRun(qps=10.0, percentiles={}, generator_switches=450.0), 0.0) == 1
-    assert client_rounds(AloneRun(qps=10.0, percentiles={}, generator_switches=math.nan), 0.09) == 1
-    assert client_rounds(AloneRun(qps=10.0, percentiles={}, generator_switches=2.0), 0.09) == 1
+    assert client_rounds(AloneRun(qps=10.0, percentiles={}, generator_switches=450.0), 0.0).k == 1
+    assert client_rounds(AloneRun(qps=10.0, percentiles={}, generator_switches=math.nan), 0.09).k == 1
+    assert client_rounds(AloneRun(qps=10.0, percentiles={}, generator_switches=2.0), 0.09).k == 1
     # one round leaves the scenario as it was (the core spec without `rounds`: bit-identical)
     one = apply_fit(one_client(), Fit("web", "constant", {"dist": "constant", "value": "1ms"}, 1e-4, 0.0, {}, {}))
     assert "rounds" not in one.workloads["web"].core_spec("web", 1)
+
+
+def test_traced_server_switches_set_the_rounds_per_thread():
+    # the server's threads slept 3,000 times a second at 10 requests/s over 2 threads: each
+    # sleeps 150 times a request (149 waits inside it, one for the next), so the exchange
+    # comes in 150 rounds, whatever the generator's 450 switches/s say (it waits for the
+    # server's blocks only, not for the server's threads waiting for each other)
+    alone = AloneRun(
+        qps=10.0,
+        percentiles={50.0: 0.4, 90.0: 0.5, 99.0: 0.6},
+        busy=1.0,
+        generator_cpu=0.9,
+        generator_switches=450.0,
+        server_switches=3000.0,
+    )
+    assert client_rounds(alone, 0.09, threads=2) == (150, "server")
+    assert client_rounds(alone, 0.09, threads=1) == (300, "server")
+    # 1,040 switches/s over 2 threads at 10 requests/s: 52 rounds (rounded), at least one
+    assert client_rounds(replace(alone, server_switches=1040.0), 0.09, threads=2).k == 52
+    assert client_rounds(replace(alone, server_switches=0.0), 0.09, threads=2) == (1, "server")
+    # not traced (NaN): the generator's count stands in
+    assert client_rounds(replace(alone, server_switches=math.nan), 0.09, threads=2) == (45, "generator")
+    seen = []
+
+    def simulate(svc, c, d):
+        seen.append(c)
+        return {"QPS": 10.0, "P50": 0.4, "P90": 0.5, "P99": 0.6}
+
+    fit = fit_service("web", alone, simulate, ncpus=2, clients=4, threads=2)
+    assert seen and all(c.rounds == 150 for c in seen)
+    assert fit.rounds == 150 and fit.rounds_from == "server" and fit.to_dict()["rounds_from"] == "server"
+    assert "150 rounds with the server (each server thread's voluntary switches per request, traced)" in fit.describe()
+
+
+def test_the_servers_switches_are_its_cgroups_traced_sleeps_less_the_generators():
+    # a simulated "host" of known rounds: 3 clients, each request 20 rounds over 2 server
+    # threads, in one cgroup. Its traced sleeps (the core's run segments that ended asleep)
+    # are the client's 20 a request and each server thread's 20: 60 a request. Less the
+    # generator's (wait4 would give 20 a request), the server's are 40 a request, and over
+    # its 2 threads the calibration counts the 20 rounds back
+    from replay.host_run import with_server_switches
+    from replay.workloads import MeasuredService
+
+    doc = {
+        "scenario": {"name": "rounds", "duration": "5s", "warmup": "1s", "seed": 1, "sample_interval": "0s"},
+        "node": {"cores_per_socket": 2},
+        "cgroups": {"online": {}},
+        "workloads": {
+            "web": {
+                "kind": "closed_loop",
+                "cgroup": "online",
+                "clients": 3,
+                "fanout": 2,
+                "rounds": 20,
+                "client_cpu": {"dist": "constant", "value": "2ms"},
+                "service": {"dist": "constant", "value": "4ms"},
+            }
+        },
+    }
+    sc = Scenario.from_document(doc)
+    run = run_variant(next(iter(sc.variants())), 3)
+    got = run.services["web"]
+    qps = got.qps
+    run.services["web"] = MeasuredService(
+        **{f: getattr(got, f) for f in ("name", "latencies_s", "completions_s", "started", "completed", "measured_s")},
+        generator_switches=20 * qps,
+    )
+    with_server_switches(run, sc)
+    server = run.services["web"].server_switches  # type: ignore[attr-defined]
+    assert server / qps == pytest.approx(40, rel=0.01)
+    alone = AloneRun(qps=qps, percentiles={}, generator_switches=20 * qps, server_switches=server)
+    assert client_rounds(alone, 0.002, threads=2) == (20, "server")
+    # untraced (no run segments): nothing is made up
+    run.cgroups["online"].segments = None
+    run.services["web"].server_switches = math.nan  # type: ignore[attr-defined]
+    with_server_switches(run, sc)
+    assert math.isnan(run.services["web"].server_switches)  # type: ignore[attr-defined]
 
 
 def test_rounds_need_a_client_cpu_to_split_and_say_so():

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from replay.cgroupfs import host_cpus
 from replay.fidelity import CASES, FIDELITY_DIR, METRICS, SERVICES, Suite, load_service, text
 from replay.scoring import WITHIN, Interval, bootstrap_ci, kendall_tau, median_abs_error, order, ranking, score
 from replay.workloads import parse_pgbench_log, parse_redis_csv
@@ -233,7 +234,7 @@ def simulated_suite(out: Path, cases: tuple[str, ...] = ("alone", "stress", "idl
             svc.host.setdefault(case, []).append({m: metrics(run, v.scenario).get(k, math.nan) for m, k in METRICS.items()})
             if case == svc.baseline:
                 svc.alone.append(run)
-    suite = Suite([svc], reps=3, seeds=3, seed=1, out=out, command="colosim fidelity (simulated host)", say=lambda m: None)
+    suite = Suite([svc], reps=3, seeds=3, seed=1, out=out, command="colosim fidelity (simulated host)", say=lambda m: None, overrides=SHORT)
     suite.complete = True
     suite.finish()
     return json.loads((out / "fidelity.json").read_text())
@@ -294,7 +295,7 @@ def _fake_host(monkeypatch, behave):
 
     calls = []
 
-    def run_on_host(variant, seed, session, substituted):
+    def run_on_host(variant, seed, session, substituted, trace=False):
         calls.append(variant.name)
         behave(len(calls), variant)
         return HostRun(run_variant(variant, seed))
@@ -375,6 +376,42 @@ def test_rescore_gives_the_same_scores_and_follows_the_data(tmp_path, capsys):
     (tmp_path / "bad.json").write_text('{"services": 3}')
     assert main(["fidelity", "--rescore", str(tmp_path / "bad.json"), "--out", str(tmp_path / "d")]) == 2
     assert "--rescore" in capsys.readouterr().err
+
+
+def test_repredict_redoes_the_prediction_from_the_kept_host_measurements(tmp_path, capsys):
+    # the same code on the same kept measurements: the same calibration and predictions
+    doc = simulated_suite(tmp_path / "a", ("alone", "stress"))
+    kept = doc["services"]["builtin"]["alone_measured"]
+    assert kept["ncpus"] == len(host_cpus()) and set(kept["services"]) == {"web"}
+    assert doc["config"]["overrides"] == SHORT  # what the host ran is what is predicted again
+    assert main(["fidelity", "--repredict", str(tmp_path / "a/fidelity.json"), "--out", str(tmp_path / "b")]) == 0
+    again = json.loads((tmp_path / "b/fidelity.json").read_text())
+    assert again["services"] == doc["services"]
+    # the prediction follows the kept alone run: the cgroup measured busier alone means more
+    # CPU per request (replay.calibration.service_cpu), so fewer queries predicted in every case
+    web = kept["services"]["web"]
+    web["busy"] *= 1.5
+    (tmp_path / "c.json").write_text(json.dumps(doc))
+    assert main(["fidelity", "--repredict", str(tmp_path / "c.json"), "--out", str(tmp_path / "c")]) == 0
+    moved = json.loads((tmp_path / "c/fidelity.json").read_text())["services"]["builtin"]
+    assert moved["host"] == doc["services"]["builtin"]["host"]  # the host's runs are kept as they were
+    for case in ("alone", "stress"):
+        before = sum(r["QPS"] for r in doc["services"]["builtin"]["sim"][case])
+        after = sum(r["QPS"] for r in moved["sim"][case])
+        assert after < 0.9 * before, case
+    # a file from before --repredict existed: one clear message, nothing written
+    capsys.readouterr()
+    del doc["services"]["builtin"]["alone_measured"]
+    (tmp_path / "old.json").write_text(json.dumps(doc))
+    assert main(["fidelity", "--repredict", str(tmp_path / "old.json"), "--out", str(tmp_path / "d")]) == 2
+    err = capsys.readouterr().err
+    assert "--repredict" in err and "alone_measured" in err and not (tmp_path / "d").exists()
+    # a suite run on another number of CPUs is not repredicted on this host's topology
+    doc["services"]["builtin"]["alone_measured"] = kept
+    doc["host"]["cpus"] = len(host_cpus()) + 2
+    (tmp_path / "other.json").write_text(json.dumps(doc))
+    assert main(["fidelity", "--repredict", str(tmp_path / "other.json"), "--out", str(tmp_path / "e")]) == 2
+    assert "CPUs" in capsys.readouterr().err
 
 
 def test_the_pooled_alone_run_keeps_the_load_generators_cpu():
