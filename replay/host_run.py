@@ -194,6 +194,13 @@ def cgroup_probe(backend: HostBackend, cgroups: list[str], hz: float) -> Probe:
     return Probe(watch, len(backend.cpus()), hz=hz)
 
 
+# scheduler events a second beyond which a trace taken only for the calibration stops itself
+# (replay/runqlat.py RunqLat max_rate): ClickHouse's alone run makes ~10 k (194 sleeps a query
+# at 10.7 queries a second, their wakeups, the generator's); redis and PostgreSQL ~150 k, which
+# took 0.7 of this 2-CPU node to read — and their servers sleep under twice a request, one round
+TRACE_RATE_CAP = 30_000
+
+
 def run_on_host(
     variant: Variant,
     seed: int,
@@ -274,7 +281,10 @@ def run_on_host(
         probe = cgroup_probe(backend, watched, probe_hz)
         probe.start()
     if (probe_hz or trace) and not session.dry_run:
-        runqlat, tracer = start_runqlat(backend, list(dict.fromkeys(w.model.cgroup for w in workloads)), session.say)
+        # traced for the calibration only (no probe asked for): capped, so that a service
+        # switching ~10^5 times a second is not disturbed by its own measurement
+        cap = None if probe_hz else TRACE_RATE_CAP
+        runqlat, tracer = start_runqlat(backend, list(dict.fromkeys(w.model.cgroup for w in workloads)), session.say, max_rate=cap)
     probed = None
     traced: dict[str, RunqLatFigures] | None = None
     try:
@@ -328,6 +338,9 @@ def run_on_host(
             traced = runqlat.result()
             tracer.close()
             tracer = None
+            if runqlat.abandoned is not None:
+                session.say(f"trace: {runqlat.abandoned}; the servers' switches are not measured (the calibration counts the generator's)")
+                traced = None
         for w in workloads:
             failure = w.dd_failure()
             if failure:
@@ -364,29 +377,31 @@ def run_on_host(
             result.cgroups[name].runqlat = list(figures.hist)
             result.cgroups[name].segments = figures.segments()
     if traced is not None:
-        with_server_switches(result, sc)
+        lost = max((f.lost for f in traced.values()), default=0)
+        with_server_switches(result, sc, {name: f.sleeps for name, f in traced.items()}, lost)
     return HostRun(result, backend.log[first_write:], probed)
 
 
-def with_server_switches(result: RunResult, sc: Scenario) -> None:
-    """Each real server's voluntary switches per second over the measured window: the runs of
-    its cgroup's threads that ended asleep (traced: short-lived threads included, which
+def with_server_switches(result: RunResult, sc: Scenario, sleeps: dict[str, int], lost: int = 0) -> None:
+    """Each real server's voluntary switches per second over the measured window: `sleeps`,
+    its cgroup's threads' switches out asleep (traced: short-lived threads included, which
     /proc's per-thread counters miss) less its load generator's own (wait4's rusage; it runs
-    in that cgroup). Only where the service is its cgroup's one workload: another's sleeps
-    would be counted as the server's."""
+    in that cgroup). Only where the service is its cgroup's one workload (another's sleeps
+    would be counted as the server's) and the kernel lost no event (`lost`)."""
     per_cgroup = Counter(w.cgroup for w in sc.workloads.values() if w.enabled)
     for name, svc in result.services.items():
         w = sc.workloads[name]
-        cg = result.cgroups.get(w.cgroup)
-        if not isinstance(svc, MeasuredService) or per_cgroup[w.cgroup] != 1 or cg is None or cg.segments is None:
+        if not isinstance(svc, MeasuredService) or per_cgroup[w.cgroup] != 1 or w.cgroup not in sleeps:
             continue
-        if not (result.measured_s > 0 and math.isfinite(svc.generator_switches)):
-            continue
-        slept = sum(cg.segments["blocked"]) / result.measured_s
+        if not (result.measured_s > 0 and math.isfinite(svc.generator_switches)) or lost:
+            continue  # a lost event may be a lost sleep: the count would be a lower bound
+        slept = sleeps[w.cgroup] / result.measured_s
         svc.server_switches = max(0.0, slept - svc.generator_switches)
 
 
-def start_runqlat(backend: HostBackend, cgroups: list[str], say: Callable[[str], Any]) -> tuple[RunqLat | None, ExitStack | None]:
+def start_runqlat(
+    backend: HostBackend, cgroups: list[str], say: Callable[[str], Any], max_rate: float | None = None
+) -> tuple[RunqLat | None, ExitStack | None]:
     """The host's wake-to-run delays of the workloads' cgroups (replay/runqlat.py), traced
     beside the probe where tracefs can be had; otherwise one line saying why not."""
     why = runqlat_available()
@@ -394,7 +409,7 @@ def start_runqlat(backend: HostBackend, cgroups: list[str], say: Callable[[str],
         say(f"probe: no wake-to-run delays on this host ({why})")
         return None, None
     keys = backend.keys_for("cpu")
-    tracer = RunqLat(CgroupResolver({c: backend.dir(keys, c) for c in cgroups}))
+    tracer = RunqLat(CgroupResolver({c: backend.dir(keys, c) for c in cgroups}), max_rate=max_rate)
     stack = ExitStack()
     stack.enter_context(tracer)
     return tracer, stack

@@ -63,6 +63,8 @@ from sim.runqlat import BUCKETS, bucket, lower_us, percentile, upper_us
 # runqlat buckets as it prints them ("2 -> 3", "4 -> 7", ...), with 0 µs apart. The last
 # bucket, [2^22 µs ≈ 4.2 s, ∞), is open-ended.
 BUFFER_KB = 4096  # per CPU, the instance's own ring buffer
+# a capped trace (RunqLat max_rate) judges its rate after this long
+RATE_WINDOW_S = 0.5
 # how often the reader drains it (4 MiB per CPU holds seconds of this host's sched events)
 READ_INTERVAL_S = 0.05
 # sched_process_fork: a thread or process forked by a group member is the member's at once,
@@ -102,6 +104,10 @@ class RunqLatFigures:
     preempted_hist: list[int] = field(default_factory=lambda: [0] * BUCKETS)
     blocked_hist: list[int] = field(default_factory=lambda: [0] * BUCKETS)
     preempted_wait_hist: list[int] = field(default_factory=lambda: [0] * BUCKETS)
+    # every switch-out asleep, whether or not its run's start was seen: on this host (Linux
+    # 6.18, a Firecracker guest) most switches from the idle task are not in the trace, so a run
+    # that started on an idle CPU has no segment, but its sleep is counted here
+    sleeps: int = 0
 
     def segments(self) -> dict[str, list[int]]:
         """The run segments as the simulator reports them (`CgroupResult.segments`)."""
@@ -123,6 +129,7 @@ class _Group:
     preempted_hist: list[int] = field(default_factory=_zeros)
     blocked_hist: list[int] = field(default_factory=_zeros)
     preempted_wait_hist: list[int] = field(default_factory=_zeros)
+    sleeps: int = 0
 
 
 # --- parsing trace_pipe ---------------------------------------------------------------------
@@ -230,6 +237,8 @@ class Accumulator:
             group = self._group(prev)
             # R (or R+): switched out runnable, i.e. preempted; a task that blocks is in S, D, …
             runnable = prev_state.startswith("R")
+            if group is not None and not runnable:
+                self.groups.setdefault(group, _Group()).sleeps += 1
             if group is not None and started is not None:
                 g = self.groups.setdefault(group, _Group())
                 (g.preempted_hist if runnable else g.blocked_hist)[bucket(now - started)] += 1
@@ -266,6 +275,7 @@ class Accumulator:
                 preempted_hist=list(g.preempted_hist),
                 blocked_hist=list(g.blocked_hist),
                 preempted_wait_hist=list(g.preempted_wait_hist),
+                sleeps=g.sleeps,
             )
         return out
 
@@ -437,9 +447,14 @@ _serial = itertools.count()
 class RunqLat:
     """Trace wake-to-run latency per group while the `with` block runs (module doc)."""
 
-    def __init__(self, resolver: Resolver, buffer_kb: int = BUFFER_KB) -> None:
+    def __init__(self, resolver: Resolver, buffer_kb: int = BUFFER_KB, max_rate: float | None = None) -> None:
         self.acc = Accumulator(resolver)
         self.buffer_kb = buffer_kb
+        # events a second beyond which the trace stops itself (None: never): the reader is a
+        # Python thread outside the run's cgroups, and at ~150 k events a second (redis,
+        # PostgreSQL) it took 0.7 CPUs of a 2-CPU node, disturbing the run it measured
+        self.max_rate = max_rate
+        self.abandoned: str | None = None  # why the trace stopped itself, if it did
         self.name = f"{INSTANCE_PREFIX}{os.getpid()}-{next(_serial)}"
         self.instance: Path | None = None
         self.root: Path | None = None  # tracefs's root (a holder's /proc/PID/root/... or the host's)
@@ -485,6 +500,7 @@ class RunqLat:
         fd = self._fd
         assert fd is not None
         rest = b""
+        started, events = time.monotonic(), 0
         try:
             while True:
                 stopping = self._stop.is_set()  # before the drain: what follows it is read too
@@ -500,6 +516,16 @@ class RunqLat:
                     with self._lock:
                         for raw in lines:
                             self.acc.feed(raw.decode(errors="replace"))
+                    events += len(lines)
+                elapsed = time.monotonic() - started
+                if self.max_rate is not None and self.abandoned is None and elapsed >= RATE_WINDOW_S and events > self.max_rate * elapsed:
+                    self.abandoned = (
+                        f"{events / elapsed:,.0f} scheduler events a second, beyond the {self.max_rate:,.0f} "
+                        "a trace may follow without disturbing the run: stopped"
+                    )
+                    if self.instance is not None:
+                        _quiet(self.instance)
+                    stopping = True  # drain what is left, then stop
                 if stopping:
                     break  # tracing was off before this drain: the buffer is empty
                 self._stop.wait(READ_INTERVAL_S)

@@ -305,6 +305,33 @@ service = "20ms"
     assert m["QPS"] <= 50 * 1.01
 
 
+def test_builtin_duty_burns_its_cores_and_sleeps_the_rest(tmp_path, layout):
+    """A duty of 0.6 cores in 50 ms periods (one thread: 30 ms busy, 20 ms asleep): its cgroup
+    never uses more than 0.6 CPUs — a hog's thread would take a whole one — and, on a node it
+    does not saturate, gets most of it."""
+    path = tmp_path / "duty.toml"
+    path.write_text("""
+[scenario]
+name = "duty"
+duration = "4s"
+warmup = "1s"
+[cgroups.tenant]
+[workloads.d]
+kind = "duty"
+cgroup = "tenant"
+max_threads = 2
+cores = 0.6
+period = "50ms"
+""")
+    proc = subprocess.run([*COLOSIM, "replay", str(path), "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    m = json.loads((tmp_path / "o/comparison.json").read_text())["variants"]["duty"]["measured"]
+    cpus = m["tenant CPU (share)"] * os.cpu_count()
+    print(f"the duty used {cpus:.3f} CPUs")
+    assert cpus <= 0.6 * 1.05
+    assert cpus >= 0.3
+
+
 @pytest.mark.parametrize("kind, load", [("closed_loop", "clients = 1"), ("open_loop", "rate = 10\nworkers = 1")])
 def test_builtin_shaped_service_sleeps_between_its_bursts(tmp_path, layout, kind, load):
     """20 ms of CPU per request in 4 bursts with 5 ms asleep between two

@@ -181,6 +181,25 @@ def test_a_segment_across_a_loss_is_not_counted():
     assert acc.pending == {}
 
 
+def test_every_switch_out_asleep_is_a_sleep_even_without_the_runs_start():
+    # as this host traces it (6.18, recorded): the switch from the idle task to the woken
+    # thread is missing, so its runs have no start and no segment — but each switch out asleep
+    # is a voluntary switch of the group's, counted; the switch out runnable (R) is not one
+    acc = feed(
+        "python-13769 [001] d..2. 1.000000: sched_switch: prev_comm=python prev_pid=7 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120\n"
+        "<idle>-0 [001] dNh4. 1.002000: sched_wakeup: comm=python pid=7 prio=120 target_cpu=001\n"
+        "python-13769 [001] d..2. 1.002030: sched_switch: prev_comm=python prev_pid=7 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120\n"
+        "<idle>-0 [001] dNh4. 1.004000: sched_wakeup: comm=python pid=7 prio=120 target_cpu=001\n"
+        "python-13769 [001] d..2. 1.004030: sched_switch: prev_comm=python prev_pid=7 prev_prio=120 prev_state=D ==> next_comm=x next_pid=9 next_prio=120\n"
+        "x-9 [001] d..2. 1.005000: sched_switch: prev_comm=x prev_pid=9 prev_prio=120 prev_state=S ==> next_comm=python next_pid=7 next_prio=120\n"
+        "python-13769 [001] d..2. 1.006000: sched_switch: prev_comm=python prev_pid=7 prev_prio=120 prev_state=R ==> next_comm=x next_pid=9 next_prio=120\n",
+        resolver=lambda tid: "svc" if tid == 7 else None,
+    )
+    got = acc.figures()["svc"]
+    assert got.sleeps == 3
+    assert sum(got.blocked_hist) == 0 and sum(got.preempted_hist) == 1  # only the run from 1.005 had a start
+
+
 # bash forks sh (16750), which forks `sleep 0.01` (16751), which exits (recorded as above,
 # lines 8-12 and 14 of other tasks; `sh -c 'sleep 0.01; true'`)
 FORKS = """\
@@ -360,6 +379,33 @@ def test_sleeper_beside_stress_on_the_host():
     if str(root).startswith("/proc/"):
         holder = int(root.parts[2])
         assert liveness.start_time(holder) is None
+
+
+@HOST
+def test_a_capped_trace_stops_itself_beyond_its_rate_host():
+    # a sleeper waking 500 times a second makes >= 1,500 events a second (a wakeup and two
+    # switches each): a cap of 100 a second stops the trace within its first window and says
+    # why; a cap of 10^6 lets it run to the end, every sleep counted as a blocked run
+    with locked_session() as s:
+        s.backend.create(["sleeper"])
+        key = s.backend.keys_for("cpu")
+        got = {}
+        for cap in (100.0, 1e6):
+            resolver = CgroupResolver({"sleeper": s.backend.dir(key, "sleeper")})
+            with RunqLat(resolver, max_rate=cap) as rq:
+                sleeps = f"import time\nfor _ in range({SLEEPS * 4}): time.sleep(0.002)"
+                sleeper = s.spawn([sys.executable, "-c", sleeps], cgroup="sleeper")
+                assert sleeper.wait(timeout=60) == 0
+            got[cap] = (rq.abandoned, rq.result().get("sleeper"))
+    why, figs = got[100.0]
+    assert why is not None and "events a second" in why and "stopped" in why
+    # stopped early: far fewer of the sleeps seen than were made
+    assert figs is None or figs.sleeps < SLEEPS * 4 * 0.8
+    why, figs = got[1e6]
+    assert why is None and figs is not None
+    # every sleep a switch out asleep, counted whether or not the run's start was traced (most
+    # switches from the idle task are not, here)
+    assert 0.8 * SLEEPS * 4 <= figs.sleeps <= SLEEPS * 4 + 20
 
 
 @HOST

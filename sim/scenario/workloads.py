@@ -510,6 +510,7 @@ class Duty(_Workload):
     kind: Literal["duty"]
     role = "batch"
     requests = False
+    replays = True  # at a constant `cores` (colosim-load's duty); a trace-driven one is refused
     max_threads: int = Field(ge=1, le=PID_MAX_LIMIT)
     cores: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     period: PositiveDuration = 10_000_000

@@ -283,6 +283,49 @@ fn hog(run: &Run, threads: u32) -> Record {
     Record::default()
 }
 
+/// A duty cycle at a constant `cores` (model `workload.rs` Duty): thread k burns
+/// min(1, cores − k) of every period's CPU from the period's start, then sleeps to the next
+/// boundary. A share not done by the boundary runs on and the next period's follows it at
+/// once; boundaries missed meanwhile are dropped (one period's share at most: an unmet demand
+/// does not pile up), as the model's `pending`. A thread with no share sleeps to the end.
+fn duty(run: &Run, threads: u32, cores: f64, period: u64) -> Record {
+    let period = period.max(1);
+    let handles: Vec<_> = (0..threads)
+        .map(|k| {
+            let stop = run.stop.clone();
+            let start = run.start;
+            let share = ((cores - f64::from(k)).clamp(0.0, 1.0) * period as f64).round() as u64;
+            thread::spawn(move || {
+                if !sleep_until(start, &stop) || share == 0 {
+                    sleep_until(u64::MAX, &stop);
+                    return;
+                }
+                let mut next = start;
+                loop {
+                    if !burn(share, &stop) {
+                        return;
+                    }
+                    next += period;
+                    let now = mono_ns();
+                    if now < next {
+                        if !sleep_until(next, &stop) {
+                            return;
+                        }
+                    } else {
+                        // late: the share pending from the boundary just missed runs at once,
+                        // and the grid goes on from the last boundary passed
+                        next += (now - next) / period * period;
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        let _ = h.join();
+    }
+    Record::default()
+}
+
 /// Closed loop: each client issues a request that fans out to `fanout` threads (the client's
 /// own thread is one of them) and completes when all have burnt their sampled work (in its
 /// shape's bursts and waits, each thread drawing its waits from its own stream).
@@ -626,10 +669,13 @@ pub fn run(argv: Vec<String>) -> u8 {
             };
             file_server(&run, args.seed, files, file_bytes, clients.max(1), service, think)
         }
-        WorkloadSpec::MemoryHog { .. }
-        | WorkloadSpec::CacheWriter { .. }
-        | WorkloadSpec::Analytics { .. }
-        | WorkloadSpec::Duty { .. } => {
+        WorkloadSpec::Duty {
+            max_threads,
+            cores,
+            period_ns,
+            ..
+        } => duty(&run, max_threads, cores, period_ns),
+        WorkloadSpec::MemoryHog { .. } | WorkloadSpec::CacheWriter { .. } | WorkloadSpec::Analytics { .. } => {
             eprintln!("colosim-load: error: --spec: memory hogs, cache writers and trace-driven workloads do not run under colosim-load (replay runs stress and dd for the first two)");
             return 2;
         }
