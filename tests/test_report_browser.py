@@ -48,6 +48,7 @@ PLOTS = {
     "blkio_weights": (LATENCY, OVER_TIME, CPU, MEMORY, DISK, DECISIONS),
     "clickhouse_stress": (LATENCY, CPU),
     "clickhouse_regimes": (LATENCY, CPU),
+    "clickhouse_tenant": (LATENCY, CPU),
     "fssr_nginx": (LATENCY, OVER_TIME, CPU, MEMORY, DECISIONS),
     "io_bench": (LATENCY, OVER_TIME, CPU, MEMORY, DISK, DECISIONS),
     "koordinator_cpu_curve": (LATENCY, OVER_TIME, CPU, THROTTLED, DECISIONS),
