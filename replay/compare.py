@@ -550,7 +550,7 @@ def fit_alone_runs(scenario: Scenario, alone: dict[str, AloneRun], ncpus: int, s
 
 def predict(
     scenario: Scenario,
-    host: ExperimentResult,
+    host: ExperimentResult | None,
     seed: int,
     substituted: set[Knob],
     fits: dict[str, Fit] | None = None,
@@ -561,14 +561,17 @@ def predict(
     (`background`: variant -> CPUs, replay.background; by default each measured variant's
     own). Returns the prediction and, per service, its fitted figures: NAME (the service's
     mean over the scenario's), "NAME sigma" (a lognormal's), "NAME client_cpu_s", "NAME
-    rounds", "NAME rounds from server" (1.0: the server's traced
-    switches, else the generator's), "NAME delay_s", "NAME service_cpu_s" (NaN: fitted), "NAME poor fit" (1.0 when
-    poor); and "VARIANT background CPUs" per variant."""
+    rounds", "NAME rounds from server" (1.0: the server's traced switches, else the
+    generator's), "NAME delay_s", "NAME service_cpu_s" (NaN: fitted), "NAME poor fit" (1.0
+    when poor); and "VARIANT background CPUs" per variant. `host` may be None when both
+    `fits` and `background` are given (fidelity --repredict has no host run to hand)."""
     from sim.runner import run_variant
 
     if fits is None:
+        assert host is not None, "predict: without a host run, give the fits"
         fits = calibrate_services(scenario, host, seed, substituted)
     if background is None:
+        assert host is not None, "predict: without a host run, give the background"
         background = {n: background_cpus(r.others_cpu_share, r.ncpus) for n, r in host.runs.items()}
     calibrated = {v.name: host_equivalent(v.scenario, substituted) for v in scenario.variants()}
     factors: dict[str, float] = {}

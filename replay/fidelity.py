@@ -48,7 +48,7 @@ from replay.scoring import WITHIN, Score, median_abs_error, ranking, score
 from replay.session import Session
 from replay.workloads import REPO, MeasuredService, ReportedService
 from sim.errors import ColosimError, ScenarioError
-from sim.results import ExperimentResult, RunResult, ServiceResult, finite, markdown, sig3
+from sim.results import RunResult, ServiceResult, finite, markdown, sig3
 from sim.scenario import Scenario, Variant
 
 FIDELITY_DIR = REPO / "experiments" / "fidelity"
@@ -257,8 +257,7 @@ class Suite:
                 # pooled alone run's, which the calibration ran beside too)
                 background = {c: mean_background(svc.background.get(c, [])) for c in svc.cases}
                 fits = fit_alone_runs(svc.scenario, alone, ncpus, seed, self.substituted)
-                empty = ExperimentResult(svc.scenario.name, seed, svc.scenario.duration_s, svc.scenario.warmup_s, svc.baseline)
-                predicted, factors = predict(svc.scenario, empty, seed, self.substituted, fits=fits, background=background)
+                predicted, factors = predict(svc.scenario, None, seed, self.substituted, fits=fits, background=background)
                 svc.calibration[str(seed)] = factors
                 for case in svc.cases:
                     svc.sim.setdefault(case, []).append(_pick(metrics(predicted.runs[case], svc.variants[case].scenario)))

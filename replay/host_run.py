@@ -276,15 +276,15 @@ def run_on_host(
     probe = None
     tracer: ExitStack | None = None
     runqlat: RunqLat | None = None
+    watched = list(dict.fromkeys(w.model.cgroup for w in workloads))
     if probe_hz and not session.dry_run:
-        watched = list(dict.fromkeys(w.model.cgroup for w in workloads))
         probe = cgroup_probe(backend, watched, probe_hz)
         probe.start()
     if (probe_hz or trace) and not session.dry_run:
         # traced for the calibration only (no probe asked for): capped, so that a service
         # switching ~10^5 times a second is not disturbed by its own measurement
         cap = None if probe_hz else TRACE_RATE_CAP
-        runqlat, tracer = start_runqlat(backend, list(dict.fromkeys(w.model.cgroup for w in workloads)), session.say, max_rate=cap)
+        runqlat, tracer = start_runqlat(backend, watched, session.say, max_rate=cap)
     probed = None
     traced: dict[str, RunqLatFigures] | None = None
     try:

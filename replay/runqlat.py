@@ -237,11 +237,12 @@ class Accumulator:
             group = self._group(prev)
             # R (or R+): switched out runnable, i.e. preempted; a task that blocks is in S, D, …
             runnable = prev_state.startswith("R")
-            if group is not None and not runnable:
-                self.groups.setdefault(group, _Group()).sleeps += 1
-            if group is not None and started is not None:
+            if group is not None and (started is not None or not runnable):
                 g = self.groups.setdefault(group, _Group())
-                (g.preempted_hist if runnable else g.blocked_hist)[bucket(now - started)] += 1
+                if not runnable:
+                    g.sleeps += 1
+                if started is not None:
+                    (g.preempted_hist if runnable else g.blocked_hist)[bucket(now - started)] += 1
             if group is not None and runnable:
                 self.preempted[prev] = (now, group)
             else:
@@ -518,14 +519,14 @@ class RunqLat:
                             self.acc.feed(raw.decode(errors="replace"))
                     events += len(lines)
                 elapsed = time.monotonic() - started
-                if self.max_rate is not None and self.abandoned is None and elapsed >= RATE_WINDOW_S and events > self.max_rate * elapsed:
+                if self.max_rate is not None and elapsed >= RATE_WINDOW_S and events > self.max_rate * elapsed:
                     self.abandoned = (
                         f"{events / elapsed:,.0f} scheduler events a second, beyond the {self.max_rate:,.0f} "
                         "a trace may follow without disturbing the run: stopped"
                     )
                     if self.instance is not None:
                         _quiet(self.instance)
-                    stopping = True  # drain what is left, then stop
+                    break  # nothing more is read: an abandoned trace's figures are not used
                 if stopping:
                     break  # tracing was off before this drain: the buffer is empty
                 self._stop.wait(READ_INTERVAL_S)
