@@ -286,9 +286,9 @@ def replay(
         for v in variants:
             say(f"host: {v.name} ({scenario.duration_s:g} s) ...")
             hv = Variant(v.name, v.baseline, host_equivalent(v.scenario, substituted))
-            # the baseline traced (where tracefs can be had): the server's switches set the
-            # calibration's rounds
-            runs[v.name] = run_on_host(hv, seed, session, substituted, probe_hz=probe_hz, trace=v.baseline)
+            # with --compare the baseline is traced (where tracefs can be had): the server's
+            # switches set the calibration's rounds; a plain replay traces nothing it did not ask for
+            runs[v.name] = run_on_host(hv, seed, session, substituted, probe_hz=probe_hz, trace=compare and v.baseline)
             host.runs[v.name] = runs[v.name].result
             probed = runs[v.name].probe
             if probed is not None:
