@@ -341,6 +341,7 @@ def fit_service(
     gaps: bool = True,
     threads: int = 1,
     background_cpus: float = 0.0,
+    cross: tuple[float, float] = (0.0, 0.0),
 ) -> Fit:
     """Fit workload `name`'s model to `alone`; `simulate(service_table, Client, (delay_s, delay_sigma))`
     runs the alone run in the simulator and returns its metrics (QPS, P50, P90, P99, CPU share).
@@ -348,10 +349,26 @@ def fit_service(
     clients are not on the node); `gaps`: whether a delay may be fitted to the cgroup's idle
     share (a real server's; colosim-load runs the scenario's own exchanges); `threads`: a
     request's threads (its fanout), over which the cgroup's measured CPU is split;
-    `background_cpus`: the other tenants the simulated alone run carries (recorded)."""
+    `background_cpus`: the other tenants the simulated alone run carries (recorded);
+    `cross`: the workload's `cross_cpu` (server, client) in seconds, which every exchange of
+    the alone run pays (its client and server on different CPUs, as the model runs it too):
+    taken out of the measured CPU per request, so that the fitted CPU is what an exchange on
+    one CPU costs."""
     closed = clients is not None
     g = alone.generator_cpu
     client_cpu = g / alone.qps if closed and g is not None and g > 0 and alone.qps > 0 else 0.0
+    notes: list[str] = []
+    if client_cpu > 0 and any(cross):
+        if not client_cpu > cross[1]:
+            raise HostError(
+                f"workloads.{name}.cross_cpu.client: {cross[1] * 1e6:.2f} µs is not below the load generator's "
+                f"measured CPU per request alone ({client_cpu * 1e6:.2f} µs)"
+            )
+        client_cpu -= cross[1]
+        notes.append(
+            f"cross_cpu: {cross[0] * 1e6:.2f} µs (server) + {cross[1] * 1e6:.2f} µs (client) a request taken out of "
+            "the measured CPU, which the alone run's exchanges across CPUs paid"
+        )
     rounds = client_rounds(alone, client_cpu, threads)
     client = Client(client_cpu, rounds.k)
     # the gaps are the node's idle time, which other work on a disturbed host fills: a delay is
@@ -388,7 +405,14 @@ def fit_service(
             total += WEIGHTS[m if m in WEIGHTS else "P50"] * math.log(got / v) ** 2
         return total
 
-    cpu = service_cpu(alone, client_cpu, ncpus, threads)
+    cpu = service_cpu(alone, client_cpu + cross[1], ncpus, threads)
+    if cpu is not None and cross[0] > 0:
+        if not cpu > cross[0]:
+            raise HostError(
+                f"workloads.{name}.cross_cpu.server: {cross[0] * 1e6:.2f} µs is not below the server's "
+                f"measured CPU per request per thread alone ({cpu * 1e6:.2f} µs)"
+            )
+        cpu -= cross[0]
     families: list[tuple[str, Callable[[np.ndarray], dict[str, Any]], list[float]]]
     if cpu is not None:
         # the mean measured: each family fits its shape only (constant and exponential none)
@@ -416,7 +440,6 @@ def fit_service(
     for f in order[1:]:
         if results[f][0] < SIMPLER_WINS * results[best][0]:
             best = f
-    notes: list[str] = []
     if any(
         abs(results[best][3].get(m, math.nan) / v - 1) > POOR_FIT or not math.isfinite(results[best][3].get(m, math.nan))
         for m, v in measured.items()
@@ -571,7 +594,7 @@ def apply_fit(scenario: Scenario, fit: Fit) -> Scenario:
     if isinstance(w, ClosedLoop):
         if fit.client_cpu_s > 0:
             w.client_cpu = _DIST.validate_python({"dist": "constant", "value": _ns(fit.client_cpu_s)})
-            if w.workers is None and (w.shape is None or w.shape.bursts == 1):
+            if w.workers is None and w.client_threads is None and (w.shape is None or w.shape.bursts == 1):
                 w.rounds = fit.rounds
         if fit.delay_s > 0:
             w.delay = _DIST.validate_python({"dist": "lognormal", "mean": _ns(fit.delay_s), "sigma": fit.delay_sigma})

@@ -543,7 +543,11 @@ def fit_alone_runs(scenario: Scenario, alone: dict[str, AloneRun], ncpus: int, s
         # the threads a request runs on, over which its measured CPU is split (the model's
         # service time is per fanout thread)
         threads = (ncpus if w.fanout == "ncpus" else int(w.fanout)) if isinstance(w, ClosedLoop) else 1
-        fits[name] = fit_service(name, run, simulate, ncpus, clients, gaps=gaps, threads=threads, background_cpus=alone_background)
+        x = w.cross_cpu if isinstance(w, ClosedLoop) else None
+        cross = (x.server / 1e9, x.client / 1e9) if x is not None else (0.0, 0.0)
+        fits[name] = fit_service(
+            name, run, simulate, ncpus, clients, gaps=gaps, threads=threads, background_cpus=alone_background, cross=cross
+        )
         sc = apply_fit(sc, fits[name])
     return fits
 

@@ -123,6 +123,37 @@ def test_the_generator_cpu_per_request_is_its_measured_rate_over_qps():
     assert sc.workloads["web"].client_cpu.value == 300_000  # type: ignore[union-attr]
 
 
+def test_cross_cpu_costs_are_taken_out_of_the_measured_cpu_per_request():
+    # alone on 2 CPUs at 1000 requests/s: the generator used 0.3 CPU (300 µs a request) and
+    # the cgroup 0.45 of the node, 900 µs a request, so the server 600 µs. With cross_cpu
+    # server 200 µs, client 100 µs, every alone exchange paid them: 400 µs and 200 µs on one CPU
+    alone = AloneRun(qps=1000.0, percentiles={50.0: 2e-3, 90.0: 2.4e-3, 99.0: 3e-3}, busy=0.45, generator_cpu=0.3)
+    seen: list[tuple[dict, float]] = []
+
+    def sim(svc, c, d):
+        seen.append((svc, c.cpu_s))
+        return {"QPS": 1000.0, "P50": 2e-3, "P90": 2.4e-3, "P99": 3e-3, "CPU share": 0.45}
+
+    fit = fit_service("web", alone, sim, ncpus=2, clients=1, cross=(200e-6, 100e-6))
+    assert fit.client_cpu_s == pytest.approx(200e-6)
+    assert fit.cpu_s == pytest.approx(400e-6)
+    assert all(c == pytest.approx(200e-6) for _, c in seen)
+    assert any("cross_cpu" in n for n in fit.notes)
+    # a cost beyond what was measured is one message naming the field
+    with pytest.raises(HostError, match=r"workloads\.web\.cross_cpu\.client"):
+        fit_service("web", alone, sim, ncpus=2, clients=1, cross=(0.0, 300e-6))
+    with pytest.raises(HostError, match=r"workloads\.web\.cross_cpu\.server"):
+        fit_service("web", alone, sim, ncpus=2, clients=1, cross=(700e-6, 0.0))
+
+
+def test_client_threads_keep_one_round_and_refuse_more():
+    fit = Fit("web", "constant", {"dist": "constant", "value": "1ms"}, 300e-6, 0.0, {}, {}, rounds=5)
+    sc = apply_fit(one_client(client_threads=1), fit)
+    assert sc.workloads["web"].rounds == 1  # type: ignore[union-attr]
+    with pytest.raises(Exception, match="client_threads"):
+        one_client(client_threads=1, rounds=3, client_cpu={"dist": "constant", "value": "1ms"})
+
+
 def test_an_unmeasured_generator_is_said():
     alone = AloneRun(qps=1000.0, percentiles={50.0: 1e-3, 90.0: 1.2e-3, 99.0: 1.5e-3}, generator_cpu=math.nan)
     fit = fit_service("web", alone, lambda svc, c, d: {"QPS": 1000.0, "P50": 1e-3, "P90": 1.2e-3, "P99": 1.5e-3}, ncpus=1, clients=1)

@@ -220,6 +220,14 @@ class Hog(_Workload):
         }
 
 
+class CrossCpu(Table):
+    """A closed loop's `cross_cpu`: the CPU a request costs the server's thread (`server`), and
+    a reply the client's task (`client`), when its sender last ran on another CPU."""
+
+    server: Duration = 0
+    client: Duration = 0
+
+
 class ClosedLoop(_Workload):
     """C clients that each send a request, wait for it, think, and send the next
     (clickhouse-benchmark -c, wrk -c).  A request fans out to `fanout` threads and completes
@@ -251,6 +259,16 @@ class ClosedLoop(_Workload):
     # parsing result blocks while the server produces the next. Replay fits it from the
     # generator's voluntary switches per request (replay/calibration.py); unset: one round
     rounds: int = Field(default=1, ge=1, le=MAX_BURSTS)
+    # what each message between a client and the server costs its receiver when the two ran
+    # on different CPUs (core_rs spec.rs `CrossCpu`; replay measures it: the service alone,
+    # and alone on one CPU). Only with client_cpu (the generator's task is a message's other
+    # end; replay's calibration sets both); unset: nothing
+    cross_cpu: CrossCpu | None = None
+    # the load generator's threads, serving its clients in turn (redis-benchmark's one event
+    # loop, wrk -t, pgbench -j); unset: a task per client (clickhouse-benchmark's thread per
+    # connection). Only with client_cpu (without it the generator costs nothing, whatever its
+    # threads; replay's calibration sets it)
+    client_threads: int | None = Field(default=None, ge=1, le=PID_MAX_LIMIT)
 
     @model_validator(mode="after")
     def _check_workers(self) -> ClosedLoop:
@@ -263,6 +281,8 @@ class ClosedLoop(_Workload):
                 raise FieldErrors([(("rounds",), "rounds > 1 need a thread per client (no workers)")])
             if self.shape is not None and self.shape.bursts > 1:
                 raise FieldErrors([(("rounds",), "rounds > 1 are the server's bursts already: drop shape, or set rounds = 1")])
+        if self.client_threads is not None and self.rounds > 1:
+            raise FieldErrors([(("client_threads",), "rounds > 1 need a generator task per client (no client_threads)")])
         return self
 
     def core_spec(self, name: str, ncpus: int) -> dict[str, Any]:
@@ -284,6 +304,10 @@ class ClosedLoop(_Workload):
             spec["delay"] = self.delay.core_spec()
         if self.rounds > 1:
             spec["rounds"] = self.rounds
+        if self.client_threads is not None:
+            spec["client_threads"] = self.client_threads
+        if self.cross_cpu is not None:
+            spec["cross_cpu"] = {"server_ns": self.cross_cpu.server, "client_ns": self.cross_cpu.client}
         return _with_shape(spec, self.shape)
 
 

@@ -1221,6 +1221,9 @@ impl Node {
         }
         let prev = self.tasks[t].cpu;
         let cpu = self.select_task_rq(t, prev);
+        if let Some(m) = self.crossing.take() {
+            self.charge_crossing(m, cpu);
+        }
         if cpu != prev && !self.eevdf() {
             // CFS re-bases vruntime on the new queue; EEVDF carries the lag instead.
             let ncpus = self.ncpus();
@@ -1245,6 +1248,9 @@ impl Node {
     fn requeue_delayed_task(&mut self, t: TaskId) {
         let (cpu, se) = (self.tasks[t].cpu, self.tasks[t].se);
         self.update_curr(cpu);
+        if let Some(m) = self.crossing.take() {
+            self.charge_crossing(m, cpu);
+        }
         self.requeue_delayed_unseen(se);
         let mut idle_nr = self.tasks[t].idle_policy as u32;
         let mut rq = self.ses[se].parent_rq;

@@ -154,6 +154,9 @@ pub struct Node {
     /// The task whose finished work is waking others, while its effects apply (balance.rs
     /// `wake_affine`): None for wakeups from timers, IO and the node.
     pub waker: Option<crate::balance::Waker>,
+    /// The message the task being woken receives (workload.rs `Sent`), while it is placed:
+    /// `try_to_wake_up` charges it once it knows the CPU (`charge_crossing`).
+    pub crossing: Option<crate::workload::Sent>,
     /// CPUs with nothing running.
     pub nr_idle_cpus: usize,
     /// Per LLC (socket): how many of its CPUs are idle for placement (balance.rs).
@@ -318,6 +321,7 @@ impl Node {
             next_blocked: 0,
             nohz_next_balance: 0,
             waker: None,
+            crossing: None,
             nr_idle_cpus: ncpus,
             llc_idle,
             speeds,
@@ -503,6 +507,8 @@ impl Node {
                 client_cpu,
                 delay,
                 rounds,
+                cross_cpu,
+                client_threads,
                 start_ns,
                 ..
             } => {
@@ -511,8 +517,9 @@ impl Node {
                     .map(|k| self.new_task(cg, idx, k, (spread + k as usize) % ncpus))
                     .collect();
                 // the load generator's task per client: slots after the server's threads
+                let generators = client_threads.unwrap_or(*clients);
                 let generator = match client_cpu {
-                    Some(_) => (0..*clients)
+                    Some(_) => (0..generators)
                         .map(|c| self.new_task(cg, idx, n + c, (spread + (n + c) as usize) % ncpus))
                         .collect(),
                     None => Vec::new(),
@@ -524,12 +531,7 @@ impl Node {
                     svc: self.services.len() - 1,
                     fanout: *fanout,
                     threads,
-                    clients: (0..*clients)
-                        .map(|_| Client {
-                            outstanding: 0,
-                            issued_at: 0,
-                        })
-                        .collect(),
+                    clients: (0..*clients).map(|_| Client::new()).collect(),
                     service: service.clone(),
                     think,
                     client_cpu: client_cpu.clone(),
@@ -544,6 +546,19 @@ impl Node {
                     shape: crate::shape::Shape::build(shape, n as usize),
                     rounds: crate::shape::Rounds::build(rounds.unwrap_or(1), *clients as usize, n as usize)
                         .map(Box::new),
+                    cross: cross_cpu.map(|cost| {
+                        Box::new(crate::workload::Crossing {
+                            cost,
+                            cpu_of: Vec::new(),
+                        })
+                    }),
+                    gen_pool: client_threads.filter(|_| client_cpu.is_some()).map(|g| {
+                        Box::new(crate::workload::Pool {
+                            idle: (0..g).rev().collect(),
+                            queue: std::collections::VecDeque::new(),
+                            serving: vec![0; g as usize],
+                        })
+                    }),
                 };
                 (Workload::ClosedLoop(cl), *start_ns)
             }
@@ -625,12 +640,7 @@ impl Node {
                     svc: self.services.len() - 1,
                     cg,
                     threads: ts,
-                    clients: (0..*clients)
-                        .map(|_| Client {
-                            outstanding: 0,
-                            issued_at: 0,
-                        })
-                        .collect(),
+                    clients: (0..*clients).map(|_| Client::new()).collect(),
                     service: service.clone(),
                     think,
                     rng,
@@ -792,12 +802,7 @@ impl Node {
                 let db = crate::workload::Database {
                     svc: self.services.len() - 1,
                     threads: ts,
-                    clients: (0..*clients)
-                        .map(|_| Client {
-                            outstanding: 0,
-                            issued_at: 0,
-                        })
-                        .collect(),
+                    clients: (0..*clients).map(|_| Client::new()).collect(),
                     reads: *reads,
                     read_bytes: *read_bytes,
                     left: vec![0; *clients as usize],
@@ -1028,7 +1033,16 @@ impl Node {
                 self.refresh_view(wl);
                 let mut eff = self.eff.take().unwrap_or_default();
                 self.workloads[wl].on_timer(wl, slot, self.now, &mut eff, &mut self.services);
+                if let Some(s) = eff.sent_by.take() {
+                    let task = &self.tasks[s];
+                    self.waker = Some(crate::balance::Waker {
+                        cpu: task.cpu,
+                        task: s,
+                        sync: task.state == TaskState::Sleeping,
+                    });
+                }
                 self.apply_effects(&mut eff);
+                self.waker = None;
                 self.eff = Some(eff);
             }
             Event::Period { cg, gen } => self.period_timer(cg, gen),
@@ -1058,6 +1072,10 @@ impl Node {
             match next {
                 Next::Compute(w) => {
                     self.tasks[t].remaining = w;
+                    // a message it runs on into is received here, on this CPU
+                    if let Some(m) = eff.sent.iter().find(|m| m.to == t).copied() {
+                        self.charge_crossing(m, cpu);
+                    }
                     // The tick due now still happens: a task whose work ends exactly on
                     // ticks must not escape the slice check (it would never be preempted).
                     if self.now >= self.cpus[cpu].resched_at && self.slice_check(cpu) {
@@ -1138,11 +1156,15 @@ impl Node {
             }
             self.tasks[t].remaining = work;
             if !self.after_charge(t, &mut costs) {
+                self.crossing = eff.sent.iter().find(|m| m.to == t).copied();
                 self.try_to_wake_up(t);
+                self.crossing = None;
             }
         }
         eff.wakes = wakes;
         eff.wakes.clear();
+        eff.sent.clear();
+        eff.sent_by = None;
         self.submit_io(eff);
         // the running task that allocated before its next piece of work (on_done)
         while let Some(&(t, _, _)) = costs.first() {
@@ -1151,6 +1173,19 @@ impl Node {
             } else {
                 self.after_charge(t, &mut costs);
             }
+        }
+    }
+
+    /// Message `m` reaches its receiver, which runs it on `cpu`: if the sender last ran on
+    /// another CPU the receiver's work grows by the crossing's cost (spec.rs `CrossCpu`).
+    /// Decided where the receiver is placed (or runs on); a later migration before it runs
+    /// does not change it.
+    pub(crate) fn charge_crossing(&mut self, m: crate::workload::Sent, cpu: CpuId) {
+        let s = &mut self.services[m.svc];
+        s.exchanges += 1;
+        if self.tasks[m.from].cpu != cpu {
+            s.crossed += 1;
+            self.tasks[m.to].remaining += m.cost;
         }
     }
 

@@ -256,6 +256,14 @@ impl Node {
                     };
                 }
             }
+            (crate::workload::Workload::ClosedLoop(cl), _) if cl.cross.is_some() => {
+                let tasks = &self.tasks;
+                if let Some(x) = cl.cross.as_mut() {
+                    x.cpu_of.clear();
+                    x.cpu_of
+                        .extend(cl.threads.iter().chain(&cl.generator).map(|&t| tasks[t].cpu));
+                }
+            }
             _ => {}
         }
     }

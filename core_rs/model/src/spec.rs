@@ -465,6 +465,17 @@ pub enum WorkloadSpec {
         /// next. Needs `client_cpu`; None or 1: the client's CPU in one burst before the request.
         #[serde(default)]
         rounds: Option<u32>,
+        /// What each message between a client and the server costs its receiver when the
+        /// two ran on different CPUs (`CrossCpu`). Only with `client_cpu` (the generator's
+        /// task is a message's other end). None: nothing.
+        #[serde(default)]
+        cross_cpu: Option<CrossCpu>,
+        /// The load generator's threads, serving its clients in turn (redis-benchmark's one
+        /// event loop, wrk -t, pgbench -j). Only with `client_cpu` (without it the generator
+        /// costs nothing), and one round. None: a task per
+        /// client (clickhouse-benchmark's thread per connection).
+        #[serde(default)]
+        client_threads: Option<u32>,
         #[serde(default)]
         start_ns: u64,
     },
@@ -696,10 +707,15 @@ impl WorkloadSpec {
                 fanout,
                 workers,
                 client_cpu,
+                client_threads,
                 ..
             } => {
-                // the generator's tasks (one per client) when its CPU is modelled
-                let generator = if client_cpu.is_some() { n(clients) } else { 0 };
+                // the generator's tasks (one per client, or its threads) when its CPU is modelled
+                let generator = if client_cpu.is_some() {
+                    n(&client_threads.unwrap_or(*clients))
+                } else {
+                    0
+                };
                 match workers {
                     Some(w) => (
                         vec![("clients", n(clients)), ("fanout", n(fanout)), ("workers", n(w))],
@@ -741,6 +757,24 @@ impl WorkloadSpec {
             | WorkloadSpec::Iperf { cgroup, .. } => cgroup,
         }
     }
+}
+
+/// The CPU a closed loop's message costs its receiver when the sender last ran on another
+/// CPU: a request reaching a server thread (`server_ns`) or a reply reaching the client's
+/// generator task (`client_ns`). On one CPU the socket's buffers and the sender's data are
+/// still in its caches and the wakeup needs no interrupt to another CPU; across CPUs they
+/// move, and in a guest every cross-CPU wakeup is an IPI that exits to the hypervisor. It is
+/// the hardware's, not the scheduler's, so it is measured per service and host: the service
+/// alone on its CPUs and on one CPU (replay/calibration.py `cross_cpu`). Measured on this
+/// project's 2-CPU guest, redis-server + redis-benchmark: 4.5 + 6.7 µs a GET apart against
+/// 2.5 + 3.7 µs on one CPU (docs/replay.md, "What an exchange across CPUs costs").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrossCpu {
+    #[serde(default)]
+    pub server_ns: u64,
+    #[serde(default)]
+    pub client_ns: u64,
 }
 
 /// cgroup v1 cpu.shares limits: MIN_SHARES = 2, MAX_SHARES = 2^18
@@ -1185,6 +1219,7 @@ impl NodeSpec {
                     client_cpu,
                     delay,
                     rounds,
+                    client_threads,
                     ..
                 } => {
                     if *clients == 0 {
@@ -1217,6 +1252,17 @@ impl NodeSpec {
                     }
                     if let Some(r) = *rounds {
                         validate_rounds(r, client_cpu, workers, shape).map_err(|e| SpecError::new(f("rounds"), e))?;
+                    }
+                    if let Some(g) = *client_threads {
+                        if g == 0 {
+                            return Err(SpecError::new(f("client_threads"), "must be >= 1"));
+                        }
+                        if rounds.unwrap_or(1) > 1 {
+                            return Err(SpecError::new(
+                                f("client_threads"),
+                                "rounds > 1 need a generator task per client (no client_threads)",
+                            ));
+                        }
                     }
                 }
                 WorkloadSpec::Bursty {

@@ -53,6 +53,10 @@ pub struct ServiceStats {
     /// waited for the disk (0 for other kinds).
     pub hits: u64,
     pub misses: u64,
+    /// A closed loop's messages with a `cross_cpu` cost (requests and replies), and those of
+    /// them whose receiver ran on another CPU than their sender.
+    pub exchanges: u64,
+    pub crossed: u64,
 }
 
 impl ServiceStats {

@@ -42,6 +42,24 @@ pub struct Effects {
     pub net: Vec<(usize, bool)>,
     /// Page cache objects a task touches or brings in (lru.rs), after `charges`.
     pub cache: Vec<(TaskId, CacheOp)>,
+    /// Messages of a closed loop with `cross_cpu` costs: what the node charges their
+    /// receivers once it knows where they run (node.rs `charge_crossing`).
+    pub sent: Vec<Sent>,
+    /// The task whose message a timer delivers (a closed loop's request after its `delay`):
+    /// the wakeups are placed as that task's own (its CPU, WF_SYNC when it sleeps), as the
+    /// socket write that woke the server was. None: a timer's wakeups have no waker.
+    pub sent_by: Option<TaskId>,
+}
+
+/// A closed loop's request or reply, sent by task `from` to task `to` (woken with it, or
+/// running on into it): when `to` runs it on another CPU than the one `from` last ran on,
+/// `to`'s work grows by `cost` (spec.rs `CrossCpu`), and service `svc` counts the crossing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sent {
+    pub to: TaskId,
+    pub from: TaskId,
+    pub cost: u64,
+    pub svc: usize,
 }
 
 /// What a task does to one page cache object of its workload's space (lru.rs).
@@ -73,6 +91,28 @@ pub struct Hog {
 pub struct Client {
     pub outstanding: u32,
     pub issued_at: Ns,
+    /// The generator task that ran this client's last request's CPU (its request's sender).
+    pub sender: TaskId,
+    /// The server thread whose reply this client's generator has yet to read (a reply that
+    /// waits for a busy generator of a pool: its sender, for `cross_cpu`).
+    pub replier: TaskId,
+}
+
+impl Client {
+    pub fn new() -> Client {
+        Client {
+            outstanding: 0,
+            issued_at: 0,
+            sender: usize::MAX,
+            replier: usize::MAX,
+        }
+    }
+}
+
+impl Default for Client {
+    fn default() -> Client {
+        Client::new()
+    }
 }
 
 #[derive(Debug)]
@@ -88,6 +128,9 @@ pub struct ClosedLoop {
     /// `threads.len() + client`) before the client sends its request.
     pub client_cpu: Option<Dist>,
     pub generator: Vec<TaskId>,
+    /// The generator's threads as a pool that serves its clients in turn (`client_threads`:
+    /// redis-benchmark's one event loop, wrk's -t), or None: a task per client.
+    pub gen_pool: Option<Box<Pool>>,
     /// A wait per request inside its latency, after the client's CPU and before the request
     /// reaches the server (loopback round trips and wake-ups: time that is neither CPU nor
     /// queueing). With it or `client_cpu`, a request's latency runs from when its client is
@@ -102,6 +145,18 @@ pub struct ClosedLoop {
     /// The client↔server exchange in rounds (shape.rs `Rounds`), or None: one round (boxed:
     /// most loops have none, and the workload enum stays small).
     pub rounds: Option<Box<Rounds>>,
+    /// What a message costs its receiver when the client's and the server's tasks run on
+    /// different CPUs (spec.rs `CrossCpu`), or None: nothing.
+    pub cross: Option<Box<Crossing>>,
+}
+
+/// A closed loop's `cross_cpu` and what deciding it needs.
+#[derive(Debug)]
+pub struct Crossing {
+    pub cost: crate::spec::CrossCpu,
+    /// The CPU each server thread, then each generator task, runs or last ran on (node_memory.rs
+    /// `refresh_view` copies it before the loop decides anything).
+    pub cpu_of: Vec<usize>,
 }
 
 /// Workers of a closed loop's pool: requests wait in FIFO order for a free one.
@@ -577,6 +632,93 @@ pub enum Workload {
 }
 
 impl ClosedLoop {
+    /// A request of client `c` reaches server thread `to` (woken with it, or running on into
+    /// it): charged by the node when the generator ran elsewhere.
+    fn request_to(&self, c: usize, to: TaskId, eff: &mut Effects) {
+        self.message(self.clients[c].sender, to, |x| x.server_ns, eff);
+    }
+
+    /// Generator task `to` reads client `c`'s reply (sent by `clients[c].replier`).
+    fn reply_to(&self, c: usize, to: TaskId, eff: &mut Effects) {
+        self.message(self.clients[c].replier, to, |x| x.client_ns, eff);
+    }
+
+    /// A message from `from` (none: usize::MAX) to `to`, of the cost `cost` picks, for the
+    /// node to charge (node.rs `charge_crossing`); nothing without `cross_cpu`.
+    fn message(&self, from: TaskId, to: TaskId, cost: fn(&crate::spec::CrossCpu) -> u64, eff: &mut Effects) {
+        if let (Some(x), true) = (&self.cross, from != usize::MAX) {
+            eff.sent.push(Sent {
+                to,
+                from,
+                cost: cost(&x.cost),
+                svc: self.svc,
+            });
+        }
+    }
+
+    /// Client `c`'s generator CPU `work` (its reply read, its next request made): on the
+    /// client's own task, or on a free thread of the generator's pool, or queued for one.
+    fn hand_to_generator(&mut self, c: usize, work: u64, eff: &mut Effects) {
+        let g = match self.gen_pool.as_mut() {
+            None => c,
+            Some(p) => match p.idle.pop() {
+                Some(g) => {
+                    p.serving[g as usize] = c;
+                    g as usize
+                }
+                None => {
+                    p.queue.push_back(c);
+                    return;
+                }
+            },
+        };
+        self.reply_to(c, self.generator[g], eff);
+        eff.wakes.push((self.generator[g], work));
+    }
+
+    /// Generator thread `g` finished client `c`'s CPU; with a pool, it takes the next waiting
+    /// client's (its CPU drawn now), or goes idle.
+    pub fn generator_done(&mut self, g: usize, now: Ns, wl: usize, eff: &mut Effects) -> Next {
+        let c = self.gen_pool.as_ref().map_or(g, |p| p.serving[g]);
+        self.clients[c].sender = self.generator[g];
+        self.client_part_done(c, now, wl, eff);
+        let Some(p) = self.gen_pool.as_mut() else {
+            return Next::Sleep;
+        };
+        match p.queue.pop_front() {
+            Some(next) => {
+                p.serving[g] = next;
+                let work = self.client_cpu.as_ref().map_or(1, |d| d.sample(&mut self.rng).max(1));
+                self.reply_to(next, self.generator[g], eff);
+                Next::Compute(work)
+            }
+            None => {
+                p.idle.push(g as u32);
+                Next::Sleep
+            }
+        }
+    }
+
+    /// Worker `slot` of the pool is free: it takes the oldest waiting request, or goes idle.
+    fn next_request(&mut self, slot: u32, eff: &mut Effects) -> Next {
+        let Some(pool) = self.pool.as_mut() else {
+            return Next::Sleep;
+        };
+        match pool.queue.pop_front() {
+            Some(next) => {
+                pool.serving[slot as usize] = next;
+                let work = self.service.sample(&mut self.rng).max(1);
+                // the request, run on into
+                self.request_to(next, self.threads[slot as usize], eff);
+                Next::Compute(first_burst(&mut self.shape, slot as usize, work))
+            }
+            None => {
+                pool.idle.push(slot);
+                Next::Sleep
+            }
+        }
+    }
+
     /// Client `c` is ready to ask again: its generator task first spends the request's CPU
     /// (and sends it when done, `on_done`), or without one it sends it now.
     fn ready(
@@ -596,7 +738,9 @@ impl ClosedLoop {
                 Some(r) => r.client.start(c, work),
                 None => work,
             };
-            eff.wakes.push((self.generator[c], work));
+            // the reply of the thread that finished the request last (none after a think)
+            self.clients[c].replier = me.map_or(usize::MAX, |k| self.threads[k as usize]);
+            self.hand_to_generator(c, work, eff);
             return None;
         }
         self.after_client(c, now, wl, me, eff)
@@ -612,6 +756,9 @@ impl ClosedLoop {
                     let slot = c * self.fanout as usize + k as usize;
                     eff.wakes.push((self.threads[slot], r.server.take(slot)));
                 }
+                for k in 0..self.fanout as usize {
+                    self.request_to(c, self.threads[c * self.fanout as usize + k], eff);
+                }
             }
             // (without `me`, send wakes every thread the request needs and returns None)
             _ => {
@@ -622,17 +769,40 @@ impl ClosedLoop {
 
     /// Every server thread of client `c` finished its part of a round: the client runs its
     /// next part, or None when the request is complete (no rounds left).
-    fn next_client_part(&mut self, c: usize, eff: &mut Effects) -> Option<()> {
+    fn next_client_part(&mut self, c: usize, from: TaskId, eff: &mut Effects) -> Option<()> {
         let r = self.rounds.as_mut()?;
         if r.client.left(c) == 0 {
             return None;
         }
         eff.wakes.push((self.generator[c], r.client.take(c)));
+        self.clients[c].replier = from;
+        self.reply_to(c, self.generator[c], eff);
         Some(())
+    }
+
+    /// Whether client `c`'s request, sent now, reaches a thread on another CPU than its
+    /// sender's: with `cross_cpu`, only such a request waits its `delay` (the wakeup of
+    /// another CPU); a request to a busy pool waits in its queue instead. Without `cross_cpu`
+    /// every request waits it.
+    fn crosses(&self, c: usize) -> bool {
+        let Some(x) = &self.cross else { return true };
+        let n = self.threads.len();
+        let Some(g) = self.generator.iter().position(|&t| t == self.clients[c].sender) else {
+            return true;
+        };
+        let from = x.cpu_of[n + g];
+        match &self.pool {
+            Some(p) => p.idle.last().is_some_and(|&w| x.cpu_of[w as usize] != from),
+            None => (0..self.fanout as usize).any(|k| x.cpu_of[c * self.fanout as usize + k] != from),
+        }
     }
 
     /// Client `c`'s CPU for its request is done: the request waits its delay, or goes out.
     fn after_client(&mut self, c: usize, now: Ns, wl: usize, me: Option<u32>, eff: &mut Effects) -> Option<u64> {
+        if self.delay.is_some() && !self.crosses(c) {
+            // (sent from the generator's on_done: the node places it as its wakeup)
+            return self.send(c, me, eff);
+        }
         if let Some(d) = &self.delay {
             let wait = d.sample(&mut self.rng).max(1);
             eff.timers.push((now + wait, wl, DELAY_DONE + c as u32));
@@ -651,6 +821,7 @@ impl ClosedLoop {
                     let work = self.service.sample(&mut self.rng).max(1);
                     let work = first_burst(&mut self.shape, w as usize, work);
                     eff.wakes.push((self.threads[w as usize], work));
+                    self.request_to(c, self.threads[w as usize], eff);
                 }
                 None => pool.queue.push_back(c),
             }
@@ -664,6 +835,7 @@ impl ClosedLoop {
                 Some(r) => r.server.start(slot as usize, work),
                 None => first_burst(&mut self.shape, slot as usize, work),
             };
+            self.request_to(c, self.threads[slot as usize], eff);
             if Some(slot) == me {
                 mine = Some(work);
             } else {
@@ -745,7 +917,9 @@ impl Workload {
                         cl.ready(c, now, wl, None, eff, &mut services[svc]);
                     }
                 } else if slot >= DELAY_DONE {
-                    cl.send((slot - DELAY_DONE) as usize, None, eff);
+                    let c = (slot - DELAY_DONE) as usize;
+                    eff.sent_by = Some(cl.clients[c].sender).filter(|&t| t != usize::MAX);
+                    cl.send(c, None, eff);
                 } else {
                     cl.ready(slot as usize, now, wl, None, eff, &mut services[svc]);
                 }
@@ -927,58 +1101,33 @@ impl Workload {
                 }
             }
             Workload::ClosedLoop(cl) if slot as usize >= cl.threads.len() => {
-                // a client's generator task has done the request's CPU: it sends it and waits
-                cl.client_part_done(slot as usize - cl.threads.len(), now, wl, eff);
-                Next::Sleep
+                // a generator task has done a client's request CPU: it sends it and waits, or
+                // (a pool's thread) takes the next client's
+                cl.generator_done(slot as usize - cl.threads.len(), now, wl, eff)
             }
-            Workload::ClosedLoop(ClosedLoop {
-                pool: Some(pool),
-                svc,
-                clients,
-                think,
-                service,
-                rng,
-                shape,
-                client_cpu,
-                generator,
-                delay,
-                ..
-            }) => {
-                if let Some(next) = between_bursts(shape, slot, now, wl, rng, eff) {
+            Workload::ClosedLoop(cl) if cl.pool.is_some() => {
+                if let Some(next) = between_bursts(&mut cl.shape, slot, now, wl, &mut cl.rng, eff) {
                     return next;
                 }
                 // A worker finished a request: its client thinks or asks again (joining the
                 // queue), and the worker takes the oldest waiting request, if any.
-                let c = pool.serving[slot as usize];
-                services[*svc].record(now, now - clients[c].issued_at);
-                let think = think.as_ref().map(|d| d.sample(rng)).unwrap_or(0);
+                let svc = cl.svc;
+                let c = cl.pool.as_ref().map_or(0, |p| p.serving[slot as usize]);
+                services[svc].record(now, now - cl.clients[c].issued_at);
+                let think = cl.think.as_ref().map(|d| d.sample(&mut cl.rng)).unwrap_or(0);
                 if think > 0 {
                     eff.timers.push((now + think, wl, c as u32));
+                } else if cl.client_cpu.is_none() && cl.delay.is_none() {
+                    // asks again at once, behind the requests already waiting
+                    services[svc].started += 1;
+                    cl.clients[c].issued_at = now;
+                    if let Some(p) = cl.pool.as_mut() {
+                        p.queue.push_back(c);
+                    }
                 } else {
-                    // ready again (as ClosedLoop::ready, whose borrow of the loop this arm cannot take)
-                    services[*svc].started += 1;
-                    clients[c].issued_at = now;
-                    if let Some(d) = client_cpu {
-                        let work = d.sample(rng).max(1);
-                        eff.wakes.push((generator[c], work));
-                    } else if let Some(d) = delay {
-                        let wait = d.sample(rng).max(1);
-                        eff.timers.push((now + wait, wl, DELAY_DONE + c as u32));
-                    } else {
-                        pool.queue.push_back(c);
-                    }
+                    cl.ready(c, now, wl, Some(slot), eff, &mut services[svc]);
                 }
-                match pool.queue.pop_front() {
-                    Some(next) => {
-                        pool.serving[slot as usize] = next;
-                        let work = service.sample(rng).max(1);
-                        Next::Compute(first_burst(shape, slot as usize, work))
-                    }
-                    None => {
-                        pool.idle.push(slot);
-                        Next::Sleep
-                    }
-                }
+                cl.next_request(slot, eff)
             }
             Workload::ClosedLoop(cl) => {
                 if let Some(next) = between_bursts(&mut cl.shape, slot, now, wl, &mut cl.rng, eff) {
@@ -986,7 +1135,7 @@ impl Workload {
                 }
                 let c = (slot / cl.fanout) as usize;
                 cl.clients[c].outstanding -= 1;
-                if cl.clients[c].outstanding > 0 || cl.next_client_part(c, eff).is_some() {
+                if cl.clients[c].outstanding > 0 || cl.next_client_part(c, cl.threads[slot as usize], eff).is_some() {
                     return Next::Sleep;
                 }
                 let svc = cl.svc;
@@ -1063,10 +1212,7 @@ mod tests {
             svc: 0,
             cg: 0,
             threads: vec![0],
-            clients: vec![Client {
-                outstanding: 0,
-                issued_at: 0,
-            }],
+            clients: vec![Client::new()],
             service: Dist::Constant { value_ns: 100_000 },
             think: None,
             rng: Rng::new(1),

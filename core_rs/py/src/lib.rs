@@ -363,6 +363,9 @@ impl Node {
         // a file server's page-cache hits and misses (0 for other kinds), since the last reset
         d.set_item("hits", s.hits)?;
         d.set_item("misses", s.misses)?;
+        // a closed loop's messages with a cross_cpu cost, and those that crossed CPUs
+        d.set_item("exchanges", s.exchanges)?;
+        d.set_item("crossed", s.crossed)?;
         Ok(d)
     }
 
