@@ -15,12 +15,9 @@ runs and scored against the same host runs.
 
 from __future__ import annotations
 
-import argparse
 import copy
-import json
-import subprocess
-import sys
-from pathlib import Path
+
+from repredict import repredict, suite_from_command_line
 
 from replay.workloads import REPO
 
@@ -33,14 +30,9 @@ VARIANTS = (
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("suite", type=Path, help="a fidelity.json that kept alone_measured")
-    ap.add_argument("--out", type=Path, default=Path("out/rounds_ablation"))
-    args = ap.parse_args()
-    src = json.loads(args.suite.read_text())
-    args.out.mkdir(parents=True, exist_ok=True)
+    src, out = suite_from_command_line(__doc__.splitlines()[0], "out/rounds_ablation")
     scenario = (REPO / "experiments/fidelity/clickhouse.toml").read_text()
-    ncpus = args.out / "clickhouse_ncpus.toml"
+    ncpus = out / "clickhouse_ncpus.toml"
     ncpus.write_text(scenario.replace("\nfanout = 1\n", '\nfanout = "ncpus"\n'))
     print("| calibration | rounds | stress case: QPS, stress's share (host / sim) | median abs error QPS / P50 / P99 (4 cases) |")
     print("|---|---:|---|---|")
@@ -52,11 +44,7 @@ def main() -> int:
             svc["scenario"] = str(ncpus.resolve())
         if not server:
             svc["alone_measured"]["services"]["clickhouse"]["server_switches"] = None
-        (args.out / f"{k}.json").write_text(json.dumps(doc))
-        out = args.out / str(k)
-        cmd = [sys.executable, "-m", "sim", "fidelity", "--repredict", str(args.out / f"{k}.json"), "--out", str(out)]
-        subprocess.run(cmd, check=True, capture_output=True)
-        got = json.loads((out / "fidelity.json").read_text())
+        got = repredict(doc, out, k)
         s = got["services"]["clickhouse"]
         rounds = s["calibration"][str(got["config"]["seed"])]["clickhouse rounds"]
         st = s["scores"]["stress"]

@@ -202,6 +202,11 @@ class Fit:
     # family's mean; None: not measured, the mean was fitted
     cpu_s: float | None = None
     background_cpus: float = 0.0  # the other tenants' CPUs run in the simulated alone run
+    # the load generator's threads as replay runs it (replay.workloads.generator_threads), set
+    # where the scenario gives none; None: the scenario's own (or a task per client)
+    client_threads: int | None = None
+    # the share of the fitted alone run's messages that crossed CPUs (NaN: no cross_cpu)
+    crossed: float = math.nan
 
     @property
     def disturbed(self) -> bool:
@@ -242,6 +247,8 @@ class Fit:
             "delay_sigma": self.delay_sigma,
             "rounds": self.rounds,
             "rounds_from": self.rounds_from,
+            "client_threads": self.client_threads,
+            "crossed_share": self.crossed if math.isfinite(self.crossed) else None,
             "service_cpu_s": self.cpu_s,
             "service_cpu_from": "cgroup" if self.cpu_s is not None else "fitted",
             "background_cpus": self.background_cpus,
@@ -262,6 +269,8 @@ class Fit:
         lines = [f"service model of {self.workload}: {self.family}{f' ({svc})' if svc else ''} fitted to the host's alone run"]
         if self.client_cpu_s > 0:
             lines.append(f"  load generator's CPU: {self.client_cpu_s * 1e6:.1f} µs per request in the service's cgroup")
+        if self.client_threads is not None:
+            lines.append(f"  load generator's threads: {self.client_threads}, serving its clients in turn (as replay runs it)")
         if self.rounds > 1:
             whose = (
                 "each server thread's voluntary switches per request, traced"
@@ -328,6 +337,9 @@ def measured_metrics(alone: AloneRun, fit_gaps: bool) -> dict[str, float]:
     return out
 
 
+# not a metric fitted: the share of the messages of a simulated alone run that crossed CPUs
+CROSSED = "crossed share"
+
 # what one simulated alone run gives, for a service model: metric -> value
 Simulate = Callable[[dict[str, Any], Client, tuple[float, float]], dict[str, float]]
 
@@ -342,6 +354,7 @@ def fit_service(
     threads: int = 1,
     background_cpus: float = 0.0,
     cross: tuple[float, float] = (0.0, 0.0),
+    crossed: float = 1.0,
 ) -> Fit:
     """Fit workload `name`'s model to `alone`; `simulate(service_table, Client, (delay_s, delay_sigma))`
     runs the alone run in the simulator and returns its metrics (QPS, P50, P90, P99, CPU share).
@@ -350,14 +363,15 @@ def fit_service(
     share (a real server's; colosim-load runs the scenario's own exchanges); `threads`: a
     request's threads (its fanout), over which the cgroup's measured CPU is split;
     `background_cpus`: the other tenants the simulated alone run carries (recorded);
-    `cross`: the workload's `cross_cpu` (server, client) in seconds, which every exchange of
-    the alone run pays (its client and server on different CPUs, as the model runs it too):
-    taken out of the measured CPU per request, so that the fitted CPU is what an exchange on
-    one CPU costs."""
+    `cross`: the workload's `cross_cpu` (server, client) in seconds, which the share `crossed`
+    of the alone run's exchanges paid (their client and server on different CPUs; the share is
+    the model's, from a first fit: fit_alone_runs): taken out of the measured CPU per request,
+    so that the fitted CPU is what an exchange on one CPU costs."""
     closed = clients is not None
     g = alone.generator_cpu
     client_cpu = g / alone.qps if closed and g is not None and g > 0 and alone.qps > 0 else 0.0
     notes: list[str] = []
+    cross = (cross[0] * crossed, cross[1] * crossed)
     if client_cpu > 0 and any(cross):
         if not client_cpu > cross[1]:
             raise HostError(
@@ -367,7 +381,7 @@ def fit_service(
         client_cpu -= cross[1]
         notes.append(
             f"cross_cpu: {cross[0] * 1e6:.2f} µs (server) + {cross[1] * 1e6:.2f} µs (client) a request taken out of "
-            "the measured CPU, which the alone run's exchanges across CPUs paid"
+            f"the measured CPU, which the alone run's exchanges across CPUs paid ({crossed:.0%} of them crossed, as the model runs it)"
         )
     rounds = client_rounds(alone, client_cpu, threads)
     client = Client(client_cpu, rounds.k)
@@ -466,6 +480,7 @@ def fit_service(
         delay_s=delay,
         measured=measured,
         fitted={m: fitted.get(m, math.nan) for m in measured},
+        crossed=fitted.get(CROSSED, math.nan),
         tried={f: r[0] for f, r in results.items()},
         notes=notes,
         others=alone.others,
@@ -594,7 +609,9 @@ def apply_fit(scenario: Scenario, fit: Fit) -> Scenario:
     if isinstance(w, ClosedLoop):
         if fit.client_cpu_s > 0:
             w.client_cpu = _DIST.validate_python({"dist": "constant", "value": _ns(fit.client_cpu_s)})
-            if w.workers is None and w.client_threads is None and (w.shape is None or w.shape.bursts == 1):
+            if fit.client_threads is not None and w.client_threads is None:
+                w.client_threads = fit.client_threads
+            if w.workers is None and not isinstance(w.client_threads, int) and (w.shape is None or w.shape.bursts == 1):
                 w.rounds = fit.rounds
         if fit.delay_s > 0:
             w.delay = _DIST.validate_python({"dist": "lognormal", "mean": _ns(fit.delay_s), "sigma": fit.delay_sigma})
@@ -613,7 +630,11 @@ def simulator_of(scenario: Scenario, name: str, seed: int, substitute: frozenset
         sc = apply_fit(scenario, fit)
         got = run_variant(Variant("calibration", True, sc), seed, substitute=substitute)
         svc = got.services[name]
-        out = {"QPS": svc.qps, "CPU share": got.cgroups[cg].cpu_share if cg in got.cgroups else math.nan}
+        out = {
+            "QPS": svc.qps,
+            "CPU share": got.cgroups[cg].cpu_share if cg in got.cgroups else math.nan,
+            CROSSED: svc.crossed_share,
+        }
         for p in PERCENTILES:
             out[f"P{p:g}"] = svc.percentile(p)
         return out

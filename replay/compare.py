@@ -30,7 +30,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from replay.cgroupfs import BlockDevice, HostError, host_cpus, network_refusal, 
 from replay.host_kernel import host_kernel
 from replay.host_run import CGROUP_KNOBS, HostRun, check_knobs, host_equivalent, host_topology, missing_knobs, run_on_host
 from replay.session import Session
+from replay.workloads import generator_threads
 from sim import runqlat
 from sim.results import ExperimentResult, RunResult, finite, markdown, sig3
 from sim.scenario import (
@@ -523,6 +524,10 @@ def calibrate_services(scenario: Scenario, host: ExperimentResult, seed: int, su
     return fit_alone_runs(scenario, alone_runs(scenario, measured_base), measured_base.ncpus, seed, substituted)
 
 
+# a first fit whose alone exchanges crossed CPUs this close to all of them is kept as it is
+CROSSED_SETTLED = 0.05
+
+
 def fit_alone_runs(scenario: Scenario, alone: dict[str, AloneRun], ncpus: int, seed: int, substituted: set[Knob]) -> dict[str, Fit]:
     """Fit each service to what its alone run measured (`alone_runs`), on `ncpus` CPUs."""
     base = next(v for v in scenario.variants() if v.baseline)
@@ -537,6 +542,12 @@ def fit_alone_runs(scenario: Scenario, alone: dict[str, AloneRun], ncpus: int, s
         # a think time is fitted to the gaps only for a real server whose scenario has none:
         # colosim-load runs the scenario's own think times
         gaps = isinstance(w, ClosedLoop) and run.reported and mean_s(w.think) == 0
+        # the generator's threads as replay runs it, where the scenario gives none: in the fit's
+        # simulated alone runs too
+        gen = generator_threads(w.host.program, w.clients) if isinstance(w, ClosedLoop) and w.client_threads is None else None
+        if gen is not None:
+            sc = sc.model_copy(deep=True)
+            sc.workloads[name].client_threads = gen  # type: ignore[union-attr]
         alone_sc = shortened(sc, run.qps)
         simulate = simulator_of(alone_sc, name, seed, frozenset(substituted), ncpus)
         clients = w.clients if isinstance(w, ClosedLoop) else None
@@ -545,9 +556,22 @@ def fit_alone_runs(scenario: Scenario, alone: dict[str, AloneRun], ncpus: int, s
         threads = (ncpus if w.fanout == "ncpus" else int(w.fanout)) if isinstance(w, ClosedLoop) else 1
         x = w.cross_cpu if isinstance(w, ClosedLoop) else None
         cross = (x.server / 1e9, x.client / 1e9) if x is not None else (0.0, 0.0)
-        fits[name] = fit_service(
-            name, run, simulate, ncpus, clients, gaps=gaps, threads=threads, background_cpus=alone_background, cross=cross
-        )
+        fit = fit_service(name, run, simulate, ncpus, clients, gaps=gaps, threads=threads, background_cpus=alone_background, cross=cross)
+        if any(cross) and math.isfinite(fit.crossed) and fit.crossed < 1.0 - CROSSED_SETTLED:
+            # not every alone exchange crossed CPUs in the model: only that share paid the costs
+            fit = fit_service(
+                name,
+                run,
+                simulate,
+                ncpus,
+                clients,
+                gaps=gaps,
+                threads=threads,
+                background_cpus=alone_background,
+                cross=cross,
+                crossed=fit.crossed,
+            )
+        fits[name] = replace(fit, client_threads=gen) if gen is not None else fit
         sc = apply_fit(sc, fits[name])
     return fits
 

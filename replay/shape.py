@@ -36,15 +36,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from policies.cgroup import Knob, KnobWrite
 from replay.cgroupfs import HostBackend, HostError
 from replay.probe import parse_schedstat, parse_stat, parse_switches, read_proc
 from replay.session import Session
 from replay.shape_estimate import (
+    Crossing,
     Fit,
     Shape,
     ThreadCounters,
     Window,
     counter_delta,
+    crossing,
     estimate,
     fit_service,
     histogram_quantiles,
@@ -59,6 +62,7 @@ from replay.workloads import (
     _need,
     _wait_port,
     clickhouse_benchmark_argv,
+    generator_threads,
     wrk_argv,
 )
 from sim.errors import ScenarioError
@@ -91,6 +95,9 @@ class ShapeRequest:
     idle_s: float = 2.0
     interval_s: float = 0.002
     repeat: int = 1
+    # passes at the most clients with the service and its generator on one CPU, beside the
+    # free ones, for cross_cpu (skipped on a host of one CPU)
+    cross_cpu: bool = True
     name: str = "web"
     query: str | None = None  # clickhouse: the query (default: the seed's)
     path: str = "/"  # nginx / command: the URL path
@@ -379,7 +386,7 @@ class Service:
             # logged (-l: "client transaction latency_us script epoch epoch_us")
             for f in (self._dir / "pg" / "log").iterdir():
                 f.unlink()
-            threads = min(clients, len(os.sched_getaffinity(0)))
+            threads = generator_threads("postgres", clients)
             argv = [*self._pgbench(), "-c", str(clients), "-j", str(threads), "-T", str(max(1, round(seconds))), "-S", "-n"]
             return [*argv, "-l", "--log-prefix", str(self._dir / "pg" / "log" / "tx"), "postgres"], None
         if self.request.program == "redis":
@@ -481,6 +488,8 @@ class Measured:
     fit: Fit
     chosen: Shape  # the pass the section is written from
     toml: str
+    one_cpu: list[tuple[Window, Shape]] = field(default_factory=list)
+    cross: Crossing | None = None
 
     def to_json(self) -> str:
         def window(w: Window) -> dict[str, Any]:
@@ -494,6 +503,8 @@ class Measured:
             "request": self.request.__dict__,
             "idle": window(self.idle) if self.idle else None,
             "passes": [{"window": window(w), "shape": sh.to_dict()} for w, sh in self.passes],
+            "one_cpu_passes": [{"window": window(w), "shape": sh.to_dict()} for w, sh in self.one_cpu],
+            "cross_cpu": self.cross.to_dict() if self.cross else None,
             "fit": {
                 "candidates": [c.__dict__ for c in self.fit.candidates],
                 "chosen": self.fit.chosen,
@@ -532,14 +543,37 @@ def measure(request: ShapeRequest, say: Callable[[str], Any] = print) -> Measure
                 for _ in range(request.repeat):
                     w = drive(service, clients, request.duration_s, request.interval_s, say)
                     passes.append((w, estimate(w, base)))
+            one_cpu = one_cpu_passes(service, base, say) if request.cross_cpu and len(os.sched_getaffinity(0)) > 1 else []
         finally:
             service.close()
-    return summarise(request, base, passes)
+    return summarise(request, base, passes, one_cpu)
 
 
-def summarise(request: ShapeRequest, base: Window | None, passes: list[tuple[Window, Shape]]) -> Measured:
+def one_cpu_passes(service: Service, base: Window | None, say: Callable[[str], Any]) -> list[tuple[Window, Shape]]:
+    """As many passes as each clients value had, at the most clients, with the service's and the
+    generator's cgroups both on the first CPU of ours (cpuset.cpus, put back after): what their
+    exchanges cost when nothing crosses CPUs."""
+    request, backend = service.request, service.session.backend
+    first = min(os.sched_getaffinity(0))
+    before = {cg: backend.read(cg, Knob.CPUSET_CPUS) for cg in (SERVICE, LOAD)}
+    say(f"on CPU {first} only (cpuset.cpus of both cgroups), for cross_cpu:")
+    passes = []
+    try:
+        backend.apply([KnobWrite(cg, Knob.CPUSET_CPUS, str(first)) for cg in (SERVICE, LOAD)])
+        for _ in range(request.repeat):
+            w = drive(service, max(request.clients), request.duration_s, request.interval_s, say)
+            passes.append((w, estimate(w, base)))
+    finally:
+        backend.apply([KnobWrite(cg, Knob.CPUSET_CPUS, str(v)) for cg, v in before.items()])
+    return passes
+
+
+def summarise(
+    request: ShapeRequest, base: Window | None, passes: list[tuple[Window, Shape]], one_cpu: list[tuple[Window, Shape]] | None = None
+) -> Measured:
     """The section is written from the lightest load's median pass (by CPU per request): the
-    shape without queueing, which the simulator adds itself; `clients` is the most driven."""
+    shape without queueing, which the simulator adds itself; `clients` is the most driven. With
+    passes on one CPU, `cross_cpu` from them and the free passes at as many clients."""
     light = min(c for c in request.clients)
     at_light = sorted((p for p in passes if p[0].clients == light), key=lambda p: p[1].cpu_per_request_s)
     w, shape = at_light[(len(at_light) - 1) // 2]
@@ -553,8 +587,14 @@ def summarise(request: ShapeRequest, base: Window | None, passes: list[tuple[Win
         if base
         else f"from the median of {len(at_light)} pass(es) of {request.duration_s:g} s at {light} client(s)",
     ]
-    toml = workload_toml(request.name, max(request.clients), shape, fit, header)
-    return Measured(request, base, passes, fit, shape, toml)
+    most = max(request.clients)
+    cross = None
+    if one_cpu:
+        free = [sh for w_, sh in passes if w_.clients == most]
+        cross = crossing(free, [sh for _, sh in one_cpu], shape.fanout)
+    threads = generator_threads(request.program, most)
+    toml = workload_toml(request.name, most, shape, fit, header, client_threads=threads, cross=cross)
+    return Measured(request, base, passes, fit, shape, toml, one_cpu or [], cross)
 
 
 def summary(m: Measured) -> str:
@@ -575,6 +615,13 @@ def summary(m: Measured) -> str:
         ):
             vals = [get(s) * unit for s in shapes]
             lines.append(f"  {label}: {statistics.median(vals):.4g} [{min(vals):.4g}, {max(vals):.4g}]")
+    if m.cross is not None:
+        x = m.cross
+        lines.append(
+            f"an exchange across CPUs: server {x.free_server_s * 1e6:.3g} µs a request apart, {x.one_cpu_server_s * 1e6:.3g} on one "
+            f"CPU; generator {x.free_client_s * 1e6:.3g} / {x.one_cpu_client_s * 1e6:.3g} µs: cross_cpu server "
+            f"{x.server_s * 1e6:.3g} µs, client {x.client_s * 1e6:.3g} µs"
+        )
     best = m.fit.best
     lines.append(
         f"service family: {m.fit.chosen['dist']} (best fit {best.family}, quantile error {best.quantile_error:.1%}, KS {best.ks:.3f})"

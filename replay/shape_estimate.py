@@ -29,6 +29,7 @@ measured CPU mean; none within FIT_TOLERANCE → an empirical histogram of the q
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -217,6 +218,40 @@ def estimate(w: Window, idle: Window | None) -> Shape:
     )
 
 
+@dataclass
+class Crossing:
+    """What an exchange across CPUs costs (the closed loop's `cross_cpu`), from passes with the
+    service and its generator free on the host's CPUs and passes with both on one CPU."""
+
+    server_s: float  # a request, per server thread
+    client_s: float  # a reply, to the generator
+    free_server_s: float
+    one_cpu_server_s: float
+    free_client_s: float
+    one_cpu_client_s: float
+    passes: tuple[int, int]  # (free, one CPU)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def crossing(free: Sequence[Shape], one_cpu: Sequence[Shape], fanout: int) -> Crossing:
+    """Medians over each kind of pass of the server's CPU per request (its cgroup's, per the
+    free passes' `fanout` threads: on one CPU the threads' parallelism says nothing) and the
+    generator's; each cost is the free passes' less the one-CPU passes', never below 0 (a
+    service whose exchanges cost nothing more apart)."""
+    if not free or not one_cpu:
+        raise ValueError("crossing: needs passes free and on one CPU")
+
+    def med(xs: Sequence[Shape], get: Any) -> float:
+        return statistics.median(get(x) for x in xs)
+
+    # each pass's per-thread CPU times its own fanout is its server CPU per request
+    fs, os_ = med(free, lambda x: x.cpu_per_request_s * x.fanout) / fanout, med(one_cpu, lambda x: x.cpu_per_request_s * x.fanout) / fanout
+    fc, oc = med(free, lambda x: x.generator_cpu_per_request_s), med(one_cpu, lambda x: x.generator_cpu_per_request_s)
+    return Crossing(max(0.0, fs - os_), max(0.0, fc - oc), fs, os_, fc, oc, (len(free), len(one_cpu)))
+
+
 def bursts_from_switches(switches: float, f_min: float = F_MIN) -> int:
     """Bursts per request from voluntary switches per request: s = (B − 1) + f, f in [0, 1]
     the share of requests after which the thread blocked for the next one (see the module's
@@ -365,9 +400,18 @@ def _inline(table: Mapping[str, Any]) -> str:
     return "{ " + ", ".join(f"{k} = {value(v)}" for k, v in table.items()) + " }"
 
 
-def workload_toml(name: str, clients: int, shape: Shape, fit: Fit, header: Sequence[str]) -> str:
+def workload_toml(
+    name: str,
+    clients: int,
+    shape: Shape,
+    fit: Fit,
+    header: Sequence[str],
+    client_threads: int | None = None,
+    cross: Crossing | None = None,
+) -> str:
     """The [workloads.NAME] section (closed_loop with its [workloads.NAME.shape]), with comments
-    saying what was measured and how well each family fitted."""
+    saying what was measured and how well each family fitted; the generator's threads and what
+    an exchange across CPUs costs, when given."""
     lines = [f"# {h}" for h in header]
     lines.append(
         f"# {shape.requests} requests, {shape.qps:.4g}/s, mean latency {shape.latency_mean_s * 1e3:.4g} ms; "
@@ -389,6 +433,18 @@ def workload_toml(name: str, clients: int, shape: Shape, fit: Fit, header: Seque
         f"clients = {clients}  # as driven",
         f"fanout = {shape.fanout}  # threads working at once on a request: {shape.parallelism:.3g} (CPU-weighted inverse Simpson index)",
         f"service = {_inline(fit.chosen)}",
+    ]
+    if client_threads is not None:
+        lines.append(f"client_threads = {client_threads}  # the load generator's threads, serving its clients in turn")
+    if cross is not None:
+        lines.append(
+            f"# per request apart / on one CPU ({cross.passes[0]} / {cross.passes[1]} passes, medians): server "
+            f"{cross.free_server_s * 1e6:.3g} / {cross.one_cpu_server_s * 1e6:.3g} µs per thread, generator "
+            f"{cross.free_client_s * 1e6:.3g} / {cross.one_cpu_client_s * 1e6:.3g} µs"
+        )
+        srv, cli = format_duration(_ns(cross.server_s)), format_duration(_ns(cross.client_s))
+        lines.append(f'cross_cpu = {{ server = "{srv}", client = "{cli}" }}')
+    lines += [
         f"[workloads.{name}.shape]",
         f"bursts = {shape.bursts}  # voluntary context switches per request per thread: {shape.switches_per_request:.3g} "
         "(bursts − 1 inside a request, and a share of one waiting for the next)",

@@ -568,7 +568,7 @@ class HostWorkload:
         if pg is None:  # a dry run
             return
         bindir, port = pg
-        threads = min(self.model.clients, len(os.sched_getaffinity(0)))
+        threads = generator_threads("postgres", self.model.clients)
         self._generator = (
             [
                 str(bindir / "pgbench"),
@@ -778,10 +778,23 @@ def clickhouse_benchmark_argv(port: int, clients: int, seconds: float, json_path
     ]
 
 
+def generator_threads(program: str, clients: int) -> int | None:
+    """The threads of the load generator replay runs for a real server's `program`, serving its
+    `clients` connections in turn (the model's closed loop `client_threads`), or None: a thread
+    per connection. wrk (nginx, command) and pgbench (postgres) run at most one thread per CPU
+    (-t, -j); redis-benchmark is one event loop; clickhouse-benchmark has a thread per
+    connection."""
+    if program in ("nginx", "command", "postgres"):
+        return min(clients, len(os.sched_getaffinity(0)))
+    if program == "redis":
+        return 1
+    return None
+
+
 def wrk_argv(clients: int, seconds: float, url: str, script: Path | None = None) -> list[str]:
     """wrk: `clients` connections (on at most one thread per CPU) for `seconds`, with its latency
     distribution; `script` a Lua file (its done() may print more of the distribution)."""
-    threads = min(clients, len(os.sched_getaffinity(0)))
+    threads = generator_threads("nginx", clients)
     argv = ["wrk", "-t", str(threads), "-c", str(clients), "-d", f"{max(1, round(seconds))}s", "--latency"]
     if script is not None:
         argv += ["-s", str(script)]

@@ -193,6 +193,12 @@ def _parser() -> argparse.ArgumentParser:
     sh.add_argument("--idle", default="2s", help="the idle server watched for this long, its own activity subtracted (default 2s)")
     sh.add_argument("--interval", default="2ms", help="how often every thread's run time is read (default 2ms)")
     sh.add_argument("--repeat", type=int, default=1, help="passes per clients value (default 1)")
+    sh.add_argument(
+        "--no-cross-cpu",
+        dest="cross_cpu",
+        action="store_false",
+        help="skip the passes on one CPU that measure what an exchange across CPUs costs (cross_cpu)",
+    )
     sh.add_argument("--name", default="web", help="the workload's name in the section (default web)")
     sh.add_argument("--query", help="clickhouse: the query (default: the seed experiment's)")
     sh.add_argument("--path", default="/", help="nginx, command: the URL path (default /)")
@@ -336,6 +342,7 @@ def _shape(args: argparse.Namespace) -> int:
         idle_s=_seconds("idle", args.idle),
         interval_s=_seconds("interval", args.interval),
         repeat=args.repeat,
+        cross_cpu=args.cross_cpu,
         name=args.name,
         query=args.query,
         path=args.path,

@@ -58,6 +58,15 @@ class ServiceResult:
     # (None for other kinds)
     hits: int | None = None
     misses: int | None = None
+    # a closed loop's messages with a cross_cpu cost, and those whose receiver ran on another
+    # CPU than their sender (0 without cross_cpu)
+    exchanges: int = 0
+    crossed: int = 0
+
+    @property
+    def crossed_share(self) -> float:
+        """The share of the messages that crossed CPUs (NaN: none counted)."""
+        return self.crossed / self.exchanges if self.exchanges else math.nan
 
     @cached_property
     def sorted_latencies_s(self) -> np.ndarray:
@@ -285,6 +294,8 @@ class RunResult:
                 completed=int(stats["completed"]),
                 dropped=int(stats.get("dropped", 0)),
                 measured_s=measured,
+                exchanges=int(stats.get("exchanges", 0)),
+                crossed=int(stats.get("crossed", 0)),
                 **_hits(stats),
             )
         cgroups = {}

@@ -22,6 +22,7 @@ from replay.shape_estimate import (
     between_bursts,
     bursts_from_switches,
     counter_delta,
+    crossing,
     estimate,
     fit_service,
     histogram_quantiles,
@@ -219,6 +220,32 @@ def test_one_burst_writes_no_wait():
     fit = fit_service({p: 0.001 for p in PS}, mean_s=0.0001)
     doc = tomllib.loads(workload_toml("w", 1, _shape(bursts=1, wait_s=0.0, wait_note="one burst"), fit, []))
     assert doc["workloads"]["w"]["shape"] == {"bursts": 1, "wait": {"dist": "constant", "value": "0s"}}
+
+
+def test_crossing_is_the_free_passes_cpu_less_the_one_cpu_passes_medians():
+    # the server's CPU per request is per thread x each pass's own fanout: free passes of 2
+    # threads at 4, 4.5 (median), 9 µs each = 9 µs a request; one-CPU passes counted 1 thread at
+    # 5, 6 (median), 50 µs = 6 µs a request. Written over fanout 2: (9 - 6) / 2 = 1.5 µs a
+    # thread. The generator: medians 7 and 4 µs, 3 µs
+    free = [_shape(fanout=2, cpu_per_request_s=x * 1e-6, generator_cpu_per_request_s=g * 1e-6) for x, g in ((4, 6), (4.5, 7), (9, 8))]
+    one = [_shape(fanout=1, cpu_per_request_s=x * 1e-6, generator_cpu_per_request_s=g * 1e-6) for x, g in ((5, 3), (6, 4), (50, 5))]
+    x = crossing(free, one, fanout=2)
+    assert (x.server_s, x.client_s) == (pytest.approx(1.5e-6), pytest.approx(3e-6))
+    assert (x.free_server_s, x.one_cpu_server_s, x.passes) == (pytest.approx(4.5e-6), pytest.approx(3e-6), (3, 3))
+    # cheaper apart is no cost, not a negative one
+    assert crossing(one, free, fanout=1).server_s == 0.0
+    with pytest.raises(ValueError, match="one CPU"):
+        crossing(free, [], fanout=1)
+
+
+def test_the_section_carries_the_generators_threads_and_cross_cpu():
+    fit = fit_service(_lognormal_quantiles(0.0235, 0.3), mean_s=0.012)
+    free = [_shape(cpu_per_request_s=4.5e-6, generator_cpu_per_request_s=6.7e-6)]
+    one = [_shape(cpu_per_request_s=2.5e-6, generator_cpu_per_request_s=3.6e-6)]
+    text = workload_toml("kv", 10, _shape(), fit, [], client_threads=1, cross=crossing(free, one, fanout=1))
+    web = tomllib.loads(text)["workloads"]["kv"]
+    assert web["client_threads"] == 1
+    assert {k: parse_duration(v) for k, v in web["cross_cpu"].items()} == {"server": 2000, "client": 3100}
 
 
 # --- the load generators' reports and the request -------------------------------------------------

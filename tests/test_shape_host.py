@@ -7,6 +7,7 @@ cgroups are needed (else skipped), and wrk."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -65,7 +66,7 @@ def test_shape_recovers_bursts_cpu_and_wait_of_a_known_service(tmp_path):
     # most 3 times); every attempt's figures are printed.
     for attempt in range(3):
         out = tmp_path / f"try{attempt}"
-        proc = shape(tmp_path, "command", "--command", server, "--duration", "4s", "--repeat", "3", "--out", str(out))
+        proc = shape(tmp_path, "command", "--command", server, "--duration", "4s", "--repeat", "3", "--no-cross-cpu", "--out", str(out))
         assert proc.returncode == 0, proc.stderr
         doc = json.loads((out / "shape.json").read_text())
         # the section is written from the median pass by CPU per request (replay/shape.py)
@@ -90,12 +91,23 @@ def test_shape_recovers_bursts_cpu_and_wait_of_a_known_service(tmp_path):
 
 
 def test_a_service_without_sleeps_has_one_burst_and_no_wait(tmp_path):
+    layout = detect_layout()
+    before = knobs(layout)
     server = f"{sys.executable} {SERVER} --port {{port}} --bursts 1 --burst-ms 5 --wait-ms 0"
     proc = shape(tmp_path, "command", "--command", server, "--duration", "3s", "--idle", "1s", "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     web = tomllib.loads((tmp_path / "shape.toml").read_text())["workloads"]["web"]
     assert web["shape"] == {"bursts": 1, "wait": {"dist": "constant", "value": "0s"}}
     assert service_mean_s(web) == pytest.approx(5e-3, rel=0.10)
+    # the pass for cross_cpu ran every thread of the service on one CPU (cpuset.cpus), and the
+    # section carries what it measured and wrk's one thread (one connection)
+    doc = json.loads((tmp_path / "shape.json").read_text())
+    if len(os.sched_getaffinity(0)) > 1:
+        [one] = doc["one_cpu_passes"]
+        assert len(set(one["window"]["cpus"].values())) == 1, one["window"]["cpus"]
+        assert set(web["cross_cpu"]) == {"server", "client"} and doc["cross_cpu"]["passes"] == [1, 1]
+    assert web["client_threads"] == 1
+    assert_left_nothing(layout, before)
 
 
 def test_a_server_that_dies_at_start_is_one_message_and_leaves_nothing(tmp_path):

@@ -266,9 +266,10 @@ class ClosedLoop(_Workload):
     cross_cpu: CrossCpu | None = None
     # the load generator's threads, serving its clients in turn (redis-benchmark's one event
     # loop, wrk -t, pgbench -j); unset: a task per client (clickhouse-benchmark's thread per
-    # connection). Only with client_cpu (without it the generator costs nothing, whatever its
-    # threads; replay's calibration sets it)
-    client_threads: int | None = Field(default=None, ge=1, le=PID_MAX_LIMIT)
+    # connection; "clients" says so explicitly, where replay's calibration would otherwise set
+    # the threads as it runs the generator). Only with client_cpu (without it the generator
+    # costs nothing, whatever its threads)
+    client_threads: Annotated[int, Field(ge=1, le=PID_MAX_LIMIT)] | Literal["clients"] | None = None
 
     @model_validator(mode="after")
     def _check_workers(self) -> ClosedLoop:
@@ -281,7 +282,7 @@ class ClosedLoop(_Workload):
                 raise FieldErrors([(("rounds",), "rounds > 1 need a thread per client (no workers)")])
             if self.shape is not None and self.shape.bursts > 1:
                 raise FieldErrors([(("rounds",), "rounds > 1 are the server's bursts already: drop shape, or set rounds = 1")])
-        if self.client_threads is not None and self.rounds > 1:
+        if isinstance(self.client_threads, int) and self.rounds > 1:
             raise FieldErrors([(("client_threads",), "rounds > 1 need a generator task per client (no client_threads)")])
         return self
 
@@ -304,7 +305,7 @@ class ClosedLoop(_Workload):
             spec["delay"] = self.delay.core_spec()
         if self.rounds > 1:
             spec["rounds"] = self.rounds
-        if self.client_threads is not None:
+        if isinstance(self.client_threads, int):
             spec["client_threads"] = self.client_threads
         if self.cross_cpu is not None:
             spec["cross_cpu"] = {"server_ns": self.cross_cpu.server, "client_ns": self.cross_cpu.client}

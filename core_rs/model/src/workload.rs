@@ -918,7 +918,9 @@ impl Workload {
                     }
                 } else if slot >= DELAY_DONE {
                     let c = (slot - DELAY_DONE) as usize;
-                    eff.sent_by = Some(cl.clients[c].sender).filter(|&t| t != usize::MAX);
+                    // with cross_cpu (where the model tells a local exchange from one across
+                    // CPUs) placed as its sender's wakeup; without, as a timer's
+                    eff.sent_by = Some(cl.clients[c].sender).filter(|&t| t != usize::MAX && cl.cross.is_some());
                     cl.send(c, None, eff);
                 } else {
                     cl.ready(slot as usize, now, wl, None, eff, &mut services[svc]);

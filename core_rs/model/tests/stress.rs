@@ -434,6 +434,19 @@ pub fn scenario(seed: u64) -> (Value, Vec<(String, Vec<usize>)>) {
             w["shape"] = json!({"bursts": 1 + shapes.u(5), "wait": wait});
         }
     }
+    // A load generator on a third of the closed loops (its CPU, a delay, its threads, and what a
+    // message across CPUs costs), from a stream of its own.
+    let mut gens = Gen {
+        r: Rng::stream(seed, 0xc055),
+    };
+    for w in wls.iter_mut() {
+        if w["kind"] == "closed_loop" && gens.p(1.0 / 3.0) {
+            w["client_cpu"] = json!({"dist": "exponential", "mean_ns": 50_000.0 + gens.r.uniform() * 1e6});
+            w["delay"] = json!({"dist": "constant", "value_ns": gens.u(MS)});
+            w["client_threads"] = json!(1 + gens.u(3));
+            w["cross_cpu"] = json!({"server_ns": gens.u(200_000), "client_ns": gens.u(200_000)});
+        }
+    }
     // PELT group shares on a third of the seeds, drawn from a stream of their own (the rest of
     // each seed's scenario stays what it was).
     let group_shares = if Rng::stream(seed, 0x9e17).uniform() < 1.0 / 3.0 {

@@ -1,0 +1,71 @@
+"""A closed loop's exchanges across CPUs (`cross_cpu`) and its generator's threads
+(`client_threads`) from the scenario file to the core and back to the results, hand-worked on an
+idle node (the core's arithmetic is tested in core_rs/model/tests/cross_cpu.rs); and the
+generator threads replay runs for each real server."""
+
+from __future__ import annotations
+
+import pytest
+
+from replay.workloads import generator_threads
+from sim.runner import run_variant
+from sim.scenario import Scenario, Variant
+
+pytest.importorskip("sim._core")
+
+
+def kv(cpus: int, **extra) -> Scenario:
+    """One client of one worker: 0.5 ms of the generator's CPU, 1 ms of service a request."""
+    web = {
+        "kind": "closed_loop",
+        "cgroup": "kv",
+        "clients": 1,
+        "workers": 1,
+        "client_cpu": {"dist": "constant", "value": "500us"},
+        "service": {"dist": "constant", "value": "1ms"},
+        **extra,
+    }
+    doc = {
+        "scenario": {"name": "cross", "duration": "6s", "warmup": "1s", "seed": 1, "sample_interval": "0s"},
+        "node": {"cores_per_socket": cpus},
+        "cgroups": {"kv": {}},
+        "workloads": {"kv": web},
+    }
+    return Scenario.from_document(doc)
+
+
+CROSS = {"cross_cpu": {"server": "200us", "client": "300us"}, "client_threads": 1}
+
+
+def test_apart_every_message_crosses_and_its_cost_is_in_the_latency_and_the_cpu():
+    run = run_variant(Variant("apart", True, kv(2, **CROSS)), 1)
+    svc, cg = run.services["kv"], run.cgroups["kv"]
+    # 0.5 + 0.3 (the reply read on the other CPU) + 1 + 0.2 (the request) = 2 ms
+    assert svc.crossed_share == 1.0 and svc.exchanges > 0
+    assert svc.p50_s == pytest.approx(2e-3, rel=1e-6) and svc.p99_s == pytest.approx(2e-3, rel=1e-6)
+    assert cg.cpu_s / run.measured_s == pytest.approx(svc.qps * 2e-3, rel=0.01)
+
+
+def test_on_one_cpu_nothing_crosses_and_nothing_costs_more():
+    run = run_variant(Variant("one", True, kv(1, **CROSS)), 1)
+    svc = run.services["kv"]
+    assert svc.crossed == 0 and svc.exchanges > 0
+    assert svc.p50_s == pytest.approx(1.5e-3, rel=1e-6)
+    # without cross_cpu nothing is counted at all
+    plain = run_variant(Variant("plain", True, kv(2)), 1).services["kv"]
+    assert plain.exchanges == 0 and plain.p50_s == pytest.approx(1.5e-3, rel=1e-6)
+
+
+def test_generator_threads_are_as_replay_runs_each_generator(monkeypatch):
+    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: {0, 1})
+    # wrk -t and pgbench -j: at most a thread per CPU; redis-benchmark: one event loop;
+    # clickhouse-benchmark: a thread per connection (None); colosim-load: the model's own
+    assert [generator_threads(p, 10) for p in ("nginx", "command", "postgres", "redis", "clickhouse", "builtin")] == [
+        2,
+        2,
+        2,
+        1,
+        None,
+        None,
+    ]
+    assert generator_threads("nginx", 1) == 1
