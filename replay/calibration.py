@@ -337,6 +337,9 @@ def measured_metrics(alone: AloneRun, fit_gaps: bool) -> dict[str, float]:
     return out
 
 
+# the objective of a fitted delay beyond its bound (fit_service: the time round the loop)
+DELAY_OUT_OF_BOUNDS = 1e3
+
 # not a metric fitted: the share of the messages of a simulated alone run that crossed CPUs
 CROSSED = "crossed share"
 
@@ -446,8 +449,11 @@ def fit_service(
             ),
         ]
     results: dict[str, tuple[float, dict[str, Any], tuple[float, float], dict[str, float]]] = {}
+    # the delay is inside each request's latency, so its mean cannot exceed the mean latency,
+    # the time round the loop (with cross_cpu only crossing requests wait it, and a delay the
+    # simplex stretched past this made a bimodal latency the host did not have)
     for family, table, x0 in families:
-        results[family] = _fit_family(table, x0, fit_gaps, delay0, client, simulate, objective_of)
+        results[family] = _fit_family(table, x0, fit_gaps, delay0, client, simulate, objective_of, delay_cap=loop)
     # the simplest family not materially worse than a richer one
     order = [f for f, _, _ in families]
     best = order[0]
@@ -458,7 +464,7 @@ def fit_service(
         abs(results[best][3].get(m, math.nan) / v - 1) > POOR_FIT or not math.isfinite(results[best][3].get(m, math.nan))
         for m, v in measured.items()
     ):
-        emp = _fit_empirical(alone, fit_gaps, delay0, client, simulate, objective_of, cpu)
+        emp = _fit_empirical(alone, fit_gaps, delay0, client, simulate, objective_of, cpu, delay_cap=loop)
         if emp is not None:
             results["empirical"] = emp
             if emp[0] < results[best][0]:
@@ -496,14 +502,14 @@ def _ns(seconds: float) -> str:
     return f"{max(1, round(seconds * 1e9))}ns"
 
 
-def _fit_family(table, x0, fit_gaps, delay0: list[float], client: Client, simulate, objective_of):
+def _fit_family(table, x0, fit_gaps, delay0: list[float], client: Client, simulate, objective_of, delay_cap: float = math.inf):
     """Nelder-Mead over the family's log-parameters (and the log delay when gaps are fitted,
     from each first delay in turn: the best fit)."""
-    fits = [_fit_from(table, x0, fit_gaps, d, client, simulate, objective_of) for d in delay0]
+    fits = [_fit_from(table, x0, fit_gaps, d, client, simulate, objective_of, delay_cap) for d in delay0]
     return min(fits, key=lambda f: f[0])
 
 
-def _fit_from(table, x0, fit_gaps, delay0: float, client: Client, simulate, objective_of):
+def _fit_from(table, x0, fit_gaps, delay0: float, client: Client, simulate, objective_of, delay_cap: float = math.inf):
     cache: dict[tuple[float, ...], tuple[float, dict[str, float]]] = {}
 
     def split(x: np.ndarray) -> tuple[dict[str, Any], tuple[float, float]]:
@@ -516,6 +522,10 @@ def _fit_from(table, x0, fit_gaps, delay0: float, client: Client, simulate, obje
         key = tuple(np.round(x, 6))
         if key not in cache:
             svc, delay = split(x)
+            if delay[0] > delay_cap:
+                # a wait inside the latency longer than the mean latency: out of bounds, and the
+                # further out the worse, so that the simplex turns back
+                return DELAY_OUT_OF_BOUNDS * (1 + math.log(delay[0] / delay_cap))
             metrics = simulate(svc, client, delay)
             cache[key] = (objective_of(metrics), metrics)
         return cache[key][0]
@@ -585,7 +595,7 @@ def empirical_table(percentiles: dict[float, float], scale: float) -> dict[str, 
     return {"dist": "empirical", "edges": [_ns(e * scale) for e in edges], "weights": [w / 100 for w in weights]}
 
 
-def _fit_empirical(alone, fit_gaps, delay0, client: Client, simulate, objective_of, cpu: float | None = None):
+def _fit_empirical(alone, fit_gaps, delay0, client: Client, simulate, objective_of, cpu: float | None = None, delay_cap: float = math.inf):
     """The empirical histogram fitted by its scale, or (the mean measured: `cpu`) scaled to
     that mean, its form fixed by the host's percentiles."""
     pts = {p: v for p, v in alone.percentiles.items() if 0 < p < 100}
@@ -595,8 +605,8 @@ def _fit_empirical(alone, fit_gaps, delay0, client: Client, simulate, objective_
         return None
     if cpu is not None:
         scale = cpu / mean_s(_DIST.validate_python(unit))
-        return _fit_family(lambda x: empirical_table(pts, scale), [], fit_gaps, delay0, client, simulate, objective_of)
-    return _fit_family(lambda x: empirical_table(pts, math.exp(x[0])), [0.0], fit_gaps, delay0, client, simulate, objective_of)
+        return _fit_family(lambda x: empirical_table(pts, scale), [], fit_gaps, delay0, client, simulate, objective_of, delay_cap)
+    return _fit_family(lambda x: empirical_table(pts, math.exp(x[0])), [0.0], fit_gaps, delay0, client, simulate, objective_of, delay_cap)
 
 
 def apply_fit(scenario: Scenario, fit: Fit) -> Scenario:

@@ -146,6 +146,22 @@ def test_cross_cpu_costs_are_taken_out_of_the_measured_cpu_per_request():
         fit_service("web", alone, sim, ncpus=2, clients=1, cross=(700e-6, 0.0))
 
 
+def test_a_fitted_delay_stays_within_the_time_round_the_loop():
+    # one client at 1000 requests/s: 1 ms round the loop, so no request can wait longer inside
+    # its latency. A model that matched the host only with a delay of 5 ms or more (as a delay
+    # only some requests wait can seem to) must not be given one
+    alone = AloneRun(qps=1000.0, percentiles={50.0: 1e-3, 90.0: 1.2e-3, 99.0: 1.5e-3}, busy=0.25, generator_cpu=0.1, others=0.0)
+    exact = {"QPS": 1000.0, "P50": 1e-3, "P90": 1.2e-3, "P99": 1.5e-3, "CPU share": 0.25}
+
+    def sim(svc, c, d):
+        # closer to the host the longer the delay, up to 5 ms
+        off = 1 + max(0.0, 5e-3 - d[0]) / 5e-3
+        return {m: v * off for m, v in exact.items()}
+
+    fit = fit_service("web", alone, sim, ncpus=2, clients=1)
+    assert 0 < fit.delay_s <= 1e-3
+
+
 def test_client_threads_keep_one_round_and_refuse_more():
     fit = Fit("web", "constant", {"dist": "constant", "value": "1ms"}, 300e-6, 0.0, {}, {}, rounds=5)
     sc = apply_fit(one_client(client_threads=1), fit)
