@@ -372,7 +372,8 @@ def fit_service(
     so that the fitted CPU is what an exchange on one CPU costs."""
     closed = clients is not None
     g = alone.generator_cpu
-    client_cpu = g / alone.qps if closed and g is not None and g > 0 and alone.qps > 0 else 0.0
+    generator_cpu = g / alone.qps if closed and g is not None and g > 0 and alone.qps > 0 else 0.0
+    client_cpu = generator_cpu
     notes: list[str] = []
     cross = (cross[0] * crossed, cross[1] * crossed)
     if client_cpu > 0 and any(cross):
@@ -422,7 +423,7 @@ def fit_service(
             total += WEIGHTS[m if m in WEIGHTS else "P50"] * math.log(got / v) ** 2
         return total
 
-    cpu = service_cpu(alone, client_cpu + cross[1], ncpus, threads)
+    cpu = service_cpu(alone, generator_cpu, ncpus, threads)
     if cpu is not None and cross[0] > 0:
         if not cpu > cross[0]:
             raise HostError(

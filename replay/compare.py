@@ -24,6 +24,7 @@ cgroup usage, page cache and OOM kills, and a file server's hit ratio, beside th
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import subprocess
@@ -556,21 +557,13 @@ def fit_alone_runs(scenario: Scenario, alone: dict[str, AloneRun], ncpus: int, s
         threads = (ncpus if w.fanout == "ncpus" else int(w.fanout)) if isinstance(w, ClosedLoop) else 1
         x = w.cross_cpu if isinstance(w, ClosedLoop) else None
         cross = (x.server / 1e9, x.client / 1e9) if x is not None else (0.0, 0.0)
-        fit = fit_service(name, run, simulate, ncpus, clients, gaps=gaps, threads=threads, background_cpus=alone_background, cross=cross)
+        fit_to = functools.partial(
+            fit_service, name, run, simulate, ncpus, clients, gaps=gaps, threads=threads, background_cpus=alone_background
+        )
+        fit = fit_to(cross=cross)
         if any(cross) and math.isfinite(fit.crossed) and fit.crossed < 1.0 - CROSSED_SETTLED:
             # not every alone exchange crossed CPUs in the model: only that share paid the costs
-            fit = fit_service(
-                name,
-                run,
-                simulate,
-                ncpus,
-                clients,
-                gaps=gaps,
-                threads=threads,
-                background_cpus=alone_background,
-                cross=cross,
-                crossed=fit.crossed,
-            )
+            fit = fit_to(cross=cross, crossed=fit.crossed)
         fits[name] = replace(fit, client_threads=gen) if gen is not None else fit
         sc = apply_fit(sc, fits[name])
     return fits

@@ -91,8 +91,9 @@ pub struct Hog {
 pub struct Client {
     pub outstanding: u32,
     pub issued_at: Ns,
-    /// The generator task that ran this client's last request's CPU (its request's sender).
-    pub sender: TaskId,
+    /// The generator slot (index into `generator`) that ran this client's last request's CPU:
+    /// its request's sender; usize::MAX before any.
+    pub sender: usize,
     /// The server thread whose reply this client's generator has yet to read (a reply that
     /// waits for a busy generator of a pool: its sender, for `cross_cpu`).
     pub replier: TaskId,
@@ -635,7 +636,15 @@ impl ClosedLoop {
     /// A request of client `c` reaches server thread `to` (woken with it, or running on into
     /// it): charged by the node when the generator ran elsewhere.
     fn request_to(&self, c: usize, to: TaskId, eff: &mut Effects) {
-        self.message(self.clients[c].sender, to, |x| x.server_ns, eff);
+        self.message(self.sender_task(c), to, |x| x.server_ns, eff);
+    }
+
+    /// The task that sent client `c`'s last request (usize::MAX: none yet).
+    fn sender_task(&self, c: usize) -> TaskId {
+        self.generator
+            .get(self.clients[c].sender)
+            .copied()
+            .unwrap_or(usize::MAX)
     }
 
     /// Generator task `to` reads client `c`'s reply (sent by `clients[c].replier`).
@@ -680,7 +689,7 @@ impl ClosedLoop {
     /// client's (its CPU drawn now), or goes idle.
     pub fn generator_done(&mut self, g: usize, now: Ns, wl: usize, eff: &mut Effects) -> Next {
         let c = self.gen_pool.as_ref().map_or(g, |p| p.serving[g]);
-        self.clients[c].sender = self.generator[g];
+        self.clients[c].sender = g;
         self.client_part_done(c, now, wl, eff);
         let Some(p) = self.gen_pool.as_mut() else {
             return Next::Sleep;
@@ -787,10 +796,9 @@ impl ClosedLoop {
     fn crosses(&self, c: usize) -> bool {
         let Some(x) = &self.cross else { return true };
         let n = self.threads.len();
-        let Some(g) = self.generator.iter().position(|&t| t == self.clients[c].sender) else {
+        let Some(&from) = self.clients[c].sender.checked_add(n).and_then(|i| x.cpu_of.get(i)) else {
             return true;
         };
-        let from = x.cpu_of[n + g];
         match &self.pool {
             Some(p) => p.idle.last().is_some_and(|&w| x.cpu_of[w as usize] != from),
             None => (0..self.fanout as usize).any(|k| x.cpu_of[c * self.fanout as usize + k] != from),
@@ -920,7 +928,7 @@ impl Workload {
                     let c = (slot - DELAY_DONE) as usize;
                     // with cross_cpu (where the model tells a local exchange from one across
                     // CPUs) placed as its sender's wakeup; without, as a timer's
-                    eff.sent_by = Some(cl.clients[c].sender).filter(|&t| t != usize::MAX && cl.cross.is_some());
+                    eff.sent_by = Some(cl.sender_task(c)).filter(|&t| t != usize::MAX && cl.cross.is_some());
                     cl.send(c, None, eff);
                 } else {
                     cl.ready(slot as usize, now, wl, None, eff, &mut services[svc]);
