@@ -66,6 +66,7 @@ def resctrl_refusal(fs: Fs | None = None, info: Path = RESCTRL_INFO) -> str:
 # The controllers replay needs in v1, each possibly co-mounted ("cpu,cpuacct"); blkio too
 # when a scenario does IO, memory when it limits or measures memory.
 V1_CONTROLLERS = ("cpu", "cpuacct", "cpuset")
+V1_CPUACCT = "cpuacct"  # where a v1 cgroup's CPU time is read
 V1_IO = "blkio"
 V1_MEMORY = "memory"
 RUN_PREFIX = "colosim-"
@@ -1027,6 +1028,37 @@ def leftover_folders(layout: Layout, fs: Fs | None = None) -> list[Path]:
         if fs.exists(own):
             out += sorted(p for p in own.iterdir() if p.is_dir() and p.name.startswith(RUN_PREFIX))
     return out
+
+
+def held_elsewhere(folder: Path, layout: Layout, fs: Fs | None = None, settle: float = 0.2) -> str | None:
+    """Why a run folder with no task visible here still belongs to a live run, or None.
+
+    Containers can share a host's cgroup hierarchies without sharing a pid namespace (this
+    kind of host: /proc/self/cgroup says "/" in each), and a v1 cgroup.procs lists only the
+    tasks of the reader's namespace (cgroup-v1.c pidlist_array_load skips a pid of 0), so
+    another container's replay looks like a crashed one. Its tasks show themselves as CPU
+    time: v2 says `populated 1` in cgroup.events; v1's cpuacct.usage of the folder grows over
+    `settle` seconds. (One asleep the whole time shows nothing: its rmdir then fails EBUSY,
+    which cleanup reports without removing more.)"""
+    fs = fs or Fs()
+    dirs = [folder, *(p for p in folder.rglob("*") if p.is_dir())]
+    if any(fs.exists(d / "cgroup.procs") and fs.read(d / "cgroup.procs").split() for d in dirs):
+        return None  # tasks of ours: a run of this namespace, which its record judges
+    if layout.version == 2:
+        events = folder / "cgroup.events"
+        if fs.exists(events) and "populated 1" in fs.read(events):
+            return "tasks not visible in this pid namespace run in it (another container's replay?)"
+        return None
+    if V1_CPUACCT not in layout.mounts:
+        return None
+    usage = layout.own_dir(V1_CPUACCT) / folder.name / "cpuacct.usage"
+    if not fs.exists(usage):
+        return None
+    before = int(fs.read(usage))
+    time.sleep(settle)
+    if int(fs.read(usage)) > before:
+        return "it is using CPU, by tasks not visible in this pid namespace (another container's replay?)"
+    return None
 
 
 def remove_tree(folder: Path, fs: Fs | None = None, kill=None) -> int:

@@ -701,7 +701,7 @@ def cleanup(say: Callable[[str], Any] = _say) -> int:
     import os
     import signal
 
-    from replay.cgroupfs import detect_layout, leftover_folders, remove_tree
+    from replay.cgroupfs import detect_layout, held_elsewhere, leftover_folders, remove_tree
     from replay.session import LOCK_PATH, leftover_runs, remove_leftover, running_folder
     from sim import liveness
 
@@ -729,9 +729,17 @@ def cleanup(say: Callable[[str], Any] = _say) -> int:
         else:
             runs.append(run)
     # the cgroups first (their processes die with them), then the file system
-    folders = [f for f in leftover_folders(detect_layout(io=None, memory=None)) if f.name not in live]
+    layout = detect_layout(io=None, memory=None)
+    folders = [f for f in leftover_folders(layout) if f.name not in live]
     for f in folders:
-        n = remove_tree(f, kill=kill)
+        if (why := held_elsewhere(f, layout)) is not None:
+            say(f"{f}: {why}: left alone")
+            continue
+        try:
+            n = remove_tree(f, kill=kill)
+        except OSError as err:  # EBUSY: tasks this namespace cannot see, asleep
+            say(f"{f}: not removed ({os.strerror(err.errno) if err.errno else err}; tasks not visible here hold it?)")
+            continue
         say(f"removed {f} ({n} cgroup{'s' if n != 1 else ''})")
     for run in runs:
         there, files, size, killed = remove_leftover(run)

@@ -35,3 +35,16 @@ def fake_core(monkeypatch: pytest.MonkeyPatch) -> list[FakeNode]:
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_cgroup():
+    """The session's own cgroup (tests/host_replay.py enter_session_cgroup): on a host whose
+    cgroup hierarchies other containers share, what replay leaves (or not) is ours to judge."""
+    from host_replay import enter_session_cgroup, leave_session_cgroup
+
+    made = enter_session_cgroup()
+    yield
+    if made:
+        for line in leave_session_cgroup(made):
+            print(f"\nsession cgroup: {line}", file=sys.stderr)

@@ -77,3 +77,72 @@ def assert_clean(layout: Layout, before: dict[str, str]) -> None:
     assert leftover_folders(layout) == []
     assert load_processes() == []
     assert parent_state(layout) == before
+
+
+# A cgroup of the test session's own, in every v1 hierarchy replay uses. The cpu hierarchies
+# of this kind of host are shared with other containers (their /proc/self/cgroup says "/"
+# too, from another pid namespace): a replay running there — another clone's test suite —
+# puts its run folder beside ours, where every "nothing left behind" check would see it and
+# `colosim replay --cleanup` would remove it. Inside a cgroup of its own the session sees
+# only its own replays' folders.
+SESSION_PREFIX = "tests-colosim-"
+
+
+def enter_session_cgroup() -> dict[Path, Path] | None:
+    """Move this process into a new child of its own cgroup in each v1 hierarchy (cpuset
+    copies its parent's cpus and mems, as a cgroup must have them before it takes a task);
+    returns {child: parent} to leave by, or None where this host cannot (not root, v2)."""
+    if unavailable() is not None:
+        return None
+    layout = detect_layout(io=None, memory=None)
+    if layout.version != 1:
+        return None  # v2: no process may sit in an inner cgroup; the session stays where it is
+    name = f"{SESSION_PREFIX}{os.getpid()}-{os.urandom(3).hex()}"
+    made: dict[Path, Path] = {}
+    try:
+        for key in layout.keys:
+            parent = layout.own_dir(key)
+            child = parent / name
+            child.mkdir()
+            made[child] = parent
+            if key == "cpuset":
+                for f in ("cpuset.cpus", "cpuset.mems"):
+                    (child / f).write_text((parent / f).read_text())
+        for child in made:
+            (child / "cgroup.procs").write_text(str(os.getpid()))
+    except OSError:
+        leave_session_cgroup(made)
+        raise
+    return made
+
+
+def leave_session_cgroup(made: dict[Path, Path]) -> list[str]:
+    """Back to where the session started, then remove its cgroups; what stays (a process a
+    test leaked, killed here) is said, never raised."""
+    import signal
+    import time
+
+    said = []
+    for child, parent in made.items():
+        if (child / "cgroup.procs").exists():
+            (parent / "cgroup.procs").write_text(str(os.getpid()))
+    for child in sorted(made, key=lambda c: -len(c.parts)):
+        for d in sorted((p for p in child.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)) + [child]:
+            for _ in range(100):
+                pids = (d / "cgroup.procs").read_text().split() if (d / "cgroup.procs").exists() else []
+                for pid in pids:
+                    said.append(f"{d}: killed {pid}, left by a test")
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.05)
+            else:
+                said.append(f"{d}: not removed")
+    return said

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from policies.cgroup import BLKIO_KNOBS, MEMORY_KNOBS, NET_KNOBS, PRESSURE_KNOBS, ROOT_KNOBS, Knob, KnobWrite, Substituting
-from replay.cgroupfs import Fs, HostBackend, Layout, detect_layout, leftover_folders, read_proc_stat, remove_tree
+from replay.cgroupfs import Fs, HostBackend, Layout, detect_layout, held_elsewhere, leftover_folders, read_proc_stat, remove_tree
 from replay.host_run import cgroup_writes, check_knobs, host_equivalent, host_scheduler, missing_knobs
 from replay.workloads import parse_clickhouse_json, parse_wrk
 from sim.errors import HostError
@@ -381,3 +381,20 @@ def test_v2_io_accounting_needs_no_write(tmp_path):
     n = len(fake.writes)
     assert "io.stat" in b.activate_io_accounting()
     assert len(fake.writes) == n
+
+
+def test_a_v2_folder_populated_by_tasks_not_visible_here_is_held_elsewhere(tmp_path):
+    """v2's cgroup.events counts every task, cgroup.procs only this pid namespace's: populated
+    with nothing listed is another container's run; listed tasks are ours to judge."""
+    layout = Layout(2, {"": tmp_path}, {"": "/"})
+    folder = tmp_path / "colosim-x"
+    (folder / "a").mkdir(parents=True)
+    for d in (folder, folder / "a"):
+        (d / "cgroup.procs").write_text("")
+    (folder / "cgroup.events").write_text("populated 1\nfrozen 0\n")
+    assert "not visible in this pid namespace" in held_elsewhere(folder, layout)
+    (folder / "a/cgroup.procs").write_text("4242\n")
+    assert held_elsewhere(folder, layout) is None
+    (folder / "a/cgroup.procs").write_text("")
+    (folder / "cgroup.events").write_text("populated 0\nfrozen 0\n")
+    assert held_elsewhere(folder, layout) is None

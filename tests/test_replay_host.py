@@ -191,16 +191,7 @@ def test_dry_run_prints_every_write_and_creates_nothing(tmp_path, layout):
 
 def test_cleanup_removes_what_a_crashed_run_left(tmp_path, layout):
     before = parent_state(layout)
-    folders = []
-    for key in layout.keys:
-        d = layout.own_dir(key) / "colosim-crashed" / "x"
-        d.mkdir(parents=True)
-        folders.append(d)
-    if layout.version == 1:  # a v1 cpuset needs cpus and mems before a task can join
-        for name in ("cpuset.cpus", "cpuset.mems"):
-            text = (layout.own_dir("cpuset") / name).read_text().strip()
-            for d in (layout.own_dir("cpuset") / "colosim-crashed", layout.own_dir("cpuset") / "colosim-crashed/x"):
-                (d / name).write_text(text)
+    folders = _crashed_folder(layout, "colosim-crashed")
     sleeper = subprocess.Popen(["sleep", "600"])
     for d in folders:
         (d / "cgroup.procs").write_text(str(sleeper.pid))
@@ -208,6 +199,52 @@ def test_cleanup_removes_what_a_crashed_run_left(tmp_path, layout):
     assert proc.returncode == 0, proc.stderr
     assert "removed" in proc.stderr
     assert sleeper.wait(timeout=10) == -signal.SIGKILL
+    assert_clean(layout, before)
+
+
+def _crashed_folder(layout, name: str) -> list[Path]:
+    """A run folder `name` with one child x in every hierarchy, as a replay killed mid-run
+    leaves it (a v1 cpuset given cpus and mems, which a cgroup needs before a task joins)."""
+    folders = []
+    for key in layout.keys:
+        d = layout.own_dir(key) / name / "x"
+        d.mkdir(parents=True)
+        folders.append(d)
+    if layout.version == 1:
+        for f in ("cpuset.cpus", "cpuset.mems"):
+            text = (layout.own_dir("cpuset") / f).read_text().strip()
+            for d in (layout.own_dir("cpuset") / name, layout.own_dir("cpuset") / name / "x"):
+                (d / f).write_text(text)
+    return folders
+
+
+@pytest.mark.skipif(not Path("/usr/bin/unshare").exists(), reason="no unshare(1) to run cleanup in a pid namespace of its own")
+def test_cleanup_leaves_a_run_whose_tasks_another_pid_namespace_runs(tmp_path, layout):
+    """Containers sharing this host's cgroup hierarchies do not see each other's tasks in
+    cgroup.procs: `--cleanup` run in a pid namespace of its own (unshare -p) must not take a
+    busy run of ours for a crashed one; a sleeping one holds its folder (rmdir EBUSY), which
+    is said, never raised. Back in our namespace, the same cleanup removes both."""
+    before = parent_state(layout)
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    sleeper = subprocess.Popen(["sleep", "600"])
+    try:
+        for name, proc in (("colosim-elsewhere-busy", busy), ("colosim-elsewhere-asleep", sleeper)):
+            for d in _crashed_folder(layout, name):
+                (d / "cgroup.procs").write_text(str(proc.pid))
+        other_ns = ["unshare", "--pid", "--fork", "--mount-proc", *COLOSIM, "replay", "--cleanup"]
+        proc = subprocess.run(other_ns, capture_output=True, text=True, timeout=120, cwd=Path(__file__).parent.parent)
+        assert proc.returncode == 0, proc.stderr
+        assert "colosim-elsewhere-busy: it is using CPU" in proc.stderr, proc.stderr
+        assert "colosim-elsewhere-asleep: not removed" in proc.stderr, proc.stderr
+        assert busy.poll() is None and sleeper.poll() is None  # nothing of theirs was killed
+        assert all((layout.own_dir(k) / "colosim-elsewhere-busy/x").is_dir() for k in layout.keys)
+        proc = subprocess.run([*COLOSIM, "replay", "--cleanup"], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        assert busy.wait(timeout=10) == -signal.SIGKILL and sleeper.wait(timeout=10) == -signal.SIGKILL
+    finally:
+        for p in (busy, sleeper):
+            p.kill()
+            p.wait()
     assert_clean(layout, before)
 
 
