@@ -207,6 +207,8 @@ class Fit:
     client_threads: int | None = None
     # the share of the fitted alone run's messages that crossed CPUs (NaN: no cross_cpu)
     crossed: float = math.nan
+    # ... and how many crossed per request, per direction (ServiceResult.crossings_per_request)
+    crossings: float = math.nan
 
     @property
     def disturbed(self) -> bool:
@@ -249,6 +251,7 @@ class Fit:
             "rounds_from": self.rounds_from,
             "client_threads": self.client_threads,
             "crossed_share": self.crossed if math.isfinite(self.crossed) else None,
+            "crossings_per_request": self.crossings if math.isfinite(self.crossings) else None,
             "service_cpu_s": self.cpu_s,
             "service_cpu_from": "cgroup" if self.cpu_s is not None else "fitted",
             "background_cpus": self.background_cpus,
@@ -340,8 +343,10 @@ def measured_metrics(alone: AloneRun, fit_gaps: bool) -> dict[str, float]:
 # the objective of a fitted delay beyond its bound (fit_service: the time round the loop)
 DELAY_OUT_OF_BOUNDS = 1e3
 
-# not a metric fitted: the share of the messages of a simulated alone run that crossed CPUs
+# not metrics fitted: the share of the messages of a simulated alone run that crossed CPUs,
+# and how many crossed per request (per direction)
 CROSSED = "crossed share"
+CROSSINGS = "crossings per request"
 
 # what one simulated alone run gives, for a service model: metric -> value
 Simulate = Callable[[dict[str, Any], Client, tuple[float, float]], dict[str, float]]
@@ -357,7 +362,7 @@ def fit_service(
     threads: int = 1,
     background_cpus: float = 0.0,
     cross: tuple[float, float] = (0.0, 0.0),
-    crossed: float = 1.0,
+    crossings: float | None = None,
 ) -> Fit:
     """Fit workload `name`'s model to `alone`; `simulate(service_table, Client, (delay_s, delay_sigma))`
     runs the alone run in the simulator and returns its metrics (QPS, P50, P90, P99, CPU share).
@@ -366,16 +371,21 @@ def fit_service(
     share (a real server's; colosim-load runs the scenario's own exchanges); `threads`: a
     request's threads (its fanout), over which the cgroup's measured CPU is split;
     `background_cpus`: the other tenants the simulated alone run carries (recorded);
-    `cross`: the workload's `cross_cpu` (server, client) in seconds, which the share `crossed`
-    of the alone run's exchanges paid (their client and server on different CPUs; the share is
-    the model's, from a first fit: fit_alone_runs): taken out of the measured CPU per request,
-    so that the fitted CPU is what an exchange on one CPU costs."""
+    `cross`: the workload's `cross_cpu` (server, client) in seconds, which each request of the
+    alone run paid `crossings` times (its messages whose client and server ran on different
+    CPUs, per direction; the model's count from a first fit: fit_alone_runs; None: every
+    message of its rounds crossed): taken out of the measured CPU per request, so that the
+    fitted CPU is what an exchange on one CPU costs."""
     closed = clients is not None
     g = alone.generator_cpu
     generator_cpu = g / alone.qps if closed and g is not None and g > 0 and alone.qps > 0 else 0.0
     client_cpu = generator_cpu
     notes: list[str] = []
-    cross = (cross[0] * crossed, cross[1] * crossed)
+    rounds = client_rounds(alone, client_cpu, threads)
+    # each round is a request to every server thread and a reply to the generator; without a
+    # generator's CPU the model's clients run no task, so no message crosses
+    per = float(rounds.k) if crossings is None else crossings
+    cross = (cross[0] * per, cross[1] * per) if client_cpu > 0 else (0.0, 0.0)
     if client_cpu > 0 and any(cross):
         if not client_cpu > cross[1]:
             raise HostError(
@@ -385,9 +395,9 @@ def fit_service(
         client_cpu -= cross[1]
         notes.append(
             f"cross_cpu: {cross[0] * 1e6:.2f} µs (server) + {cross[1] * 1e6:.2f} µs (client) a request taken out of "
-            f"the measured CPU, which the alone run's exchanges across CPUs paid ({crossed:.0%} of them crossed, as the model runs it)"
+            f"the measured CPU, which the alone run's exchanges across CPUs paid ({per:.2f} a request each way, as the model "
+            f"runs it, of {rounds.k} round{'s' if rounds.k != 1 else ''})"
         )
-    rounds = client_rounds(alone, client_cpu, threads)
     client = Client(client_cpu, rounds.k)
     # the gaps are the node's idle time, which other work on a disturbed host fills: a delay is
     # fitted only to an undisturbed alone run
@@ -488,6 +498,7 @@ def fit_service(
         measured=measured,
         fitted={m: fitted.get(m, math.nan) for m in measured},
         crossed=fitted.get(CROSSED, math.nan),
+        crossings=fitted.get(CROSSINGS, math.nan),
         tried={f: r[0] for f, r in results.items()},
         notes=notes,
         others=alone.others,
@@ -622,7 +633,7 @@ def apply_fit(scenario: Scenario, fit: Fit) -> Scenario:
             w.client_cpu = _DIST.validate_python({"dist": "constant", "value": _ns(fit.client_cpu_s)})
             if fit.client_threads is not None and w.client_threads is None:
                 w.client_threads = fit.client_threads
-            if w.workers is None and not isinstance(w.client_threads, int) and (w.shape is None or w.shape.bursts == 1):
+            if w.workers is None and (w.shape is None or w.shape.bursts == 1):
                 w.rounds = fit.rounds
         if fit.delay_s > 0:
             w.delay = _DIST.validate_python({"dist": "lognormal", "mean": _ns(fit.delay_s), "sigma": fit.delay_sigma})
@@ -645,6 +656,7 @@ def simulator_of(scenario: Scenario, name: str, seed: int, substitute: frozenset
             "QPS": svc.qps,
             "CPU share": got.cgroups[cg].cpu_share if cg in got.cgroups else math.nan,
             CROSSED: svc.crossed_share,
+            CROSSINGS: svc.crossings_per_request,
         }
         for p in PERCENTILES:
             out[f"P{p:g}"] = svc.percentile(p)

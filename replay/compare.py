@@ -525,7 +525,7 @@ def calibrate_services(scenario: Scenario, host: ExperimentResult, seed: int, su
     return fit_alone_runs(scenario, alone_runs(scenario, measured_base), measured_base.ncpus, seed, substituted)
 
 
-# a first fit whose alone exchanges crossed CPUs this close to all of them is kept as it is
+# a first fit whose alone requests crossed CPUs this close to once a round each way is kept
 CROSSED_SETTLED = 0.05
 
 
@@ -545,7 +545,8 @@ def fit_alone_runs(scenario: Scenario, alone: dict[str, AloneRun], ncpus: int, s
         gaps = isinstance(w, ClosedLoop) and run.reported and mean_s(w.think) == 0
         # the generator's threads as replay runs it, where the scenario gives none: in the fit's
         # simulated alone runs too
-        gen = generator_threads(w.host.program, w.clients) if isinstance(w, ClosedLoop) and w.client_threads is None else None
+        # (on the CPUs the host run had: fidelity --repredict may run elsewhere)
+        gen = generator_threads(w.host.program, w.clients, ncpus) if isinstance(w, ClosedLoop) and w.client_threads is None else None
         if gen is not None:
             sc = sc.model_copy(deep=True)
             sc.workloads[name].client_threads = gen  # type: ignore[union-attr]
@@ -561,9 +562,10 @@ def fit_alone_runs(scenario: Scenario, alone: dict[str, AloneRun], ncpus: int, s
             fit_service, name, run, simulate, ncpus, clients, gaps=gaps, threads=threads, background_cpus=alone_background
         )
         fit = fit_to(cross=cross)
-        if any(cross) and math.isfinite(fit.crossed) and fit.crossed < 1.0 - CROSSED_SETTLED:
-            # not every alone exchange crossed CPUs in the model: only that share paid the costs
-            fit = fit_to(cross=cross, crossed=fit.crossed)
+        if any(cross) and math.isfinite(fit.crossings) and abs(fit.crossings / fit.rounds - 1) > CROSSED_SETTLED:
+            # not every message of the model's alone run crossed CPUs (or its requests had fewer
+            # rounds, or none after a think): only those that did paid the costs
+            fit = fit_to(cross=cross, crossings=fit.crossings)
         fits[name] = replace(fit, client_threads=gen) if gen is not None else fit
         sc = apply_fit(sc, fits[name])
     return fits

@@ -778,14 +778,14 @@ def clickhouse_benchmark_argv(port: int, clients: int, seconds: float, json_path
     ]
 
 
-def generator_threads(program: str, clients: int) -> int | None:
+def generator_threads(program: str, clients: int, ncpus: int | None = None) -> int | None:
     """The threads of the load generator replay runs for a real server's `program`, serving its
     `clients` connections in turn (the model's closed loop `client_threads`), or None: a thread
     per connection. wrk (nginx, command) and pgbench (postgres) run at most one thread per CPU
-    (-t, -j); redis-benchmark is one event loop; clickhouse-benchmark has a thread per
-    connection."""
+    (-t, -j) of the `ncpus` the run had (default: this process's); redis-benchmark is one
+    event loop; clickhouse-benchmark has a thread per connection."""
     if program in ("nginx", "command", "postgres"):
-        return min(clients, len(os.sched_getaffinity(0)))
+        return min(clients, ncpus if ncpus is not None else len(os.sched_getaffinity(0)))
     if program == "redis":
         return 1
     return None

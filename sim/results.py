@@ -68,6 +68,13 @@ class ServiceResult:
         """The share of the messages that crossed CPUs (NaN: none counted)."""
         return self.crossed / self.exchanges if self.exchanges else math.nan
 
+    @property
+    def crossings_per_request(self) -> float:
+        """The messages that crossed CPUs per request completed, per direction (a request and
+        its reply count one): how many times a request paid each of its `cross_cpu` costs,
+        on average (its rounds, when every message crossed). NaN: none counted."""
+        return self.crossed / (2 * self.completed) if self.exchanges and self.completed else math.nan
+
     @cached_property
     def sorted_latencies_s(self) -> np.ndarray:
         return np.sort(self.latencies_s)

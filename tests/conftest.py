@@ -48,3 +48,13 @@ def session_cgroup():
     if made:
         for line in leave_session_cgroup(made):
             print(f"\nsession cgroup: {line}", file=sys.stderr)
+
+
+@pytest.fixture
+def outside_session():
+    """The test runs where the session started, not in its own cgroup (autogroups apply only
+    to tasks in the root cpu cgroup)."""
+    from host_replay import outside_session_cgroup
+
+    with outside_session_cgroup():
+        yield

@@ -4,6 +4,7 @@ what they check a run left behind."""
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 from replay.cgroupfs import Layout, detect_layout, leftover_folders
@@ -108,12 +109,38 @@ def enter_session_cgroup() -> dict[Path, Path] | None:
             if key == "cpuset":
                 for f in ("cpuset.cpus", "cpuset.mems"):
                     (child / f).write_text((parent / f).read_text())
+            if key == "cpu" and (parent / "cpu.rt_runtime_us").exists():
+                # a new v1 cpu cgroup has no real-time runtime, and a task in it may not take
+                # SCHED_FIFO at all (EPERM); a test asks for it (test_replay_slice_host): 1%
+                # of the period, from the host's RT budget every group shares
+                try:
+                    (child / "cpu.rt_runtime_us").write_text(str(RT_RUNTIME_US))
+                except OSError:
+                    pass  # the host's RT budget is taken: that test then says so
         for child in made:
             (child / "cgroup.procs").write_text(str(os.getpid()))
     except OSError:
         leave_session_cgroup(made)
         raise
+    _SESSION.update(made)
     return made
+
+
+RT_RUNTIME_US = 10_000
+_SESSION: dict[Path, Path] = {}
+
+
+@contextmanager
+def outside_session_cgroup():
+    """This process back where the session started, while a test that needs that place (the
+    root cpu cgroup, where autogroups apply) runs; nothing to do where it never moved."""
+    for parent in _SESSION.values():
+        (parent / "cgroup.procs").write_text(str(os.getpid()))
+    try:
+        yield
+    finally:
+        for child in _SESSION:
+            (child / "cgroup.procs").write_text(str(os.getpid()))
 
 
 def leave_session_cgroup(made: dict[Path, Path]) -> list[str]:
@@ -123,6 +150,7 @@ def leave_session_cgroup(made: dict[Path, Path]) -> list[str]:
     import time
 
     said = []
+    _SESSION.clear()
     for child, parent in made.items():
         if (child / "cgroup.procs").exists():
             (parent / "cgroup.procs").write_text(str(os.getpid()))

@@ -112,7 +112,7 @@ def predicted(autogroup: bool, one_session_each: bool) -> float:
 
 
 @pytest.mark.parametrize("one_session_each", [True, False], ids=["two sessions", "one session"])
-def test_sessions_split_as_the_model_says(one_session_each: bool) -> None:
+def test_sessions_split_as_the_model_says(one_session_each: bool, outside_session) -> None:
     if not in_root_cpu_cgroup():
         pytest.skip("this process is not in the root cpu cgroup: autogroups do not apply to it")
     hk = read_host_kernel()

@@ -146,6 +146,26 @@ def test_cross_cpu_costs_are_taken_out_of_the_measured_cpu_per_request():
         fit_service("web", alone, sim, ncpus=2, clients=1, cross=(700e-6, 0.0))
 
 
+def test_cross_cpu_costs_are_taken_out_as_often_as_the_model_crossed():
+    # the alone run of the test above, but its requests come in 2 rounds (the server traced
+    # 2 sleeps a request): each request paid each cost twice, 400 µs a request and 200 µs
+    # out of the server's 600 and the generator's 300 µs
+    alone = AloneRun(qps=1000.0, percentiles={50.0: 2e-3, 90.0: 2.4e-3, 99.0: 3e-3}, busy=0.45, generator_cpu=0.3, server_switches=2000.0)
+
+    def sim(svc, c, d):
+        return {"QPS": 1000.0, "P50": 2e-3, "P90": 2.4e-3, "P99": 3e-3, "CPU share": 0.45}
+
+    fit = fit_service("web", alone, sim, ncpus=2, clients=1, cross=(200e-6, 100e-6))
+    assert fit.rounds == 2
+    assert fit.client_cpu_s == pytest.approx(100e-6) and fit.cpu_s == pytest.approx(200e-6)
+    # the model's own count of crossings a request (from a first fit) replaces the rounds
+    fit = fit_service("web", alone, sim, ncpus=2, clients=1, cross=(200e-6, 100e-6), crossings=0.5)
+    assert fit.client_cpu_s == pytest.approx(250e-6) and fit.cpu_s == pytest.approx(500e-6)
+    # without a generator's CPU the model's clients run no task: nothing crosses
+    fit = fit_service("web", replace(alone, generator_cpu=0.0), sim, ncpus=2, clients=1, cross=(200e-6, 100e-6))
+    assert fit.cpu_s == pytest.approx(900e-6) and not any("cross_cpu" in n for n in fit.notes)
+
+
 def test_a_fitted_delay_stays_within_the_time_round_the_loop():
     # one client at 1000 requests/s: 1 ms round the loop, so no request can wait longer inside
     # its latency. A model that matched the host only with a delay of 5 ms or more (as a delay
@@ -162,12 +182,12 @@ def test_a_fitted_delay_stays_within_the_time_round_the_loop():
     assert 0 < fit.delay_s <= 1e-3
 
 
-def test_client_threads_keep_one_round_and_refuse_more():
+def test_client_threads_take_the_rounds_fitted():
+    # a generator pool runs every round of its clients in turn (core_rs cross_cpu.rs)
     fit = Fit("web", "constant", {"dist": "constant", "value": "1ms"}, 300e-6, 0.0, {}, {}, rounds=5)
     sc = apply_fit(one_client(client_threads=1), fit)
-    assert sc.workloads["web"].rounds == 1  # type: ignore[union-attr]
-    with pytest.raises(Exception, match="client_threads"):
-        one_client(client_threads=1, rounds=3, client_cpu={"dist": "constant", "value": "1ms"})
+    assert sc.workloads["web"].rounds == 5  # type: ignore[union-attr]
+    assert one_client(client_threads=1, rounds=3, client_cpu={"dist": "constant", "value": "1ms"}).workloads["web"].rounds == 3  # type: ignore[union-attr]
 
 
 def test_an_unmeasured_generator_is_said():

@@ -42,8 +42,20 @@ def test_apart_every_message_crosses_and_its_cost_is_in_the_latency_and_the_cpu(
     svc, cg = run.services["kv"], run.cgroups["kv"]
     # 0.5 + 0.3 (the reply read on the other CPU) + 1 + 0.2 (the request) = 2 ms
     assert svc.crossed_share == 1.0 and svc.exchanges > 0
+    # a request and its reply each crossed once (the window's first reply may be its last's)
+    assert svc.crossings_per_request == pytest.approx(1.0, abs=1 / svc.completed)
     assert svc.p50_s == pytest.approx(2e-3, rel=1e-6) and svc.p99_s == pytest.approx(2e-3, rel=1e-6)
     assert cg.cpu_s / run.measured_s == pytest.approx(svc.qps * 2e-3, rel=0.01)
+
+
+def test_rounds_cross_each_round_on_a_generator_thread_serving_in_turn():
+    # rounds = 2 on one generator thread (served in turn: core_rs cross_cpu.rs has the
+    # arithmetic of a pool with rounds): apart, a request and a reply cross each round:
+    # 0.25 + 0.3 + 0.5 + 0.2, twice = 2.5 ms
+    run = run_variant(Variant("rounds", True, kv(2, rounds=2, workers=None, **CROSS)), 1)
+    svc = run.services["kv"]
+    assert svc.crossings_per_request == pytest.approx(2.0, abs=2 / svc.completed)
+    assert svc.p50_s == pytest.approx(2.5e-3, rel=1e-6)
 
 
 def test_on_one_cpu_nothing_crosses_and_nothing_costs_more():
@@ -69,3 +81,5 @@ def test_generator_threads_are_as_replay_runs_each_generator(monkeypatch):
         None,
     ]
     assert generator_threads("nginx", 1) == 1
+    # the CPUs of the run measured, where it is not this machine
+    assert generator_threads("postgres", 10, ncpus=8) == 8 and generator_threads("redis", 10, ncpus=8) == 1

@@ -1257,12 +1257,6 @@ impl NodeSpec {
                         if g == 0 {
                             return Err(SpecError::new(f("client_threads"), "must be >= 1"));
                         }
-                        if rounds.unwrap_or(1) > 1 {
-                            return Err(SpecError::new(
-                                f("client_threads"),
-                                "rounds > 1 need a generator task per client (no client_threads)",
-                            ));
-                        }
                     }
                 }
                 WorkloadSpec::Bursty {

@@ -97,6 +97,9 @@ pub struct Client {
     /// The server thread whose reply this client's generator has yet to read (a reply that
     /// waits for a busy generator of a pool: its sender, for `cross_cpu`).
     pub replier: TaskId,
+    /// The generator CPU of the part this client waits to run on a busy pool (drawn, and
+    /// split into its round, when the client became ready: drawn once).
+    pub gen_work: u64,
 }
 
 impl Client {
@@ -106,6 +109,7 @@ impl Client {
             issued_at: 0,
             sender: usize::MAX,
             replier: usize::MAX,
+            gen_work: 0,
         }
     }
 }
@@ -677,6 +681,7 @@ impl ClosedLoop {
                 }
                 None => {
                     p.queue.push_back(c);
+                    self.clients[c].gen_work = work;
                     return;
                 }
             },
@@ -697,9 +702,8 @@ impl ClosedLoop {
         match p.queue.pop_front() {
             Some(next) => {
                 p.serving[g] = next;
-                let work = self.client_cpu.as_ref().map_or(1, |d| d.sample(&mut self.rng).max(1));
                 self.reply_to(next, self.generator[g], eff);
-                Next::Compute(work)
+                Next::Compute(self.clients[next].gen_work)
             }
             None => {
                 p.idle.push(g as u32);
@@ -747,8 +751,11 @@ impl ClosedLoop {
                 Some(r) => r.client.start(c, work),
                 None => work,
             };
-            // the reply of the thread that finished the request last (none after a think)
-            self.clients[c].replier = me.map_or(usize::MAX, |k| self.threads[k as usize]);
+            // the reply of the thread that finished the request last (after a think, the one
+            // recorded when it finished: the reply was read then, its cost is paid now)
+            if let Some(k) = me {
+                self.clients[c].replier = self.threads[k as usize];
+            }
             self.hand_to_generator(c, work, eff);
             return None;
         }
@@ -783,9 +790,10 @@ impl ClosedLoop {
         if r.client.left(c) == 0 {
             return None;
         }
-        eff.wakes.push((self.generator[c], r.client.take(c)));
+        let part = r.client.take(c);
         self.clients[c].replier = from;
-        self.reply_to(c, self.generator[c], eff);
+        // on the client's own task, or on the pool's next free thread
+        self.hand_to_generator(c, part, eff);
         Some(())
     }
 
@@ -1126,6 +1134,7 @@ impl Workload {
                 services[svc].record(now, now - cl.clients[c].issued_at);
                 let think = cl.think.as_ref().map(|d| d.sample(&mut cl.rng)).unwrap_or(0);
                 if think > 0 {
+                    cl.clients[c].replier = cl.threads[slot as usize];
                     eff.timers.push((now + think, wl, c as u32));
                 } else if cl.client_cpu.is_none() && cl.delay.is_none() {
                     // asks again at once, behind the requests already waiting
@@ -1157,6 +1166,7 @@ impl Workload {
                         None => Next::Sleep,
                     }
                 } else {
+                    cl.clients[c].replier = cl.threads[slot as usize];
                     eff.timers.push((now + think, wl, c as u32));
                     Next::Sleep
                 }

@@ -27,6 +27,10 @@ fn run(cpus: u32, clients: u32, workers: u32, extra: serde_json::Value) -> Run {
     for (k, v) in extra.as_object().unwrap() {
         wl[k] = v.clone();
     }
+    if workers == 0 {
+        // a thread per client (rounds need one)
+        wl.as_object_mut().unwrap().remove("workers");
+    }
     let mut n = node(json!({"topology": topo(cpus, 1), "cgroups": [cg("kv", 1024, 0, 0)], "workloads": [wl]}));
     n.run_until(S).unwrap();
     n.reset_stats();
@@ -79,6 +83,19 @@ fn apart_on_idle_cpus_every_exchange_crosses_and_costs_its_receiver() {
     );
     // the costs are CPU in the cgroup: X x 2 ms
     assert!((r.cpu / (r.qps * 2e-3) - 1.0).abs() < 0.001, "{}", r.cpu);
+    // a think between requests: the reply was read (across CPUs) before it, and still costs
+    // 0.3 ms when the generator runs the next request: 2 ms again
+    let think = run(
+        2,
+        1,
+        1,
+        json!({"cross_cpu": cross(), "think": {"dist": "constant", "value_ns": MS}}),
+    );
+    assert!(
+        think.latencies.iter().all(|&l| l == 2 * MS),
+        "{:?}",
+        &think.latencies[..4]
+    );
     // without cross_cpu the same placement costs nothing more: 1.5 ms
     let plain = run(2, 1, 1, json!({}));
     assert!(plain.latencies.iter().all(|&l| l == 3 * MS / 2) && plain.exchanges == 0);
@@ -124,6 +141,22 @@ fn a_generator_of_one_thread_serves_its_clients_in_turn() {
     assert!((one.cpu / 3.0 - 1.0).abs() < 0.001, "{}", one.cpu);
 }
 
+#[test]
+fn a_generator_of_one_thread_serves_every_round_of_its_clients_in_turn() {
+    // rounds = 2: each request is 0.25 ms of the generator, 0.5 ms of the server, again each.
+    // A generator task per client: 1.5 ms a request, X = 4 / 1.5 ms. One generator thread
+    // runs every client's parts in turn, never idle (a client is away 0.5 ms, two of its
+    // parts): X = 1 / 0.5 ms, 2 ms a request by Little's law, 1 + X x 1 ms = 3 CPUs.
+    let rounds = json!({"rounds": 2});
+    let own = run(8, 4, 0, rounds.clone());
+    assert!((own.qps / (4.0 / 1.5e-3) - 1.0).abs() < 0.001, "{}", own.qps);
+    let one = run(8, 4, 0, json!({"rounds": 2, "client_threads": 1}));
+    assert!((one.qps / 2000.0 - 1.0).abs() < 0.001, "{}", one.qps);
+    let mean = one.latencies.iter().sum::<u64>() as f64 / one.latencies.len() as f64;
+    assert!((mean / 2e6 - 1.0).abs() < 0.001, "{mean}");
+    assert!((one.cpu / 3.0 - 1.0).abs() < 0.001, "{}", one.cpu);
+}
+
 /// The core's message for a closed loop `wl` on 2 CPUs (it must refuse it).
 fn refused(wl: serde_json::Value) -> String {
     let spec = json!({"topology": topo(2, 1), "cgroups": [cg("kv", 1024, 0, 0)], "workloads": [wl]});
@@ -135,13 +168,9 @@ fn refused(wl: serde_json::Value) -> String {
 
 #[test]
 fn a_bad_client_threads_names_its_field() {
-    let mut wl = json!({"kind": "closed_loop", "name": "kv", "cgroup": "kv", "clients": 2,
-                        "client_cpu": {"dist": "constant", "value_ns": MS}, "rounds": 3, "client_threads": 1,
+    let wl = json!({"kind": "closed_loop", "name": "kv", "cgroup": "kv", "clients": 2,
+                        "client_cpu": {"dist": "constant", "value_ns": MS}, "client_threads": 0,
                         "service": {"dist": "constant", "value_ns": MS}});
-    let err = refused(wl.clone());
-    assert!(err.contains("client_threads") && err.contains("rounds"), "{err}");
-    wl["rounds"] = json!(1);
-    wl["client_threads"] = json!(0);
     let err = refused(wl);
     assert!(err.contains("client_threads") && err.contains(">= 1"), "{err}");
 }
