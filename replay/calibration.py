@@ -66,6 +66,7 @@ from sim.errors import HostError
 from sim.scenario import ClosedLoop, OpenLoop, Scenario, Variant
 from sim.scenario.distributions import Distribution, mean_s
 from sim.scenario.workloads import MAX_BURSTS as MAX_ROUNDS
+from sim.scenario.workloads import EventLoop
 
 # a fitted metric further off than this (|sim / host - 1|) makes the fit poor
 POOR_FIT = 0.10
@@ -209,6 +210,9 @@ class Fit:
     crossed: float = math.nan
     # ... and how many crossed per request, per direction (ServiceResult.crossings_per_request)
     crossings: float = math.nan
+    # the generator is an event loop timing write to reply read (replay.workloads
+    # generator_event_loop), set where the scenario gives no event_loop
+    event_loop: bool = False
 
     @property
     def disturbed(self) -> bool:
@@ -250,6 +254,7 @@ class Fit:
             "rounds": self.rounds,
             "rounds_from": self.rounds_from,
             "client_threads": self.client_threads,
+            "event_loop": self.event_loop,
             "crossed_share": self.crossed if math.isfinite(self.crossed) else None,
             "crossings_per_request": self.crossings if math.isfinite(self.crossings) else None,
             "service_cpu_s": self.cpu_s,
@@ -274,6 +279,8 @@ class Fit:
             lines.append(f"  load generator's CPU: {self.client_cpu_s * 1e6:.1f} µs per request in the service's cgroup")
         if self.client_threads is not None:
             lines.append(f"  load generator's threads: {self.client_threads}, serving its clients in turn (as replay runs it)")
+        if self.event_loop:
+            lines.append("  load generator: event loops, timing a request from its write to its reply's read (as it measures)")
         if self.rounds > 1:
             whose = (
                 "each server thread's voluntary switches per request, traced"
@@ -633,7 +640,9 @@ def apply_fit(scenario: Scenario, fit: Fit) -> Scenario:
             w.client_cpu = _DIST.validate_python({"dist": "constant", "value": _ns(fit.client_cpu_s)})
             if fit.client_threads is not None and w.client_threads is None:
                 w.client_threads = fit.client_threads
-            if w.workers is None and (w.shape is None or w.shape.bursts == 1):
+            if fit.event_loop and w.event_loop is None:
+                w.event_loop = EventLoop()
+            if w.workers is None and (w.shape is None or w.shape.bursts == 1) and w.event_loop is None:
                 w.rounds = fit.rounds
         if fit.delay_s > 0:
             w.delay = _DIST.validate_python({"dist": "lognormal", "mean": _ns(fit.delay_s), "sigma": fit.delay_sigma})

@@ -42,7 +42,7 @@ from replay.cgroupfs import BlockDevice, HostError, host_cpus, network_refusal, 
 from replay.host_kernel import host_kernel
 from replay.host_run import CGROUP_KNOBS, HostRun, check_knobs, host_equivalent, host_topology, missing_knobs, run_on_host
 from replay.session import Session
-from replay.workloads import generator_threads
+from replay.workloads import generator_event_loop, generator_threads
 from sim import runqlat
 from sim.results import ExperimentResult, RunResult, finite, markdown, sig3
 from sim.scenario import (
@@ -57,7 +57,7 @@ from sim.scenario import (
     read_document,
 )
 from sim.scenario.distributions import mean_s
-from sim.scenario.workloads import ROOT_CGROUP
+from sim.scenario.workloads import ROOT_CGROUP, EventLoop
 
 # the solo dd that calibrates the disk: how long it is measured, after how long, its block
 DISK_CALIBRATION_S = 1.5
@@ -550,6 +550,11 @@ def fit_alone_runs(scenario: Scenario, alone: dict[str, AloneRun], ncpus: int, s
         if gen is not None:
             sc = sc.model_copy(deep=True)
             sc.workloads[name].client_threads = gen  # type: ignore[union-attr]
+        # ... and an event loop's timing, where it is one (and the scenario says nothing)
+        event = isinstance(w, ClosedLoop) and w.event_loop is None and mean_s(w.think) == 0 and generator_event_loop(w.host.program)
+        if event:
+            sc = sc.model_copy(deep=True)
+            sc.workloads[name].event_loop = EventLoop()  # type: ignore[union-attr]
         alone_sc = shortened(sc, run.qps)
         simulate = simulator_of(alone_sc, name, seed, frozenset(substituted), ncpus)
         clients = w.clients if isinstance(w, ClosedLoop) else None
@@ -566,7 +571,7 @@ def fit_alone_runs(scenario: Scenario, alone: dict[str, AloneRun], ncpus: int, s
             # not every message of the model's alone run crossed CPUs (or its requests had fewer
             # rounds, or none after a think): only those that did paid the costs
             fit = fit_to(cross=cross, crossings=fit.crossings)
-        fits[name] = replace(fit, client_threads=gen) if gen is not None else fit
+        fits[name] = replace(fit, client_threads=gen, event_loop=event)
         sc = apply_fit(sc, fits[name])
     return fits
 

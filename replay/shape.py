@@ -62,6 +62,7 @@ from replay.workloads import (
     _need,
     _wait_port,
     clickhouse_benchmark_argv,
+    generator_event_loop,
     generator_threads,
     wrk_argv,
 )
@@ -593,7 +594,9 @@ def summarise(
         free = [sh for w_, sh in passes if w_.clients == most]
         cross = crossing(free, [sh for _, sh in one_cpu], shape.fanout)
     threads = generator_threads(request.program, most)
-    toml = workload_toml(request.name, most, shape, fit, header, client_threads=threads, cross=cross)
+    toml = workload_toml(
+        request.name, most, shape, fit, header, client_threads=threads, cross=cross, event_loop=generator_event_loop(request.program)
+    )
     return Measured(request, base, passes, fit, shape, toml, one_cpu or [], cross)
 
 

@@ -408,6 +408,7 @@ def workload_toml(
     header: Sequence[str],
     client_threads: int | None = None,
     cross: Crossing | None = None,
+    event_loop: bool = False,
 ) -> str:
     """The [workloads.NAME] section (closed_loop with its [workloads.NAME.shape]), with comments
     saying what was measured and how well each family fitted; the generator's threads and what
@@ -436,6 +437,8 @@ def workload_toml(
     ]
     if client_threads is not None:
         lines.append(f"client_threads = {client_threads}  # the load generator's threads, serving its clients in turn")
+    if event_loop:
+        lines.append("event_loop = { read_share = 0.5 }  # its threads are event loops, timing a request from write to reply read")
     if cross is not None:
         lines.append(
             f"# per request apart / on one CPU ({cross.passes[0]} / {cross.passes[1]} passes, medians): server "

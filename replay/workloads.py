@@ -791,6 +791,16 @@ def generator_threads(program: str, clients: int, ncpus: int | None = None) -> i
     return None
 
 
+def generator_event_loop(program: str) -> bool:
+    """Whether the load generator replay runs for `program` is an event loop that times a
+    request from its write to its reply's read (the model's closed loop `event_loop`): wrk
+    (nginx, command: socket_writeable starts c->start, response_complete records it) and
+    redis-benchmark (writeHandler sets c->start, readHandler takes the latency); each
+    re-arms the write for its loop's next pass. pgbench times a whole transaction of
+    several statements, clickhouse-benchmark a query on its thread: neither."""
+    return program in ("nginx", "command", "redis")
+
+
 def wrk_argv(clients: int, seconds: float, url: str, script: Path | None = None) -> list[str]:
     """wrk: `clients` connections (on at most one thread per CPU) for `seconds`, with its latency
     distribution; `script` a Lua file (its done() may print more of the distribution)."""

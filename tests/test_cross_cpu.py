@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from replay.workloads import generator_threads
+from replay.calibration import Fit, apply_fit
+from replay.workloads import generator_event_loop, generator_threads
 from sim.runner import run_variant
 from sim.scenario import Scenario, Variant
 
@@ -83,3 +84,38 @@ def test_generator_threads_are_as_replay_runs_each_generator(monkeypatch):
     assert generator_threads("nginx", 1) == 1
     # the CPUs of the run measured, where it is not this machine
     assert generator_threads("postgres", 10, ncpus=8) == 8 and generator_threads("redis", 10, ncpus=8) == 1
+
+
+def test_an_event_loop_times_from_the_write_to_the_reply_read():
+    # 4 clients on one generator thread (0.25 ms reading a reply, 0.25 ms writing a request),
+    # 4 workers of 1 ms, 8 CPUs: the generator is the bottleneck, X = 2000/s, a 2 ms loop.
+    # Timed round the loop every latency is 2 ms; an event loop's passes settle into two
+    # replies each, and the other client's read or write (0.25 ms) between a client's read and
+    # its next write is in no latency: 1.75 ms (core_rs tests/cross_cpu.rs)
+    four = {"clients": 4, "workers": 4, "client_threads": 1}
+    pool = run_variant(Variant("pool", True, kv(8, **four)), 1).services["kv"]
+    ev = run_variant(Variant("ev", True, kv(8, **four, event_loop={"read_share": 0.5})), 1).services["kv"]
+    assert pool.qps == pytest.approx(2000, rel=1e-3) and ev.qps == pytest.approx(2000, rel=1e-3)
+    assert pool.p50_s == pytest.approx(2e-3, rel=1e-6)
+    assert ev.p50_s == pytest.approx(1.75e-3, rel=1e-6) and ev.p99_s == pytest.approx(1.75e-3, rel=1e-6)
+
+
+def test_an_event_loop_with_a_think_time_is_one_clear_error():
+    from sim.errors import ScenarioError
+
+    with pytest.raises(ScenarioError, match=r"workloads\.kv\.event_loop: .*no think time"):
+        kv(1, client_threads=1, event_loop={}, think="1ms")
+
+
+def test_calibration_times_event_loop_generators_as_they_measure():
+    assert [generator_event_loop(p) for p in ("nginx", "command", "redis", "postgres", "clickhouse", "builtin")] == [
+        True,
+        True,
+        True,
+        False,
+        False,
+        False,
+    ]
+    fit = Fit("kv", "constant", {"dist": "constant", "value": "1ms"}, 300e-6, 0.0, {}, {}, client_threads=1, event_loop=True)
+    w = apply_fit(kv(1, workers=None), fit).workloads["kv"]
+    assert w.event_loop is not None and w.event_loop.read_share == 0.5 and w.client_threads == 1  # type: ignore[union-attr]

@@ -230,6 +230,17 @@ class CrossCpu(Table):
     client: Duration = 0
 
 
+class EventLoop(Table):
+    """A closed loop's `event_loop`: the load generator's threads are event loops (wrk,
+    redis-benchmark; core_rs event_loop.rs). Each owns its clients (client c on thread c mod
+    client_threads), reads every ready reply, then writes each next request; a latency runs
+    from a request's write to its reply's read, as those generators time it. `read_share`:
+    the share of a request's client CPU that reads its reply. Only with client_cpu and
+    client_threads (calibration sets both from the alone run), no think time, one round."""
+
+    read_share: Annotated[float, Field(ge=0, le=1)] = 0.5
+
+
 class ClosedLoop(_Workload):
     """C clients that each send a request, wait for it, think, and send the next
     (clickhouse-benchmark -c, wrk -c).  A request fans out to `fanout` threads and completes
@@ -272,11 +283,21 @@ class ClosedLoop(_Workload):
     # the threads as it runs the generator). Only with client_cpu (without it the generator
     # costs nothing, whatever its threads)
     client_threads: Annotated[int, Field(ge=1, le=PID_MAX_LIMIT)] | Literal["clients"] | None = None
+    # the generator's threads as event loops, timing a request from write to reply read
+    # (EventLoop); None: a latency runs round the whole loop
+    event_loop: EventLoop | None = None
 
     @model_validator(mode="after")
     def _check_workers(self) -> ClosedLoop:
         if self.workers is not None and self.fanout != 1:
             raise FieldErrors([(("workers",), "a worker pool serves requests of fanout 1")])
+        if self.event_loop is not None:
+            if mean_s(self.think) > 0:
+                raise FieldErrors([(("event_loop",), "an event loop writes the next request at once: no think time")])
+            if self.rounds > 1:
+                raise FieldErrors([(("event_loop",), "an event loop runs one round a request")])
+            if self.client_threads == "clients":
+                raise FieldErrors([(("event_loop",), "an event loop needs client_threads (its threads), not a task per client")])
         if self.rounds > 1:
             if self.client_cpu is None:
                 raise FieldErrors([(("rounds",), "rounds > 1 split the client's CPU: set client_cpu too")])
@@ -309,6 +330,8 @@ class ClosedLoop(_Workload):
             spec["client_threads"] = self.client_threads
         if self.cross_cpu is not None:
             spec["cross_cpu"] = {"server_ns": self.cross_cpu.server, "client_ns": self.cross_cpu.client}
+        if self.event_loop is not None:
+            spec["event_loop"] = {"read_share": self.event_loop.read_share}
         return _with_shape(spec, self.shape)
 
 

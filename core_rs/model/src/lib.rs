@@ -16,6 +16,7 @@ pub mod disk;
 pub mod dist;
 pub mod eevdf;
 pub mod error;
+pub mod event_loop;
 pub mod events;
 pub mod fluid;
 pub mod lb_groups;

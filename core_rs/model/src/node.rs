@@ -509,6 +509,7 @@ impl Node {
                 rounds,
                 cross_cpu,
                 client_threads,
+                event_loop,
                 start_ns,
                 ..
             } => {
@@ -552,13 +553,22 @@ impl Node {
                             cpu_of: Vec::new(),
                         })
                     }),
-                    gen_pool: client_threads.filter(|_| client_cpu.is_some()).map(|g| {
-                        Box::new(crate::workload::Pool {
-                            idle: (0..g).rev().collect(),
-                            queue: std::collections::VecDeque::new(),
-                            serving: vec![0; g as usize],
-                        })
+                    ev: event_loop.filter(|_| client_cpu.is_some()).map(|e| {
+                        Box::new(crate::event_loop::EventLoop::new(
+                            client_threads.unwrap_or(*clients) as usize,
+                            *clients as usize,
+                            e.read_share,
+                        ))
                     }),
+                    gen_pool: client_threads
+                        .filter(|_| client_cpu.is_some() && event_loop.is_none())
+                        .map(|g| {
+                            Box::new(crate::workload::Pool {
+                                idle: (0..g).rev().collect(),
+                                queue: std::collections::VecDeque::new(),
+                                serving: vec![0; g as usize],
+                            })
+                        }),
                 };
                 (Workload::ClosedLoop(cl), *start_ns)
             }

@@ -476,6 +476,12 @@ pub enum WorkloadSpec {
         /// client (clickhouse-benchmark's thread per connection).
         #[serde(default)]
         client_threads: Option<u32>,
+        /// The generator's threads are event loops (event_loop.rs): each owns its clients,
+        /// reads every ready reply before writing the next requests, and a latency runs from
+        /// a request's write to its reply's read. Needs `client_cpu` and `client_threads`, no
+        /// think time, one round. None: a latency runs round the whole loop.
+        #[serde(default)]
+        event_loop: Option<EventLoopSpec>,
         #[serde(default)]
         start_ns: u64,
     },
@@ -775,6 +781,19 @@ pub struct CrossCpu {
     pub server_ns: u64,
     #[serde(default)]
     pub client_ns: u64,
+}
+
+/// A closed loop's generator as event loops (event_loop.rs): `read_share` of a request's
+/// client CPU reads its reply, the rest writes the next request.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventLoopSpec {
+    #[serde(default = "half")]
+    pub read_share: f64,
+}
+
+fn half() -> f64 {
+    0.5
 }
 
 /// cgroup v1 cpu.shares limits: MIN_SHARES = 2, MAX_SHARES = 2^18
@@ -1220,6 +1239,7 @@ impl NodeSpec {
                     delay,
                     rounds,
                     client_threads,
+                    event_loop,
                     ..
                 } => {
                     if *clients == 0 {
@@ -1256,6 +1276,23 @@ impl NodeSpec {
                     if let Some(g) = *client_threads {
                         if g == 0 {
                             return Err(SpecError::new(f("client_threads"), "must be >= 1"));
+                        }
+                    }
+                    if let Some(ev) = event_loop {
+                        // (without client_cpu the clients run no task: the loop is not on the node)
+                        let why = if client_cpu.is_some() && client_threads.is_none() {
+                            Some("an event loop needs client_threads (its threads)")
+                        } else if !matches!(think, None | Some(Dist::Constant { value_ns: 0 })) {
+                            Some("an event loop writes the next request at once: no think time")
+                        } else if rounds.unwrap_or(1) > 1 {
+                            Some("an event loop runs one round a request")
+                        } else if !(0.0..=1.0).contains(&ev.read_share) {
+                            Some("read_share must be within 0..1")
+                        } else {
+                            None
+                        };
+                        if let Some(why) = why {
+                            return Err(SpecError::new(f("event_loop"), why));
                         }
                     }
                 }

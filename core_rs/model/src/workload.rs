@@ -3,6 +3,7 @@
 //! what that task does next and which other tasks to wake, through `Effects`.
 
 use crate::dist::Dist;
+use crate::event_loop::{EventLoop, Step};
 use crate::events::Ns;
 use crate::rng::Rng;
 use crate::shape::{AfterBurst, Rounds, Shaped, WAIT_OVER};
@@ -153,6 +154,8 @@ pub struct ClosedLoop {
     /// What a message costs its receiver when the client's and the server's tasks run on
     /// different CPUs (spec.rs `CrossCpu`), or None: nothing.
     pub cross: Option<Box<Crossing>>,
+    /// The generator's threads as event loops (event_loop.rs; spec `event_loop`), or None.
+    pub ev: Option<Box<EventLoop>>,
 }
 
 /// A closed loop's `cross_cpu` and what deciding it needs.
@@ -690,9 +693,65 @@ impl ClosedLoop {
         eff.wakes.push((self.generator[g], work));
     }
 
+    /// The start of an event-loop generator: each thread writes its clients' first requests.
+    pub fn start_event_loop(&mut self, now: Ns, eff: &mut Effects, svc: &mut ServiceStats) {
+        let Some(d) = self.client_cpu.as_ref() else { return };
+        let Some(ev) = self.ev.as_mut() else { return };
+        for c in 0..self.clients.len() {
+            svc.started += 1;
+            ev.work[c] = d.sample(&mut self.rng).max(1);
+        }
+        for g in 0..self.generator.len() {
+            let step = self.ev.as_mut().map_or(Step::Idle, |ev| ev.start(g));
+            if step != Step::Idle {
+                let part = self.step_work(g, step, now, eff);
+                eff.wakes.push((self.generator[g], part));
+            }
+        }
+    }
+
+    /// The CPU of an event loop's step on thread g, starting `now` (a reply read is a message
+    /// it receives; a write starts its request's clock, before the write itself, where wrk's
+    /// socket_writeable and redis-benchmark's writeHandler take it).
+    fn step_work(&mut self, g: usize, step: Step, now: Ns, eff: &mut Effects) -> u64 {
+        match step {
+            Step::Read(c) => {
+                self.reply_to(c, self.generator[g], eff);
+                self.ev.as_ref().map_or(1, |ev| ev.read_part(c))
+            }
+            Step::Write(c) => self.ev.as_mut().map_or(1, |ev| {
+                ev.sent_at[c] = now;
+                ev.write_part(c)
+            }),
+            Step::Idle => 1,
+        }
+    }
+
+    /// Event-loop thread g finished a step: a read ends its request's latency, a write sends
+    /// the request; then the next step of its pass, or sleep.
+    fn event_loop_done(&mut self, g: usize, now: Ns, wl: usize, eff: &mut Effects, svc: &mut ServiceStats) -> Next {
+        let Some(ev) = self.ev.as_mut() else { return Next::Sleep };
+        match ev.step_of(g) {
+            Step::Read(c) => svc.record(now, now - ev.sent_at[c]),
+            Step::Write(c) => {
+                self.clients[c].sender = g;
+                self.clients[c].issued_at = now;
+                self.after_client(c, now, wl, None, eff);
+            }
+            Step::Idle => {}
+        }
+        match self.ev.as_mut().map_or(Step::Idle, |ev| ev.done(g)) {
+            Step::Idle => Next::Sleep,
+            step => Next::Compute(self.step_work(g, step, now, eff)),
+        }
+    }
+
     /// Generator thread `g` finished client `c`'s CPU; with a pool, it takes the next waiting
     /// client's (its CPU drawn now), or goes idle.
-    pub fn generator_done(&mut self, g: usize, now: Ns, wl: usize, eff: &mut Effects) -> Next {
+    pub fn generator_done(&mut self, g: usize, now: Ns, wl: usize, eff: &mut Effects, svc: &mut ServiceStats) -> Next {
+        if self.ev.is_some() {
+            return self.event_loop_done(g, now, wl, eff, svc);
+        }
         let c = self.gen_pool.as_ref().map_or(g, |p| p.serving[g]);
         self.clients[c].sender = g;
         self.client_part_done(c, now, wl, eff);
@@ -747,6 +806,20 @@ impl ClosedLoop {
         self.clients[c].issued_at = now;
         if let Some(d) = &self.client_cpu {
             let work = d.sample(&mut self.rng).max(1);
+            if let Some(ev) = self.ev.as_mut() {
+                // the reply waits for its thread's next pass, which reads it (its latency ends
+                // there) and then writes the next request
+                ev.work[c] = work;
+                if let Some(k) = me {
+                    self.clients[c].replier = self.threads[k as usize];
+                }
+                if let Some(step) = ev.reply(c) {
+                    let g = ev.owner(c);
+                    let part = self.step_work(g, step, now, eff);
+                    eff.wakes.push((self.generator[g], part));
+                }
+                return None;
+            }
             let work = match self.rounds.as_mut() {
                 Some(r) => r.client.start(c, work),
                 None => work,
@@ -928,6 +1001,8 @@ impl Workload {
                 if let Some(k) = wait_over(slot) {
                     let part = cl.shape.as_mut().expect("a wait timer is shaped").resume(k as usize);
                     eff.wakes.push((cl.threads[k as usize], part));
+                } else if slot == START && cl.ev.is_some() {
+                    cl.start_event_loop(now, eff, &mut services[svc]);
                 } else if slot == START {
                     for c in 0..cl.clients.len() {
                         cl.ready(c, now, wl, None, eff, &mut services[svc]);
@@ -1121,7 +1196,8 @@ impl Workload {
             Workload::ClosedLoop(cl) if slot as usize >= cl.threads.len() => {
                 // a generator task has done a client's request CPU: it sends it and waits, or
                 // (a pool's thread) takes the next client's
-                cl.generator_done(slot as usize - cl.threads.len(), now, wl, eff)
+                let svc = cl.svc;
+                cl.generator_done(slot as usize - cl.threads.len(), now, wl, eff, &mut services[svc])
             }
             Workload::ClosedLoop(cl) if cl.pool.is_some() => {
                 if let Some(next) = between_bursts(&mut cl.shape, slot, now, wl, &mut cl.rng, eff) {
@@ -1131,7 +1207,10 @@ impl Workload {
                 // queue), and the worker takes the oldest waiting request, if any.
                 let svc = cl.svc;
                 let c = cl.pool.as_ref().map_or(0, |p| p.serving[slot as usize]);
-                services[svc].record(now, now - cl.clients[c].issued_at);
+                if cl.ev.is_none() {
+                    // (an event loop's latency ends where its generator reads the reply)
+                    services[svc].record(now, now - cl.clients[c].issued_at);
+                }
                 let think = cl.think.as_ref().map(|d| d.sample(&mut cl.rng)).unwrap_or(0);
                 if think > 0 {
                     cl.clients[c].replier = cl.threads[slot as usize];
@@ -1158,7 +1237,9 @@ impl Workload {
                     return Next::Sleep;
                 }
                 let svc = cl.svc;
-                services[svc].record(now, now - cl.clients[c].issued_at);
+                if cl.ev.is_none() {
+                    services[svc].record(now, now - cl.clients[c].issued_at);
+                }
                 let think = cl.think.as_ref().map(|d| d.sample(&mut cl.rng)).unwrap_or(0);
                 if think == 0 {
                     match cl.ready(c, now, wl, Some(slot), eff, &mut services[svc]) {

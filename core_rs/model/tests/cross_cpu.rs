@@ -174,3 +174,71 @@ fn a_bad_client_threads_names_its_field() {
     let err = refused(wl);
     assert!(err.contains("client_threads") && err.contains(">= 1"), "{err}");
 }
+
+#[test]
+fn an_event_loop_times_a_request_from_its_write_to_its_reply_read() {
+    // one client, one event-loop thread, one worker, 2 idle CPUs: the generator's 0.5 ms a
+    // request is 0.25 ms reading the reply and 0.25 ms writing the next request. Alone in its
+    // pass nothing separates a read from the next write: the clock (write start to read end)
+    // is the whole loop, 0.25 + 1 + 0.25 = 1.5 ms, X = 1 / 1.5 ms
+    let ev = json!({"client_threads": 1, "event_loop": {"read_share": 0.5}});
+    let r = run(2, 1, 1, ev);
+    assert!(r.latencies.iter().all(|&l| l == 3 * MS / 2), "{:?}", &r.latencies[..4]);
+    assert!((r.qps / (1.0 / 1.5e-3) - 1.0).abs() < 0.001, "{}", r.qps);
+    // apart, the server pays the request's crossing and the read the reply's:
+    // 0.25 + 0.2 + 1 + 0.3 + 0.25 = 2 ms
+    let apart = run(
+        2,
+        1,
+        1,
+        json!({"client_threads": 1, "event_loop": {}, "cross_cpu": cross()}),
+    );
+    assert!(
+        apart.latencies.iter().all(|&l| l == 2 * MS),
+        "{:?}",
+        &apart.latencies[..4]
+    );
+    assert!((apart.qps / 500.0 - 1.0).abs() < 0.001, "{}", apart.qps);
+}
+
+#[test]
+fn an_event_loop_reads_every_ready_reply_before_it_writes() {
+    // 4 clients on one thread, 4 workers: replies that come during a pass wait for the next,
+    // and the thread writes only after reading all of its pass: no latency includes the time
+    // from a client's read to its next write, so each is shorter than the same loop's
+    // latencies timed round the whole exchange, and the loop's CPU is the same
+    let own = run(8, 4, 4, json!({"client_threads": 1}));
+    let ev = run(8, 4, 4, json!({"client_threads": 1, "event_loop": {}}));
+    let mean = |r: &Run| r.latencies.iter().sum::<u64>() as f64 / r.latencies.len() as f64;
+    let loop_ns = 4.0 / ev.qps * 1e9;
+    // (here the passes settle into two replies each: a read and a write of the other client
+    // lie between each client's read and its next write, 0.25 ms, so every latency is 1.75 ms
+    // of a 2 ms loop)
+    assert!(mean(&ev) <= loop_ns - 0.2e6, "{} vs loop {loop_ns}", mean(&ev));
+    assert!(ev.latencies.iter().all(|&l| (l as f64) < loop_ns * 2.0));
+    assert!(mean(&ev) < mean(&own), "{} {}", mean(&ev), mean(&own));
+    // the generator's CPU and the workers' are what each request costs: X x 1.5 ms
+    assert!((ev.cpu / (ev.qps * 1.5e-3) - 1.0).abs() < 0.01, "{} {}", ev.cpu, ev.qps);
+}
+
+#[test]
+fn a_bad_event_loop_names_its_field() {
+    let wl = json!({"kind": "closed_loop", "name": "kv", "cgroup": "kv", "clients": 2,
+                    "client_cpu": {"dist": "constant", "value_ns": MS}, "event_loop": {},
+                    "service": {"dist": "constant", "value_ns": MS}});
+    let err = refused(wl.clone());
+    assert!(err.contains("event_loop") && err.contains("client_threads"), "{err}");
+    // without client_cpu the generator is not on the node: nothing to refuse
+    let mut off = wl.clone();
+    off.as_object_mut().unwrap().remove("client_cpu");
+    let spec = json!({"topology": topo(2, 1), "cgroups": [cg("kv", 1024, 0, 0)], "workloads": [off]});
+    assert!(colosim_core::Node::from_json(&spec.to_string()).is_ok());
+    let mut think = wl.clone();
+    think["client_threads"] = json!(1);
+    think["think"] = json!({"dist": "constant", "value_ns": MS});
+    assert!(refused(think).contains("no think time"));
+    let mut share = wl;
+    share["client_threads"] = json!(1);
+    share["event_loop"] = json!({"read_share": 1.5});
+    assert!(refused(share).contains("read_share"));
+}
