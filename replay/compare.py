@@ -547,14 +547,16 @@ def fit_alone_runs(scenario: Scenario, alone: dict[str, AloneRun], ncpus: int, s
         # simulated alone runs too
         # (on the CPUs the host run had: fidelity --repredict may run elsewhere)
         gen = generator_threads(w.host.program, w.clients, ncpus) if isinstance(w, ClosedLoop) and w.client_threads is None else None
-        if gen is not None:
-            sc = sc.model_copy(deep=True)
-            sc.workloads[name].client_threads = gen  # type: ignore[union-attr]
         # ... and an event loop's timing, where it is one (and the scenario says nothing)
         event = isinstance(w, ClosedLoop) and w.event_loop is None and mean_s(w.think) == 0 and generator_event_loop(w.host.program)
-        if event:
+        if gen is not None or event:
             sc = sc.model_copy(deep=True)
-            sc.workloads[name].event_loop = EventLoop()  # type: ignore[union-attr]
+            sw = sc.workloads[name]
+            assert isinstance(sw, ClosedLoop)
+            if gen is not None:
+                sw.client_threads = gen
+            if event:
+                sw.event_loop = EventLoop()
         alone_sc = shortened(sc, run.qps)
         simulate = simulator_of(alone_sc, name, seed, frozenset(substituted), ncpus)
         clients = w.clients if isinstance(w, ClosedLoop) else None

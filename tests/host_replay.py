@@ -7,7 +7,7 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
-from replay.cgroupfs import Layout, detect_layout, leftover_folders
+from replay.cgroupfs import Layout, detect_layout, leftover_folders, remove_tree
 from sim.errors import HostError
 
 
@@ -144,33 +144,26 @@ def outside_session_cgroup():
 
 
 def leave_session_cgroup(made: dict[Path, Path]) -> list[str]:
-    """Back to where the session started, then remove its cgroups; what stays (a process a
-    test leaked, killed here) is said, never raised."""
+    """Back to where the session started, then remove its cgroups (replay.cgroupfs
+    remove_tree: a process a test leaked is killed); what stays is said, never raised."""
     import signal
-    import time
 
-    said = []
+    said: list[str] = []
     _SESSION.clear()
     for child, parent in made.items():
         if (child / "cgroup.procs").exists():
             (parent / "cgroup.procs").write_text(str(os.getpid()))
-    for child in sorted(made, key=lambda c: -len(c.parts)):
-        for d in sorted((p for p in child.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)) + [child]:
-            for _ in range(100):
-                pids = (d / "cgroup.procs").read_text().split() if (d / "cgroup.procs").exists() else []
-                for pid in pids:
-                    said.append(f"{d}: killed {pid}, left by a test")
-                    try:
-                        os.kill(int(pid), signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                try:
-                    d.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.05)
-            else:
-                said.append(f"{d}: not removed")
+
+    def kill(pid: int) -> None:
+        said.append(f"killed {pid}, left by a test")
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    for child in made:
+        try:
+            remove_tree(child, kill=kill)
+        except OSError as err:
+            said.append(f"{child}: not removed ({err})")
     return said

@@ -34,8 +34,7 @@ pub struct EventLoop {
     pos: Vec<usize>,
     writing: Vec<bool>,
     busy: Vec<bool>,
-    /// Per client: the client CPU drawn for its current request, and when it was written.
-    pub work: Vec<u64>,
+    /// Per client: when its current request's write started (the generator's clock).
     pub sent_at: Vec<Ns>,
 }
 
@@ -48,7 +47,6 @@ impl EventLoop {
             pos: vec![0; threads],
             writing: vec![false; threads],
             busy: vec![false; threads],
-            work: vec![0; clients],
             sent_at: vec![0; clients],
         }
     }
@@ -58,18 +56,21 @@ impl EventLoop {
         c % self.ready.len()
     }
 
-    /// Client c's share of `work` that reads its reply, and the share that writes (each ≥ 1 ns).
-    pub fn read_part(&self, c: usize) -> u64 {
-        ((self.work[c] as u128 * self.read_ppm as u128 / 1_000_000) as u64).max(1)
+    /// The share of a request's client CPU `work` that reads its reply, and the share that
+    /// writes the next request (each ≥ 1 ns).
+    pub fn read_part(&self, work: u64) -> u64 {
+        ((work as u128 * self.read_ppm as u128 / 1_000_000) as u64).max(1)
     }
 
-    pub fn write_part(&self, c: usize) -> u64 {
-        (self.work[c] - self.read_part(c).min(self.work[c])).max(1)
+    pub fn write_part(&self, work: u64) -> u64 {
+        (work - self.read_part(work).min(work)).max(1)
     }
 
     /// The start: every thread's first pass writes the first request of each of its clients.
     pub fn start(&mut self, g: usize) -> Step {
-        let clients = (0..self.work.len()).filter(|&c| self.owner(c) == g).collect::<Vec<_>>();
+        let clients = (0..self.sent_at.len())
+            .filter(|&c| self.owner(c) == g)
+            .collect::<Vec<_>>();
         self.busy[g] = true;
         self.writing[g] = true;
         self.pos[g] = 0;
@@ -157,10 +158,8 @@ mod tests {
 
     #[test]
     fn the_parts_split_the_work() {
-        let mut ev = EventLoop::new(1, 1, 0.25);
-        ev.work[0] = 1000;
-        assert_eq!((ev.read_part(0), ev.write_part(0)), (250, 750));
-        ev.work[0] = 1;
-        assert_eq!((ev.read_part(0), ev.write_part(0)), (1, 1));
+        let ev = EventLoop::new(1, 1, 0.25);
+        assert_eq!((ev.read_part(1000), ev.write_part(1000)), (250, 750));
+        assert_eq!((ev.read_part(1), ev.write_part(1)), (1, 1));
     }
 }

@@ -98,8 +98,8 @@ pub struct Client {
     /// The server thread whose reply this client's generator has yet to read (a reply that
     /// waits for a busy generator of a pool: its sender, for `cross_cpu`).
     pub replier: TaskId,
-    /// The generator CPU of the part this client waits to run on a busy pool (drawn, and
-    /// split into its round, when the client became ready: drawn once).
+    /// The generator CPU of this client's part still to run (drawn, and split into its round,
+    /// when the client became ready: drawn once): on a busy pool, or an event loop's pass.
     pub gen_work: u64,
 }
 
@@ -696,10 +696,9 @@ impl ClosedLoop {
     /// The start of an event-loop generator: each thread writes its clients' first requests.
     pub fn start_event_loop(&mut self, now: Ns, eff: &mut Effects, svc: &mut ServiceStats) {
         let Some(d) = self.client_cpu.as_ref() else { return };
-        let Some(ev) = self.ev.as_mut() else { return };
         for c in 0..self.clients.len() {
             svc.started += 1;
-            ev.work[c] = d.sample(&mut self.rng).max(1);
+            self.clients[c].gen_work = d.sample(&mut self.rng).max(1);
         }
         for g in 0..self.generator.len() {
             let step = self.ev.as_mut().map_or(Step::Idle, |ev| ev.start(g));
@@ -717,12 +716,15 @@ impl ClosedLoop {
         match step {
             Step::Read(c) => {
                 self.reply_to(c, self.generator[g], eff);
-                self.ev.as_ref().map_or(1, |ev| ev.read_part(c))
+                self.ev.as_ref().map_or(1, |ev| ev.read_part(self.clients[c].gen_work))
             }
-            Step::Write(c) => self.ev.as_mut().map_or(1, |ev| {
-                ev.sent_at[c] = now;
-                ev.write_part(c)
-            }),
+            Step::Write(c) => {
+                let work = self.clients[c].gen_work;
+                self.ev.as_mut().map_or(1, |ev| {
+                    ev.sent_at[c] = now;
+                    ev.write_part(work)
+                })
+            }
             Step::Idle => 1,
         }
     }
@@ -809,7 +811,7 @@ impl ClosedLoop {
             if let Some(ev) = self.ev.as_mut() {
                 // the reply waits for its thread's next pass, which reads it (its latency ends
                 // there) and then writes the next request
-                ev.work[c] = work;
+                self.clients[c].gen_work = work;
                 if let Some(k) = me {
                     self.clients[c].replier = self.threads[k as usize];
                 }
