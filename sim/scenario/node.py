@@ -12,6 +12,7 @@ from policies.pods import memory_bytes
 from sim.duration import NS_PER_UNIT, parse_duration
 from sim.limits import MAX_SMT, topology_errors
 from sim.scenario.base import Duration, FieldError, FieldErrors, PositiveDuration, Rate, Table, show
+from sim.scenario.distributions import Distribution
 from sim.scenario.hardware import Llc, MemoryBandwidth
 
 
@@ -42,6 +43,19 @@ class Network(Table):
         return {"egress_bytes_per_s": self.egress}
 
 
+class Cpuidle(Table):
+    """[node.cpuidle]: the idle state a CPU with nothing to run enters, and how long a wakeup
+    of it waits before it runs (its `exit_latency`, a distribution: "40us" or a table). In a
+    virtual machine the state is a halted vCPU, and the latency the hypervisor's; measure it
+    with `colosim calibrate` (replay/cpuidle.py). Not given: a wakeup of an idle CPU runs at
+    once (core_rs/model/src/cpuidle.rs)."""
+
+    exit_latency: Distribution
+
+    def core_spec(self) -> dict[str, Any]:
+        return {"exit_latency": self.exit_latency.core_spec()}
+
+
 class Topology(Table):
     """[node]: sockets -> NUMA nodes -> cores -> SMT threads, numbered as Linux does."""
 
@@ -65,6 +79,8 @@ class Topology(Table):
     ghz: float = Field(default=2.5, gt=0, allow_inf_nan=False)
     llc: Llc = Field(default_factory=Llc)
     memory_bandwidth: MemoryBandwidth = Field(default_factory=MemoryBandwidth)
+    # the CPUs' idle state: a wakeup of an idle CPU waits its exit latency
+    cpuidle: Cpuidle | None = None
 
     @property
     def ncpus(self) -> int:

@@ -371,6 +371,7 @@ impl Node {
     /// throttled neither where it is nor on `dst` (`throttled_lb_pair`).
     pub(crate) fn can_migrate(&self, t: TaskId, dst: CpuId) -> bool {
         self.tasks[t].state == TaskState::Runnable
+            && !self.on_wake_list(self.tasks[t].cpu)
             && self.allowed(t, dst)
             && !self.task_throttled(t)
             && !self.hierarchy_throttled_on(self.tasks[t].cg, dst)
@@ -390,6 +391,9 @@ impl Node {
     }
 
     fn nr_movable(&self, cpu: CpuId) -> usize {
+        if self.on_wake_list(cpu) {
+            return 0;
+        }
         let r = &self.rqs[self.root_rq(cpu)];
         (r.h_nr_running as usize).saturating_sub(self.cpus[cpu].curr.is_some() as usize)
     }

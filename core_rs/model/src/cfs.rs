@@ -745,6 +745,9 @@ impl Node {
     /// `__schedule`: settle, put the running task back, pick the next (pulling work first if
     /// this CPU would go idle), account the switch and the wait.
     pub(crate) fn schedule(&mut self, cpu: CpuId) {
+        if self.cpus[cpu].curr.is_none() && self.idle_exit_pending(cpu) {
+            return; // the CPU is leaving its idle state (cpuidle.rs): it picks then
+        }
         self.update_curr(cpu);
         let prev = self.cpus[cpu].curr;
         // prev is still runnable (preempted) rather than asleep: how its segment ends
@@ -837,6 +840,7 @@ impl Node {
                 _ => {}
             }
         }
+        self.enter_idle_state(cpu, next.is_some());
         self.reprogram(cpu);
         if next.is_some() {
             self.arm_balance(cpu);

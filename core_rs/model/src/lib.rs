@@ -11,6 +11,7 @@ pub mod cfs;
 pub mod cfs_rq;
 pub mod cgroup;
 pub mod contention;
+pub mod cpuidle;
 pub mod cpuset;
 pub mod disk;
 pub mod dist;

@@ -120,6 +120,8 @@ pub struct Cpu {
     pub idle_counted: crate::balance::IdleFlags,
     /// The root cfs_rq's PELT util_avg (`cpu_util_cfs`, sis_util.rs).
     pub util: crate::sis_util::CpuUtil,
+    /// In, out of or leaving its idle state (cpuidle.rs).
+    pub idle_state: crate::cpuidle::IdleState,
 }
 
 pub struct Node {
@@ -185,6 +187,8 @@ pub struct Node {
     pub net: Option<crate::net::Net>,
     /// Clock, resctrl, perf counters and (with profiles) LLC / memory contention.
     pub hw: crate::contention::Hardware,
+    /// The CPUs' idle state and its exit latencies (cpuidle.rs); None: none.
+    pub cpuidle: Option<crate::cpuidle::Cpuidle>,
 }
 
 impl Node {
@@ -293,6 +297,12 @@ impl Node {
                 balance_armed: false,
                 idle_counted: crate::balance::IdleFlags::BOTH,
                 util: crate::sis_util::CpuUtil::default(),
+                // idle at the start: in the idle state, if the node has one
+                idle_state: if spec.cpuidle.is_some() {
+                    crate::cpuidle::IdleState::Halted
+                } else {
+                    crate::cpuidle::IdleState::Awake
+                },
             })
             .collect();
         let llc_idle = crate::balance::LlcIdle::all_idle(&topo);
@@ -336,6 +346,10 @@ impl Node {
             disk: None,
             net: None,
             hw,
+            cpuidle: spec
+                .cpuidle
+                .as_ref()
+                .map(|c| crate::cpuidle::Cpuidle::new(c, spec.seed)),
         };
         // Each group's CFS period timer phase (bandwidth.rs `start_cfs_bandwidth`): pinned, or
         // drawn for every group in creation order from stream 0, the node's own (workloads use
@@ -1072,6 +1086,9 @@ impl Node {
 
     /// The running task finished its work, or a tick is due at which its slice is checked.
     fn cpu_event(&mut self, cpu: CpuId) {
+        if self.idle_exit_done(cpu) {
+            return;
+        }
         self.update_curr(cpu);
         let Some(t) = self.cpus[cpu].curr else { return };
         if self.tasks[t].remaining == 0 {
@@ -1216,7 +1233,7 @@ impl Node {
     pub(crate) fn reprogram(&mut self, cpu: CpuId) {
         self.observe_curr(cpu);
         let at = match self.cpus[cpu].curr {
-            None => Ns::MAX,
+            None => self.idle_exit_at(cpu).unwrap_or(Ns::MAX),
             Some(t) => {
                 let speed = self.cpus[cpu].speed;
                 let need = ((self.tasks[t].remaining as u128) << SPEED_SHIFT)
@@ -1621,6 +1638,18 @@ impl Node {
                 if self.tasks[t].pos != pos || self.tasks[t].cpu != cpu {
                     return Err(format!("task {t} misplaced in CPU {cpu}'s list"));
                 }
+            }
+            match (c.idle_state, c.curr) {
+                (crate::cpuidle::IdleState::Halted, Some(_)) => return Err(format!("CPU {cpu} halted but running")),
+                (crate::cpuidle::IdleState::Exiting(at), curr)
+                    if curr.is_some() || c.next_event != at || at < self.now =>
+                {
+                    return Err(format!(
+                        "CPU {cpu} leaving idle at {at} (now {}) but runs {curr:?}, next event {}",
+                        self.now, c.next_event
+                    ));
+                }
+                _ => {}
             }
             if let Some(t) = c.curr {
                 if self.tasks[t].state != TaskState::Running || self.tasks[t].cpu != cpu {

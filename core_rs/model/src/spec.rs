@@ -36,6 +36,10 @@ pub struct NodeSpec {
     /// contention profiles and the resctrl groups set up before the run.
     #[serde(default)]
     pub hardware: crate::contention::HardwareSpec,
+    /// The idle state a CPU with nothing to run enters (cpuidle.rs); None: a wakeup of an
+    /// idle CPU runs at once.
+    #[serde(default)]
+    pub cpuidle: Option<crate::cpuidle::CpuidleSpec>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -958,6 +962,9 @@ impl NodeSpec {
     pub fn validate(&self) -> Result<()> {
         let names: Vec<String> = self.workloads.iter().map(|w| w.name().to_string()).collect();
         crate::contention::validate(&self.hardware, &names)?;
+        if let Some(c) = &self.cpuidle {
+            c.validate("cpuidle")?;
+        }
         if let Some(d) = &self.disk {
             d.device().check("disk")?;
         }

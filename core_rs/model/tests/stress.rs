@@ -287,7 +287,9 @@ pub fn full_check(n: &Node, strict: bool) -> Result<(), String> {
         }
         if strict {
             let root = &n.rqs[cpu];
-            if n.cpus[cpu].curr.is_none() && root.h_nr_running > 0 {
+            // (a CPU leaving its idle state picks when it is out: cpuidle.rs)
+            let exiting = matches!(n.cpus[cpu].idle_state, colosim_core::cpuidle::IdleState::Exiting(_));
+            if n.cpus[cpu].curr.is_none() && root.h_nr_running > 0 && !exiting {
                 return Err(format!("cpu {cpu} idle with root h_nr_running {}", root.h_nr_running));
             }
             if !n.cpus[cpu].qos_throttled.is_empty() && root.h_nr_running <= root.idle_h_nr_running {
@@ -481,8 +483,18 @@ pub fn scenario(seed: u64) -> (Value, Vec<(String, Vec<usize>)>) {
     } else {
         Vec::new()
     };
+    // An idle state with exit latencies on a third of the seeds, from a stream of its own.
+    let mut idle = Gen {
+        r: Rng::stream(seed, 0x1d1e),
+    };
+    let cpuidle = if idle.p(1.0 / 3.0) {
+        json!({"exit_latency": {"dist": "exponential", "mean_ns": 5_000.0 + idle.r.uniform() * 200_000.0}})
+    } else {
+        Value::Null
+    };
     let spec = json!({
         "seed": seed,
+        "cpuidle": cpuidle,
         "topology": {"sockets": sockets, "cores_per_socket": cores, "threads_per_core": threads, "numa_nodes_per_socket": numa},
         "kernel": {"scheduler": sched, "version": version, "group_shares": group_shares, "smt_expeller": g.p(0.5), "hz": ([250u32, 1000][g.u(2) as usize]), "cfs_period_phase_ns": std::env::var("STRESS_PHASE").ok().and_then(|s| s.parse::<u64>().ok()), "sched_runtime_ns": sched_runtime, "cpu_clock_readers": readers},
         "cgroups": cgs,
