@@ -42,6 +42,7 @@ from replay.background import background_cpus, mean_background
 from replay.calibration import AloneRun
 from replay.cgroupfs import host_cpus
 from replay.compare import alone_runs, fit_alone_runs, load_for_host, metrics, precheck, predict
+from replay.cpuidle import measure as measure_exit_latency
 from replay.host_kernel import host_kernel
 from replay.host_run import check_knobs, host_equivalent, missing_knobs, run_on_host
 from replay.scoring import WITHIN, Score, median_abs_error, ranking, score
@@ -198,6 +199,7 @@ class Suite:
         self.complete = False
         self.interrupted = False
         self.host_info: dict[str, Any] | None = None  # a rescored suite keeps its host's
+        self.cpuidle: dict[str, Any] | None = None  # the idle exit measured before the runs
 
     # -- the host ------------------------------------------------------------------------
 
@@ -299,12 +301,21 @@ class Suite:
         ranks = {svc.name: self.rankings(svc) for svc in self.services}
         out["rankings"] = ranks
         out["same order"] = {f"{name} by {r['metric']}": r["same_order"] for name, rs in ranks.items() for r in rs}
+        # the pairs the host tells apart, over every ranking
+        rs = [r for rs in ranks.values() for r in rs]
+        out["separated pairs"] = {"separated": sum(r["separated"] for r in rs), "agreed": sum(r["agreed"] for r in rs)}
+        out["agrees where separated"] = {f"{name} by {r['metric']}": r["agrees_where_separated"] for name, rs in ranks.items() for r in rs}
         return out
 
     # -- outputs ----------------------------------------------------------------------------
 
     def document(self) -> dict[str, Any]:
-        host = self.host_info or {"cpus": len(host_cpus()), "kernel": os.uname().release, "scheduler": host_kernel().as_dict()}
+        host = self.host_info or {
+            "cpus": len(host_cpus()),
+            "kernel": os.uname().release,
+            "scheduler": host_kernel().as_dict(),
+            "cpuidle": self.cpuidle,
+        }
         return {
             "command": self.command,
             "complete": self.complete,
@@ -383,6 +394,15 @@ def _calibration_line(name: str, f: dict[str, float | None]) -> str:
     return ", ".join(out)
 
 
+def _separated_text(r: dict[str, Any]) -> str:
+    if "separated" not in r:  # older files
+        return ""
+    if not r["separated"]:
+        return "the host tells no pair apart"
+    wrong = f" (not: {', '.join(r['disagreed'])})" if r["disagreed"] else ""
+    return f"pairs the host tells apart ordered as the host: {r['agreed']} of {r['separated']}{wrong}"
+
+
 def _pct(e: float | None) -> str:
     return f"{e * 100:+.1f}%" if e is not None and math.isfinite(e) else "-"
 
@@ -432,7 +452,8 @@ def text(doc: dict[str, Any]) -> str:
         for r in svc["rankings"]:
             parts.append(
                 f"ranked by {r['metric']}: host {r['host_order']}; sim {r['sim_order']}; "
-                f"Kendall tau {sig3(r['tau']) if r['tau'] is not None else '-'}, same order: {'yes' if r['same_order'] else 'no'}"
+                f"Kendall tau {sig3(r['tau']) if r['tau'] is not None else '-'}, same order: {'yes' if r['same_order'] else 'no'}; "
+                + _separated_text(r)
             )
     o = doc.get("overall") or {}
     if o:
@@ -451,6 +472,15 @@ def text(doc: dict[str, Any]) -> str:
         parts.append(
             f"  cases ranked in the host's order: {sum(same.values())} of {len(same)} ({', '.join(k for k, v in same.items() if v) or 'none'})"
         )
+        pairs = o.get("separated pairs")  # older files: none
+        if pairs:
+            where = o["agrees where separated"]
+            told = {k: v for k, v in where.items() if v is not None}
+            parts.append(
+                f"  pairs of cases the host tells apart (intervals disjoint), ordered as the host by the simulator: "
+                f"{pairs['agreed']} of {pairs['separated']}; rankings right on every such pair: "
+                f"{sum(told.values())} of {len(told)} ({', '.join(k for k, v in told.items() if v) or 'none'})"
+            )
     return "\n".join(parts)
 
 
@@ -473,7 +503,18 @@ def fidelity(
     if duration is not None and not (math.isfinite(duration) and duration > 0):
         raise ScenarioError(f"--duration: must be a positive number of seconds (got {duration})")
     sets = list(overrides) + ([f"scenario.duration={duration}s"] if duration is not None else [])
+    for s in services:
+        load_service(s, cases, sets)  # a bad name or case is refused before anything runs
+    exit_latency = None
+    if not any(o.replace(" ", "").startswith("node.cpuidle") for o in sets):
+        # the host's idle exit, measured once before the runs while the host is quiet, and
+        # kept with the host (replay/cpuidle.py). The predictions do not take it unless asked
+        # (--set, or --repredict with its "override"): judged on this host's suites it made
+        # them no better (docs/replay.md, "Idle exits")
+        exit_latency = measure_exit_latency()
+        say(exit_latency.summary())
     suite = Suite([load_service(s, cases, sets) for s in services], reps, seeds, seed, out, command, say, overrides=sets)
+    suite.cpuidle = None if exit_latency is None else {**exit_latency.to_dict(), "override": exit_latency.override()}
     started = time.monotonic()
     try:
         suite.run_host()
@@ -500,19 +541,22 @@ def _measured(cases: dict[str, list[dict[str, float | None]]]) -> dict[str, list
     return {c: [{m: math.nan if v is None else float(v) for m, v in run.items()} for run in runs] for c, runs in cases.items()}
 
 
-def rescore(source: Path, out: Path, say: Callable[[str], Any] = _say, repredict: bool = False) -> int:
+def rescore(source: Path, out: Path, say: Callable[[str], Any] = _say, repredict: bool = False, overrides: list[str] | None = None) -> int:
     """`colosim fidelity --rescore FILE`: score a finished suite's measurements and predictions
     again (after a change to the scoring, or to see a partial suite), nothing run; the JSON
     and the report are written to `out`. `--repredict FILE`: calibrate and predict again with
     this code from the host measurements the suite kept (its pooled alone runs, each case's
-    background), then score — a model change judged against the same host runs."""
+    background), then score — a model change judged against the same host runs; `overrides`
+    (--set) are added to the suite's own, last."""
     where = f"--{'repredict' if repredict else 'rescore'} {source}"
+    if overrides and not repredict:
+        raise ScenarioError(f"{where}: --set changes a prediction, and --rescore predicts nothing (use --repredict)")
     try:
         doc = json.loads(source.read_text())
         services = []
         for name, d in doc["services"].items():
             # the suite's own --set / --duration: the prediction simulates what the host ran
-            svc = load_service(d["scenario"], d["cases"], doc["config"].get("overrides", []))
+            svc = load_service(d["scenario"], d["cases"], [*doc["config"].get("overrides", []), *(overrides or [])])
             svc.name = name
             svc.host, svc.sim = _measured(d["host"]), _measured(d["sim"])
             svc.failures, svc.note = d["failures"], d["note"]
@@ -526,7 +570,14 @@ def rescore(source: Path, out: Path, say: Callable[[str], Any] = _say, repredict
             services.append(svc)
         config = doc["config"]
         suite = Suite(
-            services, config["reps"], config["seeds"], config["seed"], out, doc["command"], say, overrides=config.get("overrides", [])
+            services,
+            config["reps"],
+            config["seeds"],
+            config["seed"],
+            out,
+            doc["command"],
+            say,
+            overrides=[*config.get("overrides", []), *(overrides or [])],
         )
         suite.host_info = {k: v for k, v in doc["host"].items() if k != "load_average"}
         suite.loads = doc["host"]["load_average"]

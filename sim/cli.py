@@ -121,7 +121,14 @@ def _parser() -> argparse.ArgumentParser:
     fid.add_argument("--duration", type=float, help="seconds per run, warm-up included (default: the scenario's)")
     fid.add_argument("--seeds", type=int, default=3, help="simulator seeds per case (default 3)")
     fid.add_argument("--seed", type=int, default=1, help="first seed (default 1)")
-    fid.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="as for run, in every service")
+    fid.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="as for run, in every service (with --repredict: added to the suite's own)",
+    )
     fid.add_argument("--out", type=Path, default=Path("out/fidelity"), help="output directory (default out/fidelity)")
     again = fid.add_mutually_exclusive_group()
     again.add_argument(
@@ -356,9 +363,9 @@ def _fidelity(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     from replay.fidelity import command_line, fidelity, rescore
 
     if args.rescore is not None:
-        return rescore(args.rescore, args.out)
+        return rescore(args.rescore, args.out, overrides=args.overrides)
     if args.repredict is not None:
-        return rescore(args.repredict, args.out, repredict=True)
+        return rescore(args.repredict, args.out, repredict=True, overrides=args.overrides)
     if not 0 <= args.seed < 2**64:
         raise ScenarioError(f"--seed: must be in 0..2^64-1 (got {args.seed})")
     services = [s.strip() for s in args.services.split(",") if s.strip()]

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from replay.cgroupfs import host_cpus
+from replay.cpuidle import ExitLatency
 from replay.fidelity import CASES, FIDELITY_DIR, METRICS, SERVICES, Suite, load_service, text
 from replay.scoring import WITHIN, Interval, bootstrap_ci, kendall_tau, median_abs_error, order, ranking, score
 from replay.workloads import parse_pgbench_log, parse_redis_csv
@@ -287,6 +288,10 @@ class _NoSession:
         return None
 
 
+# an idle exit of 10 µs, as replay/cpuidle.py would report it
+FAKE_EXIT = ExitLatency((0, 1), 100, 50.0, 80.0, 30.0, 60.0, 10.0, 10.0, 10.0, [9_999, 10_001], [1.0])
+
+
 def _fake_host(monkeypatch, behave):
     """Replace the host by the simulator: run_on_host runs the variant in the simulator, after
     `behave(call number, variant)` had its say (raise to fail or interrupt that run)."""
@@ -302,6 +307,7 @@ def _fake_host(monkeypatch, behave):
 
     monkeypatch.setattr(fidelity, "Session", _NoSession)
     monkeypatch.setattr(fidelity, "missing_knobs", lambda session: set())
+    monkeypatch.setattr(fidelity, "measure_exit_latency", lambda: FAKE_EXIT)
     monkeypatch.setattr(fidelity, "run_on_host", run_on_host)
     return calls
 
@@ -467,3 +473,82 @@ def test_the_pooled_alone_run_keeps_the_load_generators_cpu():
     assert pooled.cgroups["online"].cpu_share == pytest.approx(0.6)
     assert pooled.cgroups["online"].cpu_s == pytest.approx(0.6 * 2 * 10.0)
     assert pooled.others_cpu_share == pytest.approx(0.25)
+
+
+def test_ranking_counts_the_pairs_the_host_tells_apart_and_how_many_the_simulator_orders_alike():
+    # host: alone and idle overlap (noise), stress is far below both; QPS: higher is better
+    scores = {
+        "alone": score([100.0, 104.0, 96.0], [100.0]),
+        "idle": score([101.0, 105.0, 97.0], [90.0]),  # the sim puts idle under alone: the host cannot tell
+        "stress": score([50.0, 52.0, 48.0], [95.0]),  # the sim puts stress over idle: the host tells apart
+    }
+    r = ranking("QPS", scores)
+    assert r is not None and r.separated == 2  # alone vs stress, idle vs stress
+    assert r.agreed == 1 and r.disagreed == ("idle vs stress",) and r.agrees_where_separated is False
+    assert not r.same_order
+    fixed = {**scores, "stress": score([50.0, 52.0, 48.0], [60.0])}
+    r = ranking("QPS", fixed)
+    assert r is not None and r.agreed == r.separated == 2 and r.agrees_where_separated is True
+    # a prediction that ties two cases the host tells apart does not order them
+    tied = {**fixed, "stress": score([50.0, 52.0, 48.0], [90.0])}
+    r = ranking("QPS", tied)
+    assert r is not None and r.disagreed == ("idle vs stress",)
+    # P99: smaller is better, the host's better case first
+    p99 = {"alone": score([1.0, 1.1, 0.9], [1.0]), "stress": score([3.0, 3.1, 2.9], [0.5])}
+    r = ranking("P99 (s)", p99)
+    assert r is not None and r.disagreed == ("alone vs stress",)
+    # nothing told apart: no verdict
+    r = ranking("QPS", {"a": score([1.0, 2.0], [1.0]), "b": score([1.5, 1.6], [2.0])})
+    assert r is not None and r.separated == 0 and r.agrees_where_separated is None
+
+
+def test_the_suite_measures_the_idle_exit_once_and_keeps_it_for_a_prediction_that_asks(tmp_path, monkeypatch, capsys):
+    calls = _fake_host(monkeypatch, lambda n, v: None)
+    assert _run_suite(tmp_path, cases="alone", reps="1") == 0 and calls == ["alone"]
+    doc = json.loads((tmp_path / "fidelity.json").read_text())
+    # kept with the host, with the --set that puts it in a prediction; not in this one
+    assert doc["host"]["cpuidle"]["p50_us"] == 10.0 and doc["host"]["cpuidle"]["override"] == FAKE_EXIT.override()
+    assert doc["config"]["overrides"] == SHORT
+    # a user's own [node.cpuidle] replaces the measurement
+    monkeypatch.setattr("replay.fidelity.measure_exit_latency", lambda: pytest.fail("measured"))
+    mine = 'node.cpuidle={exit_latency = "5us"}'
+    assert (
+        main(
+            [
+                "fidelity",
+                "--services",
+                "builtin",
+                "--cases",
+                "alone",
+                "--reps",
+                "1",
+                "--out",
+                str(tmp_path / "m"),
+                "--set",
+                mine,
+                *(a for s in SHORT for a in ("--set", s)),
+            ]
+        )
+        == 0
+    )
+    doc = json.loads((tmp_path / "m/fidelity.json").read_text())
+    assert doc["host"]["cpuidle"] is None and mine in doc["config"]["overrides"]
+    # --repredict takes another; --rescore, which predicts nothing, refuses one
+    assert (
+        main(
+            [
+                "fidelity",
+                "--repredict",
+                str(tmp_path / "m/fidelity.json"),
+                "--out",
+                str(tmp_path / "r"),
+                "--set",
+                'node.cpuidle={exit_latency = "9us"}',
+            ]
+        )
+        == 0
+    )
+    assert json.loads((tmp_path / "r/fidelity.json").read_text())["config"]["overrides"][-1] == 'node.cpuidle={exit_latency = "9us"}'
+    capsys.readouterr()
+    assert main(["fidelity", "--rescore", str(tmp_path / "m/fidelity.json"), "--out", str(tmp_path / "s"), "--set", mine]) == 2
+    assert "--repredict" in capsys.readouterr().err

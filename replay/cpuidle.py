@@ -1,0 +1,210 @@
+"""How long a wakeup of an idle CPU waits on this host: the exit latency of its idle state
+(`[node.cpuidle] exit_latency`, core_rs/model/src/cpuidle.rs), measured.
+
+Two processes exchange a byte over pipes, each pinned to its own CPU and blocked in read()
+between messages, as a server and its client are: each message wakes a CPU that had nothing
+to run, two exits a round trip. The same exchange is timed again with a SCHED_IDLE spinner on
+each CPU: the CPUs are then busy, each wakeup preempts the spinner at once (an idle-policy
+task loses to any other at wakeup), and the round trip is the same but for the exits. An
+exit's distribution is half the difference of the two round trips' quantiles (both are sums of
+the same exchange's costs, the first with two exits more); the two are taken in alternating
+blocks so that a drift of the host falls on both.
+
+Measured here (a Firecracker guest, cpuidle-haltpoll with guest_halt_poll_ns = 0): round
+trips of ~58 µs idle against ~33 µs kept busy. The exit is cheaper when the other CPU is busy
+(a spinning echo: ~2-3 µs a wakeup): what costs is waking a vCPU while the guest has none
+running, which is what an exchange between two sleepers does. The model has one latency for
+every exit (its weak point: a wakeup beside a busy CPU pays the same).
+
+The probe creates no cgroup and writes nothing: its processes run where colosim runs, pinned
+with sched_setaffinity, and are killed on every exit path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from sim.errors import HostError
+
+# the quantiles the exit latency's histogram is cut at (its bins' probabilities are their gaps)
+CUTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0)
+# the differences' quantiles are taken on this grid, then cut at CUTS
+GRID = np.linspace(0.005, 0.995, 199)
+EXITS = 2  # wakeups of an idle CPU in a round trip
+ROUND_TRIPS = 4000  # per mode, in BLOCKS alternating blocks
+BLOCKS = 4
+
+
+@dataclass(frozen=True)
+class ExitLatency:
+    """The measured exit latency: the round trips' medians and 99th percentiles (µs) in both
+    modes, the exit's mean and quantiles, and its histogram as the scenario takes it."""
+
+    cpus: tuple[int, int]
+    round_trips: int
+    idle_p50_us: float
+    idle_p99_us: float
+    busy_p50_us: float
+    busy_p99_us: float
+    mean_us: float
+    p50_us: float
+    p99_us: float
+    edges_ns: list[int]
+    weights: list[float]
+
+    def table(self) -> dict[str, Any]:
+        """`[node.cpuidle]` as a scenario table."""
+        return {"exit_latency": {"dist": "empirical", "edges": [f"{e}ns" for e in self.edges_ns], "weights": self.weights}}
+
+    def override(self) -> str:
+        """The table as one `--set` (a TOML inline table)."""
+        edges = ", ".join(f'"{e}ns"' for e in self.edges_ns)
+        weights = ", ".join(f"{w:.6g}" for w in self.weights)
+        return f'node.cpuidle={{exit_latency = {{dist = "empirical", edges = [{edges}], weights = [{weights}]}}}}'
+
+    def summary(self) -> str:
+        return (
+            f"cpuidle: a wakeup of an idle CPU waits {self.p50_us:.1f} µs (median; mean {self.mean_us:.1f}, "
+            f"P99 {self.p99_us:.1f}): round trip CPU {self.cpus[0]} ↔ {self.cpus[1]} idle {self.idle_p50_us:.1f} µs "
+            f"(P99 {self.idle_p99_us:.1f}), kept busy by SCHED_IDLE spinners {self.busy_p50_us:.1f} µs "
+            f"(P99 {self.busy_p99_us:.1f}); {self.round_trips} round trips each"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def exit_quantiles(idle_ns: np.ndarray, busy_ns: np.ndarray) -> np.ndarray:
+    """An exit's quantiles on GRID: half the round trips' quantile differences (negative ones
+    are noise: 0), made non-decreasing, as a quantile function is."""
+    diff = np.maximum(np.quantile(idle_ns, GRID) - np.quantile(busy_ns, GRID), 0.0) / EXITS
+    return np.maximum.accumulate(diff)
+
+
+def exit_latency_histogram(idle_ns: np.ndarray, busy_ns: np.ndarray) -> tuple[list[int], list[float]]:
+    """The exit latency's histogram from round trips with (`idle_ns`) and without (`busy_ns`)
+    an exit: the quantile differences on GRID (negative ones are noise: 0), cut at CUTS; bins
+    that would be empty (equal edges) merge into their neighbour."""
+    at = np.interp(CUTS, GRID, exit_quantiles(idle_ns, busy_ns))
+    edges: list[int] = [int(round(at[0]))]
+    weights: list[float] = []
+    for k in range(1, len(CUTS)):
+        mass = CUTS[k] - CUTS[k - 1]
+        e = int(round(at[k]))
+        if e <= edges[-1]:
+            # no width: its mass goes to the bin before it, or into the first bin
+            if weights:
+                weights[-1] += mass
+            else:
+                edges.append(edges[-1] + 1)
+                weights.append(mass)
+            continue
+        edges.append(e)
+        weights.append(mass)
+    if not weights:
+        edges, weights = [edges[0], edges[0] + 1], [1.0]
+    return edges, [round(w, 6) for w in weights]
+
+
+def _pin(cpu: int) -> None:
+    os.sched_setaffinity(0, {cpu})
+
+
+@contextlib.contextmanager
+def _child(target) -> Iterator[int]:
+    """A forked child running `target()` (it never returns), killed when the block ends."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            target()
+        finally:
+            os._exit(0)
+    try:
+        yield pid
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+
+
+def _spin_idle(cpu: int) -> None:
+    _pin(cpu)
+    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    while True:
+        pass
+
+
+def _echo(cpu: int, rd: int, wr: int) -> None:
+    _pin(cpu)
+    while True:
+        b = os.read(rd, 1)
+        if not b:
+            return
+        os.write(wr, b)
+
+
+def _round_trips(to_echo: int, from_echo: int, n: int) -> np.ndarray:
+    out = np.empty(n, dtype=np.float64)
+    clock = time.perf_counter_ns
+    for i in range(n):
+        t0 = clock()
+        os.write(to_echo, b"x")
+        os.read(from_echo, 1)
+        out[i] = clock() - t0
+    return out
+
+
+def measure(cpus: tuple[int, int] | None = None, round_trips: int = ROUND_TRIPS, blocks: int = BLOCKS) -> ExitLatency:
+    """Measure the exit latency between two CPUs this process may run on (the first two by
+    default). HostError when there are fewer than two."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if cpus is None:
+        if len(allowed) < 2:
+            raise HostError(f"cpuidle: the exit latency needs two CPUs to exchange between (this process may run on {allowed})")
+        cpus = (allowed[0], allowed[1])
+    a, b = cpus
+    old = os.sched_getaffinity(0)
+    r1, w1 = os.pipe()
+    r2, w2 = os.pipe()
+    per_block = max(1, round_trips // blocks)
+    idle, busy = [], []
+    try:
+        with _child(lambda: _echo(b, r1, w2)):
+            _pin(a)
+            _round_trips(w1, r2, 200)  # warm both ends up
+            for _ in range(blocks):
+                idle.append(_round_trips(w1, r2, per_block))
+                with _child(lambda: _spin_idle(a)), _child(lambda: _spin_idle(b)):
+                    time.sleep(0.02)  # the spinners are on their CPUs
+                    busy.append(_round_trips(w1, r2, per_block))
+    finally:
+        os.sched_setaffinity(0, old)
+        for fd in (r1, w1, r2, w2):
+            os.close(fd)
+    i_ns, b_ns = np.concatenate(idle), np.concatenate(busy)
+    edges, weights = exit_latency_histogram(i_ns, b_ns)
+    mids = [(lo + hi) / 2 for lo, hi in zip(edges, edges[1:], strict=False)]
+    mean = float(np.dot(mids, weights) / sum(weights))
+    q = np.interp([0.5, 0.99], GRID, exit_quantiles(i_ns, b_ns))
+    return ExitLatency(
+        cpus=(a, b),
+        round_trips=len(i_ns),
+        idle_p50_us=float(np.median(i_ns)) / 1e3,
+        idle_p99_us=float(np.quantile(i_ns, 0.99)) / 1e3,
+        busy_p50_us=float(np.median(b_ns)) / 1e3,
+        busy_p99_us=float(np.quantile(b_ns, 0.99)) / 1e3,
+        mean_us=mean / 1e3,
+        p50_us=float(q[0]) / 1e3,
+        p99_us=float(q[1]) / 1e3,
+        edges_ns=edges,
+        weights=weights,
+    )

@@ -1,0 +1,54 @@
+"""replay/cpuidle.py: the idle exit from two round trips' quantiles (arithmetic), and the probe
+on this host (what it promises: a distribution of non-negative latencies, its processes gone,
+this process's CPUs as they were)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from replay.cpuidle import CUTS, EXITS, exit_latency_histogram, measure
+
+
+def test_a_constant_exit_is_one_narrow_bin():
+    busy = np.linspace(30_000, 40_000, 4001)
+    edges, weights = exit_latency_histogram(busy + EXITS * 10_000, busy)
+    assert edges == [10_000, 10_001] and weights == [1.0]
+
+
+def test_the_histogram_has_the_exits_quantiles_and_mean():
+    # exits uniform on 0..20 µs, two a round trip with the same rank (the quantile
+    # difference's assumption): the histogram cuts at their deciles, and its mean is 10 µs
+    rng = np.random.default_rng(1)
+    busy = rng.uniform(30_000, 40_000, 20_000)
+    exits = np.linspace(0, 20_000, 20_000)
+    idle = np.sort(busy) + EXITS * exits
+    edges, weights = exit_latency_histogram(idle, busy)
+    assert len(edges) == len(CUTS) and sum(weights) == pytest.approx(1.0)
+    for cut, edge in zip(CUTS[1:-1], edges[1:-1], strict=True):
+        assert edge == pytest.approx(20_000 * cut, abs=300)
+    mids = [(a + b) / 2 for a, b in zip(edges, edges[1:], strict=False)]
+    assert float(np.dot(mids, weights)) == pytest.approx(10_000, rel=0.03)
+
+
+def test_a_faster_idle_round_trip_is_noise_not_a_negative_latency():
+    busy = np.linspace(30_000, 40_000, 1001)
+    edges, weights = exit_latency_histogram(busy - 1_000, busy)
+    assert edges[0] == 0 and all(e >= 0 for e in edges) and sum(weights) == pytest.approx(1.0)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_the_probe_measures_a_distribution_and_leaves_nothing_behind():
+    before = os.sched_getaffinity(0)
+    m = measure(round_trips=400, blocks=2)
+    assert os.sched_getaffinity(0) == before
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # every child reaped
+    assert m.round_trips == 400 and m.edges_ns[0] >= 0 and sorted(m.edges_ns) == m.edges_ns
+    assert sum(m.weights) == pytest.approx(1.0) and m.p50_us >= 0 and m.p99_us >= m.p50_us
+    # the scenario takes it as it is
+    from sim.scenario.node import Cpuidle
+
+    Cpuidle.model_validate(m.table())
