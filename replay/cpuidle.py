@@ -27,7 +27,8 @@ import os
 import signal
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,8 +40,54 @@ CUTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0)
 # the differences' quantiles are taken on this grid, then cut at CUTS
 GRID = np.linspace(0.005, 0.995, 199)
 EXITS = 2  # wakeups of an idle CPU in a round trip
+BUSY_HOST = 0.2  # CPUs of other work above which the summary warns
 ROUND_TRIPS = 4000  # per mode, in BLOCKS alternating blocks
 BLOCKS = 4
+
+
+@dataclass(frozen=True)
+class IdleDriver:
+    """What the kernel says of CPU 0's idle states (/sys/devices/system/cpu/cpuidle and
+    cpu0/cpuidle/stateN): the driver and governor, each state's name and declared exit latency
+    (µs; `struct cpuidle_state.exit_latency`), and cpuidle-haltpoll's polling limit before a
+    halt (`guest_halt_poll_ns`, None without the module). What the kernel declares is not what a
+    wakeup costs in a guest: the hypervisor's part is in no table, hence the measurement."""
+
+    driver: str | None = None
+    governor: str | None = None
+    states: list[tuple[str, int]] = field(default_factory=list)
+    guest_halt_poll_ns: int | None = None
+
+    def summary(self) -> str:
+        if self.driver is None:
+            return "no cpuidle driver (the idle loop halts)"
+        states = ", ".join(f"{n} {lat} µs" for n, lat in self.states) or "none"
+        poll = "" if self.guest_halt_poll_ns is None else f"; polls {self.guest_halt_poll_ns} ns before it halts"
+        return f"cpuidle driver {self.driver}, governor {self.governor or '-'}, states (declared exit latency) {states}{poll}"
+
+
+def _text(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def read_idle_driver(root: Path = Path("/")) -> IdleDriver:
+    """The idle driver as sysfs shows it under `root` (a test gives its own tree)."""
+    base = root / "sys/devices/system/cpu"
+    states = []
+    for d in sorted((base / "cpu0/cpuidle").glob("state*"), key=lambda p: int(p.name[5:]) if p.name[5:].isdigit() else 0):
+        name, latency = _text(d / "name"), _text(d / "latency")
+        if name is not None and latency is not None and latency.isdigit():
+            states.append((name, int(latency)))
+    poll = _text(root / "sys/module/haltpoll/parameters/guest_halt_poll_ns")
+    return IdleDriver(
+        driver=_text(base / "cpuidle/current_driver"),
+        governor=_text(base / "cpuidle/current_governor_ro") or _text(base / "cpuidle/current_governor"),
+        states=states,
+        guest_halt_poll_ns=int(poll) if poll is not None and poll.isdigit() else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -59,6 +106,10 @@ class ExitLatency:
     p99_us: float
     edges_ns: list[int]
     weights: list[float]
+    driver: IdleDriver = field(default_factory=IdleDriver)
+    # CPUs busy with other work in a quiet window before the probe: the exits it measures are
+    # those of CPUs the others leave idle, and fewer
+    others_busy_cpus: float = 0.0
 
     def table(self) -> dict[str, Any]:
         """`[node.cpuidle]` as a scenario table."""
@@ -70,12 +121,24 @@ class ExitLatency:
         weights = ", ".join(f"{w:.6g}" for w in self.weights)
         return f'node.cpuidle={{exit_latency = {{dist = "empirical", edges = [{edges}], weights = [{weights}]}}}}'
 
+    def toml(self) -> str:
+        """`[node.cpuidle]` as a scenario's TOML."""
+        edges = ", ".join(f'"{e}ns"' for e in self.edges_ns)
+        weights = ", ".join(f"{w:.6g}" for w in self.weights)
+        return f'[node.cpuidle]\nexit_latency = {{ dist = "empirical", edges = [{edges}], weights = [{weights}] }}\n'
+
     def summary(self) -> str:
         return (
             f"cpuidle: a wakeup of an idle CPU waits {self.p50_us:.1f} µs (median; mean {self.mean_us:.1f}, "
             f"P99 {self.p99_us:.1f}): round trip CPU {self.cpus[0]} ↔ {self.cpus[1]} idle {self.idle_p50_us:.1f} µs "
             f"(P99 {self.idle_p99_us:.1f}), kept busy by SCHED_IDLE spinners {self.busy_p50_us:.1f} µs "
-            f"(P99 {self.busy_p99_us:.1f}); {self.round_trips} round trips each"
+            f"(P99 {self.busy_p99_us:.1f}); {self.round_trips} round trips each; {self.driver.summary()}"
+            + (
+                f"; WARNING: the host was busy ({self.others_busy_cpus:.2f} CPUs of other work): its CPUs idle less "
+                "than they would, and the exit measured is too short"
+                if self.others_busy_cpus > BUSY_HOST
+                else ""
+            )
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -112,6 +175,21 @@ def exit_latency_histogram(idle_ns: np.ndarray, busy_ns: np.ndarray) -> tuple[li
     if not weights:
         edges, weights = [edges[0], edges[0] + 1], [1.0]
     return edges, [round(w, 6) for w in weights]
+
+
+def busy_cpus(seconds: float = 0.3, stat: Path = Path("/proc/stat")) -> float:
+    """CPUs busy over `seconds` by /proc/stat's first line (everything but idle and iowait),
+    while this process sleeps."""
+
+    def read() -> tuple[int, int]:
+        fields = [int(x) for x in stat.read_text().split("\n", 1)[0].split()[1:]]
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+        return sum(fields[:8]) - idle, sum(fields[:8])
+
+    b0, t0 = read()
+    time.sleep(seconds)
+    b1, t1 = read()
+    return 0.0 if t1 == t0 else (b1 - b0) / (t1 - t0) * (os.cpu_count() or 1)
 
 
 def _pin(cpu: int) -> None:
@@ -172,6 +250,7 @@ def measure(cpus: tuple[int, int] | None = None, round_trips: int = ROUND_TRIPS,
             raise HostError(f"cpuidle: the exit latency needs two CPUs to exchange between (this process may run on {allowed})")
         cpus = (allowed[0], allowed[1])
     a, b = cpus
+    others = busy_cpus()
     old = os.sched_getaffinity(0)
     r1, w1 = os.pipe()
     r2, w2 = os.pipe()
@@ -207,4 +286,6 @@ def measure(cpus: tuple[int, int] | None = None, round_trips: int = ROUND_TRIPS,
         p99_us=float(q[1]) / 1e3,
         edges_ns=edges,
         weights=weights,
+        driver=read_idle_driver(),
+        others_busy_cpus=others,
     )

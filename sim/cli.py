@@ -104,6 +104,12 @@ def _parser() -> argparse.ArgumentParser:
         help="opt-in: read debugfs where it is not mounted, from a child that mounts it in a private mount "
         "namespace (unshare -m; root); the host's mounts are not touched",
     )
+    hk.add_argument(
+        "--idle-exit",
+        action="store_true",
+        help="also measure how long a wakeup of an idle CPU waits (a few seconds of two pinned processes "
+        "exchanging over pipes, beside and without SCHED_IDLE spinners) and print it as [node.cpuidle]",
+    )
     fid = commands.add_parser(
         "fidelity",
         help="score every prediction against this host: real services x isolation cases, repeated (root)",
@@ -310,6 +316,15 @@ def _host_kernel(args: argparse.Namespace) -> int:
     from replay.host_kernel import host_kernel, host_kernel_report, read_in_private_debugfs
 
     hk = read_in_private_debugfs() if args.private_debugfs else host_kernel()
+    if args.idle_exit:
+        from replay.cpuidle import measure
+
+        m = measure()
+        if args.json:
+            print(json.dumps({**hk.as_dict(), "cpuidle": m.to_dict()}, indent=2))
+        else:
+            print(f"{host_kernel_report(hk)}\n\n# {m.summary()}\n{m.toml()}")
+        return 0
     print(json.dumps(hk.as_dict(), indent=2) if args.json else host_kernel_report(hk))
     return 0
 

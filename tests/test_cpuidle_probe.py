@@ -52,3 +52,39 @@ def test_the_probe_measures_a_distribution_and_leaves_nothing_behind():
     from sim.scenario.node import Cpuidle
 
     Cpuidle.model_validate(m.table())
+
+
+def test_the_idle_driver_is_read_as_sysfs_shows_it(tmp_path):
+    from replay.cpuidle import read_idle_driver
+
+    cpu = tmp_path / "sys/devices/system/cpu"
+    for k, (name, lat) in enumerate([("POLL", "0"), ("haltpoll idle", "1")]):
+        (cpu / f"cpu0/cpuidle/state{k}").mkdir(parents=True)
+        (cpu / f"cpu0/cpuidle/state{k}/name").write_text(name + "\n")
+        (cpu / f"cpu0/cpuidle/state{k}/latency").write_text(lat + "\n")
+    (cpu / "cpuidle").mkdir()
+    (cpu / "cpuidle/current_driver").write_text("haltpoll\n")
+    (cpu / "cpuidle/current_governor_ro").write_text("haltpoll\n")
+    (tmp_path / "sys/module/haltpoll/parameters").mkdir(parents=True)
+    (tmp_path / "sys/module/haltpoll/parameters/guest_halt_poll_ns").write_text("0\n")
+    d = read_idle_driver(tmp_path)
+    assert d.driver == "haltpoll" and d.governor == "haltpoll" and d.guest_halt_poll_ns == 0
+    assert d.states == [("POLL", 0), ("haltpoll idle", 1)]
+    assert "haltpoll idle 1 µs" in d.summary() and "polls 0 ns" in d.summary()
+    # a host without cpuidle says so
+    assert read_idle_driver(tmp_path / "none").summary() == "no cpuidle driver (the idle loop halts)"
+
+
+def test_a_busy_host_is_said_beside_the_figure():
+    from dataclasses import replace
+
+    from replay.cpuidle import BUSY_HOST, ExitLatency
+
+    m = ExitLatency((0, 1), 100, 50.0, 80.0, 30.0, 60.0, 10.0, 10.0, 10.0, [9_999, 10_001], [1.0])
+    assert "WARNING" not in m.summary()
+    assert "WARNING: the host was busy (1.00 CPUs" in replace(m, others_busy_cpus=1.0).summary()
+    assert "WARNING" not in replace(m, others_busy_cpus=BUSY_HOST).summary()
+    # the scenario's TOML of it reads back as the table
+    import tomllib
+
+    assert tomllib.loads(m.toml())["node"]["cpuidle"]["exit_latency"]["edges"] == ["9999ns", "10001ns"]
