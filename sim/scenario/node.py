@@ -56,6 +56,19 @@ class Cpuidle(Table):
         return {"exit_latency": self.exit_latency.core_spec()}
 
 
+class RemoteWakeup(Table):
+    """[node.remote_wakeup]: the CPU a wakeup across CPUs costs its two ends — the woken task
+    (`wakee`) and the task that woke it (`waker`): the interrupt to the other CPU, in a guest
+    a VM exit on each side. A host's property (docs/replay.md, "A wakeup across CPUs"); not
+    given: nothing (core_rs/model/src/remote_wakeup.rs)."""
+
+    wakee: Duration = 0
+    waker: Duration = 0
+
+    def core_spec(self) -> dict[str, Any]:
+        return {"wakee_ns": self.wakee, "waker_ns": self.waker}
+
+
 class Topology(Table):
     """[node]: sockets -> NUMA nodes -> cores -> SMT threads, numbered as Linux does."""
 
@@ -81,6 +94,8 @@ class Topology(Table):
     memory_bandwidth: MemoryBandwidth = Field(default_factory=MemoryBandwidth)
     # the CPUs' idle state: a wakeup of an idle CPU waits its exit latency
     cpuidle: Cpuidle | None = None
+    # what a wakeup across CPUs costs the woken task and its waker
+    remote_wakeup: RemoteWakeup | None = None
 
     @property
     def ncpus(self) -> int:

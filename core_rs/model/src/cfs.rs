@@ -1228,6 +1228,9 @@ impl Node {
         if let Some(m) = self.crossing.take() {
             self.charge_crossing(m, cpu);
         }
+        if self.remote_wakeup.is_some() || self.tasks[t].owed > 0 {
+            self.charge_remote_wakeup(t, cpu);
+        }
         if cpu != prev && !self.eevdf() {
             // CFS re-bases vruntime on the new queue; EEVDF carries the lag instead.
             let ncpus = self.ncpus();
@@ -1254,6 +1257,9 @@ impl Node {
         self.update_curr(cpu);
         if let Some(m) = self.crossing.take() {
             self.charge_crossing(m, cpu);
+        }
+        if self.remote_wakeup.is_some() || self.tasks[t].owed > 0 {
+            self.charge_remote_wakeup(t, cpu);
         }
         self.requeue_delayed_unseen(se);
         let mut idle_nr = self.tasks[t].idle_policy as u32;

@@ -29,6 +29,7 @@ pub mod node_io;
 pub mod node_memory;
 pub mod pelt;
 pub mod psi;
+pub mod remote_wakeup;
 pub mod resctrl;
 pub mod rng;
 pub mod sched_features;

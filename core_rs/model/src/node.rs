@@ -82,6 +82,9 @@ pub struct Task {
     /// → `task_sched_runtime` → `update_curr`): its queue sees the end of its slice or
     /// protection when it happens, not at the next tick (slice.rs).
     pub reads_cpu_clock: bool,
+    /// CPU it owes for wakeups it made across CPUs just before it blocked
+    /// (remote_wakeup.rs): added to its work when it is next woken.
+    pub owed: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -189,6 +192,8 @@ pub struct Node {
     pub hw: crate::contention::Hardware,
     /// The CPUs' idle state and its exit latencies (cpuidle.rs); None: none.
     pub cpuidle: Option<crate::cpuidle::Cpuidle>,
+    /// What a wakeup across CPUs costs its ends (remote_wakeup.rs); None: nothing.
+    pub remote_wakeup: Option<crate::remote_wakeup::RemoteWakeupSpec>,
 }
 
 impl Node {
@@ -350,6 +355,7 @@ impl Node {
                 .cpuidle
                 .as_ref()
                 .map(|c| crate::cpuidle::Cpuidle::new(c, spec.seed)),
+            remote_wakeup: spec.remote_wakeup,
         };
         // Each group's CFS period timer phase (bandwidth.rs `start_cfs_bandwidth`): pinned, or
         // drawn for every group in creation order from stream 0, the node's own (workloads use
@@ -494,6 +500,7 @@ impl Node {
             memstall: false,
             wakee: crate::balance::Wakee::default(),
             reads_cpu_clock: false,
+            owed: 0,
         });
         self.cgroups[cg].nr_tasks += 1;
         self.apply_task_policy(id);

@@ -40,6 +40,9 @@ pub struct NodeSpec {
     /// idle CPU runs at once.
     #[serde(default)]
     pub cpuidle: Option<crate::cpuidle::CpuidleSpec>,
+    /// What a wakeup across CPUs costs its two ends (remote_wakeup.rs); None: nothing.
+    #[serde(default)]
+    pub remote_wakeup: Option<crate::remote_wakeup::RemoteWakeupSpec>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -492,9 +492,19 @@ pub fn scenario(seed: u64) -> (Value, Vec<(String, Vec<usize>)>) {
     } else {
         Value::Null
     };
+    // Wakeups across CPUs that cost CPU on a third of the seeds, from a stream of their own.
+    let mut wake = Gen {
+        r: Rng::stream(seed, 0x3a4e),
+    };
+    let remote_wakeup = if wake.p(1.0 / 3.0) {
+        json!({"wakee_ns": wake.u(50_000), "waker_ns": wake.u(50_000)})
+    } else {
+        Value::Null
+    };
     let spec = json!({
         "seed": seed,
         "cpuidle": cpuidle,
+        "remote_wakeup": remote_wakeup,
         "topology": {"sockets": sockets, "cores_per_socket": cores, "threads_per_core": threads, "numa_nodes_per_socket": numa},
         "kernel": {"scheduler": sched, "version": version, "group_shares": group_shares, "smt_expeller": g.p(0.5), "hz": ([250u32, 1000][g.u(2) as usize]), "cfs_period_phase_ns": std::env::var("STRESS_PHASE").ok().and_then(|s| s.parse::<u64>().ok()), "sched_runtime_ns": sched_runtime, "cpu_clock_readers": readers},
         "cgroups": cgs,
