@@ -6,6 +6,7 @@ preempts) takes it away, and an exchange on one CPU never pays it."""
 from __future__ import annotations
 
 import pytest
+from exchange import kv
 
 from sim.errors import ScenarioError
 from sim.runner import run_variant
@@ -38,8 +39,8 @@ def sleeper(**extra) -> dict:
     }
 
 
-def p50(s: Scenario) -> float:
-    return run_variant(Variant("v", True, s), 1).services["web"].p50_s
+def p50(s: Scenario, service: str = "web") -> float:
+    return run_variant(Variant("v", True, s), 1).services[service].p50_s
 
 
 def test_a_request_that_wakes_an_idle_cpu_waits_the_exit_latency():
@@ -58,19 +59,10 @@ def test_a_sched_idle_hog_keeps_the_cpus_awake_and_takes_the_latency_away():
 
 def test_an_exchange_on_one_cpu_never_waits_an_exit():
     # the generator wakes the server and then blocks: the CPU is running the waker, not idle
-    kv = {
-        "kind": "closed_loop",
-        "cgroup": "web",
-        "clients": 1,
-        "workers": 1,
-        "client_cpu": {"dist": "constant", "value": "500us"},
-        "service": {"dist": "constant", "value": "1ms"},
-        "client_threads": 1,
-        "cross_cpu": {"server": "200us", "client": "300us"},
-    }
-    assert p50(node(1, {"web": kv}, {"web": {}}, **EXIT)) == pytest.approx(1.5e-3, rel=1e-6)
+    cross = {"client_threads": 1, "cross_cpu": {"server": "200us", "client": "300us"}}
+    assert p50(kv(1, EXIT, **cross), "kv") == pytest.approx(1.5e-3, rel=1e-6)
     # apart, each message wakes a CPU its receiver left idle: 0.5 + 0.3 + 1 + 0.2 + 2 × 0.1
-    assert p50(node(2, {"web": kv}, {"web": {}}, **EXIT)) == pytest.approx(2.2e-3, rel=1e-6)
+    assert p50(kv(2, EXIT, **cross), "kv") == pytest.approx(2.2e-3, rel=1e-6)
 
 
 def test_drawn_latencies_are_the_same_for_the_same_seed_and_move_the_mean_by_theirs():

@@ -6,33 +6,14 @@ generator threads replay runs for each real server."""
 from __future__ import annotations
 
 import pytest
+from exchange import kv
 
 from replay.calibration import Fit, apply_fit
 from replay.workloads import generator_event_loop, generator_threads
 from sim.runner import run_variant
-from sim.scenario import Scenario, Variant
+from sim.scenario import Variant
 
 pytest.importorskip("sim._core")
-
-
-def kv(cpus: int, **extra) -> Scenario:
-    """One client of one worker: 0.5 ms of the generator's CPU, 1 ms of service a request."""
-    web = {
-        "kind": "closed_loop",
-        "cgroup": "kv",
-        "clients": 1,
-        "workers": 1,
-        "client_cpu": {"dist": "constant", "value": "500us"},
-        "service": {"dist": "constant", "value": "1ms"},
-        **extra,
-    }
-    doc = {
-        "scenario": {"name": "cross", "duration": "6s", "warmup": "1s", "seed": 1, "sample_interval": "0s"},
-        "node": {"cores_per_socket": cpus},
-        "cgroups": {"kv": {}},
-        "workloads": {"kv": web},
-    }
-    return Scenario.from_document(doc)
 
 
 CROSS = {"cross_cpu": {"server": "200us", "client": "300us"}, "client_threads": 1}

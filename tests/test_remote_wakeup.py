@@ -7,6 +7,7 @@ takes away (docs/replay.md, "A wakeup across CPUs")."""
 from __future__ import annotations
 
 import pytest
+from exchange import kv
 
 from sim.errors import ScenarioError
 from sim.runner import run_variant
@@ -15,27 +16,7 @@ from sim.scenario import Scenario, Variant
 pytest.importorskip("sim._core")
 
 WAKE = {"remote_wakeup": {"wakee": "200us", "waker": "100us"}}
-
-
-def kv(cpus: int, node: dict, workloads: dict | None = None, cgroups: dict | None = None, **extra) -> Scenario:
-    """One client of one worker: 0.5 ms of the generator's CPU, 1 ms of service a request."""
-    web = {
-        "kind": "closed_loop",
-        "cgroup": "kv",
-        "clients": 1,
-        "workers": 1,
-        "client_cpu": {"dist": "constant", "value": "500us"},
-        "service": {"dist": "constant", "value": "1ms"},
-        "client_threads": 1,
-        **extra,
-    }
-    doc = {
-        "scenario": {"name": "wake", "duration": "4s", "warmup": "1s", "seed": 1, "sample_interval": "0s"},
-        "node": {"cores_per_socket": cpus, **node},
-        "cgroups": {"kv": {}, **(cgroups or {})},
-        "workloads": {"kv": web, **(workloads or {})},
-    }
-    return Scenario.from_document(doc)
+ONE_THREAD = {"client_threads": 1}
 
 
 def run(s: Scenario):
@@ -47,15 +28,15 @@ def test_apart_each_message_costs_its_wakee_and_its_waker():
     # the generator (0.5) wakes the server across CPUs and blocks: the server's request grows by
     # 0.2 (wakee), the generator owes 0.1 (waker) until it is woken; the reply does the same the
     # other way: 0.5 + 0.2 + 0.1 and 1 + 0.2 + 0.1 a request, 2.1 ms round the loop
-    r, svc = run(kv(2, WAKE))
+    r, svc = run(kv(2, WAKE, **ONE_THREAD))
     assert svc.p50_s == pytest.approx(2.1e-3, rel=1e-6) and svc.p99_s == pytest.approx(2.1e-3, rel=1e-6)
     assert r.cgroups["kv"].cpu_s / r.measured_s == pytest.approx(svc.qps * 2.1e-3, rel=0.01)
     # without it: 1.5 ms
-    assert run(kv(2, {}))[1].p50_s == pytest.approx(1.5e-3, rel=1e-6)
+    assert run(kv(2, {}, **ONE_THREAD))[1].p50_s == pytest.approx(1.5e-3, rel=1e-6)
 
 
 def test_on_one_cpu_no_wakeup_crosses_and_nothing_is_charged():
-    assert run(kv(1, WAKE))[1].p50_s == pytest.approx(1.5e-3, rel=1e-6)
+    assert run(kv(1, WAKE, **ONE_THREAD))[1].p50_s == pytest.approx(1.5e-3, rel=1e-6)
 
 
 def test_a_server_that_wakes_slowly_batches_and_a_hog_in_its_gaps_takes_the_batches_away():
@@ -66,7 +47,7 @@ def test_a_server_that_wakes_slowly_batches_and_a_hog_in_its_gaps_takes_the_batc
     # wakeups are quicker and serve fewer each, and every GET costs more
     redis = {"client_cpu": {"dist": "constant", "value": "5.2us"}, "service": {"dist": "constant", "value": "2.3us"}}
     node = {"remote_wakeup": {"wakee": "21us", "waker": "12us"}, "cpuidle": {"exit_latency": "7us"}}
-    evl = {"event_loop": {"read_share": 0.5}, "clients": 10, **redis}
+    evl = {"event_loop": {"read_share": 0.5}, "clients": 10, **ONE_THREAD, **redis}
     _, alone = run(kv(2, node, **evl))
     hog = {"hog": {"kind": "hog", "cgroup": "batch", "threads": 1}}
     beside = [run(kv(2, node, hog, {"batch": {"cpu.idle": 1, "cpuset.cpus": str(c)}}, **evl)) for c in (0, 1)]
@@ -82,4 +63,4 @@ def test_a_server_that_wakes_slowly_batches_and_a_hog_in_its_gaps_takes_the_batc
 
 def test_a_bad_cost_names_its_field():
     with pytest.raises(ScenarioError, match=r"node\.remote_wakeup\.wakee"):
-        kv(2, {"remote_wakeup": {"wakee": "-1us"}})
+        kv(2, {"remote_wakeup": {"wakee": "-1us"}}, **ONE_THREAD)
