@@ -107,8 +107,9 @@ def _parser() -> argparse.ArgumentParser:
     hk.add_argument(
         "--idle-exit",
         action="store_true",
-        help="also measure how long a wakeup of an idle CPU waits (a few seconds of two pinned processes "
-        "exchanging over pipes, beside and without SCHED_IDLE spinners) and print it as [node.cpuidle]",
+        help="also measure how long a wakeup of an idle CPU waits and what a wakeup across CPUs costs its two "
+        "ends (a few seconds of pinned processes writing to each other over pipes, beside and without SCHED_IDLE "
+        "spinners) and print them as [node.cpuidle] and [node.remote_wakeup]",
     )
     fid = commands.add_parser(
         "fidelity",
@@ -317,13 +318,14 @@ def _host_kernel(args: argparse.Namespace) -> int:
 
     hk = read_in_private_debugfs() if args.private_debugfs else host_kernel()
     if args.idle_exit:
-        from replay.cpuidle import measure
+        from replay import cpuidle, remote_wakeup
 
-        m = measure()
+        m = cpuidle.measure()
+        w = remote_wakeup.measure()
         if args.json:
-            print(json.dumps({**hk.as_dict(), "cpuidle": m.to_dict()}, indent=2))
+            print(json.dumps({**hk.as_dict(), "cpuidle": m.to_dict(), "remote_wakeup": w.to_dict()}, indent=2))
         else:
-            print(f"{host_kernel_report(hk)}\n\n# {m.summary()}\n{m.toml()}")
+            print(f"{host_kernel_report(hk)}\n\n# {m.summary()}\n{m.toml()}\n# {w.summary()}\n{w.toml()}")
         return 0
     print(json.dumps(hk.as_dict(), indent=2) if args.json else host_kernel_report(hk))
     return 0
