@@ -177,6 +177,14 @@ def exit_latency_histogram(idle_ns: np.ndarray, busy_ns: np.ndarray) -> tuple[li
     return edges, [round(w, 6) for w in weights]
 
 
+def two_cpus(what: str) -> tuple[int, int]:
+    """The first two CPUs this process may run on; HostError naming `what` without two."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        raise HostError(f"{what} needs two CPUs to exchange between (this process may run on {allowed})")
+    return allowed[0], allowed[1]
+
+
 def busy_cpus(seconds: float = 0.3, stat: Path = Path("/proc/stat")) -> float:
     """CPUs busy over `seconds` by /proc/stat's first line (everything but idle and iowait),
     while this process sleeps."""
@@ -192,12 +200,12 @@ def busy_cpus(seconds: float = 0.3, stat: Path = Path("/proc/stat")) -> float:
     return 0.0 if t1 == t0 else (b1 - b0) / (t1 - t0) * (os.cpu_count() or 1)
 
 
-def _pin(cpu: int) -> None:
+def pin(cpu: int) -> None:
     os.sched_setaffinity(0, {cpu})
 
 
 @contextlib.contextmanager
-def _child(target) -> Iterator[int]:
+def child_process(target) -> Iterator[int]:
     """A forked child running `target()` (it never returns), killed when the block ends."""
     pid = os.fork()
     if pid == 0:
@@ -214,15 +222,15 @@ def _child(target) -> Iterator[int]:
             os.waitpid(pid, 0)
 
 
-def _spin_idle(cpu: int) -> None:
-    _pin(cpu)
+def spin_idle(cpu: int) -> None:
+    pin(cpu)
     os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     while True:
         pass
 
 
 def _echo(cpu: int, rd: int, wr: int) -> None:
-    _pin(cpu)
+    pin(cpu)
     while True:
         b = os.read(rd, 1)
         if not b:
@@ -244,12 +252,7 @@ def _round_trips(to_echo: int, from_echo: int, n: int) -> np.ndarray:
 def measure(cpus: tuple[int, int] | None = None, round_trips: int = ROUND_TRIPS, blocks: int = BLOCKS) -> ExitLatency:
     """Measure the exit latency between two CPUs this process may run on (the first two by
     default). HostError when there are fewer than two."""
-    allowed = sorted(os.sched_getaffinity(0))
-    if cpus is None:
-        if len(allowed) < 2:
-            raise HostError(f"cpuidle: the exit latency needs two CPUs to exchange between (this process may run on {allowed})")
-        cpus = (allowed[0], allowed[1])
-    a, b = cpus
+    a, b = cpus or two_cpus("cpuidle: the exit latency")
     others = busy_cpus()
     old = os.sched_getaffinity(0)
     r1, w1 = os.pipe()
@@ -257,12 +260,12 @@ def measure(cpus: tuple[int, int] | None = None, round_trips: int = ROUND_TRIPS,
     per_block = max(1, round_trips // blocks)
     idle, busy = [], []
     try:
-        with _child(lambda: _echo(b, r1, w2)):
-            _pin(a)
+        with child_process(lambda: _echo(b, r1, w2)):
+            pin(a)
             _round_trips(w1, r2, 200)  # warm both ends up
             for _ in range(blocks):
                 idle.append(_round_trips(w1, r2, per_block))
-                with _child(lambda: _spin_idle(a)), _child(lambda: _spin_idle(b)):
+                with child_process(lambda: spin_idle(a)), child_process(lambda: spin_idle(b)):
                     time.sleep(0.02)  # the spinners are on their CPUs
                     busy.append(_round_trips(w1, r2, per_block))
     finally:

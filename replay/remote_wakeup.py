@@ -25,8 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from replay.cpuidle import _child, _pin, _spin_idle, busy_cpus
-from sim.errors import HostError
+from replay.cpuidle import busy_cpus, child_process, pin, spin_idle, two_cpus
 
 WAKEUPS = 4000
 GAP_S = 100e-6  # between writes: the reader is asleep again before the next
@@ -76,7 +75,7 @@ def _run_ns(pid: int) -> int:
 
 
 def _reader(cpu: int, rd: int) -> None:
-    _pin(cpu)
+    pin(cpu)
     while os.read(rd, 1):
         pass
 
@@ -87,9 +86,9 @@ def _one(writer_cpu: int, reader_cpu: int, n: int, hog: bool) -> tuple[float, fl
     try:
         with contextlib.ExitStack() as stack:
             if hog:
-                stack.enter_context(_child(lambda: _spin_idle(reader_cpu)))
-            pid = stack.enter_context(_child(lambda: _reader(reader_cpu, rd)))
-            _pin(writer_cpu)
+                stack.enter_context(child_process(lambda: spin_idle(reader_cpu)))
+            pid = stack.enter_context(child_process(lambda: _reader(reader_cpu, rd)))
+            pin(writer_cpu)
             time.sleep(0.02)
             r0 = _run_ns(pid)
             spent = 0
@@ -110,12 +109,8 @@ def _one(writer_cpu: int, reader_cpu: int, n: int, hog: bool) -> tuple[float, fl
 
 
 def measure(cpus: tuple[int, int] | None = None, wakeups: int = WAKEUPS) -> RemoteWakeupCost:
-    allowed = sorted(os.sched_getaffinity(0))
-    if cpus is None:
-        if len(allowed) < 2:
-            raise HostError(f"remote wakeup: needs two CPUs (this process may run on {allowed})")
-        cpus = (allowed[0], allowed[1])
-    a, b = cpus
+    """Measure the costs between two CPUs this process may run on (the first two by default)."""
+    a, b = cpus or two_cpus("remote wakeup: the cost of a wakeup across CPUs")
     others = busy_cpus()
     old = os.sched_getaffinity(0)
     try:
