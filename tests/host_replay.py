@@ -167,3 +167,8 @@ def leave_session_cgroup(made: dict[Path, Path]) -> list[str]:
         except OSError as err:
             said.append(f"{child}: not removed ({err})")
     return said
+
+
+def children(pid: int) -> list[int]:
+    """A process's children (its main thread's: /proc/PID/task/PID/children), zombies included."""
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]

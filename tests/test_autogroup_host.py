@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from host_replay import children
 
 from replay.host_kernel import read_host_kernel
 
@@ -38,10 +39,6 @@ def loops(n: int, cpu: int, new_session: bool) -> subprocess.Popen:
     return subprocess.Popen(
         ["sh", "-c", LOOPS.format(n=n)], start_new_session=new_session, preexec_fn=lambda: os.sched_setaffinity(0, {cpu})
     )
-
-
-def children(pid: int) -> list[int]:
-    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
 def run_ns(pids: list[int]) -> int:
