@@ -1030,6 +1030,13 @@ def leftover_folders(layout: Layout, fs: Fs | None = None) -> list[Path]:
     return out
 
 
+def visible_tasks(folder: Path, fs: Fs | None = None) -> list[int]:
+    """The tasks this pid namespace sees in a run folder and its children (cgroup.procs)."""
+    fs = fs or Fs()
+    dirs = [folder, *(p for p in folder.rglob("*") if p.is_dir())]
+    return [int(pid) for d in dirs if fs.exists(d / "cgroup.procs") for pid in fs.read(d / "cgroup.procs").split()]
+
+
 def held_elsewhere(folder: Path, layout: Layout, fs: Fs | None = None, settle: float = 0.2) -> str | None:
     """Why a run folder with no task visible here still belongs to a live run, or None.
 
@@ -1041,8 +1048,7 @@ def held_elsewhere(folder: Path, layout: Layout, fs: Fs | None = None, settle: f
     `settle` seconds. (One asleep the whole time shows nothing: its rmdir then fails EBUSY,
     which cleanup reports without removing more.)"""
     fs = fs or Fs()
-    dirs = [folder, *(p for p in folder.rglob("*") if p.is_dir())]
-    if any(fs.exists(d / "cgroup.procs") and fs.read(d / "cgroup.procs").split() for d in dirs):
+    if visible_tasks(folder, fs):
         return None  # tasks of ours: a run of this namespace, which its record judges
     if layout.version == 2:
         events = folder / "cgroup.events"

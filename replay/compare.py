@@ -703,6 +703,26 @@ def _stale_trace_instances(say: Callable[[str], Any]) -> list[str]:
     return removed
 
 
+def _kill_and_wait(pids: set[int], kill, timeout: float = 5.0) -> None:
+    """SIGKILL `pids` (by `kill`) and wait until none of them runs any more (gone, or a zombie
+    whose CPU is spent), at most `timeout` seconds."""
+    for pid in pids:
+        kill(pid)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        running = []
+        for pid in pids:
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text()
+            except OSError:
+                continue  # gone
+            if stat.rpartition(")")[2].split()[0] != "Z":
+                running.append(pid)
+        if not running:
+            return
+        time.sleep(0.02)
+
+
 def cleanup(say: Callable[[str], Any] = _say) -> int:
     """`colosim replay --cleanup`: remove what killed replays left — their run folders in the
     cgroup hierarchies (and the processes in them), their directories in the file system (and
@@ -710,7 +730,7 @@ def cleanup(say: Callable[[str], Any] = _say) -> int:
     import os
     import signal
 
-    from replay.cgroupfs import detect_layout, held_elsewhere, leftover_folders, remove_tree
+    from replay.cgroupfs import detect_layout, held_elsewhere, leftover_folders, remove_tree, visible_tasks
     from replay.session import LOCK_PATH, leftover_runs, remove_leftover, running_folder
     from sim import liveness
 
@@ -740,8 +760,13 @@ def cleanup(say: Callable[[str], Any] = _say) -> int:
     # the cgroups first (their processes die with them), then the file system
     layout = detect_layout(io=None, memory=None)
     folders = [f for f in leftover_folders(layout) if f.name not in live]
+    # Whose is each folder, decided before anything is killed: one with tasks visible here is
+    # ours. Killing them in one hierarchy empties the run's folder in the others while the
+    # tasks still exit, and their exit's CPU must not read as another namespace's tasks
+    ours = {f for f in folders if visible_tasks(f)}
+    _kill_and_wait({pid for f in ours for pid in visible_tasks(f)}, kill)
     for f in folders:
-        if (why := held_elsewhere(f, layout)) is not None:
+        if f not in ours and (why := held_elsewhere(f, layout)) is not None:
             say(f"{f}: {why}: left alone")
             continue
         try:
