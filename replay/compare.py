@@ -763,8 +763,8 @@ def cleanup(say: Callable[[str], Any] = _say) -> int:
     # Whose is each folder, decided before anything is killed: one with tasks visible here is
     # ours. Killing them in one hierarchy empties the run's folder in the others while the
     # tasks still exit, and their exit's CPU must not read as another namespace's tasks
-    ours = {f for f in folders if visible_tasks(f)}
-    _kill_and_wait({pid for f in ours for pid in visible_tasks(f)}, kill)
+    ours = {f: tasks for f in folders if (tasks := visible_tasks(f))}
+    _kill_and_wait({pid for tasks in ours.values() for pid in tasks}, kill)
     for f in folders:
         if f not in ours and (why := held_elsewhere(f, layout)) is not None:
             say(f"{f}: {why}: left alone")

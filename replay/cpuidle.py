@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from replay.host_kernel import read_optional
 from sim.errors import HostError
 
 # the quantiles the exit latency's histogram is cut at (its bins' probabilities are their gaps)
@@ -67,10 +68,8 @@ class IdleDriver:
 
 
 def _text(path: Path) -> str | None:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return None
+    text = read_optional(path)
+    return None if text is None else text.strip()
 
 
 def read_idle_driver(root: Path = Path("/")) -> IdleDriver:
@@ -115,17 +114,19 @@ class ExitLatency:
         """`[node.cpuidle]` as a scenario table."""
         return {"exit_latency": {"dist": "empirical", "edges": [f"{e}ns" for e in self.edges_ns], "weights": self.weights}}
 
-    def override(self) -> str:
-        """The table as one `--set` (a TOML inline table)."""
+    def _exit_latency(self) -> str:
+        """The histogram as a TOML inline table."""
         edges = ", ".join(f'"{e}ns"' for e in self.edges_ns)
         weights = ", ".join(f"{w:.6g}" for w in self.weights)
-        return f'node.cpuidle={{exit_latency = {{dist = "empirical", edges = [{edges}], weights = [{weights}]}}}}'
+        return f'{{dist = "empirical", edges = [{edges}], weights = [{weights}]}}'
+
+    def override(self) -> str:
+        """The table as one `--set`."""
+        return f"node.cpuidle={{exit_latency = {self._exit_latency()}}}"
 
     def toml(self) -> str:
         """`[node.cpuidle]` as a scenario's TOML."""
-        edges = ", ".join(f'"{e}ns"' for e in self.edges_ns)
-        weights = ", ".join(f"{w:.6g}" for w in self.weights)
-        return f'[node.cpuidle]\nexit_latency = {{ dist = "empirical", edges = [{edges}], weights = [{weights}] }}\n'
+        return f"[node.cpuidle]\nexit_latency = {self._exit_latency()}\n"
 
     def summary(self) -> str:
         return (

@@ -503,8 +503,8 @@ def fidelity(
     if duration is not None and not (math.isfinite(duration) and duration > 0):
         raise ScenarioError(f"--duration: must be a positive number of seconds (got {duration})")
     sets = list(overrides) + ([f"scenario.duration={duration}s"] if duration is not None else [])
-    for s in services:
-        load_service(s, cases, sets)  # a bad name or case is refused before anything runs
+    # a bad name or case is refused before anything runs
+    loaded = [load_service(s, cases, sets) for s in services]
     exit_latency = None
     if not any(o.replace(" ", "").startswith("node.cpuidle") for o in sets):
         # the host's idle exit, measured once before the runs while the host is quiet, and
@@ -513,7 +513,7 @@ def fidelity(
         # them no better (docs/replay.md, "Idle exits")
         exit_latency = measure_exit_latency()
         say(exit_latency.summary())
-    suite = Suite([load_service(s, cases, sets) for s in services], reps, seeds, seed, out, command, say, overrides=sets)
+    suite = Suite(loaded, reps, seeds, seed, out, command, say, overrides=sets)
     suite.cpuidle = None if exit_latency is None else {**exit_latency.to_dict(), "override": exit_latency.override()}
     started = time.monotonic()
     try:

@@ -259,7 +259,7 @@ def default_base_slice(version: tuple[int, int], ncpus: int) -> int | None:
 # --- reading the host ------------------------------------------------------------------------
 
 
-def _read(path: Path) -> str | None:
+def read_optional(path: Path) -> str | None:
     """A file's text, or None when it is absent or unreadable (debugfs unmounted, lockdown)."""
     try:
         if path.suffix == ".gz":
@@ -324,26 +324,26 @@ def read_host_kernel(
 
     config, config_src = {}, ""
     for rel in (f"boot/config-{un.release}", "proc/config.gz"):
-        text = _read(paths / rel)
+        text = read_optional(paths / rel)
         if text is not None:
             config, config_src = parse_config(text), f"config /{rel}"
             break
 
     debugfs = paths / "sys/kernel/debug/sched"
-    debug = parse_sched_debug(_read(debugfs / "debug") or "")
+    debug = parse_sched_debug(read_optional(debugfs / "debug") or "")
 
     # HZ: unknown leaves the scenario's own (or its default) in the prediction, and says so
     hz: Sourced[int | None] | None = None
     if (value := hz_from_config(config)) is not None:
         hz = Sourced(value, f"{config_src} (CONFIG_HZ)")
     else:
-        hz = measure(lambda: _read(paths / "proc/timer_list"))
+        hz = measure(lambda: read_optional(paths / "proc/timer_list"))
     if hz is None:
         hz = Sourced(None, "unknown: no kernel config (/boot/config-*, /proc/config.gz), /proc/timer_list unreadable")
 
     # base slice (EEVDF only)
     base: Sourced[int | None]
-    if (text := _read(debugfs / "base_slice_ns")) is not None and text.strip().isdigit():
+    if (text := read_optional(debugfs / "base_slice_ns")) is not None and text.strip().isdigit():
         base = Sourced(int(text), "debugfs sched/base_slice_ns")
     elif "sysctl_sched_base_slice" in debug and version >= (6, 6):
         base = Sourced(ms_text_to_ns(debug["sysctl_sched_base_slice"]), "debugfs sched/debug (sysctl_sched_base_slice)")
@@ -354,7 +354,7 @@ def read_host_kernel(
     # features
     order = FEATURES.get(vtext)
     features: Sourced[dict[str, bool] | None]
-    if (text := _read(debugfs / "features")) is not None:
+    if (text := read_optional(debugfs / "features")) is not None:
         features = Sourced(parse_features(text), "debugfs sched/features")
     elif (decoded := _decoded(debug.get("sysctl_sched_features"), order)) is not None:
         features = Sourced(decoded, f"debugfs sched/debug (sysctl_sched_features {debug['sysctl_sched_features']}, {vtext}'s features.h)")
@@ -367,10 +367,10 @@ def read_host_kernel(
     # preemption model
     built = preempt_from_uname(un.version)
     preempt: Sourced[str]
-    if (text := _read(debugfs / "preempt")) is not None and re.search(r"\(\w+\)", text):
+    if (text := read_optional(debugfs / "preempt")) is not None and re.search(r"\(\w+\)", text):
         preempt = Sourced(parse_preempt(text), "debugfs sched/preempt")
     elif built == "dynamic":
-        cmdline = re.search(r"(?:^|\s)preempt=(\w+)", _read(paths / "proc/cmdline") or "")
+        cmdline = re.search(r"(?:^|\s)preempt=(\w+)", read_optional(paths / "proc/cmdline") or "")
         chosen = preempt_from_config(config)
         if cmdline:
             preempt = Sourced(cmdline[1], "uname -v PREEMPT_DYNAMIC, preempt= on /proc/cmdline")
@@ -386,7 +386,7 @@ def read_host_kernel(
         preempt = Sourced("unknown", "uname -v names no PREEMPT model and no config")
 
     # autogroup: absent without CONFIG_SCHED_AUTOGROUP, which is then off
-    ag = (_read(paths / "proc/sys/kernel/sched_autogroup_enabled") or "").strip()
+    ag = (read_optional(paths / "proc/sys/kernel/sched_autogroup_enabled") or "").strip()
     autogroup = (
         Sourced(ag == "1", "/proc/sys/kernel/sched_autogroup_enabled")
         if ag

@@ -47,7 +47,7 @@ class Cpuidle(Table):
     """[node.cpuidle]: the idle state a CPU with nothing to run enters, and how long a wakeup
     of it waits before it runs (its `exit_latency`, a distribution: "40us" or a table). In a
     virtual machine the state is a halted vCPU, and the latency the hypervisor's; measure it
-    with `colosim calibrate` (replay/cpuidle.py). Not given: a wakeup of an idle CPU runs at
+    with `colosim host-kernel --idle-exit` (replay/cpuidle.py). Not given: a wakeup of an idle CPU runs at
     once (core_rs/model/src/cpuidle.rs)."""
 
     exit_latency: Distribution

@@ -1215,6 +1215,17 @@ impl Node {
         self.maybe_kick_idle(cpu);
     }
 
+    /// What waking `t` onto `cpu` costs: the message it receives (`cross_cpu`), the wakeup
+    /// across CPUs (remote_wakeup.rs).
+    fn charge_wakeup(&mut self, t: TaskId, cpu: CpuId) {
+        if let Some(m) = self.crossing.take() {
+            self.charge_crossing(m, cpu);
+        }
+        if self.remote_wakeup.is_some() {
+            self.charge_remote_wakeup(t, cpu);
+        }
+    }
+
     /// `try_to_wake_up`: choose a CPU, re-base vruntime if it moved, enqueue, check preemption.
     pub(crate) fn try_to_wake_up(&mut self, t: TaskId) {
         debug_assert_eq!(self.tasks[t].state, TaskState::Sleeping);
@@ -1225,12 +1236,7 @@ impl Node {
         }
         let prev = self.tasks[t].cpu;
         let cpu = self.select_task_rq(t, prev);
-        if let Some(m) = self.crossing.take() {
-            self.charge_crossing(m, cpu);
-        }
-        if self.remote_wakeup.is_some() || self.tasks[t].owed > 0 {
-            self.charge_remote_wakeup(t, cpu);
-        }
+        self.charge_wakeup(t, cpu);
         if cpu != prev && !self.eevdf() {
             // CFS re-bases vruntime on the new queue; EEVDF carries the lag instead.
             let ncpus = self.ncpus();
@@ -1255,12 +1261,7 @@ impl Node {
     fn requeue_delayed_task(&mut self, t: TaskId) {
         let (cpu, se) = (self.tasks[t].cpu, self.tasks[t].se);
         self.update_curr(cpu);
-        if let Some(m) = self.crossing.take() {
-            self.charge_crossing(m, cpu);
-        }
-        if self.remote_wakeup.is_some() || self.tasks[t].owed > 0 {
-            self.charge_remote_wakeup(t, cpu);
-        }
+        self.charge_wakeup(t, cpu);
         self.requeue_delayed_unseen(se);
         let mut idle_nr = self.tasks[t].idle_policy as u32;
         let mut rq = self.ses[se].parent_rq;

@@ -36,6 +36,7 @@ pub struct RemoteWakeupSpec {
 
 impl Node {
     /// Task `t`, just placed on `cpu` by a wakeup: if its waker runs on another CPU, both pay.
+    /// (Called only with `[node.remote_wakeup]`: without it nothing is owed.)
     pub(crate) fn charge_remote_wakeup(&mut self, t: TaskId, cpu: CpuId) {
         let owed = std::mem::take(&mut self.tasks[t].owed);
         if self.tasks[t].remaining != FOREVER {
