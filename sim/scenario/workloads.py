@@ -258,6 +258,11 @@ class ClosedLoop(_Workload):
     # a server with a fixed pool of worker threads (Go's GOMAXPROCS, a thread pool): requests
     # wait for a free worker; unset, each client has its own thread(s)
     workers: int | None = Field(default=None, ge=1, le=PID_MAX_LIMIT)
+    # how the workers take requests (core_rs workload.rs `Pool`): "queue", one FIFO whose oldest
+    # request the first free worker takes (a thread pool); "connection", client c's connection
+    # belongs to worker c mod workers, which alone serves it (an event-loop server's worker
+    # processes: nginx's, each serving the connections it accepted). Only with workers
+    dispatch: Literal["queue", "connection"] = "queue"
     shape: Shape | None = None
     # the load generator's own CPU per request (wrk, clickhouse-benchmark running beside the
     # server, in this cgroup): each client's task spends it before sending its request. Replay
@@ -291,6 +296,8 @@ class ClosedLoop(_Workload):
     def _check_workers(self) -> ClosedLoop:
         if self.workers is not None and self.fanout != 1:
             raise FieldErrors([(("workers",), "a worker pool serves requests of fanout 1")])
+        if self.workers is None and self.dispatch != "queue":
+            raise FieldErrors([(("dispatch",), "dispatches to a pool's workers: set workers too")])
         if self.event_loop is not None:
             if mean_s(self.think) > 0:
                 raise FieldErrors([(("event_loop",), "an event loop writes the next request at once: no think time")])
@@ -320,6 +327,8 @@ class ClosedLoop(_Workload):
         }
         if self.workers is not None:
             spec["workers"] = self.workers
+        if self.dispatch != "queue":
+            spec["dispatch"] = self.dispatch
         if self.client_cpu is not None:
             spec["client_cpu"] = self.client_cpu.core_spec()
         if self.delay is not None:

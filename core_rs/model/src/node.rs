@@ -29,6 +29,9 @@ fn thinking(think: &Option<Dist>) -> Option<Dist> {
 pub const MEMORY_BUDGET: u64 = 1 << 30;
 /// A completed request's latency and completion time.
 const RECORD_BYTES: u64 = 16;
+/// The random stream id (+ workload index) that draws a pool's connection owners: apart from
+/// the node's (0), the workloads' (1, 2, ...) and the idle exits' (cpuidle.rs, 1 << 40).
+const POOL_OWNERS_STREAM: u64 = 1 << 41;
 /// How often (in events) the run checks its latency records against MEMORY_BUDGET.
 const BUDGET_CHECK_EVENTS: u64 = 1 << 16;
 
@@ -524,6 +527,7 @@ impl Node {
                 service,
                 think,
                 workers,
+                dispatch,
                 shape,
                 client_cpu,
                 delay,
@@ -560,10 +564,10 @@ impl Node {
                     generator,
                     delay: delay.clone(),
                     rng,
-                    pool: workers.map(|w| crate::workload::Pool {
-                        idle: (0..w).rev().collect(),
-                        queue: std::collections::VecDeque::new(),
-                        serving: vec![0; w as usize],
+                    pool: workers.map(|w| {
+                        // (a stream of its own: the workload's draws stay as without it)
+                        let mut owners = Rng::stream(seed, POOL_OWNERS_STREAM + idx as u64);
+                        Box::new(crate::workload::Pool::new(w, *dispatch, *clients as usize, &mut owners))
                     }),
                     shape: crate::shape::Shape::build(shape, n as usize),
                     rounds: crate::shape::Rounds::build(rounds.unwrap_or(1), *clients as usize, n as usize)
@@ -584,11 +588,14 @@ impl Node {
                     gen_pool: client_threads
                         .filter(|_| client_cpu.is_some() && event_loop.is_none())
                         .map(|g| {
-                            Box::new(crate::workload::Pool {
-                                idle: (0..g).rev().collect(),
-                                queue: std::collections::VecDeque::new(),
-                                serving: vec![0; g as usize],
-                            })
+                            // (its clients wait for the first free thread: an event loop's own
+                            // are event_loop.rs's)
+                            Box::new(crate::workload::Pool::new(
+                                g,
+                                crate::spec::Dispatch::Queue,
+                                0,
+                                &mut Rng::new(0),
+                            ))
                         }),
                 };
                 (Workload::ClosedLoop(cl), *start_ns)

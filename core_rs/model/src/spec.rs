@@ -453,6 +453,9 @@ pub enum WorkloadSpec {
         /// and their latency includes the wait. None: a thread per client (and fanout).
         #[serde(default)]
         workers: Option<u32>,
+        /// How the pool's workers take requests (`Dispatch`); only with `workers`.
+        #[serde(default)]
+        dispatch: Dispatch,
         /// A request's CPU on each of its threads as bursts and waits (shape.rs); None or
         /// one burst: one burst, as without it.
         #[serde(default)]
@@ -801,6 +804,18 @@ pub struct EventLoopSpec {
 
 fn half() -> f64 {
     0.5
+}
+
+/// How a closed loop's pool of workers takes its clients' requests (workload.rs `Pool`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dispatch {
+    /// One FIFO queue: the first free worker takes the oldest request (a thread pool).
+    #[default]
+    Queue,
+    /// Each client's connection belongs to one worker (client c to worker c mod N), which
+    /// alone serves its requests: an event-loop server's worker processes (nginx).
+    Connection,
 }
 
 /// cgroup v1 cpu.shares limits: MIN_SHARES = 2, MAX_SHARES = 2^18
@@ -1244,6 +1259,7 @@ impl NodeSpec {
                     service,
                     think,
                     workers,
+                    dispatch,
                     shape,
                     client_cpu,
                     delay,
@@ -1265,6 +1281,12 @@ impl NodeSpec {
                         return Err(SpecError::new(
                             f("workers"),
                             "a worker pool serves requests of fanout 1",
+                        ));
+                    }
+                    if workers.is_none() && *dispatch != Dispatch::Queue {
+                        return Err(SpecError::new(
+                            f("dispatch"),
+                            "dispatches to a pool's workers: needs workers",
                         ));
                     }
                     service.validate(&f("service"))?;

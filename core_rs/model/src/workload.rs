@@ -145,7 +145,7 @@ pub struct ClosedLoop {
     pub rng: Rng,
     /// A fixed pool of worker threads serving the clients' requests (`threads` are then the
     /// workers), or None for a thread per client.
-    pub pool: Option<Pool>,
+    pub pool: Option<Box<Pool>>,
     /// Requests in bursts and waits on each thread (shape.rs), or None: one burst.
     pub shape: Option<Shaped>,
     /// The client↔server exchange in rounds (shape.rs `Rounds`), or None: one round (boxed:
@@ -167,15 +167,81 @@ pub struct Crossing {
     pub cpu_of: Vec<usize>,
 }
 
-/// Workers of a closed loop's pool: requests wait in FIFO order for a free one.
+/// Workers of a closed loop's pool. `Dispatch::Queue`: requests wait in one FIFO for the
+/// first free worker (a thread pool, Go's scheduler). `Dispatch::Connection`: each client's
+/// connection belongs to one worker, and its requests wait for that worker alone — an
+/// event-loop server's worker processes (nginx, memcached's threads) each serve the
+/// connections they accepted, so a worker kept off its CPU holds every one of them while its
+/// siblings idle or run on.
 #[derive(Debug)]
 pub struct Pool {
     /// Idle worker slots, the most recently idled reused first (as in `OpenLoop`).
     pub idle: Vec<u32>,
-    /// Clients whose request waits for a worker.
-    pub queue: VecDeque<usize>,
+    /// Clients whose request waits: one FIFO, or one per worker by connection.
+    queues: Vec<VecDeque<usize>>,
     /// The client each worker is serving.
     pub serving: Vec<usize>,
+    /// The worker that owns each client's connection (`Dispatch::Connection`; else empty).
+    owners: Vec<u32>,
+}
+
+impl Pool {
+    /// A pool of `workers` for `clients`. By connection, each client's owner is drawn
+    /// uniformly from `rng`: which idle nginx worker's epoll_wait an accept wakes is the
+    /// kernel's choice (EPOLLEXCLUSIVE wakes one waiter), and on this host 10 of wrk's
+    /// connections split 3/7, 4/6 and 5/5 between 2 workers in three runs (docs/model.md,
+    /// "Worker pools").
+    pub fn new(workers: u32, dispatch: crate::spec::Dispatch, clients: usize, rng: &mut Rng) -> Pool {
+        let owners: Vec<u32> = match dispatch {
+            crate::spec::Dispatch::Queue => Vec::new(),
+            crate::spec::Dispatch::Connection => (0..clients)
+                .map(|_| (rng.next_u64() % u64::from(workers)) as u32)
+                .collect(),
+        };
+        let queues = if owners.is_empty() { 1 } else { workers as usize };
+        Pool {
+            idle: (0..workers).rev().collect(),
+            queues: vec![VecDeque::new(); queues],
+            serving: vec![0; workers as usize],
+            owners,
+        }
+    }
+
+    /// The worker that owns client `c`'s connection (None: any worker serves it).
+    fn owner(&self, c: usize) -> Option<u32> {
+        self.owners.get(c).copied()
+    }
+
+    /// The worker free to take client `c`'s request now, without taking it.
+    fn free_for(&self, c: usize) -> Option<u32> {
+        match self.owner(c) {
+            None => self.idle.last().copied(),
+            Some(w) => self.idle.contains(&w).then_some(w),
+        }
+    }
+
+    /// Takes the worker free to serve client `c`'s request, if one is.
+    fn take_for(&mut self, c: usize) -> Option<u32> {
+        match self.owner(c) {
+            None => self.idle.pop(),
+            Some(w) => {
+                let i = self.idle.iter().position(|&x| x == w)?;
+                Some(self.idle.swap_remove(i))
+            }
+        }
+    }
+
+    /// Client `c`'s request waits for its worker (or any).
+    fn enqueue(&mut self, c: usize) {
+        let q = self.owner(c).unwrap_or(0) as usize;
+        self.queues[q].push_back(c);
+    }
+
+    /// The next request worker `w` takes: the oldest waiting for it.
+    fn next_for(&mut self, w: u32) -> Option<usize> {
+        let q = if self.queues.len() > 1 { w as usize } else { 0 };
+        self.queues[q].pop_front()
+    }
 }
 
 #[derive(Debug)]
@@ -677,13 +743,13 @@ impl ClosedLoop {
     fn hand_to_generator(&mut self, c: usize, work: u64, eff: &mut Effects) {
         let g = match self.gen_pool.as_mut() {
             None => c,
-            Some(p) => match p.idle.pop() {
+            Some(p) => match p.take_for(c) {
                 Some(g) => {
                     p.serving[g as usize] = c;
                     g as usize
                 }
                 None => {
-                    p.queue.push_back(c);
+                    p.enqueue(c);
                     self.clients[c].gen_work = work;
                     return;
                 }
@@ -760,7 +826,7 @@ impl ClosedLoop {
         let Some(p) = self.gen_pool.as_mut() else {
             return Next::Sleep;
         };
-        match p.queue.pop_front() {
+        match p.next_for(g as u32) {
             Some(next) => {
                 p.serving[g] = next;
                 self.reply_to(next, self.generator[g], eff);
@@ -778,7 +844,7 @@ impl ClosedLoop {
         let Some(pool) = self.pool.as_mut() else {
             return Next::Sleep;
         };
-        match pool.queue.pop_front() {
+        match pool.next_for(slot) {
             Some(next) => {
                 pool.serving[slot as usize] = next;
                 let work = self.service.sample(&mut self.rng).max(1);
@@ -883,7 +949,7 @@ impl ClosedLoop {
             return true;
         };
         match &self.pool {
-            Some(p) => p.idle.last().is_some_and(|&w| x.cpu_of[w as usize] != from),
+            Some(p) => p.free_for(c).is_some_and(|w| x.cpu_of[w as usize] != from),
             None => (0..self.fanout as usize).any(|k| x.cpu_of[c * self.fanout as usize + k] != from),
         }
     }
@@ -906,7 +972,7 @@ impl ClosedLoop {
     fn send(&mut self, c: usize, me: Option<u32>, eff: &mut Effects) -> Option<u64> {
         self.clients[c].outstanding = self.fanout;
         if let Some(pool) = self.pool.as_mut() {
-            match pool.idle.pop() {
+            match pool.take_for(c) {
                 Some(w) => {
                     pool.serving[w as usize] = c;
                     let work = self.service.sample(&mut self.rng).max(1);
@@ -914,7 +980,7 @@ impl ClosedLoop {
                     eff.wakes.push((self.threads[w as usize], work));
                     self.request_to(c, self.threads[w as usize], eff);
                 }
-                None => pool.queue.push_back(c),
+                None => pool.enqueue(c),
             }
             return None;
         }
@@ -1222,7 +1288,7 @@ impl Workload {
                     services[svc].started += 1;
                     cl.clients[c].issued_at = now;
                     if let Some(p) = cl.pool.as_mut() {
-                        p.queue.push_back(c);
+                        p.enqueue(c);
                     }
                 } else {
                     cl.ready(c, now, wl, Some(slot), eff, &mut services[svc]);

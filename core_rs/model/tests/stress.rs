@@ -449,6 +449,17 @@ pub fn scenario(seed: u64) -> (Value, Vec<(String, Vec<usize>)>) {
             w["cross_cpu"] = json!({"server_ns": gens.u(200_000), "client_ns": gens.u(200_000)});
         }
     }
+    // A worker pool on a third of the fanout-1 closed loops, dispatching by one queue or by
+    // connection (workload.rs `Pool`), from a stream of its own.
+    let mut pools = Gen {
+        r: Rng::stream(seed, 0x9001),
+    };
+    for w in wls.iter_mut() {
+        if w["kind"] == "closed_loop" && w["fanout"] == 1 && pools.p(1.0 / 3.0) {
+            w["workers"] = json!(1 + pools.u(3));
+            w["dispatch"] = json!(if pools.p(0.5) { "connection" } else { "queue" });
+        }
+    }
     // PELT group shares on a third of the seeds, drawn from a stream of their own (the rest of
     // each seed's scenario stays what it was).
     let group_shares = if Rng::stream(seed, 0x9e17).uniform() < 1.0 / 3.0 {
