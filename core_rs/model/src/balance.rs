@@ -4,13 +4,17 @@
 //! (kernel-and-anchors.md §A5). A CPU that runs only SCHED_IDLE / cpu.idle / offline work
 //! counts as idle for placement (`sched_idle_cpu`) and as not busy for balancing intervals.
 //!
-//! Balancing bound (what the work-conservation test checks): a CPU never stays idle for more
-//! than one scheduler tick while a task that could run there waits on another CPU — newly-idle
-//! pulling covers tasks already waiting when a CPU goes idle, and the NOHZ kick at the next
-//! tick covers tasks that start waiting while a CPU is idle. Periodic and NOHZ idle balancing
-//! by group types, cache hotness and active balance are in lb_groups.rs. Not modelled here:
-//! cache hotness in newly-idle pulling, `avg_idle` gating of newidle balance. SIS_UTIL's
-//! scan limit and the PELT util it is computed from: sis_util.rs.
+//! Balancing bound (what the work-conservation test checks, without an explicit release): a
+//! CPU never stays idle for more than one scheduler tick while a task that could run there
+//! waits on another CPU — newly-idle pulling covers tasks already waiting when a CPU goes
+//! idle, and the NOHZ kick at the next tick covers tasks that start waiting while a CPU is
+//! idle. With an explicit release the pull is the kernel's: a cache-hot task (it ran less than
+//! the migration cost ago) stays until the idle CPU's own periodic balances have failed more
+//! than cache_nice_tries times (`SchedFeatures::cache_hot_pull`), so a CPU can idle beside a
+//! queue of recently run tasks, as the host's does (docs/model.md, "Worker pools"). Periodic
+//! and NOHZ idle balancing by group types, cache hotness and active balance are in
+//! lb_groups.rs. Not modelled here: `avg_idle` gating of newidle balance. SIS_UTIL's scan
+//! limit and the PELT util it is computed from: sis_util.rs.
 
 use crate::events::{Event, Ns};
 use crate::node::{Node, TaskState};
@@ -407,20 +411,42 @@ impl Node {
     /// its NUMA node, then the one that has not run for longest (the tail of the kernel's
     /// cfs_tasks list), then the lowest id.
     fn pick_movable(&self, cpu: CpuId, dst: CpuId) -> Option<TaskId> {
-        self.movable(cpu, dst).min_by_key(|&t| {
-            (
-                self.tasks[t].idle_policy,
-                self.leaves_home(t, dst),
-                self.tasks[t].last_ran,
-                t,
-            )
-        })
+        self.movable(cpu, dst).min_by_key(|&t| self.pull_order(t, dst))
+    }
+
+    /// Which waiting task a pull to `dst` takes first: not SCHED_IDLE, staying on its NUMA
+    /// home, the longest off a CPU.
+    fn pull_order(&self, t: TaskId, dst: CpuId) -> (bool, bool, Ns, TaskId) {
+        (
+            self.tasks[t].idle_policy,
+            self.leaves_home(t, dst),
+            self.tasks[t].last_ran,
+            t,
+        )
     }
 
     /// `newidle_balance`: this CPU has nothing to run; pull one waiting task it may run from
     /// the CPU with the most waiting work, nearest domain first. Returns whether it pulled.
+    /// A cache-hot task stays where it is (`can_migrate_task` in the newly-idle
+    /// `load_balance`: it ran less than sysctl_sched_migration_cost ago, and the domain's
+    /// periodic balances have not failed more than cache_nice_tries times — a newly-idle
+    /// balance never counts as a failure). Each domain's next periodic balance comes in to
+    /// its last one plus the idle interval (`sched_balance_newidle`'s `update_next_balance`
+    /// with busy = 0), where the idle CPU's own balances count the failures that let a hot
+    /// task go (lb_groups.rs `idle_cpu_rebalance`). Without an explicit release (the model's
+    /// older placement, `SchedFeatures::cache_hot_pull`) any waiting task is pulled at once.
     pub(crate) fn newidle_balance(&mut self, cpu: CpuId) -> bool {
+        let cache_hot = self.tun.feat.cache_hot_pull;
+        if cache_hot {
+            for d in 0..self.topo.domains[cpu].len() {
+                let idle_next = self.cpus[cpu].last_balance[d] + self.idle_balance_interval(cpu, d);
+                let next = &mut self.cpus[cpu].next_balance[d];
+                *next = (*next).min(idle_next);
+            }
+        }
         for d in 0..self.topo.domains[cpu].len() {
+            let level = self.topo.domains[cpu][d].level;
+            let failed = self.cpus[cpu].nr_balance_failed[d];
             let mut srcs: Vec<CpuId> = self.topo.domains[cpu][d]
                 .span
                 .iter()
@@ -429,7 +455,11 @@ impl Node {
                 .collect();
             srcs.sort_by_key(|&c| (std::cmp::Reverse(self.nr_movable(c)), c));
             for src in srcs {
-                if let Some(t) = self.pick_movable(src, cpu) {
+                let cold = self
+                    .movable(src, cpu)
+                    .filter(|&t| !cache_hot || !self.held_hot(t, cpu, level, failed))
+                    .min_by_key(|&t| self.pull_order(t, cpu));
+                if let Some(t) = cold {
                     self.move_task(t, cpu);
                     return true;
                 }
@@ -475,8 +505,16 @@ impl Node {
     /// `get_sd_balance_interval`: span-weight ms, ×busy_factor (16) when the CPU is busy
     /// (running non-idle work), capped at max_load_balance_interval = HZ × ncpus / 10 jiffies.
     pub(crate) fn balance_interval(&self, cpu: CpuId, d: usize) -> Ns {
+        self.sd_balance_interval(d, cpu, !self.idle_for_wake(cpu))
+    }
+
+    /// `get_sd_balance_interval(sd, 0)`: the interval of `cpu`'s domain `d` while it idles.
+    fn idle_balance_interval(&self, cpu: CpuId, d: usize) -> Ns {
+        self.sd_balance_interval(d, cpu, false)
+    }
+
+    fn sd_balance_interval(&self, d: usize, cpu: CpuId, busy: bool) -> Ns {
         let span = self.topo.domains[cpu][d].span.len() as u64;
-        let busy = !self.idle_for_wake(cpu);
         let ms = if busy { span * 16 } else { span };
         let cap_ms = (self.ncpus() as u64 * 100).max(1);
         (ms.min(cap_ms)).max(1) * 1_000_000
@@ -525,6 +563,7 @@ impl Node {
                 if self.should_we_balance(cpu, d) {
                     self.load_balance(cpu, d);
                 }
+                self.cpus[cpu].last_balance[d] = self.now;
                 self.cpus[cpu].next_balance[d] = self.now + self.balance_interval(cpu, d);
             }
         }
@@ -1026,5 +1065,63 @@ mod tests {
             sync: true,
         };
         assert_eq!(n.wake_affine(t, w, 1), 1);
+    }
+
+    /// Two hogs pinned to CPU 1 (2 CPUs, HZ 250), then allowed both CPUs: CPU 0 is idle beside
+    /// the one that waits. `can_migrate_task` (fair.c 6.18): the waiting hog stays while
+    /// `now − exec_start < sysctl_sched_migration_cost` (0.5 ms) — exec_start being when it
+    /// stopped running — unless the domain failed more than cache_nice_tries (MC: 1) periodic
+    /// balances; without an explicit release the model's older pull takes it at once.
+    fn hogs_on_cpu1(version: Option<&str>) -> (Node, TaskId) {
+        let mut spec = json!({"topology": {"cores_per_socket": 2},
+            "cgroups": [{"name": "h", "cpuset.cpus": "1"}],
+            "workloads": [{"kind": "hog", "name": "h", "cgroup": "h", "threads": 2}]});
+        if let Some(v) = version {
+            spec["kernel"] = json!({"scheduler": "eevdf", "version": v});
+        }
+        let mut n = Node::from_json(&spec.to_string()).unwrap();
+        n.run_until(50_000_000).unwrap();
+        n.write("h", "cpuset.cpus", "0-1").unwrap();
+        let waiting = (0..2).find(|&t| n.tasks[t].state == TaskState::Runnable).unwrap();
+        assert_eq!(n.tasks[waiting].cpu, 1);
+        assert!(n.cpus[0].curr.is_none());
+        (n, waiting)
+    }
+
+    #[test]
+    fn a_newly_idle_cpu_leaves_a_cache_hot_task_where_it_is() {
+        let (mut n, t) = hogs_on_cpu1(Some("6.18"));
+        let stopped = n.tasks[t].exec_start;
+        assert!(stopped > 0 && stopped <= n.now);
+        // 0.5 ms less 1 ns after it stopped: hot, it stays
+        n.now = stopped + 499_999;
+        assert!(!n.newidle_balance(0));
+        assert_eq!(n.tasks[t].cpu, 1);
+        // the domain's periodic balances failed twice (> cache_nice_tries): hot or not, it goes
+        n.cpus[0].nr_balance_failed[0] = 2;
+        assert!(n.newidle_balance(0));
+        assert_eq!(n.tasks[t].cpu, 0);
+        // 0.5 ms after it stopped it is cold: pulled with no failure counted
+        let (mut n, t) = hogs_on_cpu1(Some("6.18"));
+        n.now = n.tasks[t].exec_start + 500_000;
+        assert!(n.newidle_balance(0));
+        assert_eq!(n.tasks[t].cpu, 0);
+        // the model's older placement (no explicit release) pulls it however hot
+        let (mut n, t) = hogs_on_cpu1(None);
+        n.now = n.tasks[t].exec_start;
+        assert!(n.newidle_balance(0));
+        assert_eq!(n.tasks[t].cpu, 0);
+    }
+
+    #[test]
+    fn going_idle_brings_the_next_balance_in_to_the_idle_interval() {
+        // sched_balance_newidle's update_next_balance (busy = 0): last_balance + span (2) ms,
+        // instead of the busy CPU's span × busy_factor (32 ms)
+        let (mut n, t) = hogs_on_cpu1(Some("6.18"));
+        n.now = n.tasks[t].exec_start;
+        n.cpus[0].last_balance[0] = n.now - 1_000_000;
+        n.cpus[0].next_balance[0] = n.now + 31_000_000;
+        assert!(!n.newidle_balance(0));
+        assert_eq!(n.cpus[0].next_balance[0], n.now + 1_000_000);
     }
 }

@@ -757,6 +757,7 @@ impl Node {
                 self.put_prev(cpu);
             }
             self.check_cfs_rq_runtime_path(p);
+            self.tasks[p].exec_start = self.now;
             if self.tasks[p].state == TaskState::Running {
                 self.tasks[p].state = TaskState::Runnable;
                 self.tasks[p].wait_start = self.now;

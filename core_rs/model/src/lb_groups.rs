@@ -256,6 +256,24 @@ pub fn cache_nice_tries(level: DomainLevel) -> u32 {
 }
 
 impl Node {
+    /// `can_migrate_task`'s cache test: `t` is cache-hot for a move to `dst` at this domain
+    /// `level` — it ran less than the migration cost ago (`task_hot`, from its exec_start), or
+    /// the move would take it off its NUMA home (`migrate_degrades_locality`) — and the domain
+    /// has not failed more than `cache_nice_tries` balances (`failed`): it stays where it is.
+    pub(crate) fn held_hot(&self, t: crate::workload::TaskId, dst: CpuId, level: DomainLevel, failed: u32) -> bool {
+        let task = &self.tasks[t];
+        // (the model's clock before the kernel's exec_start: when the task last started to
+        // wait — a wakeup's time for a woken task — kept where the release is not explicit)
+        let ran = if self.tun.feat.cache_hot_pull {
+            task.exec_start
+        } else {
+            task.wait_start
+        };
+        let hot = task_hot(task.idle_policy, level == DomainLevel::Smt, self.now, ran)
+            || (level == DomainLevel::Numa && self.leaves_home(t, dst));
+        hot && failed <= cache_nice_tries(level)
+    }
+
     /// `update_sg_lb_stats` for one group of CPUs, summing only those not `excluded`
     /// (`env->cpus`); weight, capacity and cores (`sg->cores`, counted once in topology.rs)
     /// stay the whole group's.
@@ -430,11 +448,7 @@ impl Node {
             if nr_moved >= NR_MIGRATE || imbalance <= 0 || self.cpus[src].tasks.len() <= 1 {
                 break;
             }
-            let task = &self.tasks[t];
-            // migrate_degrades_locality counts a move off the task's NUMA home as hot
-            let hot = task_hot(task.idle_policy, level == DomainLevel::Smt, self.now, task.wait_start)
-                || (level == DomainLevel::Numa && self.leaves_home(t, dst));
-            if hot && failed <= cache_nice_tries(level) {
+            if self.held_hot(t, dst, level, failed) {
                 continue;
             }
             let cost = match mt {
@@ -505,6 +519,7 @@ impl Node {
                     self.update_idle_cpu_scan(cpu, d); // update_sd_lb_stats (sis_util.rs)
                     self.lb_groups_balance(cpu, d);
                 }
+                self.cpus[cpu].last_balance[d] = self.now;
                 self.cpus[cpu].next_balance[d] = self.now + self.balance_interval(cpu, d);
             }
         }

@@ -63,8 +63,12 @@ pub struct Task {
     pub wait_start: Ns,
     /// It became runnable by a wakeup and has not run since (its wait goes to `runqlat`).
     pub woken: bool,
-    /// When it last got a CPU (the kernel's exec_start).
+    /// When it last got a CPU.
     pub last_ran: Ns,
+    /// The kernel's `se.exec_start`: update_curr moves it to the clock while the task runs,
+    /// so off the CPU it says when the task last ran — the clock `task_hot` measures the
+    /// migration cost from (lb_groups.rs `held_hot`).
+    pub exec_start: Ns,
     /// When it was last switched in (a pick of the task already running is no switch): the
     /// start of its run segment (stats.rs `run_preempted`, `run_blocked`).
     pub switched_in: Ns,
@@ -119,6 +123,9 @@ pub struct Cpu {
     pub balance_gen: u64,
     /// Next periodic balance per domain level of this CPU.
     pub next_balance: Vec<Ns>,
+    /// `sd->last_balance` per domain level: when this CPU last balanced it (the next is due
+    /// an interval later, an idle CPU's interval being the short one).
+    pub last_balance: Vec<Ns>,
     /// `sd->nr_balance_failed` per domain level of this CPU (lb_groups.rs).
     pub nr_balance_failed: Vec<u32>,
     pub balance_armed: bool,
@@ -301,6 +308,7 @@ impl Node {
                 expelled: vec![],
                 balance_gen: 0,
                 next_balance: vec![0; domains_per_cpu[c]],
+                last_balance: vec![0; domains_per_cpu[c]],
                 nr_balance_failed: vec![0; domains_per_cpu[c]],
                 balance_armed: false,
                 idle_counted: crate::balance::IdleFlags::BOTH,
@@ -494,6 +502,7 @@ impl Node {
             wait_start: 0,
             woken: false,
             last_ran: 0,
+            exec_start: 0,
             switched_in: 0,
             wl,
             slot,

@@ -76,6 +76,12 @@ pub struct SchedFeatures {
     /// The release has custom slices (6.12+: `sched_attr.sched_runtime` sets `se->slice`;
     /// slice.rs). Not a features.h switch.
     pub custom_slices: bool,
+    /// `can_migrate_task`'s cache test as the kernel has it in every release: a newly-idle
+    /// pull leaves a task that ran less than the migration cost ago (exec_start), and an idle
+    /// CPU's next balance comes in to its last plus the idle interval. Not a features.h
+    /// switch: the model gates it behind an explicit release with wake_affine (`with_placement`),
+    /// since without that placement nothing but the pull spreads a waker's wakees.
+    pub cache_hot_pull: bool,
 }
 
 /// The features.h names the model acts on, in the order of `SchedFeatures`.
@@ -162,6 +168,7 @@ impl SchedFeatures {
                 Reweight::Invariant
             },
             custom_slices: v612,
+            cache_hot_pull: true,
         }
     }
 
@@ -196,11 +203,12 @@ impl SchedFeatures {
         Ok(f)
     }
 
-    /// wake_affine and SIS_UTIL only behind an explicit release (`on`): without one, the
-    /// placement every earlier result had (an idle sibling of the previous CPU, the whole LLC
-    /// scanned).
+    /// wake_affine, SIS_UTIL and the cache test of newly-idle pulls only behind an explicit
+    /// release (`on`): without one, the placement every earlier result had (an idle sibling
+    /// of the previous CPU, the whole LLC scanned, any waiting task pulled at once).
     fn with_placement(mut self, on: bool) -> SchedFeatures {
         (self.wa_idle, self.wa_weight, self.wa_bias, self.sis_util) = (on, on, on, on);
+        self.cache_hot_pull = on;
         self
     }
 

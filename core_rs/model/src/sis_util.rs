@@ -128,8 +128,11 @@ mod tests {
     use crate::node::TaskState;
     use serde_json::json;
 
-    /// One LLC of 16 CPUs without SMT, CPUs 0–11 each running one pinned hog, and a sleeping
-    /// service task (its one request done at t = 0, then a think of 1000 s).
+    /// One LLC of 16 CPUs without SMT, CPUs 0–11 each running one pinned hog from t = 0, and
+    /// a sleeping service task (its one request done at 1 ms, then a think of 1000 s). It
+    /// starts after the hogs are placed: forked beside them it would take CPU 0 at t = 0, the
+    /// twelfth hog would share CPU 11, and that hog, cache-hot at every tick, would move only
+    /// after CPU 0's idle balances failed twice (~36 ms: lb_groups.rs `held_hot`).
     fn node(features: serde_json::Value) -> (Node, usize) {
         let spec = json!({"topology": {"cores_per_socket": 16},
             "kernel": {"scheduler": "eevdf", "version": "6.18", "sched_features": features},
@@ -137,7 +140,7 @@ mod tests {
             "workloads": [
                 {"kind": "closed_loop", "name": "svc", "cgroup": "w", "clients": 1,
                  "service": {"dist": "constant", "value_ns": 1},
-                 "think": {"dist": "constant", "value_ns": 1_000_000_000_000u64}},
+                 "think": {"dist": "constant", "value_ns": 1_000_000_000_000u64}, "start_ns": 1_000_000},
                 {"kind": "hog", "name": "h", "cgroup": "busy", "threads": 12}]});
         let mut n = Node::from_json(&spec.to_string()).unwrap();
         n.run_until(100_000_000).unwrap();
