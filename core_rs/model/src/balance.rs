@@ -1080,7 +1080,8 @@ mod tests {
             spec["kernel"] = json!({"scheduler": "eevdf", "version": v});
         }
         let mut n = Node::from_json(&spec.to_string()).unwrap();
-        n.run_until(50_000_000).unwrap();
+        // to a tick (4 ms): the hogs' slices end at ticks, so one just stopped
+        n.run_until(52_000_000).unwrap();
         n.write("h", "cpuset.cpus", "0-1").unwrap();
         let waiting = (0..2).find(|&t| n.tasks[t].state == TaskState::Runnable).unwrap();
         assert_eq!(n.tasks[waiting].cpu, 1);
@@ -1092,8 +1093,8 @@ mod tests {
     fn a_newly_idle_cpu_leaves_a_cache_hot_task_where_it_is() {
         let (mut n, t) = hogs_on_cpu1(Some("6.18"));
         let stopped = n.tasks[t].exec_start;
-        assert!(stopped > 0 && stopped <= n.now);
-        // 0.5 ms less 1 ns after it stopped: hot, it stays
+        assert!(stopped > 0 && n.now - stopped < 499_999, "{stopped} {}", n.now);
+        // 0.5 ms less 1 ns after it stopped: hot, it stays (the clock only moves on)
         n.now = stopped + 499_999;
         assert!(!n.newidle_balance(0));
         assert_eq!(n.tasks[t].cpu, 1);
@@ -1108,7 +1109,7 @@ mod tests {
         assert_eq!(n.tasks[t].cpu, 0);
         // the model's older placement (no explicit release) pulls it however hot
         let (mut n, t) = hogs_on_cpu1(None);
-        n.now = n.tasks[t].exec_start;
+        n.tasks[t].exec_start = n.now; // (as if it had just stopped)
         assert!(n.newidle_balance(0));
         assert_eq!(n.tasks[t].cpu, 0);
     }
@@ -1118,7 +1119,7 @@ mod tests {
         // sched_balance_newidle's update_next_balance (busy = 0): last_balance + span (2) ms,
         // instead of the busy CPU's span × busy_factor (32 ms)
         let (mut n, t) = hogs_on_cpu1(Some("6.18"));
-        n.now = n.tasks[t].exec_start;
+        assert!(n.now - n.tasks[t].exec_start < 500_000); // hot: nothing is pulled
         n.cpus[0].last_balance[0] = n.now - 1_000_000;
         n.cpus[0].next_balance[0] = n.now + 31_000_000;
         assert!(!n.newidle_balance(0));
