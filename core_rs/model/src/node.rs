@@ -1661,6 +1661,22 @@ impl Node {
                 if self.tasks[t].pos != pos || self.tasks[t].cpu != cpu {
                     return Err(format!("task {t} misplaced in CPU {cpu}'s list"));
                 }
+                // task_hot's clock (lb_groups.rs `held_hot`): when it last ran, never ahead
+                if self.tasks[t].exec_start > self.now {
+                    return Err(format!(
+                        "task {t}: exec_start {} after now {}",
+                        self.tasks[t].exec_start, self.now
+                    ));
+                }
+            }
+            // a balance is never recorded ahead of the clock, and the next is after the last
+            for (d, (&last, &next)) in c.last_balance.iter().zip(&c.next_balance).enumerate() {
+                if last > self.now || (last > 0 && next < last) {
+                    return Err(format!(
+                        "CPU {cpu} domain {d}: last balance {last}, next {next}, now {}",
+                        self.now
+                    ));
+                }
             }
             match (c.idle_state, c.curr) {
                 (crate::cpuidle::IdleState::Halted, Some(_)) => return Err(format!("CPU {cpu} halted but running")),
