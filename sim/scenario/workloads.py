@@ -259,9 +259,10 @@ class ClosedLoop(_Workload):
     # wait for a free worker; unset, each client has its own thread(s)
     workers: int | None = Field(default=None, ge=1, le=PID_MAX_LIMIT)
     # how the workers take requests (core_rs workload.rs `Pool`): "queue", one FIFO whose oldest
-    # request the first free worker takes (a thread pool); "connection", client c's connection
-    # belongs to worker c mod workers, which alone serves it (an event-loop server's worker
-    # processes: nginx's, each serving the connections it accepted). Only with workers
+    # request the first free worker takes (a thread pool); "connection", each client's
+    # connection belongs to one worker (drawn per seed), which alone serves it (an event-loop
+    # server's worker processes: nginx's, each serving the connections it accepted). Only with
+    # workers
     dispatch: Literal["queue", "connection"] = "queue"
     shape: Shape | None = None
     # the load generator's own CPU per request (wrk, clickhouse-benchmark running beside the

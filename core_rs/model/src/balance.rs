@@ -439,7 +439,7 @@ impl Node {
         let cache_hot = self.tun.feat.cache_hot_pull;
         if cache_hot {
             for d in 0..self.topo.domains[cpu].len() {
-                let idle_next = self.cpus[cpu].last_balance[d] + self.idle_balance_interval(cpu, d);
+                let idle_next = self.cpus[cpu].last_balance[d] + self.sd_balance_interval(cpu, d, false);
                 let next = &mut self.cpus[cpu].next_balance[d];
                 *next = (*next).min(idle_next);
             }
@@ -505,15 +505,11 @@ impl Node {
     /// `get_sd_balance_interval`: span-weight ms, ×busy_factor (16) when the CPU is busy
     /// (running non-idle work), capped at max_load_balance_interval = HZ × ncpus / 10 jiffies.
     pub(crate) fn balance_interval(&self, cpu: CpuId, d: usize) -> Ns {
-        self.sd_balance_interval(d, cpu, !self.idle_for_wake(cpu))
+        self.sd_balance_interval(cpu, d, !self.idle_for_wake(cpu))
     }
 
-    /// `get_sd_balance_interval(sd, 0)`: the interval of `cpu`'s domain `d` while it idles.
-    fn idle_balance_interval(&self, cpu: CpuId, d: usize) -> Ns {
-        self.sd_balance_interval(d, cpu, false)
-    }
-
-    fn sd_balance_interval(&self, d: usize, cpu: CpuId, busy: bool) -> Ns {
+    /// `get_sd_balance_interval(sd, busy)` of `cpu`'s domain `d`.
+    fn sd_balance_interval(&self, cpu: CpuId, d: usize, busy: bool) -> Ns {
         let span = self.topo.domains[cpu][d].span.len() as u64;
         let ms = if busy { span * 16 } else { span };
         let cap_ms = (self.ncpus() as u64 * 100).max(1);

@@ -574,9 +574,14 @@ impl Node {
                     delay: delay.clone(),
                     rng,
                     pool: workers.map(|w| {
-                        // (a stream of its own: the workload's draws stay as without it)
-                        let mut owners = Rng::stream(seed, POOL_OWNERS_STREAM + idx as u64);
-                        Box::new(crate::workload::Pool::new(w, *dispatch, *clients as usize, &mut owners))
+                        Box::new(match dispatch {
+                            crate::spec::Dispatch::Queue => crate::workload::Pool::queue(w),
+                            crate::spec::Dispatch::Connection => {
+                                // (a stream of its own: the workload's draws stay as without it)
+                                let mut owners = Rng::stream(seed, POOL_OWNERS_STREAM + idx as u64);
+                                crate::workload::Pool::by_connection(w, *clients as usize, &mut owners)
+                            }
+                        })
                     }),
                     shape: crate::shape::Shape::build(shape, n as usize),
                     rounds: crate::shape::Rounds::build(rounds.unwrap_or(1), *clients as usize, n as usize)
@@ -599,12 +604,7 @@ impl Node {
                         .map(|g| {
                             // (its clients wait for the first free thread: an event loop's own
                             // are event_loop.rs's)
-                            Box::new(crate::workload::Pool::new(
-                                g,
-                                crate::spec::Dispatch::Queue,
-                                0,
-                                &mut Rng::new(0),
-                            ))
+                            Box::new(crate::workload::Pool::queue(g))
                         }),
                 };
                 (Workload::ClosedLoop(cl), *start_ns)

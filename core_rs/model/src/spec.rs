@@ -813,8 +813,8 @@ pub enum Dispatch {
     /// One FIFO queue: the first free worker takes the oldest request (a thread pool).
     #[default]
     Queue,
-    /// Each client's connection belongs to one worker (client c to worker c mod N), which
-    /// alone serves its requests: an event-loop server's worker processes (nginx).
+    /// Each client's connection belongs to one worker (drawn per seed), which alone serves
+    /// its requests: an event-loop server's worker processes (nginx).
     Connection,
 }
 

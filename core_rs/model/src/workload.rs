@@ -186,24 +186,28 @@ pub struct Pool {
 }
 
 impl Pool {
-    /// A pool of `workers` for `clients`. By connection, each client's owner is drawn
-    /// uniformly from `rng`: which idle nginx worker's epoll_wait an accept wakes is the
-    /// kernel's choice (EPOLLEXCLUSIVE wakes one waiter), and on this host 10 of wrk's
-    /// connections split 3/7, 4/6 and 5/5 between 2 workers in three runs (docs/model.md,
-    /// "Worker pools").
-    pub fn new(workers: u32, dispatch: crate::spec::Dispatch, clients: usize, rng: &mut Rng) -> Pool {
-        let owners: Vec<u32> = match dispatch {
-            crate::spec::Dispatch::Queue => Vec::new(),
-            crate::spec::Dispatch::Connection => (0..clients)
-                .map(|_| (rng.next_u64() % u64::from(workers)) as u32)
-                .collect(),
-        };
-        let queues = if owners.is_empty() { 1 } else { workers as usize };
+    /// A pool of `workers` that serve one FIFO (`Dispatch::Queue`).
+    pub fn queue(workers: u32) -> Pool {
         Pool {
             idle: (0..workers).rev().collect(),
-            queues: vec![VecDeque::new(); queues],
+            queues: vec![VecDeque::new()],
             serving: vec![0; workers as usize],
-            owners,
+            owners: Vec::new(),
+        }
+    }
+
+    /// A pool of `workers` that each serve the connections they own (`Dispatch::Connection`),
+    /// each of the `clients`' owner drawn uniformly from `rng`: which idle nginx worker's
+    /// epoll_wait an accept wakes is the kernel's choice (EPOLLEXCLUSIVE wakes one waiter),
+    /// and on this host 10 of wrk's connections split 3/7, 4/6 and 5/5 between 2 workers in
+    /// three runs (docs/model.md, "Worker pools").
+    pub fn by_connection(workers: u32, clients: usize, rng: &mut Rng) -> Pool {
+        Pool {
+            queues: vec![VecDeque::new(); workers as usize],
+            owners: (0..clients)
+                .map(|_| (rng.next_u64() % u64::from(workers)) as u32)
+                .collect(),
+            ..Pool::queue(workers)
         }
     }
 
@@ -239,7 +243,7 @@ impl Pool {
 
     /// The next request worker `w` takes: the oldest waiting for it.
     fn next_for(&mut self, w: u32) -> Option<usize> {
-        let q = if self.queues.len() > 1 { w as usize } else { 0 };
+        let q = if self.owners.is_empty() { 0 } else { w as usize };
         self.queues[q].pop_front()
     }
 }
