@@ -45,7 +45,7 @@ from replay.compare import alone_runs, fit_alone_runs, load_for_host, metrics, p
 from replay.cpuidle import measure as measure_exit_latency
 from replay.host_kernel import host_kernel
 from replay.host_run import check_knobs, host_equivalent, missing_knobs, run_on_host
-from replay.scoring import WITHIN, Score, median_abs_error, ranking, score
+from replay.scoring import GOAL, WITHIN, Score, median_abs_error, meets_goal, ranking, score
 from replay.session import Session
 from replay.workloads import REPO, MeasuredService, ReportedService
 from sim.errors import ColosimError, ScenarioError
@@ -298,6 +298,12 @@ class Suite:
         for m in METRICS:
             got = [row[m] for _, _, row in colocated if m in row and row[m].host.n and row[m].sim.n]
             out["per metric"][m] = {"scored": len(got), "within": sum(s.within for s in got), "inside": sum(s.inside for s in got)}
+        # the fidelity issue's goal, case by case ("service: case" -> met)
+        verdicts = {f"{svc.name}: {c}": meets_goal(row) for svc, c, row in colocated}
+        out["goal"] = {
+            "rule": {m: {"within": bound, "or inside the host's interval": inside} for m, (bound, inside) in GOAL.items()},
+            "cases": {k: v for k, v in verdicts.items() if v is not None},
+        }
         ranks = {svc.name: self.rankings(svc) for svc in self.services}
         out["rankings"] = ranks
         out["same order"] = {f"{name} by {r['metric']}": r["same_order"] for name, rs in ranks.items() for r in rs}
@@ -468,6 +474,13 @@ def text(doc: dict[str, Any]) -> str:
         parts.append(f"  inside the host's interval: {inside} of {o['scored']}")
         for m, c in o["per metric"].items():
             parts.append(f"    {m}: within {WITHIN:.0%} {c['within']} of {c['scored']} cases, inside {c['inside']} of {c['scored']}")
+        goal = o.get("goal")  # older files: none
+        if goal:
+            met = [k for k, v in goal["cases"].items() if v]
+            parts.append(
+                "  cases meeting the goal (QPS and P50 within 10% or inside the host's interval, P99 within 15%): "
+                f"{len(met)} of {len(goal['cases'])} ({', '.join(met) or 'none'})"
+            )
         same = o["same order"]
         parts.append(
             f"  cases ranked in the host's order: {sum(same.values())} of {len(same)} ({', '.join(k for k, v in same.items() if v) or 'none'})"

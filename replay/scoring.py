@@ -28,6 +28,9 @@ BOOTSTRAP_RESAMPLES = 2000
 CONFIDENCE = 0.95
 BOOTSTRAP_SEED = 20_240_917
 WITHIN = 0.10  # "within 10%" of the host
+# The fidelity issue's goal for a colocated case: QPS and P50 within 10% of the host (or inside
+# its interval: its run-to-run spread) and P99 within 15%.
+GOAL = {"QPS": (WITHIN, True), "P50 (s)": (WITHIN, True), "P99 (s)": (0.15, False)}  # metric -> (bound, or inside)
 # larger is better for these metrics (the rest: smaller is better), for the ranking
 HIGHER_IS_BETTER = ("QPS",)
 
@@ -112,6 +115,19 @@ def score(host: Sequence[float], sim: Sequence[float]) -> Score:
     e = error(h.mean, s.mean)
     overlap = h.n > 0 and s.n > 0 and s.lo <= h.hi and h.lo <= s.hi
     return Score(h, s, e, h.contains(s.mean), bool(overlap), math.isfinite(e) and abs(e) <= WITHIN)
+
+
+def meets_goal(row: dict[str, Score]) -> bool | None:
+    """Whether one case's scores meet `GOAL`; None when one of its metrics was not scored
+    (no host run or no prediction): such a case is counted neither way."""
+    verdict = True
+    for m, (bound, or_inside) in GOAL.items():
+        s = row.get(m)
+        if s is None or not s.host.n or not s.sim.n:
+            return None
+        close = math.isfinite(s.error) and abs(s.error) <= bound
+        verdict = verdict and (close or (or_inside and s.inside))
+    return verdict
 
 
 @dataclass(frozen=True)

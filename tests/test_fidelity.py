@@ -14,7 +14,7 @@ import pytest
 from replay.cgroupfs import host_cpus
 from replay.cpuidle import ExitLatency
 from replay.fidelity import CASES, FIDELITY_DIR, METRICS, SERVICES, Suite, load_service, text
-from replay.scoring import WITHIN, Interval, bootstrap_ci, kendall_tau, median_abs_error, order, ranking, score
+from replay.scoring import WITHIN, Interval, bootstrap_ci, kendall_tau, median_abs_error, meets_goal, order, ranking, score
 from replay.workloads import parse_pgbench_log, parse_redis_csv
 from sim.cli import main
 from sim.runner import run_variant
@@ -112,6 +112,24 @@ def test_ranking_orders_best_first_by_the_metric():
     assert r is not None and r.tau == pytest.approx(2 / math.sqrt(3 * 2)) and r.sim == ["a", "b", "c"]
     assert r.sim_text == "a = b > c" and r.host_text == "a > b > c" and not r.same_order
     assert order(["a", "b"], [1.0, 1.0], True) == ["a", "b"]  # a tie keeps the given order
+
+
+def test_the_goal_of_a_case_hand_worked():
+    # QPS and P50 within 10% (or inside the host's interval), P99 within 15% (no interval rule)
+    steady = [100.0, 100.0, 100.0]  # a host that never varied: its interval is the point
+    row = {"QPS": score(steady, [109.9]), "P50 (s)": score(steady, [90.1]), "P99 (s)": score(steady, [114.9])}
+    assert meets_goal(row) is True  # every bound met, just
+    assert meets_goal({**row, "P99 (s)": score(steady, [115.1])}) is False
+    assert meets_goal({**row, "QPS": score(steady, [110.1])}) is False
+    assert meets_goal({**row, "P50 (s)": score(steady, [89.9])}) is False
+    spread = [80.0, 100.0, 120.0]  # mean 100, interval about [80, 120]
+    assert meets_goal({**row, "QPS": score(spread, [112.0])}) is True  # 12% off, inside the spread
+    assert meets_goal({**row, "P99 (s)": score(spread, [112.0])}) is True
+    assert meets_goal({**row, "P99 (s)": score(spread, [118.0])}) is False  # inside, but 18% off
+    # a metric without a host run or a prediction: counted neither way; extra metrics do not count
+    assert meets_goal({**row, "P50 (s)": score([], [90.0])}) is None
+    assert meets_goal({k: v for k, v in row.items() if k != "P99 (s)"}) is None
+    assert meets_goal({**row, "offline CPU (share)": score(steady, [300.0])}) is True
 
 
 def test_median_absolute_error():
@@ -262,8 +280,20 @@ def test_the_simulator_scored_against_itself_agrees(tmp_path):
     assert o["median |error| QPS"] < 0.10
     assert {m: c["scored"] for m, c in o["per metric"].items()} == dict.fromkeys(METRICS, 2)
     assert o[f"within {WITHIN:.0%}"] == sum(c["within"] for c in o["per metric"].values())
+    # the goal, per colocated case, as meets_goal has it from the case's scores
+    assert set(o["goal"]["cases"]) == {"builtin: stress", "builtin: idle"}
+    for key, met in o["goal"]["cases"].items():
+        row = svc["scores"][key.split(": ")[1]]
+        assert met == all(
+            abs(row[m]["error"]) <= (0.15 if m == "P99 (s)" else 0.10) or (m != "P99 (s)" and row[m]["inside"])
+            for m in ("QPS", "P50 (s)", "P99 (s)")
+        )
     out = text(doc)
     assert "alone (calibrated)" in out and "median |error| of QPS" in out and "Kendall tau" in out
+    assert (
+        f"cases meeting the goal (QPS and P50 within 10% or inside the host's interval, P99 within 15%): {sum(o['goal']['cases'].values())} of 2"
+        in out
+    )
 
 
 def test_the_suite_is_deterministic(tmp_path):
