@@ -85,3 +85,14 @@ def test_a_connection_waits_for_its_own_worker(tmp_path):
 def test_dispatch_needs_a_pool(tmp_path):
     with pytest.raises(ScenarioError, match=r"workloads\.web.*dispatch.*workers"):
         pool(tmp_path, "connection", seed=1, workers="")
+
+
+def test_a_streamed_exchange_needs_a_generator_task_per_client(tmp_path):
+    # (the client's task runs on into its next part: no pool of generator threads in between)
+    with pytest.raises(ScenarioError, match=r"workloads\.web.*exchange.*generator task per client"):
+        pool(
+            tmp_path,
+            "queue",
+            seed=1,
+            workers='rounds = 2\nexchange = "stream"\nclient_cpu = { dist = "constant", value = "1ms" }\nclient_threads = 2',
+        )

@@ -278,6 +278,12 @@ class ClosedLoop(_Workload):
     # parsing result blocks while the server produces the next. Replay fits it from the
     # generator's voluntary switches per request (replay/calibration.py); unset: one round
     rounds: int = Field(default=1, ge=1, le=MAX_BURSTS)
+    # how the rounds go (core_rs spec.rs `Exchange`): "alternate", one side at a time;
+    # "stream", the client's part and the server's of each round after the first run at once
+    # (a result streamed over a socket: the client parses one block while the server produces
+    # the next, as clickhouse-benchmark and ClickHouse's TCPHandler do), the next round when
+    # all are done. Needs a generator task per client (no client_threads)
+    exchange: Literal["alternate", "stream"] = "alternate"
     # what each message between a client and the server costs its receiver when the two ran
     # on different CPUs (core_rs spec.rs `CrossCpu`; replay measures it: the service alone,
     # and alone on one CPU). Only with client_cpu (the generator's task is a message's other
@@ -306,6 +312,8 @@ class ClosedLoop(_Workload):
                 raise FieldErrors([(("event_loop",), "an event loop runs one round a request")])
             if self.client_threads == "clients":
                 raise FieldErrors([(("event_loop",), "an event loop needs client_threads (its threads), not a task per client")])
+        if self.exchange == "stream" and isinstance(self.client_threads, int):
+            raise FieldErrors([(("exchange",), "a streamed exchange needs a generator task per client (no client_threads)")])
         if self.rounds > 1:
             if self.client_cpu is None:
                 raise FieldErrors([(("rounds",), "rounds > 1 split the client's CPU: set client_cpu too")])
@@ -336,6 +344,8 @@ class ClosedLoop(_Workload):
             spec["delay"] = self.delay.core_spec()
         if self.rounds > 1:
             spec["rounds"] = self.rounds
+        if self.exchange != "alternate":
+            spec["exchange"] = self.exchange
         if isinstance(self.client_threads, int):
             spec["client_threads"] = self.client_threads
         if self.cross_cpu is not None:

@@ -541,6 +541,7 @@ impl Node {
                 client_cpu,
                 delay,
                 rounds,
+                exchange,
                 cross_cpu,
                 client_threads,
                 event_loop,
@@ -584,8 +585,13 @@ impl Node {
                         })
                     }),
                     shape: crate::shape::Shape::build(shape, n as usize),
-                    rounds: crate::shape::Rounds::build(rounds.unwrap_or(1), *clients as usize, n as usize)
-                        .map(Box::new),
+                    rounds: crate::shape::Rounds::build(
+                        rounds.unwrap_or(1),
+                        *exchange == crate::spec::Exchange::Stream,
+                        *clients as usize,
+                        n as usize,
+                    )
+                    .map(Box::new),
                     cross: cross_cpu.map(|cost| {
                         Box::new(crate::workload::Crossing {
                             cost,

@@ -171,21 +171,31 @@ pub const MAX_ROUNDS: u32 = MAX_BURSTS;
 /// generator that reads and parses result blocks while the server produces the next: each
 /// round is two wakeups, server→client and client→server, on the ordinary wakeup path.
 /// One round is the model without rounds (the client's CPU in one burst before the request).
+///
+/// Streamed (spec.rs `Exchange::Stream`), round 1 is the same (the request, then the server's
+/// first block), and from round 2 on the client's part k and every server thread's part k run
+/// at once — the client parses block k − 1 while the server produces block k — and round
+/// k + 1 starts when all of them are done: the party that finishes last runs on into its
+/// next part and wakes the others (one wakeup of each waiting party a round). The request
+/// completes with the last round.
 #[derive(Debug)]
 pub struct Rounds {
     /// Per client: its generator's CPU for the current request.
     pub client: Parts,
     /// Per server thread: its CPU for the current request.
     pub server: Parts,
+    /// The rounds are streamed (`Exchange::Stream`), not alternated.
+    pub stream: bool,
 }
 
 impl Rounds {
     /// The run-time state, or None for one round (nothing is split, so results are
     /// bit-identical to a loop without `rounds`).
-    pub fn build(rounds: u32, clients: usize, threads: usize) -> Option<Rounds> {
+    pub fn build(rounds: u32, stream: bool, clients: usize, threads: usize) -> Option<Rounds> {
         (rounds > 1).then(|| Rounds {
             client: Parts::new(rounds, clients),
             server: Parts::new(rounds, threads),
+            stream,
         })
     }
 

@@ -475,6 +475,9 @@ pub enum WorkloadSpec {
         /// next. Needs `client_cpu`; None or 1: the client's CPU in one burst before the request.
         #[serde(default)]
         rounds: Option<u32>,
+        /// How the rounds go (`Exchange`): one side at a time, or streamed.
+        #[serde(default)]
+        exchange: Exchange,
         /// What each message between a client and the server costs its receiver when the
         /// two ran on different CPUs (`CrossCpu`). Only with `client_cpu` (the generator's
         /// task is a message's other end). None: nothing.
@@ -816,6 +819,21 @@ pub enum Dispatch {
     /// Each client's connection belongs to one worker (drawn per seed), which alone serves
     /// its requests: an event-loop server's worker processes (nginx).
     Connection,
+}
+
+/// How a closed loop's rounds between a client and the server go (shape.rs `Rounds`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Exchange {
+    /// The client's part, then every server thread's, in turn: one side runs at a time.
+    #[default]
+    Alternate,
+    /// After the first round (the request, then the server's first block) the client's part
+    /// and the server threads' parts of each round run at once, and the next round starts
+    /// when all of them are done: a result streamed over a socket, the client parsing one
+    /// block while the server produces the next (ClickHouse's TCPHandler and
+    /// clickhouse-benchmark: each runnable ~75–80% of the query, docs/replay.md).
+    Stream,
 }
 
 /// cgroup v1 cpu.shares limits: MIN_SHARES = 2, MAX_SHARES = 2^18
@@ -1264,6 +1282,7 @@ impl NodeSpec {
                     client_cpu,
                     delay,
                     rounds,
+                    exchange,
                     client_threads,
                     event_loop,
                     ..
@@ -1309,6 +1328,13 @@ impl NodeSpec {
                         if g == 0 {
                             return Err(SpecError::new(f("client_threads"), "must be >= 1"));
                         }
+                    }
+                    if *exchange == Exchange::Stream && client_threads.is_some() {
+                        // (the client's task runs on into its next part: no pool in between)
+                        return Err(SpecError::new(
+                            f("exchange"),
+                            "a streamed exchange needs a generator task per client (no client_threads)",
+                        ));
                     }
                     if let Some(ev) = event_loop {
                         // (without client_cpu the clients run no task: the loop is not on the node)

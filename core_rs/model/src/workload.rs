@@ -826,7 +826,9 @@ impl ClosedLoop {
         }
         let c = self.gen_pool.as_ref().map_or(g, |p| p.serving[g]);
         self.clients[c].sender = g;
-        self.client_part_done(c, now, wl, eff);
+        if let Some(next) = self.client_part_done(c, now, wl, eff, svc) {
+            return next;
+        }
         let Some(p) = self.gen_pool.as_mut() else {
             return Next::Sleep;
         };
@@ -908,9 +910,29 @@ impl ClosedLoop {
     }
 
     /// Client `c`'s generator finished a part of its CPU: after the first, the request goes
-    /// out (`after_client`); after a later one, the server's threads run their next round.
-    fn client_part_done(&mut self, c: usize, now: Ns, wl: usize, eff: &mut Effects) {
+    /// out (`after_client`); after a later one, the server's threads run their next round —
+    /// or, streamed, the round is over once the server's threads are done too. Some: what the
+    /// generator's task (a task per client: no pool) does next, when it decided.
+    fn client_part_done(
+        &mut self,
+        c: usize,
+        now: Ns,
+        wl: usize,
+        eff: &mut Effects,
+        svc: &mut ServiceStats,
+    ) -> Option<Next> {
         match self.rounds.as_mut() {
+            Some(r) if r.stream && !r.first_round_done(c) => {
+                self.clients[c].outstanding -= 1;
+                if self.clients[c].outstanding > 0 {
+                    return Some(Next::Sleep);
+                }
+                let g = self.generator[c];
+                return Some(match self.next_stream_round(c, g, eff) {
+                    Some(part) => Next::Compute(part),
+                    None => self.complete(c, now, wl, None, eff, svc),
+                });
+            }
             Some(r) if !r.first_round_done(c) => {
                 self.clients[c].outstanding = self.fanout;
                 for k in 0..self.fanout {
@@ -925,6 +947,79 @@ impl ClosedLoop {
             _ => {
                 self.after_client(c, now, wl, None, eff);
             }
+        }
+        None
+    }
+
+    /// A streamed round of client `c` is over (every party done; `last` finished it): the
+    /// next round's parts all start, `last` running on into its own (returned) and waking
+    /// the others — the client reads the server's block, or the server threads find the
+    /// client ready for the next. None when no round is left: the request is complete.
+    fn next_stream_round(&mut self, c: usize, last: TaskId, eff: &mut Effects) -> Option<u64> {
+        let r = self.rounds.as_mut()?;
+        if r.client.left(c) == 0 {
+            return None;
+        }
+        let client_part = r.client.take(c);
+        let gen = self.generator[c];
+        let mut mine = None;
+        self.clients[c].outstanding = self.fanout + 1;
+        if last == gen {
+            mine = Some(client_part);
+        } else {
+            self.clients[c].replier = last;
+            self.reply_to(c, gen, eff);
+            eff.wakes.push((gen, client_part));
+        }
+        for k in 0..self.fanout as usize {
+            let slot = c * self.fanout as usize + k;
+            let part = self.rounds.as_mut().map_or(1, |r| r.server.take(slot));
+            let t = self.threads[slot];
+            if t == last {
+                mine = Some(part);
+                continue;
+            }
+            if last == gen {
+                self.request_to(c, t, eff);
+            }
+            eff.wakes.push((t, part));
+        }
+        mine
+    }
+
+    /// Client `c`'s request is complete, its last part run by server thread `slot` (None: by
+    /// the client's own generator task, in a streamed exchange): its latency is recorded (an
+    /// event loop's ends where its generator reads the reply), and the client thinks or asks
+    /// again; what that task does next.
+    fn complete(
+        &mut self,
+        c: usize,
+        now: Ns,
+        wl: usize,
+        slot: Option<u32>,
+        eff: &mut Effects,
+        svc: &mut ServiceStats,
+    ) -> Next {
+        if self.ev.is_none() {
+            svc.record(now, now - self.clients[c].issued_at);
+        }
+        let think = self.think.as_ref().map(|d| d.sample(&mut self.rng)).unwrap_or(0);
+        if think > 0 {
+            // (the reply's sender, whose message the client reads when it asks again)
+            self.clients[c].replier = slot.map_or_else(|| self.generator[c], |k| self.threads[k as usize]);
+            eff.timers.push((now + think, wl, c as u32));
+            return Next::Sleep;
+        }
+        if slot.is_none() {
+            // the client's own task asks again at once: it runs on into the next request's CPU
+            svc.started += 1;
+            self.clients[c].issued_at = now;
+            let work = self.client_cpu.as_ref().map_or(1, |d| d.sample(&mut self.rng).max(1));
+            return Next::Compute(self.rounds.as_mut().map_or(work, |r| r.client.start(c, work)));
+        }
+        match self.ready(c, now, wl, slot, eff, svc) {
+            Some(w) => Next::Compute(w),
+            None => Next::Sleep,
         }
     }
 
@@ -1304,25 +1399,20 @@ impl Workload {
                     return next;
                 }
                 let c = (slot / cl.fanout) as usize;
+                let me = cl.threads[slot as usize];
                 cl.clients[c].outstanding -= 1;
-                if cl.clients[c].outstanding > 0 || cl.next_client_part(c, cl.threads[slot as usize], eff).is_some() {
+                if cl.clients[c].outstanding > 0 {
+                    return Next::Sleep;
+                }
+                if cl.rounds.as_ref().is_some_and(|r| r.stream) {
+                    if let Some(part) = cl.next_stream_round(c, me, eff) {
+                        return Next::Compute(part);
+                    }
+                } else if cl.next_client_part(c, me, eff).is_some() {
                     return Next::Sleep;
                 }
                 let svc = cl.svc;
-                if cl.ev.is_none() {
-                    services[svc].record(now, now - cl.clients[c].issued_at);
-                }
-                let think = cl.think.as_ref().map(|d| d.sample(&mut cl.rng)).unwrap_or(0);
-                if think == 0 {
-                    match cl.ready(c, now, wl, Some(slot), eff, &mut services[svc]) {
-                        Some(w) => Next::Compute(w),
-                        None => Next::Sleep,
-                    }
-                } else {
-                    cl.clients[c].replier = cl.threads[slot as usize];
-                    eff.timers.push((now + think, wl, c as u32));
-                    Next::Sleep
-                }
+                cl.complete(c, now, wl, Some(slot), eff, &mut services[svc])
             }
             Workload::Bursty(b) => {
                 if (slot as usize) < b.steady.len() {

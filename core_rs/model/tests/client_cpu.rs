@@ -112,6 +112,43 @@ fn rounds_alternate_the_client_and_the_server() {
 }
 
 #[test]
+fn streamed_rounds_run_the_client_beside_the_server() {
+    // The same client and server (0.6 ms + 1 ms in 3 rounds) streamed: round 1 is the
+    // client's 0.2 ms, then the server's first 0.333333 ms; in rounds 2 and 3 the client's
+    // 0.2 ms runs beside the server's 0.333333 and 0.333334 ms (parts equal to the ns, the last
+    // taking the remainder), so a request takes 0.2 + 3 x 1/3 = 1.2 ms, X = 1 / 1.2 ms, and the
+    // cgroup uses X x 1.6 ms = 1.333 CPUs. Switches: the client sleeps after each of its 3
+    // parts (it always finishes first); the server runs on into rounds 2 and 3 and sleeps
+    // once, after the last: 4 a request. On 1 CPU nothing overlaps: 1.6 ms, 1 CPU.
+    let stream = json!({"rounds": 3, "exchange": "stream"});
+    let (lat, qps, cpu, sw) = one_client(4, stream.clone());
+    assert!(lat.iter().all(|&l| l == 1_200_000), "{:?}", &lat[..4]);
+    assert!((qps / (1.0 / 1.2e-3) - 1.0).abs() < 0.001, "{qps}");
+    assert!((cpu - 1.6 / 1.2).abs() < 0.001, "{cpu}");
+    assert!((sw - 4.0).abs() < 0.01, "{sw} switches per request");
+    let (lat, qps, cpu, _) = one_client(1, stream);
+    assert!(lat.iter().all(|&l| l == 1_600_000), "1 CPU: {:?}", &lat[..4]);
+    assert!(
+        (qps / (1.0 / 1.6e-3) - 1.0).abs() < 0.001 && (cpu - 1.0).abs() < 0.001,
+        "1 CPU: {qps}/s, {cpu} CPUs"
+    );
+}
+
+#[test]
+fn a_streamed_round_waits_for_its_slowest_party() {
+    // fanout 2 on 3 CPUs, 2 rounds, client 1.2 ms (0.6 a part) and 1 ms a thread (0.5 a
+    // part): round 1 is 0.6 + 0.5 ms, round 2 the client's 0.6 ms beside both threads' 0.5 ms:
+    // 1.7 ms a request. The client is the last of round 2 and asks again on its own task.
+    let (lat, qps, cpu, _) = one_client(
+        3,
+        json!({"rounds": 2, "exchange": "stream", "fanout": 2,
+               "client_cpu": {"dist": "constant", "value_ns": 1_200_000}}),
+    );
+    assert!(lat.iter().all(|&l| l == 1_700_000), "{:?}", &lat[..4]);
+    assert!((cpu / (qps * 3.2e-3) - 1.0).abs() < 0.001, "{cpu} CPUs at {qps}/s");
+}
+
+#[test]
 fn each_round_waits_for_every_thread_of_the_fanout() {
     // fanout 2 on 2 CPUs, 2 rounds: each round the client's 0.3 ms, then both threads' 0.5 ms
     // side by side (the client waits for both), so a request takes 2 x (0.3 + 0.5) = 1.6 ms

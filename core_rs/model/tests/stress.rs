@@ -460,6 +460,24 @@ pub fn scenario(seed: u64) -> (Value, Vec<(String, Vec<usize>)>) {
             w["dispatch"] = json!(if pools.p(0.5) { "connection" } else { "queue" });
         }
     }
+    // Rounds between the client and the server on half the closed loops with a load
+    // generator, no pool and no shape of bursts (shape.rs `Rounds`), alternated or streamed
+    // (a streamed exchange runs on the client's own task: no generator threads), from a
+    // stream of their own.
+    let mut exchanges = Gen {
+        r: Rng::stream(seed, 0x60_0d),
+    };
+    for w in wls.iter_mut() {
+        let bursts = w.get("shape").map_or(1, |s| s["bursts"].as_u64().unwrap_or(1));
+        let eligible = w["kind"] == "closed_loop" && w.get("client_cpu").is_some() && w.get("workers").is_none();
+        if eligible && bursts == 1 && exchanges.p(0.5) {
+            w["rounds"] = json!(2 + exchanges.u(6));
+            if exchanges.p(0.5) {
+                w["exchange"] = json!("stream");
+                w.as_object_mut().unwrap().remove("client_threads");
+            }
+        }
+    }
     // PELT group shares on a third of the seeds, drawn from a stream of their own (the rest of
     // each seed's scenario stays what it was).
     let group_shares = if Rng::stream(seed, 0x9e17).uniform() < 1.0 / 3.0 {
