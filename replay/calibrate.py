@@ -62,6 +62,27 @@ def micro_scenarios(ncpus: int) -> list[Micro]:
             {"idle group's CPU share": _share("idle"), "normal group's CPU share": _share("normal")},
         ),
         Micro(
+            # Threads that run 1 ms and sleep 1 ms (a timer), twice as many as the CPUs, beside
+            # as many hogs, the two groups at equal weight: how the node splits between a group
+            # that sleeps and wakes and one that never sleeps. On one CPU both get half, on the
+            # host and in the core; over two CPUs each group's weight is divided among them by
+            # its load (calc_group_shares) and re-divided at every sleep and wakeup
+            # (reweight_entity), and there they part (docs/replay.md, "Calibration").
+            "cpu.shares equal: sleepers beside hogs",
+            {"sleepers": {"cpu.shares": 1024}, "hogs": {"cpu.shares": 1024}},
+            {
+                "s": {
+                    "kind": "closed_loop",
+                    "cgroup": "sleepers",
+                    "clients": hogs,
+                    "service": {"dist": "constant", "value": "20ms"},
+                    "shape": {"bursts": 20, "wait": {"dist": "constant", "value": "1ms"}},
+                },
+                "h": {"kind": "hog", "cgroup": "hogs", "threads": hogs},
+            },
+            {"sleepers' CPU share": _share("sleepers"), "hogs' CPU share": _share("hogs")},
+        ),
+        Micro(
             "cpu.cfs_quota_us 50% of a CPU",
             {"q": {"cpu.cfs_quota_us": 50_000, "cpu.cfs_period_us": 100_000}},
             {"h": {"kind": "hog", "cgroup": "q", "threads": hogs}},

@@ -308,7 +308,7 @@ def test_calibrate_measures_each_mechanism_on_host_and_in_the_simulator(tmp_path
         proc = subprocess.run([*COLOSIM, "calibrate", "--duration", "3", "--out", str(out)], capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
         doc = json.loads((out / "calibration.json").read_text())
-        assert len(doc) == 5
+        assert len(doc) == 6
         shares = doc["cpu.shares 1024:512"]["CPU a / CPU b"]
         print(f"calibrate: host a/b = {shares['host']:.3f}")
         if shares["host"] == pytest.approx(2.0, rel=0.10):
@@ -317,6 +317,12 @@ def test_calibrate_measures_each_mechanism_on_host_and_in_the_simulator(tmp_path
     assert shares["host"] == pytest.approx(2.0, rel=0.10) and shares["sim"] == pytest.approx(2.0, rel=0.02)
     quota = doc["cpu.cfs_quota_us 50% of a CPU"]["CPUs used"]
     assert quota["host"] == pytest.approx(0.5, rel=0.1) and quota["sim"] == pytest.approx(0.5, rel=0.05)
+    # sleepers beside hogs: measured on both sides, each group a share of the node (what the
+    # split is, is what the mechanism's row records: the host and the core differ there)
+    split = doc["cpu.shares equal: sleepers beside hogs"]
+    for side in ("host", "sim"):
+        s, h = split["sleepers' CPU share"][side], split["hogs' CPU share"][side]
+        assert 0 < s < 1 and 0 < h < 1 and s + h <= 1.0 + 1e-6, (side, s, h)
     assert_clean(layout, before)
 
 

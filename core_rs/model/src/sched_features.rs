@@ -14,7 +14,11 @@
 //!   6d71a9c61604). For the running entity that double-counts it (avg_vruntime already holds
 //!   it), so each reweight of a running group entity scales its lag by (W + 2w)/(W + w).
 //!   Upstream reverted this in 101f3498b4bd (7.1; stable 6.18.45): `reweight_eevdf` again
-//!   keeps V invariant.
+//!   keeps V invariant. Measured against a 6.18.44 host it overshoots: 4 threads running 1 ms
+//!   and sleeping 1 ms beside 4 hogs at equal weight on 2 CPUs get 0.976 of the node in the
+//!   model, 0.623 on the host, and the model's figure swings between 0.50 and 0.98 as the
+//!   sleep changes by a few per cent (`colosim calibrate`'s "sleepers beside hogs" row;
+//!   docs/replay.md, "Calibration").
 //!
 //! - every release: a task's wakeup may be pulled to the waker's CPU (`wake_affine`: WA_IDLE,
 //!   WA_WEIGHT, WA_BIAS), and `select_idle_cpu` scans only as many CPUs as the LLC's
