@@ -45,7 +45,7 @@ from replay.compare import alone_runs, fit_alone_runs, load_for_host, metrics, p
 from replay.cpuidle import measure as measure_exit_latency
 from replay.host_kernel import host_kernel
 from replay.host_run import check_knobs, host_equivalent, missing_knobs, run_on_host
-from replay.scoring import GOAL, WITHIN, Score, median_abs_error, meets_goal, ranking, score
+from replay.scoring import GOAL, WITHIN, Score, goal_text, median_abs_error, meets_goal, ranking, score
 from replay.session import Session
 from replay.workloads import REPO, MeasuredService, ReportedService
 from sim.errors import ColosimError, ScenarioError
@@ -477,10 +477,7 @@ def text(doc: dict[str, Any]) -> str:
         goal = o.get("goal")  # older files: none
         if goal:
             met = [k for k, v in goal["cases"].items() if v]
-            parts.append(
-                "  cases meeting the goal (QPS and P50 within 10% or inside the host's interval, P99 within 15%): "
-                f"{len(met)} of {len(goal['cases'])} ({', '.join(met) or 'none'})"
-            )
+            parts.append(f"  cases meeting the goal ({goal_text()}): {len(met)} of {len(goal['cases'])} ({', '.join(met) or 'none'})")
         same = o["same order"]
         parts.append(
             f"  cases ranked in the host's order: {sum(same.values())} of {len(same)} ({', '.join(k for k, v in same.items() if v) or 'none'})"

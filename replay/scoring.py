@@ -117,6 +117,18 @@ def score(host: Sequence[float], sim: Sequence[float]) -> Score:
     return Score(h, s, e, h.contains(s.mean), bool(overlap), math.isfinite(e) and abs(e) <= WITHIN)
 
 
+def goal_text() -> str:
+    """`GOAL` in words: "QPS and P50 within 10% or inside the host's interval, P99 within
+    15%" (metrics under one rule joined, units dropped)."""
+    rules: dict[tuple[float, bool], list[str]] = {}
+    for m, rule in GOAL.items():
+        rules.setdefault(rule, []).append(m.split(" (")[0])
+    return ", ".join(
+        f"{' and '.join(names)} within {bound:.0%}" + (" or inside the host's interval" if inside else "")
+        for (bound, inside), names in rules.items()
+    )
+
+
 def meets_goal(row: dict[str, Score]) -> bool | None:
     """Whether one case's scores meet `GOAL`; None when one of its metrics was not scored
     (no host run or no prediction): such a case is counted neither way."""

@@ -876,37 +876,37 @@ impl ClosedLoop {
         eff: &mut Effects,
         svc: &mut ServiceStats,
     ) -> Option<u64> {
-        svc.started += 1;
-        self.clients[c].issued_at = now;
-        if let Some(d) = &self.client_cpu {
-            let work = d.sample(&mut self.rng).max(1);
-            if let Some(ev) = self.ev.as_mut() {
-                // the reply waits for its thread's next pass, which reads it (its latency ends
-                // there) and then writes the next request
-                self.clients[c].gen_work = work;
-                if let Some(k) = me {
-                    self.clients[c].replier = self.threads[k as usize];
-                }
-                if let Some(step) = ev.reply(c) {
-                    let g = ev.owner(c);
-                    let part = self.step_work(g, step, now, eff);
-                    eff.wakes.push((self.generator[g], part));
-                }
-                return None;
+        let Some(work) = self.ask_again(c, now, svc) else {
+            return self.after_client(c, now, wl, me, eff);
+        };
+        // the reply of the thread that finished the request last (after a think, the one
+        // recorded when it finished: the reply was read then, its cost is paid now)
+        if let Some(k) = me {
+            self.clients[c].replier = self.threads[k as usize];
+        }
+        if let Some(ev) = self.ev.as_mut() {
+            // the reply waits for its thread's next pass, which reads it (its latency ends
+            // there) and then writes the next request
+            self.clients[c].gen_work = work;
+            if let Some(step) = ev.reply(c) {
+                let g = ev.owner(c);
+                let part = self.step_work(g, step, now, eff);
+                eff.wakes.push((self.generator[g], part));
             }
-            let work = match self.rounds.as_mut() {
-                Some(r) => r.client.start(c, work),
-                None => work,
-            };
-            // the reply of the thread that finished the request last (after a think, the one
-            // recorded when it finished: the reply was read then, its cost is paid now)
-            if let Some(k) = me {
-                self.clients[c].replier = self.threads[k as usize];
-            }
-            self.hand_to_generator(c, work, eff);
             return None;
         }
-        self.after_client(c, now, wl, me, eff)
+        self.hand_to_generator(c, work, eff);
+        None
+    }
+
+    /// Client `c` asks again now (counted, its latency timed from now): its generator's CPU
+    /// for the request, drawn — the first part with rounds (an event loop has none) — or None
+    /// when the clients cost no CPU.
+    fn ask_again(&mut self, c: usize, now: Ns, svc: &mut ServiceStats) -> Option<u64> {
+        svc.started += 1;
+        self.clients[c].issued_at = now;
+        let work = self.client_cpu.as_ref()?.sample(&mut self.rng).max(1);
+        Some(self.rounds.as_mut().map_or(work, |r| r.client.start(c, work)))
     }
 
     /// Client `c`'s generator finished a part of its CPU: after the first, the request goes
@@ -1012,10 +1012,9 @@ impl ClosedLoop {
         }
         if slot.is_none() {
             // the client's own task asks again at once: it runs on into the next request's CPU
-            svc.started += 1;
-            self.clients[c].issued_at = now;
-            let work = self.client_cpu.as_ref().map_or(1, |d| d.sample(&mut self.rng).max(1));
-            return Next::Compute(self.rounds.as_mut().map_or(work, |r| r.client.start(c, work)));
+            // (a streamed exchange has rounds, so client_cpu: spec.rs validate_rounds)
+            let work = self.ask_again(c, now, svc).expect("rounds > 1 have client_cpu");
+            return Next::Compute(work);
         }
         match self.ready(c, now, wl, slot, eff, svc) {
             Some(w) => Next::Compute(w),
