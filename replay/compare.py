@@ -42,6 +42,8 @@ from replay.cgroupfs import BlockDevice, HostError, host_cpus, network_refusal, 
 from replay.host_kernel import host_kernel
 from replay.host_run import CGROUP_KNOBS, HostRun, check_knobs, host_equivalent, host_topology, missing_knobs, run_on_host
 from replay.session import Session
+from replay.timer_slack import TimerOvershoot, any_timed, timer_equivalent
+from replay.timer_slack import measure as measure_timer
 from replay.workloads import generator_event_loop, generator_threads
 from sim import runqlat
 from sim.results import ExperimentResult, RunResult, finite, markdown, sig3
@@ -279,6 +281,11 @@ def replay(
     runs: dict[str, HostRun] = {}
     precheck(variants)
     say(host_kernel().summary())  # after the checks: a refused scenario is one line
+    # how late colosim-load's timed sleeps end here, measured while the host is quiet: the
+    # prediction's sleeps end as late
+    timer = measure_timer() if compare and not dry_run and any_timed(scenario) else None
+    if timer is not None:
+        say(timer.summary())
     io = uses_io(variants)
     disk: dict[str, Any] | None = None
     with Session(dry_run=dry_run, log=say, io=io, memory=uses_memory(variants)) as session:
@@ -311,8 +318,8 @@ def replay(
     fits: dict[str, Fit] = {}
     if compare:
         predicting = load_for_host(path, overrides, disk) if disk else scenario
-        fits = calibrate_services(predicting, host, seed, substituted)
-        predicted, factors = predict(predicting, host, seed, substituted, fits)
+        fits = calibrate_services(predicting, host, seed, substituted, timer)
+        predicted, factors = predict(predicting, host, seed, substituted, fits, timer=timer)
         for c in comparisons:
             c.predicted = metrics(predicted.runs[c.name], next(v.scenario for v in variants if v.name == c.name))
         print()
@@ -321,7 +328,7 @@ def replay(
         print()
         print("\n\n".join(c.table() for c in comparisons))
     if out is not None:
-        write_outputs(out, scenario, host, predicted, comparisons, runs, fits, disk)
+        write_outputs(out, scenario, host, predicted, comparisons, runs, fits, disk, timer)
         print(f"\nwrote {out / 'comparison.json'} and {out / 'report.html'}")
     return 0
 
@@ -517,25 +524,30 @@ def alone_runs(scenario: Scenario, measured_base: RunResult) -> dict[str, AloneR
     return out
 
 
-def calibrate_services(scenario: Scenario, host: ExperimentResult, seed: int, substituted: set[Knob]) -> dict[str, Fit]:
+def calibrate_services(
+    scenario: Scenario, host: ExperimentResult, seed: int, substituted: set[Knob], timer: TimerOvershoot | None = None
+) -> dict[str, Fit]:
     """Fit each service measured in the baseline (alone) run: its distribution, its load
     generator's CPU and its gaps (replay/calibration.py)."""
     base = next(v for v in scenario.variants() if v.baseline)
     measured_base = host.runs[base.name]
-    return fit_alone_runs(scenario, alone_runs(scenario, measured_base), measured_base.ncpus, seed, substituted)
+    return fit_alone_runs(scenario, alone_runs(scenario, measured_base), measured_base.ncpus, seed, substituted, timer)
 
 
 # a first fit whose alone requests crossed CPUs this close to once a round each way is kept
 CROSSED_SETTLED = 0.05
 
 
-def fit_alone_runs(scenario: Scenario, alone: dict[str, AloneRun], ncpus: int, seed: int, substituted: set[Knob]) -> dict[str, Fit]:
-    """Fit each service to what its alone run measured (`alone_runs`), on `ncpus` CPUs."""
+def fit_alone_runs(
+    scenario: Scenario, alone: dict[str, AloneRun], ncpus: int, seed: int, substituted: set[Knob], timer: TimerOvershoot | None = None
+) -> dict[str, Fit]:
+    """Fit each service to what its alone run measured (`alone_runs`), on `ncpus` CPUs;
+    colosim-load's timed sleeps end `timer` late, as on the host (replay/timer_slack.py)."""
     base = next(v for v in scenario.variants() if v.baseline)
     others = next((a.others for a in alone.values()), None)
     # the alone run's other tenants run beside the simulated alone runs the fit makes
     alone_background = background_cpus(others, ncpus)
-    sc = with_background(host_equivalent(base.scenario, substituted), alone_background)
+    sc = with_background(timer_equivalent(host_equivalent(base.scenario, substituted), timer), alone_background)
     fits: dict[str, Fit] = {}
     for name, run in alone.items():
         w = scenario.workloads[name]
@@ -585,11 +597,12 @@ def predict(
     substituted: set[Knob],
     fits: dict[str, Fit] | None = None,
     background: dict[str, float] | None = None,
+    timer: TimerOvershoot | None = None,
 ) -> tuple[ExperimentResult, dict[str, float]]:
     """Calibrate each service on the measured baseline (or take `fits` made by
     calibrate_services), then simulate every variant beside its host run's other tenants
     (`background`: variant -> CPUs, replay.background; by default each measured variant's
-    own). Returns the prediction and, per service, its fitted figures: NAME (the service's
+    own; `timer`: how late colosim-load's timed sleeps end on the host, replay/timer_slack.py). Returns the prediction and, per service, its fitted figures: NAME (the service's
     mean over the scenario's), "NAME sigma" (a lognormal's), "NAME client_cpu_s", "NAME
     rounds", "NAME rounds from server" (1.0: the server's traced switches, else the
     generator's), "NAME delay_s", "NAME service_cpu_s" (NaN: fitted), "NAME poor fit" (1.0
@@ -599,11 +612,11 @@ def predict(
 
     if fits is None:
         assert host is not None, "predict: without a host run, give the fits"
-        fits = calibrate_services(scenario, host, seed, substituted)
+        fits = calibrate_services(scenario, host, seed, substituted, timer)
     if background is None:
         assert host is not None, "predict: without a host run, give the background"
         background = {n: background_cpus(r.others_cpu_share, r.ncpus) for n, r in host.runs.items()}
-    calibrated = {v.name: host_equivalent(v.scenario, substituted) for v in scenario.variants()}
+    calibrated = {v.name: timer_equivalent(host_equivalent(v.scenario, substituted), timer) for v in scenario.variants()}
     factors: dict[str, float] = {}
     for name, fit in fits.items():
         calibrated = {n: apply_fit(sc, fit) for n, sc in calibrated.items()}
@@ -644,7 +657,9 @@ def _runqlat_doc(host: RunResult, predicted: RunResult | None) -> dict[str, Any]
     return doc
 
 
-def write_outputs(out, scenario, host, predicted, comparisons, runs, fits: dict[str, Fit], disk=None) -> None:
+def write_outputs(
+    out, scenario, host, predicted, comparisons, runs, fits: dict[str, Fit], disk=None, timer: TimerOvershoot | None = None
+) -> None:
     from sim.report import write_report
 
     out.mkdir(parents=True, exist_ok=True)
@@ -656,6 +671,9 @@ def write_outputs(out, scenario, host, predicted, comparisons, runs, fits: dict[
         "calibration": calibration_doc(fits),
         # what this host's kernel said of its scheduler, and where each value came from
         "host_kernel": host_kernel().as_dict(),
+        # how late a timed sleep ended here, which the prediction added to colosim-load's
+        # waits (None: nothing of the scenario sleeps on colosim-load's timers)
+        "timer_overshoot": None if timer is None else timer.to_dict(),
         "disk": None
         if disk is None
         else {

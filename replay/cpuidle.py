@@ -157,7 +157,12 @@ def exit_latency_histogram(idle_ns: np.ndarray, busy_ns: np.ndarray) -> tuple[li
     """The exit latency's histogram from round trips with (`idle_ns`) and without (`busy_ns`)
     an exit: the quantile differences on GRID (negative ones are noise: 0), cut at CUTS; bins
     that would be empty (equal edges) merge into their neighbour."""
-    at = np.interp(CUTS, GRID, exit_quantiles(idle_ns, busy_ns))
+    return cut_histogram(np.interp(CUTS, GRID, exit_quantiles(idle_ns, busy_ns)))
+
+
+def cut_histogram(at: np.ndarray) -> tuple[list[int], list[float]]:
+    """The histogram whose edges are the quantiles `at` (ns) at CUTS: bin k holds CUTS[k+1] −
+    CUTS[k] of the mass; bins that would be empty (equal edges) merge into their neighbour."""
     edges: list[int] = [int(round(at[0]))]
     weights: list[float] = []
     for k in range(1, len(CUTS)):

@@ -14,11 +14,12 @@
 //!   6d71a9c61604). For the running entity that double-counts it (avg_vruntime already holds
 //!   it), so each reweight of a running group entity scales its lag by (W + 2w)/(W + w).
 //!   Upstream reverted this in 101f3498b4bd (7.1; stable 6.18.45): `reweight_eevdf` again
-//!   keeps V invariant. Measured against a 6.18.44 host it overshoots: 4 threads running 1 ms
-//!   and sleeping 1 ms beside 4 hogs at equal weight on 2 CPUs get 0.976 of the node in the
-//!   model, 0.623 on the host, and the model's figure swings between 0.50 and 0.98 as the
-//!   sleep changes by a few per cent (`colosim calibrate`'s "sleepers beside hogs" row;
-//!   docs/replay.md, "Calibration").
+//!   keeps V invariant. It holds a group entity's lag only while the group's queue on that
+//!   CPU never empties: on a 6.18.44 host 3 sleepers on one CPU took 0.99 of it from a hog,
+//!   2 beside 2 hogs (whose 1 ms sleeps end ~75 µs late) split it evenly. Sleeps of exactly
+//!   1 ms after exactly 1 ms of CPU never leave that queue empty in the model (0.976 of the
+//!   node where the host gave 0.6); with the host's late ends (replay/timer_slack.py) 0.51
+//!   (`colosim calibrate`'s "sleepers beside hogs" row; docs/replay.md, "Calibration").
 //!
 //! - every release: a task's wakeup may be pulled to the waker's CPU (`wake_affine`: WA_IDLE,
 //!   WA_WEIGHT, WA_BIAS), and `select_idle_cpu` scans only as many CPUs as the LLC's
