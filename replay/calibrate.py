@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from replay import timer_slack
+from replay.background import background_cpus, mean_background, with_background
 from replay.cgroupfs import host_cpus
 from replay.compare import error
 from replay.host_kernel import host_kernel
@@ -175,17 +176,23 @@ def calibrate(
             sc = host_equivalent(sc, substituted)
             host: dict[str, Spread] = {metric: Spread([]) for metric in m.metrics}
             loads: list[float] = []
+            others: list[float | None] = []
             for k in range(repeat):
                 say(f"calibrate: {m.name} ({duration:g} s on the host, {k + 1} of {repeat}) ...")
                 run = run_on_host(Variant(m.name, True, sc), 1, session, substituted)
                 # The 1-minute load average just after (this run's own threads included): a
                 # shared machine's other work shows here when a window was disturbed.
                 loads.append(os.getloadavg()[0])
+                others.append(background_cpus(run.result.others_cpu_share, len(cpus)))
                 for metric, f in m.metrics.items():
                     host[metric].runs.append(f(run.result, len(cpus)))
             say(f"calibrate: {m.name}: load average {', '.join(f'{x:.1f}' for x in loads)} after the host runs")
-            say(f"calibrate: {m.name} in the simulator, seeds 1..{seeds} ...")
-            simulated = timer_slack.timer_equivalent(sc, overshoot)
+            # the host's other tenants of these runs run beside the simulated ones, as in every
+            # replay prediction (replay/background.py): their wakeups are what moves the host's
+            # tasks between the arrangements a split depends on (docs/replay.md, "Calibration")
+            background = mean_background(others)
+            say(f"calibrate: {m.name} in the simulator, seeds 1..{seeds}, {background:.3f} CPUs of other tenants beside it ...")
+            simulated = with_background(timer_slack.timer_equivalent(sc, overshoot), background)
             sims = [run_variant(Variant(m.name, True, simulated), seed, substitute=frozenset(substituted)) for seed in range(1, seeds + 1)]
             doc[m.name] = {}
             for metric, f in m.metrics.items():
@@ -198,8 +205,9 @@ def calibrate(
                     "host_runs": host[metric].runs,
                     "host_load_average": loads,
                     "sim_runs": sim.runs,
+                    "sim_background_cpus": background,
                 }
-                if simulated is not sc and overshoot is not None:
+                if timer_slack.timer_equivalent(sc, overshoot) is not sc and overshoot is not None:
                     # the simulated side's sleeps ended as late as the host's (timer_slack.py)
                     entry["sim_timer_overshoot_ns"] = {"mean": overshoot.mean_ns, "p50": overshoot.p50_ns, "p99": overshoot.p99_ns}
                 rows.append([m.name, metric, host[metric].show(), sim.show(), _pct(e)])
