@@ -602,8 +602,9 @@ def predict(
     """Calibrate each service on the measured baseline (or take `fits` made by
     calibrate_services), then simulate every variant beside its host run's other tenants
     (`background`: variant -> CPUs, replay.background; by default each measured variant's
-    own; `timer`: how late colosim-load's timed sleeps end on the host, replay/timer_slack.py). Returns the prediction and, per service, its fitted figures: NAME (the service's
-    mean over the scenario's), "NAME sigma" (a lognormal's), "NAME client_cpu_s", "NAME
+    own; `timer`: how late colosim-load's timed sleeps end on the host, replay/timer_slack.py).
+    Returns the prediction and, per service, its fitted figures: NAME (the service's mean
+    over the scenario's), "NAME sigma" (a lognormal's), "NAME client_cpu_s", "NAME
     rounds", "NAME rounds from server" (1.0: the server's traced switches, else the
     generator's), "NAME delay_s", "NAME service_cpu_s" (NaN: fitted), "NAME poor fit" (1.0
     when poor); and "VARIANT background CPUs" per variant. `host` may be None when both
