@@ -110,9 +110,10 @@ def test_only_colosim_loads_own_sleeps_end_late():
     assert timer_equivalent(sc, None) is sc
 
 
-def sleepers_share(wait: dict, seed: int = 1) -> float:
+def sleepers_run(wait: dict, seed: int = 1) -> tuple[float, int]:
     """The calibrate row "sleepers beside hogs" in the core: 4 threads running 1 ms and
-    sleeping `wait` in one group, 4 hogs in another, equal shares, 2 CPUs, 6.18.44."""
+    sleeping `wait` in one group, 4 hogs in another, equal shares, 2 CPUs, 6.18.44. Returns
+    the sleepers' share of what the two groups got, and how often their tasks changed CPU."""
     from sim.runner import run_variant
     from sim.scenario import Variant
 
@@ -135,7 +136,8 @@ def sleepers_share(wait: dict, seed: int = 1) -> float:
         }
     )
     r = run_variant(Variant("s", True, sc), seed)
-    return r.cgroups["sleepers"].cpu_share / (r.cgroups["sleepers"].cpu_share + r.cgroups["hogs"].cpu_share)
+    s, h = r.cgroups["sleepers"], r.cgroups["hogs"]
+    return s.cpu_share / (s.cpu_share + h.cpu_share), s.nr_migrations + h.nr_migrations
 
 
 def test_exact_sleeps_hold_the_group_entity_the_hosts_late_ones_do_not():
@@ -143,16 +145,18 @@ def test_exact_sleeps_hold_the_group_entity_the_hosts_late_ones_do_not():
     # other at the same instant, the group's queue is never empty, and 6.18.44's reweight of
     # the running group entity holds its lag (docs/model.md, "The reweight fixed point"): the
     # sleepers take nearly everything. This host, whose 1 ms sleeps end 40–180 µs late, gave
-    # them 0.50–0.55 of the node whenever they and the hogs sat two and two (per-task CPU
-    # samples, docs/replay.md "Timed sleeps end late"); with the host's late ends, so does the
-    # core.
-    exact = sleepers_share({"dist": "constant", "value": "1ms"})
+    # them 0.50–0.55 of the node whenever they and the hogs sat two and two, 0.62–0.75 when
+    # its balancer (0.8 migrations a second) had left three on one CPU or a hog alone with
+    # two, 0.53–0.62 over whole runs (docs/replay.md "Calibration"). With the host's late ends
+    # the core's runs fall in that range, and its balancer moves tasks too.
+    exact, _ = sleepers_run({"dist": "constant", "value": "1ms"})
     assert exact > 0.9
     d = late(Constant.model_validate({"dist": "constant", "value": "1ms"}), HOST)
     assert isinstance(d, Empirical)
     wait = {"dist": "empirical", "edges": [f"{e}ns" for e in d.edges], "weights": d.weights}
-    for seed in (1, 2):
-        assert 0.45 < sleepers_share(wait, seed) < 0.58
+    runs = [sleepers_run(wait, seed) for seed in (1, 2, 3)]
+    assert all(0.48 < share < 0.66 for share, _ in runs), runs
+    assert sum(moved for _, moved in runs) > 0, runs
 
 
 def test_the_hosts_timed_sleeps_end_late_by_about_their_slack():

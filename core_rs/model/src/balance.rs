@@ -730,13 +730,22 @@ mod tests {
         n.rqs[n.root_rq(cpu)].load as f64
     }
 
-    /// Set PELT averages by hand, as if brought to date just now: every CPU's root average
-    /// (`cpu_load`) to its queue's weight (what steady running converges to), or task `t`'s
-    /// own (`se->avg.load_avg`).
+    /// Set PELT averages by hand, as if brought to date just now: every CPU's `cpu_load` to
+    /// its queue's weight (what steady running converges to: the root's tasks at their
+    /// weight, each queued group entity always runnable), or task `t`'s own
+    /// (`se->avg.load_avg`).
     fn settle_cpu_avgs(n: &mut Node) {
         for c in 0..n.ncpus() {
             let rq = n.root_rq(c);
-            n.rqs[rq].avg = crate::pelt::Avg::runnable_from(n.now, n.rqs[rq].load);
+            let tasks = n.rqs[rq].load - n.rqs[rq].group_load;
+            n.rqs[rq].avg = crate::pelt::Avg::runnable_from(n.now, tasks);
+            for cg in 1..n.cgroups.len() {
+                if let Some(g) = n.rqs[cg * n.ncpus() + c].gse.filter(|&g| n.ses[g].parent_rq == rq) {
+                    let runnable = if n.ses[g].on_rq { crate::pelt::RUNNABLE_UNIT } else { 0 };
+                    n.ses[g].avg = crate::pelt::Avg::runnable_from(n.now, runnable);
+                }
+            }
+            assert_eq!(n.cpu_load(c), n.rqs[rq].load);
         }
     }
 

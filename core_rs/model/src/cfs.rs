@@ -212,8 +212,9 @@ impl Node {
     #[inline]
     pub(crate) fn update_load_avg(&mut self, rq: RqId) {
         if self.rqs[rq].cg == ROOT {
+            // its tasks' part; its group entities count at their current weight (cpu_load)
             let r = &mut self.rqs[rq];
-            r.avg.update(self.now, r.load);
+            r.avg.update(self.now, r.load - r.group_load);
         } else if self.tun.pelt_shares {
             self.update_pelt(rq);
         }
@@ -268,21 +269,29 @@ impl Node {
                 self.rqs[rq].insert(v, se, scale_load_down(new_w));
             }
             self.rqs[rq].load = self.rqs[rq].load - old_w + new_w;
+            self.rqs[rq].group_load = self.rqs[rq].group_load - old_w + new_w;
             self.publish_load(rq);
         }
         self.ses[se].weight = new_w;
         self.ses[se].vrem = 0;
     }
 
-    /// `__update_load_avg_se` for a task entity: its average brought to now with its weight
-    /// if it was queued since the last update, nothing if it slept. Runs before every change
-    /// of `on_rq` (a delayed entity is still queued, as the kernel counts it).
+    /// `__update_load_avg_se`: a task entity's average brought to now with its weight if it
+    /// was queued since the last update, nothing if it slept; a group entity's unweighted
+    /// (RUNNABLE_UNIT while queued: the kernel's se load_sum counts runnable time, and its
+    /// load_avg is that times the entity's current weight). Runs before every change of
+    /// `on_rq` (a delayed entity is still queued, as the kernel counts it).
+    /// Only a top-level group's entities keep one: `cpu_load` reads no other.
     #[inline]
     fn update_se_avg(&mut self, se: SeId) {
-        let s = &mut self.ses[se];
-        if matches!(s.kind, SeKind::Task(_)) {
-            s.avg.update(self.now, if s.on_rq { s.weight } else { 0 });
-        }
+        let s = &self.ses[se];
+        let load = match (s.on_rq, s.kind) {
+            (_, SeKind::Group(_)) if self.rqs[s.parent_rq].cg != ROOT => return,
+            (false, _) => 0,
+            (true, SeKind::Task(_)) => s.weight,
+            (true, SeKind::Group(_)) => pelt::RUNNABLE_UNIT,
+        };
+        self.ses[se].avg.update(self.now, load);
     }
 
     /// `reweight_entity` on a task's average: brought to now at the old weight, then
@@ -299,8 +308,12 @@ impl Node {
         self.update_se_avg(se);
         let w = self.ses[se].weight;
         let v = self.ses[se].vruntime;
+        let group = matches!(self.ses[se].kind, SeKind::Group(_));
         let r = &mut self.rqs[rq];
         r.load += w;
+        if group {
+            r.group_load += w;
+        }
         r.nr_running += 1;
         if r.curr != Some(se) {
             r.insert(v, se, scale_load_down(w));
@@ -315,11 +328,15 @@ impl Node {
         self.clear_buddies(se);
         let w = self.ses[se].weight;
         let v = self.ses[se].vruntime;
+        let group = matches!(self.ses[se].kind, SeKind::Group(_));
         let r = &mut self.rqs[rq];
         if r.curr != Some(se) {
             r.remove(v, se, scale_load_down(w));
         }
         r.load -= w;
+        if group {
+            r.group_load -= w;
+        }
         r.nr_running -= 1;
         self.ses[se].on_rq = false;
         self.publish_load(rq);
@@ -1315,17 +1332,47 @@ impl Node {
         }
     }
 
-    /// A task changes CPU: what it weighs on `src`'s root average (its PELT load through its
-    /// hierarchy there, `task_h_load_on`, as `update_tg_cfs_load` propagates a detach to the
-    /// root) leaves it and joins `dst`'s, both brought to now first so that the sum joins
-    /// `dst`'s current period (`attach_entity_load_avg` aligns the entity to it).
+    /// A task changes CPU: what it weighs on `src`'s root average leaves it and joins
+    /// `dst`'s (`remove_entity_load_avg` / `attach_entity_load_avg`), brought to now first so
+    /// that the sum joins `dst`'s current period. A root task's own average moves (its PELT
+    /// load through its hierarchy there, `task_h_load_on`). A grouped task's moves through its
+    /// top-level group's entities (`add_tg_cfs_propagate` → `update_tg_cfs_load`): on `dst` the
+    /// entity's runnable average grows by the task's (at most to always runnable); on `src`
+    /// an entity whose queue is left empty keeps none (the kernel re-estimates it from what is
+    /// still queued there: nothing), one with tasks still queued keeps its own.
     fn carry_load(&mut self, t: TaskId, src: CpuId, dst: CpuId) {
         let (rs, rd) = (self.root_rq(src), self.root_rq(dst));
         self.update_load_avg(rs);
         self.update_load_avg(rd);
-        let h_load = self.task_h_load_on(t, src) as u64;
-        let moved = self.rqs[rs].avg.detach(h_load);
-        self.rqs[rd].avg.attach(moved);
+        let cg = self.tasks[t].cg;
+        if cg == ROOT {
+            let h_load = self.task_h_load_on(t, src) as u64;
+            let moved = self.rqs[rs].avg.detach(h_load);
+            self.rqs[rd].avg.attach(moved);
+            return;
+        }
+        let mut top = cg;
+        while let Some(p) = self.cgroups[top].parent.filter(|&p| p != ROOT) {
+            top = p;
+        }
+        let ncpus = self.ncpus();
+        let (qs, qd) = (top * ncpus + src, top * ncpus + dst);
+        let (Some(gs), Some(gd)) = (self.rqs[qs].gse, self.rqs[qd].gse) else {
+            return;
+        };
+        self.update_se_avg(gs);
+        self.update_se_avg(gd);
+        let se = self.tasks[t].se;
+        let runnable =
+            (self.task_load_avg(t) as u128 * pelt::RUNNABLE_UNIT as u128 / self.ses[se].weight.max(1) as u128) as u64;
+        // the runnable tasks still queued below the group on src, the moving one aside
+        let leaving = (self.tasks[t].state == TaskState::Runnable) as u32;
+        if self.rqs[qs].h_nr_running <= leaving {
+            let all = self.ses[gs].avg.load_avg;
+            self.ses[gs].avg.detach(all);
+        }
+        let room = pelt::RUNNABLE_UNIT.saturating_sub(self.ses[gd].avg.load_avg);
+        self.ses[gd].avg.attach(runnable.min(room));
     }
 
     /// Balancing moved `t` to a CPU that may be running something: the waker rules apply

@@ -44,7 +44,9 @@ pub struct Se {
     pub slice: u64,
     /// `se->custom_slice`: `slice` is not reset to base_slice at placement and renewal.
     pub custom_slice: bool,
-    /// A task entity's PELT load average (`se->avg`, pelt.rs); unused for group entities.
+    /// A task entity's PELT load average (`se->avg`, pelt.rs), at its weight; a group
+    /// entity's, unweighted: the runnable fraction of the time (× RUNNABLE_UNIT) its weight
+    /// counts at in its parent's load_avg, as `reweight_entity` rescales it at once.
     pub avg: crate::pelt::Avg,
 }
 
@@ -79,6 +81,10 @@ pub struct CfsRq {
     pub gse: Option<crate::cfs_rq::SeId>,
     /// Σ weight of queued entities, curr included.
     pub load: u64,
+    /// The part of `load` that group entities weigh: the root's PELT average integrates the
+    /// rest (its tasks), and `cpu_load` adds each group entity at its current weight
+    /// (lb_groups.rs).
+    pub group_load: u64,
     /// Queued entities, curr included.
     pub nr_running: u32,
     /// Tasks queued anywhere below (not counting throttled subtrees).
@@ -155,6 +161,7 @@ impl CfsRq {
             cpu,
             gse,
             load: 0,
+            group_load: 0,
             nr_running: 0,
             h_nr_running: 0,
             idle_h_nr_running: 0,

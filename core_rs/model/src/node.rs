@@ -1654,6 +1654,26 @@ impl Node {
                     r.nr_running
                 ));
             }
+            // load and the part its group entities weigh (the root's PELT average holds the
+            // rest: lb_groups.rs `cpu_load`), from the queued entities
+            let queued_ses = r
+                .timeline
+                .iter()
+                .map(|&(_, s)| s)
+                .chain(r.curr.filter(|&s| self.ses[s].on_rq));
+            let (mut load, mut group_load) = (0u64, 0u64);
+            for s in queued_ses {
+                load += self.ses[s].weight;
+                if matches!(self.ses[s].kind, crate::cfs_rq::SeKind::Group(_)) {
+                    group_load += self.ses[s].weight;
+                }
+            }
+            if (load, group_load) != (r.load, r.group_load) {
+                return Err(format!(
+                    "rq {i}: load {} (groups {}) but its queued entities weigh {load} (groups {group_load})",
+                    r.load, r.group_load
+                ));
+            }
             if r.curr_seen_at > self.now {
                 // the kernel's last update_curr on a queue (eevdf.rs `unseen_curr_v`) is past
                 return Err(format!(

@@ -60,6 +60,11 @@ fn accumulate_segments(periods: u64, d1: u64, d3: u64) -> u64 {
     c1 + c2 + d3
 }
 
+/// A group entity's average counts its runnable time unweighted, at this load (its
+/// load_avg is then RUNNABLE_UNIT at most): `cpu_load` weighs it by the entity's current
+/// weight, as the kernel's `reweight_entity` rescales a group entity's load_avg at once.
+pub const RUNNABLE_UNIT: u64 = 1024;
+
 /// A cfs_rq's `sched_avg`, load part only (runnable and util are not needed for shares).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Avg {

@@ -18,8 +18,10 @@
 //!   CPU never empties: on a 6.18.44 host 3 sleepers on one CPU took 0.99 of it from a hog,
 //!   2 beside 2 hogs (whose 1 ms sleeps end ~75 µs late) split it evenly. Sleeps of exactly
 //!   1 ms after exactly 1 ms of CPU never leave that queue empty in the model (0.976 of the
-//!   node where the host gave 0.6); with the host's late ends (replay/timer_slack.py) 0.51
-//!   (`colosim calibrate`'s "sleepers beside hogs" row; docs/replay.md, "Calibration").
+//!   node where the host gave 0.6); with the host's late ends (replay/timer_slack.py) 0.51,
+//!   and with the balancer's CPU loads composed as the kernel's (lb_groups.rs `cpu_load`)
+//!   0.61 against the host's 0.61 (`colosim calibrate`'s "sleepers beside hogs" row;
+//!   docs/replay.md, "Calibration").
 //!
 //! - every release: a task's wakeup may be pulled to the waker's CPU (`wake_affine`: WA_IDLE,
 //!   WA_WEIGHT, WA_BIAS), and `select_idle_cpu` scans only as many CPUs as the LLC's
