@@ -94,7 +94,10 @@ def test_calibrate_services_measures_a_known_service_cpu_from_a_simulated_host_r
     # the cgroup's CPU over the window / completed requests / 2 threads = 10 ms (the window's
     # edges cut a request or two of ~500)
     assert fit.cpu_s == pytest.approx(0.010, rel=0.01)
-    assert fit.family == "constant"  # nothing between the requests: a constant fits
+    # nothing between the requests: a constant fits — or a lognormal as narrow as the
+    # scheduling differences between the two seeds leave (the balancer moves the threads of a
+    # group whose weight swings between the CPUs: lb_groups.rs `cpu_load`)
+    assert fit.family == "constant" or (fit.family == "lognormal" and fit.service["sigma"] < 0.1), (fit.family, fit.service)
 
 
 # --- the other tenants ------------------------------------------------------------------------
