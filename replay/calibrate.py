@@ -176,7 +176,7 @@ def calibrate(
             sc = host_equivalent(sc, substituted)
             host: dict[str, Spread] = {metric: Spread([]) for metric in m.metrics}
             loads: list[float] = []
-            others: list[float | None] = []
+            others: list[float] = []
             for k in range(repeat):
                 say(f"calibrate: {m.name} ({duration:g} s on the host, {k + 1} of {repeat}) ...")
                 run = run_on_host(Variant(m.name, True, sc), 1, session, substituted)
@@ -188,11 +188,11 @@ def calibrate(
                     host[metric].runs.append(f(run.result, len(cpus)))
             say(f"calibrate: {m.name}: load average {', '.join(f'{x:.1f}' for x in loads)} after the host runs")
             # the host's other tenants of these runs run beside the simulated ones, as in every
-            # replay prediction (replay/background.py): their wakeups are what moves the host's
-            # tasks between the arrangements a split depends on (docs/replay.md, "Calibration")
+            # replay prediction (replay/background.py)
             background = mean_background(others)
             say(f"calibrate: {m.name} in the simulator, seeds 1..{seeds}, {background:.3f} CPUs of other tenants beside it ...")
-            simulated = with_background(timer_slack.timer_equivalent(sc, overshoot), background)
+            late = timer_slack.timer_equivalent(sc, overshoot)
+            simulated = with_background(late, background)
             sims = [run_variant(Variant(m.name, True, simulated), seed, substitute=frozenset(substituted)) for seed in range(1, seeds + 1)]
             doc[m.name] = {}
             for metric, f in m.metrics.items():
@@ -207,7 +207,7 @@ def calibrate(
                     "sim_runs": sim.runs,
                     "sim_background_cpus": background,
                 }
-                if timer_slack.timer_equivalent(sc, overshoot) is not sc and overshoot is not None:
+                if late is not sc and overshoot is not None:
                     # the simulated side's sleeps ended as late as the host's (timer_slack.py)
                     entry["sim_timer_overshoot_ns"] = {"mean": overshoot.mean_ns, "p50": overshoot.p50_ns, "p99": overshoot.p99_ns}
                 rows.append([m.name, metric, host[metric].show(), sim.show(), _pct(e)])

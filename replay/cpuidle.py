@@ -183,6 +183,12 @@ def cut_histogram(at: np.ndarray) -> tuple[list[int], list[float]]:
     return edges, [round(w, 6) for w in weights]
 
 
+def histogram_mean(edges: list[int], weights: list[float]) -> float:
+    """The mean of a histogram uniform inside each bin (the core's empirical distribution)."""
+    mids = [(lo + hi) / 2 for lo, hi in zip(edges, edges[1:], strict=False)]
+    return float(np.dot(mids, weights) / sum(weights))
+
+
 def two_cpus(what: str) -> tuple[int, int]:
     """The first two CPUs this process may run on; HostError naming `what` without two."""
     allowed = sorted(os.sched_getaffinity(0))
@@ -280,8 +286,7 @@ def measure(cpus: tuple[int, int] | None = None, round_trips: int = ROUND_TRIPS,
             os.close(fd)
     i_ns, b_ns = np.concatenate(idle), np.concatenate(busy)
     edges, weights = exit_latency_histogram(i_ns, b_ns)
-    mids = [(lo + hi) / 2 for lo, hi in zip(edges, edges[1:], strict=False)]
-    mean = float(np.dot(mids, weights) / sum(weights))
+    mean = histogram_mean(edges, weights)
     q = np.interp([0.5, 0.99], GRID, exit_quantiles(i_ns, b_ns))
     return ExitLatency(
         cpus=(a, b),

@@ -34,14 +34,13 @@ from typing import Any
 
 import numpy as np
 
-from replay.cpuidle import CUTS, busy_cpus, child_process, cut_histogram, pin, spin_idle
+from replay.cpuidle import BUSY_HOST, CUTS, busy_cpus, child_process, cut_histogram, histogram_mean, pin, spin_idle
 from replay.host_kernel import read_optional
 from sim.scenario import ClosedLoop, Scenario
 from sim.scenario.distributions import Constant, Distribution, Empirical, Exponential, Lognormal, mean_s
 
 SLEEP_NS = 1_000_000  # the sleep timed: colosim-load's waits are of this order
 SLEEPS = 400  # about half a second
-BUSY_HOST = 0.2  # CPUs of other work above which the summary warns
 
 
 @dataclass(frozen=True)
@@ -107,15 +106,15 @@ def measure(sleep_ns: int = SLEEP_NS, sleeps: int = SLEEPS, cpu: int | None = No
     finally:
         os.sched_setaffinity(0, old)
     edges, weights = overshoot_histogram(over)
-    mids = [(lo + hi) / 2 for lo, hi in zip(edges, edges[1:], strict=False)]
+    late = np.maximum(over, 0.0)
     return TimerOvershoot(
         sleep_ns=sleep_ns,
         sleeps=sleeps,
         cpu=cpu,
         slack_ns=_slack(),
-        mean_ns=float(np.dot(mids, weights) / sum(weights)),
-        p50_ns=float(np.median(np.maximum(over, 0.0))),
-        p99_ns=float(np.quantile(np.maximum(over, 0.0), 0.99)),
+        mean_ns=histogram_mean(edges, weights),
+        p50_ns=float(np.median(late)),
+        p99_ns=float(np.quantile(late, 0.99)),
         edges_ns=edges,
         weights=weights,
         others_busy_cpus=others,

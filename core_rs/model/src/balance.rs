@@ -610,8 +610,8 @@ impl Node {
     /// A task's PELT load average now (`se->avg.load_avg`, decayed lazily: its weight while
     /// queued, nothing while asleep, since the last update).
     pub(crate) fn task_load_avg(&self, t: TaskId) -> u64 {
-        let s = &self.ses[self.tasks[t].se];
-        s.avg.load_avg_at(self.now, if s.on_rq { s.weight } else { 0 })
+        let se = self.tasks[t].se;
+        self.ses[se].avg.load_avg_at(self.now, self.avg_input(se))
     }
 
     /// Invariant (for tests): a task's PELT average is never above the weight it accumulates

@@ -276,21 +276,29 @@ impl Node {
         self.ses[se].vrem = 0;
     }
 
-    /// `__update_load_avg_se`: a task entity's average brought to now with its weight if it
-    /// was queued since the last update, nothing if it slept; a group entity's unweighted
-    /// (RUNNABLE_UNIT while queued: the kernel's se load_sum counts runnable time, and its
-    /// load_avg is that times the entity's current weight). Runs before every change of
-    /// `on_rq` (a delayed entity is still queued, as the kernel counts it).
-    /// Only a top-level group's entities keep one: `cpu_load` reads no other.
+    /// What an entity's PELT average accrues at while time passes: nothing off its queue; a
+    /// task its weight; a group entity RUNNABLE_UNIT, unweighted (the kernel's se load_sum
+    /// counts runnable time, and its load_avg is that times the entity's current weight).
     #[inline]
-    fn update_se_avg(&mut self, se: SeId) {
+    pub(crate) fn avg_input(&self, se: SeId) -> u64 {
         let s = &self.ses[se];
-        let load = match (s.on_rq, s.kind) {
-            (_, SeKind::Group(_)) if self.rqs[s.parent_rq].cg != ROOT => return,
+        match (s.on_rq, s.kind) {
             (false, _) => 0,
             (true, SeKind::Task(_)) => s.weight,
             (true, SeKind::Group(_)) => pelt::RUNNABLE_UNIT,
-        };
+        }
+    }
+
+    /// `__update_load_avg_se`: the entity's average brought to now at `avg_input`. Runs before
+    /// every change of `on_rq` (a delayed entity is still queued, as the kernel counts it).
+    /// Of the group entities only a top-level group's keep one: `cpu_load` reads no other.
+    #[inline]
+    fn update_se_avg(&mut self, se: SeId) {
+        let s = &self.ses[se];
+        if matches!(s.kind, SeKind::Group(_)) && self.rqs[s.parent_rq].cg != ROOT {
+            return;
+        }
+        let load = self.avg_input(se);
         self.ses[se].avg.update(self.now, load);
     }
 
@@ -1341,11 +1349,11 @@ impl Node {
     /// an entity whose queue is left empty keeps none (the kernel re-estimates it from what is
     /// still queued there: nothing), one with tasks still queued keeps its own.
     fn carry_load(&mut self, t: TaskId, src: CpuId, dst: CpuId) {
-        let (rs, rd) = (self.root_rq(src), self.root_rq(dst));
-        self.update_load_avg(rs);
-        self.update_load_avg(rd);
         let cg = self.tasks[t].cg;
         if cg == ROOT {
+            let (rs, rd) = (self.root_rq(src), self.root_rq(dst));
+            self.update_load_avg(rs);
+            self.update_load_avg(rd);
             let h_load = self.task_h_load_on(t, src) as u64;
             let moved = self.rqs[rs].avg.detach(h_load);
             self.rqs[rd].avg.attach(moved);

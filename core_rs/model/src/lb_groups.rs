@@ -327,11 +327,8 @@ impl Node {
             let Some(g) = self.rqs[cg * ncpus + cpu].gse else {
                 continue;
             };
-            let s = &self.ses[g];
-            let runnable = s
-                .avg
-                .load_avg_at(self.now, if s.on_rq { pelt::RUNNABLE_UNIT } else { 0 });
-            load += (s.weight as u128 * runnable as u128 / pelt::RUNNABLE_UNIT as u128) as u64;
+            let runnable = self.ses[g].avg.load_avg_at(self.now, self.avg_input(g));
+            load += (self.ses[g].weight as u128 * runnable as u128 / pelt::RUNNABLE_UNIT as u128) as u64;
         }
         load
     }
