@@ -619,6 +619,29 @@ impl Node {
     /// counts the current period's part as if whole (`get_pelt_divider`): at most 1024 units
     /// of 46 718, 1/45 — and never updated past now.
     pub(crate) fn check_task_avgs(&self) -> Result<(), String> {
+        // A top-level group entity's running average never exceeds its runnable one (it runs
+        // only while queued; moves take running time out with the runnable, update_tg_cfs_load
+        // keeps at least the running time), but for the divider's slop; neither is ahead of now.
+        for (i, s) in self.ses.iter().enumerate() {
+            if !matches!(s.kind, crate::cfs_rq::SeKind::Group(_)) || self.rqs[s.parent_rq].cg != crate::cgroup::ROOT {
+                continue;
+            }
+            let running = if self.rqs[s.parent_rq].curr == Some(i) {
+                crate::pelt::RUNNABLE_UNIT
+            } else {
+                0
+            };
+            let (u, l) = (
+                s.util.load_avg_at(self.now, running),
+                s.avg.load_avg_at(self.now, self.avg_input(i)),
+            );
+            if u > l + l / 45 + 2 || s.util.last_update_time > self.now || s.avg.last_update_time > self.now {
+                return Err(format!(
+                    "group entity {i}: running {:?} above runnable {:?} at {}",
+                    s.util, s.avg, self.now
+                ));
+            }
+        }
         for (t, task) in self.tasks.iter().enumerate() {
             let s = &self.ses[task.se];
             let most = s.weight + s.weight / 45;

@@ -4,7 +4,7 @@
 //! qos_level = -1 absolute preemption. Constants and rules: kernel-and-anchors.md §A1–§A4, §A7.
 
 use crate::cfs_rq::{RqId, SeId, SeKind, Throttle};
-use crate::cgroup::ROOT;
+use crate::cgroup::{CgId, ROOT};
 use crate::events::Ns;
 use crate::node::{Node, TaskState, SPEED_ONE, SPEED_SHIFT};
 use crate::pelt;
@@ -208,15 +208,21 @@ impl Node {
     /// `update_load_avg(cfs_rq, se, UPDATE_TG)` with `group_shares = "pelt"`: bring the queue's
     /// PELT sum to now with the weight it had since the last update (so it runs before every
     /// change of `load`), and, if a period ended, `update_tg_load_avg`. The root's average is
-    /// always kept (whatever `group_shares`): it is the balancer's `cpu_load` (lb_groups.rs).
+    /// always kept (whatever `group_shares`): it is the balancer's `cpu_load` (lb_groups.rs);
+    /// so is a top-level group's queue's, from which `update_tg_cfs_load` estimates what its
+    /// entity keeps when tasks leave (`carry_load`).
     #[inline]
     pub(crate) fn update_load_avg(&mut self, rq: RqId) {
-        if self.rqs[rq].cg == ROOT {
+        let cg = self.rqs[rq].cg;
+        if cg == ROOT {
             // its tasks' part; its group entities count at their current weight (cpu_load)
             let r = &mut self.rqs[rq];
             r.avg.update(self.now, r.load - r.group_load);
         } else if self.tun.pelt_shares {
             self.update_pelt(rq);
+        } else if self.cgroups[cg].parent == Some(ROOT) {
+            let r = &mut self.rqs[rq];
+            r.avg.update(self.now, scale_load_down(r.load));
         }
     }
 
@@ -300,6 +306,21 @@ impl Node {
         }
         let load = self.avg_input(se);
         self.ses[se].avg.update(self.now, load);
+    }
+
+    /// A task's or top-level group entity's running average brought to now, before its
+    /// queue's curr changes (`update_load_avg` in `set_next_entity` / `put_prev_entity`).
+    #[inline]
+    fn update_se_util(&mut self, rq: RqId, se: SeId) {
+        if matches!(self.ses[se].kind, SeKind::Group(_)) && self.rqs[rq].cg != ROOT {
+            return;
+        }
+        let running = if self.rqs[rq].curr == Some(se) {
+            pelt::RUNNABLE_UNIT
+        } else {
+            0
+        };
+        self.ses[se].util.update(self.now, running);
     }
 
     /// `reweight_entity` on a task's average: brought to now at the old weight, then
@@ -545,13 +566,22 @@ impl Node {
             self.cgroups[task.cg].stats.nr_migrations += 1;
         }
         task.cpu = cpu;
-        let se = task.se;
+        let (se, cg) = (task.se, task.cg);
         let idle = task.idle_policy as u32;
         if mode == Enqueue::New {
-            // init_entity_runnable_average: a new task starts at its full weight
+            // init_entity_runnable_average: a new task starts at its full weight, and
+            // attach_entity_cfs_rq propagates it (a full runnable sum) up its group entities
             self.ses[se].avg = pelt::Avg::runnable_from(self.now, self.ses[se].weight);
+            if cg == ROOT {
+                let r = self.root_rq(cpu);
+                self.update_load_avg(r);
+                self.rqs[r].avg.attach(self.ses[se].weight);
+            } else {
+                self.carry_queue_load(cg, cpu, None, scale_load_down(self.ses[se].weight));
+                self.attach_group_runnable(cg, cpu, pelt::RUNNABLE_UNIT);
+            }
         }
-        self.ses[se].parent_rq = task.cg * ncpus + cpu;
+        self.ses[se].parent_rq = cg * ncpus + cpu;
         self.enqueue_chain(se, 1, idle, mode);
         self.add_runnable(t, cpu);
     }
@@ -683,6 +713,7 @@ impl Node {
         loop {
             let rq = self.ses[se].parent_rq;
             if self.rqs[rq].curr == Some(se) && !keep.contains(&se) {
+                self.update_se_util(rq, se);
                 self.rqs[rq].curr = None;
                 if self.ses[se].on_rq {
                     let (v, w) = (self.ses[se].vruntime, scale_load_down(self.ses[se].weight));
@@ -733,6 +764,7 @@ impl Node {
                             }
                             let (v, w) = (self.ses[s].vruntime, scale_load_down(self.ses[s].weight));
                             self.rqs[prq].remove(v, s, w);
+                            self.update_se_util(prq, s);
                             self.rqs[prq].curr = Some(s);
                             if self.rqs[prq].next == Some(s) {
                                 self.rqs[prq].next = None; // set_next_entity → clear_buddies
@@ -1344,10 +1376,12 @@ impl Node {
     /// `dst`'s (`remove_entity_load_avg` / `attach_entity_load_avg`), brought to now first so
     /// that the sum joins `dst`'s current period. A root task's own average moves (its PELT
     /// load through its hierarchy there, `task_h_load_on`). A grouped task's moves through its
-    /// top-level group's entities (`add_tg_cfs_propagate` → `update_tg_cfs_load`): on `dst` the
-    /// entity's runnable average grows by the task's (at most to always runnable); on `src`
-    /// an entity whose queue is left empty keeps none (the kernel re-estimates it from what is
-    /// still queued there: nothing), one with tasks still queued keeps its own.
+    /// top-level group's entities (`add_tg_cfs_propagate` → `update_tg_cfs_load`, fair.c): on
+    /// `dst` the entity's runnable sum grows by the task's (at most to always runnable); on
+    /// `src` the task's load leaves the group's queue, and the entity keeps what that queue's
+    /// average says the tasks still there were runnable, "assuming all tasks are equally
+    /// runnable" (the queue's load_sum over its weight now; nothing if none is queued), never
+    /// more than it had nor less than the time it ran.
     fn carry_load(&mut self, t: TaskId, src: CpuId, dst: CpuId) {
         let cg = self.tasks[t].cg;
         if cg == ROOT {
@@ -1359,28 +1393,89 @@ impl Node {
             self.rqs[rd].avg.attach(moved);
             return;
         }
+        let top = self.top_group(cg);
+        let (qs, qd) = (top * self.ncpus() + src, top * self.ncpus() + dst);
+        let (Some(gs), Some(gd)) = (self.rqs[qs].gse, self.rqs[qd].gse) else {
+            return;
+        };
+        let se = self.tasks[t].se;
+        let load = self.task_load_avg(t);
+        let runnable = (load as u128 * pelt::RUNNABLE_UNIT as u128 / self.ses[se].weight.max(1) as u128) as u64;
+        self.update_se_util(self.ses[se].parent_rq, se);
+        let util = self.ses[se].util.load_avg;
+        for g in [gs, gd] {
+            self.update_se_avg(g);
+            self.update_se_util(self.ses[g].parent_rq, g);
+        }
+        // detach_entity_load_avg: the task's load and running time leave the group's queue
+        // (`update_tg_cfs_util` then gives the entity the queue's running average)
+        self.carry_queue_load(cg, src, Some(dst), scale_load_down(load));
+        self.ses[gs].util.detach(util);
+        let queued = self.tasks[t].state == TaskState::Runnable && cg == top;
+        let weight = scale_load_down(self.rqs[qs].load - if queued { self.ses[se].weight } else { 0 });
+        let equally = self.rqs[qs].avg.load_sum.checked_div(weight).unwrap_or(0);
+        let g = &mut self.ses[gs];
+        let keep = g
+            .avg
+            .load_sum
+            .min(equally.saturating_mul(pelt::RUNNABLE_UNIT))
+            .max(g.util.load_sum);
+        if keep < g.avg.load_sum {
+            g.avg.set_sum(keep);
+        }
+        // attach_entity_load_avg on dst: its running time and runnable sum join
+        let room = pelt::RUNNABLE_UNIT.saturating_sub(self.ses[gd].util.load_avg);
+        self.ses[gd].util.attach(util.min(room));
+        self.attach_group_runnable(cg, dst, runnable);
+    }
+
+    /// `detach_entity_load_avg` / `attach_entity_load_avg` on the group queues that keep an
+    /// average (`update_load_avg`): a task of `load` (scaled down) leaves `cg`'s queue on
+    /// `src` and, unless it is new (`None`: a fork joins `src`), joins it on `dst`. For a task
+    /// in a nested group its top-level group's queue moves as much (the kernel's moves by what
+    /// the nested group's entity propagates up: about that).
+    fn carry_queue_load(&mut self, cg: CgId, src: CpuId, dst: Option<CpuId>, load: u64) {
+        let ncpus = self.ncpus();
+        let top = self.top_group(cg);
+        for g in [Some(cg), (top != cg).then_some(top)].into_iter().flatten() {
+            if g == ROOT || !(self.tun.pelt_shares || g == top) {
+                continue;
+            }
+            let qs = g * ncpus + src;
+            self.update_load_avg(qs);
+            match dst {
+                Some(d) => {
+                    self.rqs[qs].avg.detach(load);
+                    let qd = g * ncpus + d;
+                    self.update_load_avg(qd);
+                    self.rqs[qd].avg.attach(load);
+                }
+                None => self.rqs[qs].avg.attach(load),
+            }
+        }
+    }
+
+    /// The top-level group (a child of the root) that `cg` is in.
+    pub(crate) fn top_group(&self, cg: CgId) -> CgId {
         let mut top = cg;
         while let Some(p) = self.cgroups[top].parent.filter(|&p| p != ROOT) {
             top = p;
         }
-        let ncpus = self.ncpus();
-        let (qs, qd) = (top * ncpus + src, top * ncpus + dst);
-        let (Some(gs), Some(gd)) = (self.rqs[qs].gse, self.rqs[qd].gse) else {
+        top
+    }
+
+    /// `add_tg_cfs_propagate` of a positive runnable sum up from `cg`'s queue on `cpu`: its
+    /// top-level group's entity there gains `runnable` (× RUNNABLE_UNIT of the time), at most
+    /// to always runnable (`min(runnable_sum + se->avg.load_sum, divider)`).
+    fn attach_group_runnable(&mut self, cg: CgId, cpu: CpuId, runnable: u64) {
+        if cg == ROOT {
             return;
-        };
-        self.update_se_avg(gs);
-        self.update_se_avg(gd);
-        let se = self.tasks[t].se;
-        let runnable =
-            (self.task_load_avg(t) as u128 * pelt::RUNNABLE_UNIT as u128 / self.ses[se].weight.max(1) as u128) as u64;
-        // the runnable tasks still queued below the group on src, the moving one aside
-        let leaving = (self.tasks[t].state == TaskState::Runnable) as u32;
-        if self.rqs[qs].h_nr_running <= leaving {
-            let all = self.ses[gs].avg.load_avg;
-            self.ses[gs].avg.detach(all);
         }
-        let room = pelt::RUNNABLE_UNIT.saturating_sub(self.ses[gd].avg.load_avg);
-        self.ses[gd].avg.attach(runnable.min(room));
+        let q = self.top_group(cg) * self.ncpus() + cpu;
+        let Some(g) = self.rqs[q].gse else { return };
+        self.update_se_avg(g);
+        let room = pelt::RUNNABLE_UNIT.saturating_sub(self.ses[g].avg.load_avg);
+        self.ses[g].avg.attach(runnable.min(room));
     }
 
     /// Balancing moved `t` to a CPU that may be running something: the waker rules apply

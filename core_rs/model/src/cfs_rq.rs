@@ -48,6 +48,10 @@ pub struct Se {
     /// entity's, unweighted: the runnable fraction of the time (× RUNNABLE_UNIT) its weight
     /// counts at in its parent's load_avg, as `reweight_entity` rescales it at once.
     pub avg: crate::pelt::Avg,
+    /// A top-level group entity's running average (`se->avg.util_sum`, unweighted like `avg`:
+    /// RUNNABLE_UNIT while it is its queue's curr): `update_tg_cfs_load` never lets the
+    /// runnable estimate of an entity that tasks leave fall below the time it ran.
+    pub util: crate::pelt::Avg,
 }
 
 impl Se {
@@ -69,6 +73,7 @@ impl Se {
             slice: 0,
             custom_slice: false,
             avg: Default::default(),
+            util: Default::default(),
         }
     }
 }

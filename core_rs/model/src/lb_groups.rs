@@ -817,34 +817,97 @@ mod tests {
     }
 
     #[test]
-    fn cpu_load_is_the_pelt_average_so_a_fresh_arrival_weighs_little_yet() {
+    fn a_forked_task_weighs_its_whole_weight_at_once() {
+        // init_entity_runnable_average: a new task starts at its full load ("seen as heavy
+        // until they get a chance to stabilize"), and attach_entity_cfs_rq propagates its full
+        // runnable sum to its group's entity (update_tg_cfs_load: min(runnable_sum +
+        // se->avg.load_sum, divider)), which counts at its whole weight at once.
         let (mut n, b) = late_heavy_arrival();
         // Saturated: each CPU's root average is its group entity's whole weight, 256 × 1024.
         let w = 256 * 1024;
         for c in 0..2 {
             assert!(n.cpu_load(c).abs_diff(w) <= w / 500, "cpu {c}: {}", n.cpu_load(c));
         }
-        n.run_until(1_010_000_000).unwrap();
-        assert_eq!(n.tasks[b].cpu, 1, "not moved by the balancer's own passes either");
-        assert_eq!(n.tasks[b].state, TaskState::Runnable, "c runs, b waits");
-        // c's 1024 × 1024 has been on CPU 1 for 10 ms = 9.54 periods: it adds
-        // 2^20 × (1 − 0.5^(9.54/32)) ≈ 196k (±1 period of rounding: 174k–218k), not 2^20.
-        let (l0, l1) = (n.cpu_load(0), n.cpu_load(1));
-        assert_eq!(n.rqs[n.root_rq(1)].load, w + (1 << 20));
-        assert!(l0.abs_diff(w) <= w / 500);
-        assert!((w + 174_000..w + 218_000).contains(&l1), "{l1}");
+        // c forked at 1 s on CPU 1: 0.1 ms later its entity weighs its 1024 × 1024 in full
+        // (a group entity that started at 0 and ramped would add 2^20 × 0.2% ≈ 2k).
+        n.run_until(1_000_100_000).unwrap();
+        let c = n.cgroup_id("c").unwrap() * n.ncpus() + 1;
+        assert_eq!(n.ses[n.rqs[c].gse.unwrap()].avg.load_avg, crate::pelt::RUNNABLE_UNIT);
+        let l1 = n.cpu_load(1);
+        assert!(l1.abs_diff(w + (1 << 20)) <= w / 500, "{l1}");
         // CPU 0's balance: local fully_busy (1 task), busiest overloaded (2 on 1 CPU);
-        // 100 × l1 > 117 × l0, so migrate_load with imbalance = (l1 − l0) / 2 ≈ 98k — less
-        // than b's 256k: nothing moves (failed = 0, so shr_bound does not relax it).
-        // With instantaneous loads the imbalance would be (1 310 720 − 262 144) / 2 = 524 288
-        // and b (262 144) would move at once — to be pulled back when c's weight is averaged.
-        assert!(!n.lb_groups_balance(0, 0));
+        // imbalance = min(1 310 720 − 786 432, 786 432 − 262 144) = 524 288 ≥ b's 262 144:
+        // b moves at CPU 0's next balance (busy: every 2 ms × busy_factor 16 = 32 ms), and
+        // stays (c really is that heavy). With c's entity ramping from 0 it took ~200 ms.
         assert_eq!(n.tasks[b].cpu, 1);
-        assert_eq!(n.cpus[0].nr_balance_failed[0], 1);
-        // 200 ms on, c's average is ~99% of its weight: the balancer has moved b to CPU 0.
-        n.run_until(1_200_000_000).unwrap();
-        assert!(n.cpu_load(1) > w + 1_000_000 || n.tasks[b].cpu == 0);
+        let mut moved_at = None;
+        while n.now < 1_200_000_000 {
+            n.run_until(n.now + 100_000).unwrap();
+            if moved_at.is_none() && n.tasks[b].cpu == 0 {
+                moved_at = Some(n.now);
+            }
+        }
+        let at = moved_at.expect("b never moved");
+        assert!(at <= 1_032_000_000, "b moved at {at}");
         assert_eq!(n.tasks[b].cpu, 0);
+    }
+
+    #[test]
+    fn a_group_entity_that_tasks_leave_keeps_what_the_rest_were_runnable() {
+        // update_tg_cfs_load, tasks leaving (a negative propagated sum): the group entity's
+        // runnable sum becomes min(its own, the queue's load_sum / its weight now) — "assuming
+        // all tasks are equally runnable" — but never below the running time left
+        // (update_tg_cfs_util first). Group g on CPU 1: hog A always runnable since t = 0,
+        // and B, which sleeps 1 s between 1 ms requests; B has just woken. Moving A away
+        // leaves a queue whose average is B's: the entity, always runnable till now, keeps
+        // about B's recent runnable time, not its own full history.
+        let spec = serde_json::json!({
+            "topology": {"cores_per_socket": 2},
+            "kernel": {"scheduler": "eevdf", "version": "6.18.44"},
+            "cgroups": [{"name": "g", "cpuset.cpus": "1"}],
+            "workloads": [
+                {"kind": "hog", "name": "a", "cgroup": "g", "threads": 1},
+                {"kind": "closed_loop", "name": "b", "cgroup": "g", "clients": 1,
+                 "service": {"dist": "constant", "value_ns": 1_000_000u64},
+                 "think": {"dist": "constant", "value_ns": 1_000_000_000u64}}
+            ]
+        });
+        let mut n = Node::from_json(&spec.to_string()).unwrap();
+        let a = n.tasks.iter().position(|t| t.wl == 0).unwrap();
+        let b = n.tasks.iter().position(|t| t.wl == 1).unwrap();
+        // B's second request: it wakes at ~1.002 s and preempts A or waits behind it
+        n.run_until(1_001_000_000).unwrap();
+        while n.tasks[b].state == TaskState::Sleeping {
+            n.run_until(n.now + 50_000).unwrap();
+            assert!(n.now < 1_100_000_000, "b never woke");
+        }
+        n.write("g", "cpuset.cpus", "0-1").unwrap();
+        let g = n.rqs[n.cgroup_id("g").unwrap() * n.ncpus() + 1].gse.unwrap();
+        let own = n.ses[g].avg.load_avg_at(n.now, n.avg_input(g));
+        assert!(own > 1000, "always runnable so far: {own}");
+        // B's own runnable average (× RUNNABLE_UNIT): its 1 ms requests once a second
+        let b_runnable = n.task_load_avg(b) * 1024 / n.ses[n.tasks[b].se].weight;
+        assert!(b_runnable < 80, "{b_runnable}");
+        n.move_task(a, 0);
+        let kept = n.ses[g].avg.load_avg;
+        assert!(kept <= 2 * b_runnable + 16, "kept {kept}, b's {b_runnable}");
+        // CPU 1 now weighs about B, not the group's whole weight (1024 × 1024)
+        assert!(n.cpu_load(1) < 100 * 1024, "{}", n.cpu_load(1));
+    }
+
+    #[test]
+    fn a_forked_root_task_joins_its_cpus_average_at_its_weight() {
+        // post_init_entity_util_avg → attach_entity_cfs_rq: a task forked in the root cgroup
+        // adds its initial load (its weight) to the root's load_avg at once; 0.1 ms later the
+        // CPU weighs 1024 × 1024 (a ramp from 0 would give ~2k).
+        let spec = serde_json::json!({
+            "topology": {"cores_per_socket": 1},
+            "workloads": [{"kind": "hog", "name": "h", "cgroup": "", "threads": 1, "start_ns": 5_000_000u64}]
+        });
+        let mut n = Node::from_json(&spec.to_string()).unwrap();
+        n.run_until(5_100_000).unwrap();
+        let k = 1024u64 * 1024;
+        assert!(n.cpu_load(0).abs_diff(k) <= k / 100, "{}", n.cpu_load(0));
     }
 
     #[test]

@@ -138,6 +138,14 @@ impl Avg {
         self.load_sum += load_avg * self.divider();
     }
 
+    /// `update_tg_cfs_load` when runnable time leaves a group entity's queue: the entity's sum
+    /// becomes `sum` (at most what it had, at least its running time: the caller clips), and
+    /// its average that sum over the divider.
+    pub fn set_sum(&mut self, sum: u64) {
+        self.load_sum = sum;
+        self.load_avg = sum / self.divider();
+    }
+
     /// `init_entity_runnable_average` + the first `attach_entity_load_avg`: a new task starts
     /// as if it had always been runnable at `weight` (load_avg = weight, its sum
     /// load_avg × the divider of a period just begun), so it is not taken for a sleeper.

@@ -42,19 +42,17 @@ fn instant_shares_are_the_model_before_pelt_event_for_event() {
     assert_ne!(trace(handoff(Some("pelt"))), before);
 }
 
-/// y^n for n PELT periods (1024 × 1024 ns), y^32 = 1/2.
-fn y_pow(ns: u64) -> f64 {
-    libm::pow(0.5, (ns >> 10) as f64 / 1024.0 / 32.0)
-}
-
 fn group_rq(n: &Node, name: &str, cpu: usize) -> usize {
     n.cgroup_id(name).unwrap() * n.ncpus() + cpu
 }
 
 #[test]
 fn a_running_groups_queue_averages_its_weight_at_every_tick() {
-    // One nice-0 hog in group a, alone on its CPU from t = 0: the queue's load_avg follows
-    // 1024 (1 − y^n) (pelt.c), updated at every tick although nothing else happens there.
+    // One nice-0 hog in group a, alone on its CPU from t = 0: forked at its full load
+    // (init_entity_runnable_average) and attached to the queue at once
+    // (attach_entity_load_avg), so the queue's load_avg is 1024 from the start and stays
+    // there, updated at every tick although nothing else happens there (pelt.c: always
+    // runnable at 1024 keeps the sum at 1024 × the divider).
     let mut n = node(json!({
         "kernel": {"scheduler": "eevdf", "version": "6.18.44", "group_shares": "pelt"},
         "topology": topo(2, 1),
@@ -67,7 +65,7 @@ fn a_running_groups_queue_averages_its_weight_at_every_tick() {
         let r = &n.rqs[group_rq(&n, "a", cpu)];
         let last = r.avg.last_update_time;
         assert!(t - last <= n.tun.tick_ns, "not updated since {last} at {t}");
-        let want = 1024.0 * (1.0 - y_pow(last));
+        let want = 1024.0;
         assert!(
             (r.avg.load_avg as f64 - want).abs() <= 2.0,
             "{} want {want:.1} at {last}",
@@ -89,12 +87,13 @@ fn a_running_groups_queue_averages_its_weight_at_every_tick() {
 
 #[test]
 fn a_new_queue_weighs_against_the_average_the_other_cpu_published() {
-    // Group a: a hog from t = 0 (CPU X), a second from t = 100 ms (the idle CPU Y). When the
-    // second is queued, Y's average is 0: load = max(1024, 0) = 1024, and tg->load_avg is
-    // X's published average, 1024 (1 − y^n) with n ≈ 88–96 periods (published when it moved
-    // by more than 1/64, at most once per ms): 875–895. shares = 1024 × 1024 / (c + 1024):
-    // 546–553 of 1024 — where instantaneous weights give 1024 × 1024 / 2048 = 512.
-    for (mode, lo, hi) in [("pelt", 546, 553), ("instant", 512, 512)] {
+    // Group a: a hog from t = 0 (CPU X), a second from t = 100 ms (the idle CPU Y). Each is
+    // forked at its full load and attached to its queue at once (init_entity_runnable_average,
+    // attach_entity_load_avg): when the second is queued Y's average is 1024 — load =
+    // max(1024, 1024) — and tg->load_avg is X's published 1024. shares = 1024 × 1024 /
+    // (1024 + 1024) = 512, as instantaneous weights give. (With queues that ramped from 0, Y's
+    // entity would weigh 1024 × 1024 / (c + 1024) with X's c ≈ 885 published: 546–553.)
+    for (mode, lo, hi) in [("pelt", 511, 513), ("instant", 512, 512)] {
         let mut n = node(json!({
             "kernel": {"scheduler": "eevdf", "version": "6.18.44", "group_shares": mode},
             "topology": topo(2, 1),
