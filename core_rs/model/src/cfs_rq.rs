@@ -48,9 +48,10 @@ pub struct Se {
     /// entity's, unweighted: the runnable fraction of the time (× RUNNABLE_UNIT) its weight
     /// counts at in its parent's load_avg, as `reweight_entity` rescales it at once.
     pub avg: crate::pelt::Avg,
-    /// A top-level group entity's running average (`se->avg.util_sum`, unweighted like `avg`:
-    /// RUNNABLE_UNIT while it is its queue's curr): `update_tg_cfs_load` never lets the
-    /// runnable estimate of an entity that tasks leave fall below the time it ran.
+    /// A task's or top-level group entity's running average (`se->avg.util_sum`, unweighted:
+    /// RUNNABLE_UNIT while it is its queue's curr; other group entities keep none). A leaving
+    /// task takes its own out of its top-level group entity's, and `update_tg_cfs_load` never
+    /// lets that entity's runnable estimate fall below the running time left.
     pub util: crate::pelt::Avg,
 }
 
