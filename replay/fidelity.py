@@ -39,6 +39,7 @@ from typing import Any
 
 from policies.cgroup import Knob
 from replay.background import background_cpus, mean_background
+from replay.calibration import PERCENTILES as FITTED_PERCENTILES
 from replay.calibration import AloneRun
 from replay.cgroupfs import host_cpus
 from replay.compare import alone_runs, fit_alone_runs, load_for_host, metrics, precheck, predict
@@ -138,7 +139,15 @@ def pooled_alone(runs: list[RunResult]) -> RunResult:
     services: dict[str, ServiceResult] = {}
     for name in first.services:
         got = [r.services[name] for r in runs if name in r.services]
-        pct = {p: float(np.median([s.percentile(p) for s in got])) for p in (50.0, 90.0, 99.0)}
+        # the percentiles the generator reported (never one interpolated between two it
+        # did); per-request records give P50, P90, P99
+        keys: set[float] = set(FITTED_PERCENTILES)
+        for s in got:
+            if isinstance(s, ReportedService):
+                keys &= set(s.reported or {})
+        if not any(isinstance(s, ReportedService) for s in got):
+            keys = {50.0, 90.0, 99.0}
+        pct = {p: float(np.median([s.percentile(p) for s in got])) for p in sorted(keys)}
         # the generator's CPU is part of what the calibration fits (client_cpu): dropping it
         # here left every suite's load generators free
         gen = [g for s in got if isinstance(s, MeasuredService) and math.isfinite(g := s.generator_cpu)]

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from replay.calibration import measured_metrics
 from replay.cgroupfs import host_cpus
 from replay.cpuidle import ExitLatency
 from replay.fidelity import CASES, FIDELITY_DIR, METRICS, SERVICES, Suite, load_service, text
@@ -503,6 +504,37 @@ def test_the_pooled_alone_run_keeps_the_load_generators_cpu():
     assert pooled.cgroups["online"].cpu_share == pytest.approx(0.6)
     assert pooled.cgroups["online"].cpu_s == pytest.approx(0.6 * 2 * 10.0)
     assert pooled.others_cpu_share == pytest.approx(0.25)
+
+
+def test_the_pooled_alone_run_keeps_only_the_percentiles_the_generator_reported():
+    # redis-benchmark's CSV reports min, P50, P95, P99, max: the calibration fits P50, P95 and
+    # P99 (their medians over the repetitions), never a P90 interpolated between P50 and P95
+    # (0.5 + 0.4 × (0.95 - 0.5) / 0.45 = 0.9 here, where the host's own P90 is unknown)
+    from dataclasses import dataclass, field
+
+    from replay.compare import alone_runs
+    from replay.fidelity import load_service, pooled_alone
+    from replay.workloads import ReportedService
+
+    @dataclass
+    class Run:
+        services: dict
+        measured_s: float = 10.0
+        ncpus: int = 2
+        cgroups: dict = field(default_factory=dict)
+        others_cpu_share: float | None = None
+
+    def redis(p50: float, p95: float) -> ReportedService:
+        pct = {0.0: 0.1, 50.0: p50, 95.0: p95, 99.0: 2.0, 100.0: 9.0}
+        return ReportedService("redis", np.empty(0), np.empty(0), 0, 0, 10.0, reported=pct, reported_qps=1.0)
+
+    got = pooled_alone([Run({"redis": redis(0.5, 0.9)}), Run({"redis": redis(0.6, 1.3)}), Run({"redis": redis(0.4, 1.0)})])
+    assert got.services["redis"].reported == {50.0: 0.5, 95.0: 1.0, 99.0: 2.0}
+    # ... which the calibration takes as P50, P95, P99
+    scenario = load_service("redis", None, []).scenario
+    alone = alone_runs(scenario, got)["redis"]
+    assert sorted(alone.percentiles) == [50.0, 95.0, 99.0]
+    assert set(measured_metrics(alone, False)) == {"QPS", "P50", "P95", "P99"}
 
 
 def test_ranking_counts_the_pairs_the_host_tells_apart_and_how_many_the_simulator_orders_alike():
