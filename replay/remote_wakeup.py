@@ -19,7 +19,10 @@ exit path.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import struct
+import termios
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -74,6 +77,13 @@ def _run_ns(pid: int) -> int:
     return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
 
 
+def _drained(rd: int, timeout_s: float = 2.0) -> None:
+    """Wait (at most `timeout_s`) until the pipe holds no unread byte (FIONREAD)."""
+    deadline = time.monotonic() + timeout_s
+    while struct.unpack("i", fcntl.ioctl(rd, termios.FIONREAD, b"\0\0\0\0"))[0] > 0 and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+
 def _reader(cpu: int, rd: int) -> None:
     pin(cpu)
     while os.read(rd, 1):
@@ -100,6 +110,9 @@ def _one(writer_cpu: int, reader_cpu: int, n: int, hog: bool) -> tuple[float, fl
                 c0 = cpu()
                 os.write(wr, b"x")
                 spent += cpu() - c0
+            # the reader's run time counts once it has read every byte: on a busy CPU it may
+            # not have run at all yet (a write's wakeup need not preempt the spinning writer)
+            _drained(rd)
             time.sleep(0.01)
             reader = _run_ns(pid) - r0
     finally:
