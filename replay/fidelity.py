@@ -141,12 +141,8 @@ def pooled_alone(runs: list[RunResult]) -> RunResult:
         got = [r.services[name] for r in runs if name in r.services]
         # the percentiles the generator reported (never one interpolated between two it
         # did); per-request records give P50, P90, P99
-        keys: set[float] = set(FITTED_PERCENTILES)
-        for s in got:
-            if isinstance(s, ReportedService):
-                keys &= set(s.reported or {})
-        if not any(isinstance(s, ReportedService) for s in got):
-            keys = {50.0, 90.0, 99.0}
+        reported = [set(s.reported or {}) for s in got if isinstance(s, ReportedService)]
+        keys = set(FITTED_PERCENTILES).intersection(*reported) if reported else {50.0, 90.0, 99.0}
         pct = {p: float(np.median([s.percentile(p) for s in got])) for p in sorted(keys)}
         # the generator's CPU is part of what the calibration fits (client_cpu): dropping it
         # here left every suite's load generators free

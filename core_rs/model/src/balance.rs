@@ -623,16 +623,11 @@ impl Node {
         // only while queued; moves take running time out with the runnable, update_tg_cfs_load
         // keeps at least the running time), but for the divider's slop; neither is ahead of now.
         for (i, s) in self.ses.iter().enumerate() {
-            if !matches!(s.kind, crate::cfs_rq::SeKind::Group(_)) || self.rqs[s.parent_rq].cg != crate::cgroup::ROOT {
+            if matches!(s.kind, crate::cfs_rq::SeKind::Task(_)) || !self.keeps_averages(i) {
                 continue;
             }
-            let running = if self.rqs[s.parent_rq].curr == Some(i) {
-                crate::pelt::RUNNABLE_UNIT
-            } else {
-                0
-            };
             let (u, l) = (
-                s.util.load_avg_at(self.now, running),
+                s.util.load_avg_at(self.now, self.util_input(i)),
                 s.avg.load_avg_at(self.now, self.avg_input(i)),
             );
             if u > l + l / 45 + 2 || s.util.last_update_time > self.now || s.avg.last_update_time > self.now {

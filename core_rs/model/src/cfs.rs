@@ -295,31 +295,45 @@ impl Node {
         }
     }
 
+    /// Whether the entity keeps PELT averages: a task, or a top-level group's entity (the
+    /// only group entities `cpu_load` and `carry_load` read).
+    #[inline]
+    pub(crate) fn keeps_averages(&self, se: SeId) -> bool {
+        let s = &self.ses[se];
+        matches!(s.kind, SeKind::Task(_)) || self.rqs[s.parent_rq].cg == ROOT
+    }
+
     /// `__update_load_avg_se`: the entity's average brought to now at `avg_input`. Runs before
     /// every change of `on_rq` (a delayed entity is still queued, as the kernel counts it).
-    /// Of the group entities only a top-level group's keep one: `cpu_load` reads no other.
     #[inline]
     fn update_se_avg(&mut self, se: SeId) {
-        let s = &self.ses[se];
-        if matches!(s.kind, SeKind::Group(_)) && self.rqs[s.parent_rq].cg != ROOT {
+        if !self.keeps_averages(se) {
             return;
         }
         let load = self.avg_input(se);
         self.ses[se].avg.update(self.now, load);
     }
 
-    /// A task's or top-level group entity's running average brought to now, before its
-    /// queue's curr changes (`update_load_avg` in `set_next_entity` / `put_prev_entity`).
+    /// What an entity's running average accrues at: RUNNABLE_UNIT while it is its queue's
+    /// curr, nothing otherwise.
     #[inline]
-    fn update_se_util(&mut self, rq: RqId, se: SeId) {
-        if matches!(self.ses[se].kind, SeKind::Group(_)) && self.rqs[rq].cg != ROOT {
-            return;
-        }
-        let running = if self.rqs[rq].curr == Some(se) {
+    pub(crate) fn util_input(&self, se: SeId) -> u64 {
+        if self.rqs[self.ses[se].parent_rq].curr == Some(se) {
             pelt::RUNNABLE_UNIT
         } else {
             0
-        };
+        }
+    }
+
+    /// A task's or top-level group entity's running average brought to now at `util_input`,
+    /// before its queue's curr changes (`update_load_avg` in `set_next_entity` /
+    /// `put_prev_entity`).
+    #[inline]
+    fn update_se_util(&mut self, se: SeId) {
+        if !self.keeps_averages(se) {
+            return;
+        }
+        let running = self.util_input(se);
         self.ses[se].util.update(self.now, running);
     }
 
@@ -713,7 +727,7 @@ impl Node {
         loop {
             let rq = self.ses[se].parent_rq;
             if self.rqs[rq].curr == Some(se) && !keep.contains(&se) {
-                self.update_se_util(rq, se);
+                self.update_se_util(se);
                 self.rqs[rq].curr = None;
                 if self.ses[se].on_rq {
                     let (v, w) = (self.ses[se].vruntime, scale_load_down(self.ses[se].weight));
@@ -764,7 +778,7 @@ impl Node {
                             }
                             let (v, w) = (self.ses[s].vruntime, scale_load_down(self.ses[s].weight));
                             self.rqs[prq].remove(v, s, w);
-                            self.update_se_util(prq, s);
+                            self.update_se_util(s);
                             self.rqs[prq].curr = Some(s);
                             if self.rqs[prq].next == Some(s) {
                                 self.rqs[prq].next = None; // set_next_entity → clear_buddies
@@ -1401,12 +1415,11 @@ impl Node {
         let se = self.tasks[t].se;
         let load = self.task_load_avg(t);
         let runnable = (load as u128 * pelt::RUNNABLE_UNIT as u128 / self.ses[se].weight.max(1) as u128) as u64;
-        self.update_se_util(self.ses[se].parent_rq, se);
+        self.update_se_util(se);
         let util = self.ses[se].util.load_avg;
-        for g in [gs, gd] {
-            self.update_se_avg(g);
-            self.update_se_util(self.ses[g].parent_rq, g);
-        }
+        self.update_se_avg(gs);
+        self.update_se_util(gs);
+        self.update_se_util(gd);
         // detach_entity_load_avg: the task's load and running time leave the group's queue
         // (`update_tg_cfs_util` then gives the entity the queue's running average)
         self.carry_queue_load(cg, src, Some(dst), scale_load_down(load));
@@ -1424,8 +1437,7 @@ impl Node {
             g.avg.set_sum(keep);
         }
         // attach_entity_load_avg on dst: its running time and runnable sum join
-        let room = pelt::RUNNABLE_UNIT.saturating_sub(self.ses[gd].util.load_avg);
-        self.ses[gd].util.attach(util.min(room));
+        self.ses[gd].util.attach_at_most(util, pelt::RUNNABLE_UNIT);
         self.attach_group_runnable(cg, dst, runnable);
     }
 
@@ -1474,8 +1486,7 @@ impl Node {
         let q = self.top_group(cg) * self.ncpus() + cpu;
         let Some(g) = self.rqs[q].gse else { return };
         self.update_se_avg(g);
-        let room = pelt::RUNNABLE_UNIT.saturating_sub(self.ses[g].avg.load_avg);
-        self.ses[g].avg.attach(runnable.min(room));
+        self.ses[g].avg.attach_at_most(runnable, pelt::RUNNABLE_UNIT);
     }
 
     /// Balancing moved `t` to a CPU that may be running something: the waker rules apply

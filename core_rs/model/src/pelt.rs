@@ -65,7 +65,8 @@ fn accumulate_segments(periods: u64, d1: u64, d3: u64) -> u64 {
 /// weight, as the kernel's `reweight_entity` rescales a group entity's load_avg at once.
 pub const RUNNABLE_UNIT: u64 = 1024;
 
-/// A cfs_rq's `sched_avg`, load part only (runnable and util are not needed for shares).
+/// A `sched_avg`'s sum and average of one signal: a cfs_rq's or entity's load, or an entity's
+/// running time (`Se.util`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Avg {
     /// In ns, advanced by whole 1024 ns units (the remainder is carried to the next update).
@@ -136,6 +137,12 @@ impl Avg {
     pub fn attach(&mut self, load_avg: u64) {
         self.load_avg += load_avg;
         self.load_sum += load_avg * self.divider();
+    }
+
+    /// `attach`, the average raised by `load_avg` but to `most` at the highest (a group
+    /// entity's runnable or running time: `min(runnable_sum + se->avg.load_sum, divider)`).
+    pub fn attach_at_most(&mut self, load_avg: u64, most: u64) {
+        self.attach(load_avg.min(most.saturating_sub(self.load_avg)));
     }
 
     /// `update_tg_cfs_load` when runnable time leaves a group entity's queue: the entity's sum
