@@ -194,13 +194,6 @@ def cgroup_probe(backend: HostBackend, cgroups: list[str], hz: float) -> Probe:
     return Probe(watch, len(backend.cpus()), hz=hz)
 
 
-# scheduler events a second beyond which a trace taken only for the calibration stops itself
-# (replay/runqlat.py RunqLat max_rate): ClickHouse's alone run makes ~10 k (194 sleeps a query
-# at 10.7 queries a second, their wakeups, the generator's); redis and PostgreSQL ~150 k, which
-# took 0.7 of this 2-CPU node to read — and their servers sleep under twice a request, one round
-TRACE_RATE_CAP = 30_000
-
-
 def run_on_host(
     variant: Variant,
     seed: int,
@@ -281,10 +274,9 @@ def run_on_host(
         probe = cgroup_probe(backend, watched, probe_hz)
         probe.start()
     if (probe_hz or trace) and not session.dry_run:
-        # traced for the calibration only (no probe asked for): capped, so that a service
-        # switching ~10^5 times a second is not disturbed by its own measurement
-        cap = None if probe_hz else TRACE_RATE_CAP
-        runqlat, tracer = start_runqlat(backend, watched, session.say, max_rate=cap)
+        # read as raw pages and decoded after the run: a service switching ~10^5 times a
+        # second is not disturbed by its own measurement (replay/ftrace_raw.py)
+        runqlat, tracer = start_runqlat(backend, watched, session.say)
     probed = None
     traced: dict[str, RunqLatFigures] | None = None
     try:
@@ -399,9 +391,7 @@ def with_server_switches(result: RunResult, sc: Scenario, sleeps: dict[str, int]
         svc.server_switches = max(0.0, slept - svc.generator_switches)
 
 
-def start_runqlat(
-    backend: HostBackend, cgroups: list[str], say: Callable[[str], Any], max_rate: float | None = None
-) -> tuple[RunqLat | None, ExitStack | None]:
+def start_runqlat(backend: HostBackend, cgroups: list[str], say: Callable[[str], Any]) -> tuple[RunqLat | None, ExitStack | None]:
     """The host's wake-to-run delays of the workloads' cgroups (replay/runqlat.py), traced
     beside the probe where tracefs can be had; otherwise one line saying why not."""
     why = runqlat_available()
@@ -409,7 +399,7 @@ def start_runqlat(
         say(f"probe: no wake-to-run delays on this host ({why})")
         return None, None
     keys = backend.keys_for("cpu")
-    tracer = RunqLat(CgroupResolver({c: backend.dir(keys, c) for c in cgroups}), max_rate=max_rate)
+    tracer = RunqLat(CgroupResolver({c: backend.dir(keys, c) for c in cgroups}))
     stack = ExitStack()
     stack.enter_context(tracer)
     return tracer, stack

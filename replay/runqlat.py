@@ -16,7 +16,11 @@ How (docs/replay.md, "Scheduling delay on the host (runqlat)"):
 * A trace *instance* (instances/colosim-PID-N, a buffer of its own), never the top-level
   buffer other tools use: only sched:sched_wakeup, sched_wakeup_new and sched_switch are
   enabled in it, on the `mono` clock (timestamps comparable across CPUs: the default `local`
-  clock is per-CPU), and its trace_pipe is read by a thread and parsed line by line.
+  clock is per-CPU). A thread reads its per-CPU raw pages (trace_pipe_raw) as they fill and
+  keeps them; they are decoded when the trace ends (replay/ftrace_raw.py: reading trace_pipe's
+  text took 0.8 of this 2-CPU node beside nginx, the run it measured), merged across CPUs by
+  time, and fed to the same accounting trace_pipe's lines are (`Accumulator.feed`, which reads
+  the text a saved trace holds).
 * Per wakeup (the wakee's tid, target CPU, time) a pending entry; at the sched_switch that
   runs the wakee (next_pid), latency = switch time − wakeup time, attributed to the group the
   caller's resolver names for the tid. A sched_switch that switches a pending tid *out*
@@ -27,8 +31,8 @@ How (docs/replay.md, "Scheduling delay on the host (runqlat)"):
 * Busy CPU: the wakee's target CPU ran another task at the wakeup (the last sched_switch seen
   there had next_pid ≠ 0 and ≠ the wakee). A CPU no switch has been seen on yet counts as not
   busy. These wakeups are counted (and histogrammed) separately too.
-* Lost events: trace_pipe says "CPU:N [LOST M EVENTS]" when the buffer overflowed; M is
-  counted and every pending wakeup and the CPU's running task are forgotten (one of the lost
+* Lost events: a raw page flags them (and stores how many), trace_pipe says "CPU:N [LOST M
+  EVENTS]", when the buffer overflowed; M is counted and every pending wakeup and the CPU's running task are forgotten (one of the lost
   events may have been their switch), so no latency spans a gap.
 
 Instances are global kernel objects: a replay killed by SIGKILL leaves its instance behind
@@ -40,12 +44,15 @@ PID no longer lives.
 from __future__ import annotations
 
 import errno
+import heapq
 import itertools
 import math
 import os
+import re
 import select
 import shutil
 import signal
+import struct
 import subprocess
 import threading
 import time
@@ -54,6 +61,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from replay.ftrace_raw import LAYOUT_64, EventFormat, PageLayout, decode_page, page_layout, parse_format
 from sim import liveness
 from sim.errors import HostError
 from sim.runqlat import BUCKETS, bucket, lower_us, percentile, upper_us
@@ -63,10 +71,11 @@ from sim.runqlat import BUCKETS, bucket, lower_us, percentile, upper_us
 # runqlat buckets as it prints them ("2 -> 3", "4 -> 7", ...), with 0 µs apart. The last
 # bucket, [2^22 µs ≈ 4.2 s, ∞), is open-ended.
 BUFFER_KB = 4096  # per CPU, the instance's own ring buffer
-# a capped trace (RunqLat max_rate) judges its rate after this long
-RATE_WINDOW_S = 0.5
 # how often the reader drains it (4 MiB per CPU holds seconds of this host's sched events)
 READ_INTERVAL_S = 0.05
+# raw pages a trace keeps (decoded after it ends) before it stops itself: at nginx's 46 k sched
+# events a second (~60 bytes each) about 3 minutes
+MAX_TRACE_BYTES = 512 << 20
 # sched_process_fork: a thread or process forked by a group member is the member's at once,
 # even if it is gone before the resolver could see it (a shell's `sleep 0.001`)
 EVENTS = ("sched_wakeup", "sched_wakeup_new", "sched_switch", "sched_process_fork")
@@ -183,12 +192,13 @@ class Accumulator:
                 prev, arrow, nxt = fields.partition(" ==> ")
                 if not arrow:
                     raise ValueError("no ' ==> '")
+                # R (or R+): switched out runnable, i.e. preempted; a task that blocks is in S, D, …
                 state = prev[prev.rfind(" prev_state=") + 12 :].strip() if " prev_state=" in prev else ""
-                self._switch(cpu, now, _int_after(prev, " prev_pid="), _int_after(" " + nxt, " next_pid="), state)
+                self.switch(cpu, now, _int_after(prev, " prev_pid="), _int_after(" " + nxt, " next_pid="), state.startswith("R"))
             elif event == "sched_process_fork":
-                self._fork(_int_after(fields, " pid=", before=" child_comm="), _int_after(fields, " child_pid="))
+                self.fork(_int_after(fields, " pid=", before=" child_comm="), _int_after(fields, " child_pid="))
             elif event in ("sched_wakeup", "sched_wakeup_new"):
-                self._wakeup(now, _int_after(fields, " pid="), _int_after(fields, " target_cpu="))
+                self.wakeup(now, _int_after(fields, " pid="), _int_after(fields, " target_cpu="))
         except (ValueError, IndexError, StopIteration):
             self.unparsed += 1
 
@@ -200,6 +210,10 @@ class Accumulator:
         except (IndexError, ValueError):
             self.unparsed += 1
             return
+        self.lose(cpu, n)
+
+    def lose(self, cpu: int, n: int) -> None:
+        """`n` events of `cpu` were lost: forget what one of them may have ended."""
         self.lost += n
         self.pending.clear()
         self.preempted.clear()
@@ -213,14 +227,14 @@ class Accumulator:
         group = self.resolver(tid)
         return group if group is not None else self.forked.get(tid)
 
-    def _fork(self, parent: int, child: int) -> None:
+    def fork(self, parent: int, child: int) -> None:
         group = self._group(parent)
         if group is not None:
             self.forked[child] = group
         else:
             self.forked.pop(child, None)  # a reused tid
 
-    def _wakeup(self, now: int, tid: int, target: int) -> None:
+    def wakeup(self, now: int, tid: int, target: int) -> None:
         group = self._group(tid)
         if group is None:
             self.pending.pop(tid, None)
@@ -228,15 +242,14 @@ class Accumulator:
         current = self.running.get(target)
         self.pending[tid] = (now, current is not None and current not in (0, tid), group)
 
-    def _switch(self, cpu: int, now: int, prev: int, nxt: int, prev_state: str = "") -> None:
+    def switch(self, cpu: int, now: int, prev: int, nxt: int, runnable: bool = False) -> None:
+        """sched_switch on `cpu` at `now` µs from `prev` (still `runnable`: preempted) to `nxt`."""
         started = self.since.get(cpu) if self.running.get(cpu) == prev else None
         self.running[cpu] = nxt
         self.since[cpu] = now
         self.pending.pop(prev, None)  # it was on a CPU since that wakeup
         if prev != 0:
             group = self._group(prev)
-            # R (or R+): switched out runnable, i.e. preempted; a task that blocks is in S, D, …
-            runnable = prev_state.startswith("R")
             if group is not None and (started is not None or not runnable):
                 g = self.groups.setdefault(group, _Group())
                 if not runnable:
@@ -440,30 +453,131 @@ def remove_stale_instances(say: Callable[[str], object] = lambda _: None) -> lis
     return removed
 
 
+# --- the raw pages' sched events --------------------------------------------------------------
+
+# sched_switch's prev_state: a preempted task is recorded as TASK_REPORT_MAX (printed "R+"), a
+# task that blocked as one bit of TASK_REPORT; it was runnable iff no bit below TASK_REPORT_MAX
+# is set (include/trace/events/sched.h, __trace_sched_switch_state). The format's print fmt
+# spells the mask out as "((((TASK_REPORT bits) + 1) << 1) - 1)"; 0xff is 6.x's.
+TASK_REPORT_MASK = 0xFF
+_MASK = re.compile(r"\(\(\(\(((?:0x[0-9a-fA-F]+\s*\|\s*)*0x[0-9a-fA-F]+)\)\s*\+\s*1\)\s*<<\s*1\)\s*-\s*1\)")
+
+
+def report_mask(print_fmt: str) -> int:
+    """The prev_state bits that mean "not runnable", from sched_switch's print fmt."""
+    m = _MASK.search(print_fmt)
+    if m is None:
+        return TASK_REPORT_MASK
+    report = 0
+    for h in re.findall(r"0x[0-9a-fA-F]+", m[1]):
+        report |= int(h, 16)
+    return ((report + 1) << 1) - 1
+
+
+class SchedEvents:
+    """The four sched events of raw pages, decoded by their format files and fed to an
+    Accumulator in time order across CPUs."""
+
+    SWITCH, WAKEUP, FORK, LOST = range(4)
+
+    def __init__(self, formats: dict[str, EventFormat], layout: PageLayout = LAYOUT_64) -> None:
+        missing = [e for e in EVENTS if e not in formats]
+        if missing:
+            raise ValueError(f"no format for {', '.join(missing)}")
+        self.layout = layout
+        sw = formats["sched_switch"]
+        self.switch = sw.id
+        self.prev_pid, self.prev_state, self.next_pid = (sw.reader(f) for f in ("prev_pid", "prev_state", "next_pid"))
+        self.mask = report_mask(sw.print_fmt)
+        self.wakeups = {
+            formats[e].id: (formats[e].reader("pid"), formats[e].reader("target_cpu")) for e in ("sched_wakeup", "sched_wakeup_new")
+        }
+        fork = formats["sched_process_fork"]
+        self.fork = fork.id
+        self.parent, self.child = fork.reader("parent_pid"), fork.reader("child_pid")
+        self.unparsed = 0
+
+    def of_cpu(self, cpu: int, pages: list[bytes]) -> Iterator[tuple[int, int, int, int, int, int]]:
+        """One CPU's events in its pages' order: (µs, cpu, kind, a, b, c)."""
+        for raw in pages:
+            try:
+                page = decode_page(raw, self.layout)
+            except ValueError:
+                self.unparsed += 1
+                continue
+            if page.missed and page.events:
+                yield ((page.events[0][0] + 500) // 1000, cpu, self.LOST, max(page.missed, 1), 0, 0)
+            data = page.data
+            for ns, start, end in page.events:
+                if end - start < 2:
+                    self.unparsed += 1
+                    continue
+                kind = int.from_bytes(data[start : start + 2], "little")
+                us = (ns + 500) // 1000  # as trace_pipe prints it (trace.c ns2usecs rounds)
+                try:
+                    if kind == self.switch:
+                        state = self.prev_state.unpack_from(data, start)[0]
+                        nxt = self.next_pid.unpack_from(data, start)[0]
+                        yield (us, cpu, self.SWITCH, self.prev_pid.unpack_from(data, start)[0], nxt, state & self.mask == 0)
+                    elif kind in self.wakeups:
+                        pid, target = self.wakeups[kind]
+                        yield (us, cpu, self.WAKEUP, pid.unpack_from(data, start)[0], target.unpack_from(data, start)[0], 0)
+                    elif kind == self.fork:
+                        yield (us, cpu, self.FORK, self.parent.unpack_from(data, start)[0], self.child.unpack_from(data, start)[0], 0)
+                except struct.error:
+                    self.unparsed += 1
+
+    def feed(self, acc: Accumulator, pages: dict[int, list[bytes]], since_us: int | None = None) -> None:
+        """Every CPU's pages into `acc`, merged by time; counting afresh from `since_us` (the
+        warm-up's end: what came before it is forgotten, wakeups pending then still count)."""
+        for us, cpu, kind, a, b, c in heapq.merge(*(self.of_cpu(cpu, p) for cpu, p in sorted(pages.items()))):
+            if since_us is not None and us >= since_us:
+                acc.groups.clear()
+                acc.lost = 0
+                since_us = None
+            if kind == self.SWITCH:
+                acc.switch(cpu, us, a, b, bool(c))
+            elif kind == self.WAKEUP:
+                acc.wakeup(us, a, b)
+            elif kind == self.FORK:
+                acc.fork(a, b)
+            else:
+                acc.lose(cpu, a)
+        if since_us is not None:
+            acc.groups.clear()
+            acc.lost = 0
+
+
 # --- the tracer -------------------------------------------------------------------------------
 
 _serial = itertools.count()
 
 
 class RunqLat:
-    """Trace wake-to-run latency per group while the `with` block runs (module doc)."""
+    """Trace wake-to-run latency per group while the `with` block runs (module doc).
 
-    def __init__(self, resolver: Resolver, buffer_kb: int = BUFFER_KB, max_rate: float | None = None) -> None:
+    The instance's per-CPU raw pages (trace_pipe_raw) are read every READ_INTERVAL_S and kept
+    as they are; they are decoded when the trace ends (`result`), so that reading costs the run
+    next to nothing (replay/ftrace_raw.py says what the text cost)."""
+
+    def __init__(self, resolver: Resolver, buffer_kb: int = BUFFER_KB, max_bytes: int = MAX_TRACE_BYTES) -> None:
         self.acc = Accumulator(resolver)
         self.buffer_kb = buffer_kb
-        # events a second beyond which the trace stops itself (None: never): the reader is a
-        # Python thread outside the run's cgroups, and at ~150 k events a second (redis,
-        # PostgreSQL) it took 0.7 CPUs of a 2-CPU node, disturbing the run it measured
-        self.max_rate = max_rate
+        self.max_bytes = max_bytes  # raw pages kept beyond which the trace stops itself
         self.abandoned: str | None = None  # why the trace stopped itself, if it did
         self.name = f"{INSTANCE_PREFIX}{os.getpid()}-{next(_serial)}"
         self.instance: Path | None = None
         self.root: Path | None = None  # tracefs's root (a holder's /proc/PID/root/... or the host's)
         self._tracefs = ExitStack()  # the holder, if one is needed
-        self._fd: int | None = None
+        self._fds: dict[int, int] = {}  # cpu -> its trace_pipe_raw
+        self._pages: dict[int, list[bytes]] = {}
+        self._kept = 0
+        self._subbuf = os.sysconf("SC_PAGE_SIZE")
+        self._events: SchedEvents | None = None
+        self._mark_us: int | None = None
+        self._figures: dict[str, RunqLatFigures] | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
         self._error: BaseException | None = None
         self._old_term: object = None
 
@@ -481,9 +595,18 @@ class RunqLat:
             (inst / "tracing_on").write_text("0")  # a new instance records at once
             (inst / "buffer_size_kb").write_text(str(self.buffer_kb))
             (inst / "trace_clock").write_text("mono")
+            header = root / "events" / "header_page"
+            layout = page_layout(header.read_text()) if header.exists() else LAYOUT_64
+            formats = {e: parse_format((inst / "events" / "sched" / e / "format").read_text()) for e in EVENTS}
+            self._events = SchedEvents(formats, layout)
+            subbuf = inst / "buffer_subbuf_size_kb"  # 6.8+: a page unless set
+            if subbuf.exists():
+                self._subbuf = int(subbuf.read_text().split()[0]) * 1024
             for e in EVENTS:
                 (inst / "events" / "sched" / e / "enable").write_text("1")
-            self._fd = os.open(inst / "trace_pipe", os.O_RDONLY | os.O_NONBLOCK)
+            for d in sorted(inst.glob("per_cpu/cpu*"), key=lambda d: int(d.name[3:])):
+                self._fds[int(d.name[3:])] = os.open(d / "trace_pipe_raw", os.O_RDONLY | os.O_NONBLOCK)
+                self._pages[int(d.name[3:])] = []
             self._thread = threading.Thread(target=self._read, name=f"runqlat {self.name}", daemon=True)
             self._thread.start()
             (inst / "tracing_on").write_text("1")
@@ -491,39 +614,41 @@ class RunqLat:
             self.__exit__(None, None, None)
             if isinstance(err, OSError):
                 raise HostError(f"runqlat: tracefs refused {err.filename or 'a write'}: {err.strerror}") from None
+            if isinstance(err, ValueError):
+                raise HostError(f"runqlat: this kernel's sched event formats are not as expected: {err}") from None
             raise
         return self
 
+    def _drain(self) -> bool:
+        """Read every page there is; False once the trace has kept more than max_bytes."""
+        for cpu, fd in self._fds.items():
+            while True:
+                try:
+                    page = os.read(fd, self._subbuf)
+                except BlockingIOError:
+                    break
+                if not page:
+                    break
+                self._pages[cpu].append(page)
+                self._kept += len(page)
+                if self._kept > self.max_bytes:
+                    self.abandoned = f"{self._kept / 2**20:.1f} MiB of raw trace kept, beyond the {self.max_bytes / 2**20:.1f} MiB a trace may keep: stopped"
+                    return False
+        return True
+
     def _read(self) -> None:
-        """Drain trace_pipe every READ_INTERVAL_S. Not woken by poll: each wakeup of this
+        """Drain the raw pages every READ_INTERVAL_S. Not woken by poll: each wakeup of this
         thread is itself traced (a wakeup and two switches), and waking on every new event
         fed on itself — 22 k wakeups a second of the reader alone, measured here."""
-        fd = self._fd
-        assert fd is not None
-        rest = b""
-        started, events = time.monotonic(), 0
+        # the groups' members are read while the run lasts: a thread that exits before the end
+        # is in none of them when the pages are decoded
+        refresh = getattr(self.acc.resolver, "refresh", None)
         try:
             while True:
                 stopping = self._stop.is_set()  # before the drain: what follows it is read too
-                while True:
-                    try:
-                        chunk = os.read(fd, 1 << 16)
-                    except BlockingIOError:
-                        break
-                    if not chunk:
-                        break
-                    lines = (rest + chunk).split(b"\n")
-                    rest = lines.pop()
-                    with self._lock:
-                        for raw in lines:
-                            self.acc.feed(raw.decode(errors="replace"))
-                    events += len(lines)
-                elapsed = time.monotonic() - started
-                if self.max_rate is not None and elapsed >= RATE_WINDOW_S and events > self.max_rate * elapsed:
-                    self.abandoned = (
-                        f"{events / elapsed:,.0f} scheduler events a second, beyond the {self.max_rate:,.0f} "
-                        "a trace may follow without disturbing the run: stopped"
-                    )
+                if refresh is not None:
+                    refresh()
+                if not self._drain():
                     if self.instance is not None:
                         _quiet(self.instance)
                     break  # nothing more is read: an abandoned trace's figures are not used
@@ -533,19 +658,23 @@ class RunqLat:
         except BaseException as err:  # said by __exit__
             self._error = err
 
+    def _end(self) -> None:
+        """Stop tracing and the reader (which drains what is left)."""
+        if self.instance is not None:
+            _quiet(self.instance)  # tracing_on 0 first: what is in the buffer is drained
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join(timeout=30)
+            self._thread = None
+
     def __exit__(self, exc_type, exc, tb) -> None:
         blocked = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
         signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
         try:
-            if self.instance is not None:
-                _quiet(self.instance)  # tracing_on 0 first: what is in the buffer is drained
-            if self._thread is not None:
-                self._stop.set()
-                self._thread.join(timeout=30)
-                self._thread = None
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+            self._end()
+            for fd in self._fds.values():
+                os.close(fd)
+            self._fds = {}
             if self.instance is not None:
                 try:
                     self.instance.rmdir()
@@ -562,23 +691,26 @@ class RunqLat:
         if self.instance is not None:
             raise HostError(f"trace instance {self.instance.name} could not be removed; colosim replay --cleanup removes it")
         if self._error is not None and exc_type is None:
-            raise HostError(f"runqlat: reading trace_pipe failed: {self._error}")
+            raise HostError(f"runqlat: reading trace_pipe_raw failed: {self._error}")
 
     def mark(self) -> None:
         """Count afresh from now (the end of a run's warm-up); wakeups already pending still
-        count when they run."""
-        with self._lock:
-            self.acc.groups.clear()
-            self.acc.lost = 0
+        count when they run. The trace's `mono` clock is CLOCK_MONOTONIC."""
+        self._mark_us = time.monotonic_ns() // 1000
 
     def result(self) -> dict[str, RunqLatFigures]:
-        """Each group's figures so far (after the `with` block: all of them)."""
-        with self._lock:
-            return self.acc.figures()
+        """Each group's figures. The trace ends here if it has not (its pages are decoded now)."""
+        if self._figures is None:
+            self._end()
+            if self._events is not None:
+                self._events.feed(self.acc, self._pages, self._mark_us)
+            self._pages = {cpu: [] for cpu in self._pages}
+            self._figures = self.acc.figures()
+        return self._figures
 
     @property
     def unparsed(self) -> int:
-        return self.acc.unparsed
+        return self.acc.unparsed + (self._events.unparsed if self._events is not None else 0)
 
 
 def _terminate(signum, frame):

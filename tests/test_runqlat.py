@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -347,12 +348,17 @@ def locked_session():
         s.__exit__(None, None, None)
 
 
+def groups_of(s, *names: str) -> CgroupResolver:
+    """The session's cgroups `names`, made, and a resolver of their threads."""
+    s.backend.create(list(names))
+    key = s.backend.keys_for("cpu")
+    return CgroupResolver({g: s.backend.dir(key, g) for g in names})
+
+
 @HOST
 def test_sleeper_beside_stress_on_the_host():
     with locked_session() as s:
-        s.backend.create(["sleeper", "hog"])
-        key = s.backend.keys_for("cpu")
-        resolver = CgroupResolver({g: s.backend.dir(key, g) for g in ("sleeper", "hog")})
+        resolver = groups_of(s, "sleeper", "hog")
         with RunqLat(resolver) as rq:
             # both hogs and the sleeper on one CPU: that CPU is never idle, so every wakeup of
             # the sleeper finds it running another task (a hog, or whatever preempted one)
@@ -382,30 +388,127 @@ def test_sleeper_beside_stress_on_the_host():
 
 
 @HOST
-def test_a_capped_trace_stops_itself_beyond_its_rate_host():
-    # a sleeper waking 500 times a second makes >= 1,500 events a second (a wakeup and two
-    # switches each): a cap of 100 a second stops the trace within its first window and says
-    # why; a cap of 10^6 lets it run to the end, every sleep counted as a blocked run
+def test_a_capped_trace_stops_itself_beyond_what_it_may_keep_host():
+    # a sleeper waking 500 times a second fills a page of events every few ms: a cap of one byte
+    # stops the trace at its first page and says why; the default cap lets it run to the end,
+    # every sleep counted as a blocked run
     with locked_session() as s:
         s.backend.create(["sleeper"])
         key = s.backend.keys_for("cpu")
         got = {}
-        for cap in (100.0, 1e6):
+        for cap in (1, runqlat.MAX_TRACE_BYTES):
             resolver = CgroupResolver({"sleeper": s.backend.dir(key, "sleeper")})
-            with RunqLat(resolver, max_rate=cap) as rq:
+            with RunqLat(resolver, max_bytes=cap) as rq:
                 sleeps = f"import time\nfor _ in range({SLEEPS * 4}): time.sleep(0.002)"
                 sleeper = s.spawn([sys.executable, "-c", sleeps], cgroup="sleeper")
                 assert sleeper.wait(timeout=60) == 0
             got[cap] = (rq.abandoned, rq.result().get("sleeper"))
-    why, figs = got[100.0]
-    assert why is not None and "events a second" in why and "stopped" in why
+    why, figs = got[1]
+    assert why is not None and "raw trace kept" in why and "stopped" in why
     # stopped early: far fewer of the sleeps seen than were made
     assert figs is None or figs.sleeps < SLEEPS * 4 * 0.8
-    why, figs = got[1e6]
+    why, figs = got[runqlat.MAX_TRACE_BYTES]
     assert why is None and figs is not None
-    # every sleep a switch out asleep, counted whether or not the run's start was traced (most
-    # switches from the idle task are not, here)
+    # every sleep a switch out asleep, counted whether or not the run's start was traced
     assert 0.8 * SLEEPS * 4 <= figs.sleeps <= SLEEPS * 4 + 20
+
+
+class Recording(Accumulator):
+    """An Accumulator that also keeps the events of its groups' threads, in the order fed."""
+
+    def __init__(self, resolver) -> None:
+        super().__init__(resolver)
+        self.log: list[tuple] = []
+
+    def wakeup(self, now: int, tid: int, target: int) -> None:
+        if self._group(tid) is not None:
+            self.log.append((now, "wakeup", tid, target))
+        super().wakeup(now, tid, target)
+
+    def switch(self, cpu: int, now: int, prev: int, nxt: int, runnable: bool = False) -> None:
+        if self._group(prev) is not None or self._group(nxt) is not None:
+            self.log.append((now, "switch", cpu, prev, nxt, runnable))
+        super().switch(cpu, now, prev, nxt, runnable)
+
+
+@HOST
+def test_the_raw_pages_say_what_a_second_instances_text_says_host():
+    # One workload traced twice at once: RunqLat's raw pages, and a second instance's trace_pipe
+    # (the kernel's own text formatting) parsed line by line. Every event of the two groups falls
+    # inside both traces (their processes start after both and end before either stops), so
+    # both hold the same events in the same order, with the same fields. Not the same times to
+    # the µs: each instance's buffer reads the clock as it writes (1-5 µs apart here).
+    with locked_session() as s:
+        resolver = groups_of(s, "sleeper", "hog")
+        lines: list[str] = []
+        with runqlat.tracefs() as root:
+            inst = root / "instances" / f"{runqlat.INSTANCE_PREFIX}{os.getpid()}-text"
+            inst.mkdir()
+            stop = threading.Event()
+            try:
+                (inst / "tracing_on").write_text("0")
+                (inst / "buffer_size_kb").write_text("8192")
+                (inst / "trace_clock").write_text("mono")
+                for e in runqlat.EVENTS:
+                    (inst / "events" / "sched" / e / "enable").write_text("1")
+                fd = os.open(inst / "trace_pipe", os.O_RDONLY | os.O_NONBLOCK)
+
+                def read_text() -> None:
+                    rest = b""
+                    while True:
+                        stopping = stop.is_set()
+                        while True:
+                            try:
+                                chunk = os.read(fd, 1 << 16)
+                            except BlockingIOError:
+                                break
+                            if not chunk:
+                                break
+                            got = (rest + chunk).split(b"\n")
+                            rest = got.pop()
+                            lines.extend(g.decode(errors="replace") for g in got)
+                        if stopping:
+                            return
+                        stop.wait(0.05)
+
+                reader = threading.Thread(target=read_text, daemon=True)
+                reader.start()
+                (inst / "tracing_on").write_text("1")
+                with RunqLat(resolver) as rq:
+                    rq.acc = recorded = Recording(resolver)
+                    time.sleep(0.2)
+                    cpu = str(min(os.sched_getaffinity(0)))
+                    hog = s.spawn(["taskset", "-c", cpu, "stress", "--cpu", "2", "--timeout", "2"], cgroup="hog")
+                    sleeps = f"import time\nfor _ in range({SLEEPS}): time.sleep(0.002)"
+                    sleeper = s.spawn(["taskset", "-c", cpu, sys.executable, "-c", sleeps], cgroup="sleeper")
+                    assert sleeper.wait(timeout=60) == 0
+                    assert hog.wait(timeout=60) == 0
+                    time.sleep(0.2)
+                    raw = rq.result()
+                (inst / "tracing_on").write_text("0")
+                stop.set()
+                reader.join(timeout=30)
+                os.close(fd)
+            finally:
+                stop.set()
+                runqlat._quiet(inst)
+                inst.rmdir()
+    text = Recording(resolver)
+    for line in lines:
+        text.feed(line)
+    assert rq.unparsed == 0 and text.unparsed == 0
+    if text.lost or any(f.lost for f in raw.values()):
+        pytest.skip("the host lost trace events: the two traces cannot be compared event for event")
+    assert set(raw) == {"sleeper", "hog"}
+    got, want = recorded.log, text.log
+    assert len(got) == len(want) > 2 * SLEEPS
+    assert [e[1:] for e in got] == [e[1:] for e in want]
+    assert max(abs(a[0] - b[0]) for a, b in zip(got, want, strict=True)) <= 100
+    for name, f in raw.items():
+        g = text.figures()[name]
+        counts = (f.count, f.busy_count, f.sleeps, sum(f.preempted_hist), sum(f.blocked_hist))
+        assert counts == (g.count, g.busy_count, g.sleeps, sum(g.preempted_hist), sum(g.blocked_hist)), name
+    assert 0.8 * SLEEPS <= raw["sleeper"].count <= SLEEPS + 20
 
 
 @HOST
