@@ -175,6 +175,8 @@ def metrics(run: RunResult, scenario: Scenario) -> dict[str, float]:
     out["batch CPU (share)"] = batch_share(run, scenario)
     if run.others_cpu_share is not None:  # the host's: its other tenants' CPU meanwhile
         out["others CPU (share)"] = run.others_cpu_share
+    if run.replay_cpu_share is not None:  # ... of which replay's own process
+        out["replay CPU (share)"] = run.replay_cpu_share
     for c in dict.fromkeys(w.cgroup for w in scenario.workloads.values() if w.enabled):
         if c in run.cgroups:
             out[f"{c} CPU (share)"] = run.cgroups[c].cpu_share

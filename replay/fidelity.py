@@ -101,6 +101,9 @@ class Service:
     # case -> per rep: the other tenants' mean busy CPUs during the host run (replay.background),
     # a measured input every case's prediction runs beside it
     background: dict[str, list[float]] = field(default_factory=dict)
+    # case -> per rep: the part of it that was this replay's own process (its sampling, the
+    # alone runs' trace reader): a measurement that disturbs its run shows here
+    replay_cpus: dict[str, list[float]] = field(default_factory=dict)
     scores: dict[str, dict[str, Score]] = field(default_factory=dict)  # case -> metric -> score
     note: str = ""
     # what the calibration took from the pooled alone runs: {"ncpus", "services": {name:
@@ -236,6 +239,7 @@ class Suite:
                         else:
                             svc.host.setdefault(case, []).append(_pick(metrics(result, v.scenario)))
                             svc.background.setdefault(case, []).append(background_cpus(result.others_cpu_share, result.ncpus))
+                            svc.replay_cpus.setdefault(case, []).append(background_cpus(result.replay_cpu_share, result.ncpus))
                             if case == svc.baseline:
                                 svc.alone.append(result)
                         self.loads.append({"service": svc.name, "case": case, "rep": rep, "before": before, "after": loadavg()})
@@ -344,6 +348,7 @@ class Suite:
                     "failures": svc.failures,
                     "calibration": svc.calibration,
                     "background_cpus": svc.background,
+                    "replay_cpus": svc.replay_cpus,
                     "sim": svc.sim,
                     "alone_measured": svc.alone_measured,
                     "scores": {c: {m: s.to_dict() for m, s in row.items()} for c, row in svc.scores.items()},
@@ -450,6 +455,12 @@ def text(doc: dict[str, Any]) -> str:
             parts.append(
                 "background CPUs (the other tenants' mean busy CPUs on the host, run beside each prediction): "
                 + "; ".join(f"{c} {_spread(v)}" for c, v in bg.items() if v)
+            )
+        own = svc.get("replay_cpus") or {}
+        if any(own.values()):
+            parts.append(
+                "of which replay's own process (its sampling, the alone runs' trace): "
+                + "; ".join(f"{c} {_spread(v)}" for c, v in own.items() if v)
             )
         for seed, f in (svc.get("calibration") or {}).items():
             line = _calibration_line(name, f)
@@ -577,6 +588,7 @@ def rescore(source: Path, out: Path, say: Callable[[str], Any] = _say, repredict
             svc.failures, svc.note = d["failures"], d["note"]
             svc.calibration = d["calibration"]
             svc.background = d.get("background_cpus", {})  # older files measured none
+            svc.replay_cpus = d.get("replay_cpus", {})
             svc.alone_measured = d.get("alone_measured", {})  # older files kept none
             if repredict and svc.host.get(svc.baseline) and not svc.alone_measured:
                 raise ScenarioError(

@@ -243,6 +243,7 @@ def run_on_host(
         snap = {
             "t": time.monotonic(),
             "node_busy_s": read_node_busy_s(),
+            "replay_cpu_s": replay_cpu_s(),
             "stat": {c: backend.stats(c) for c in order},
             "percpu": {c: backend.percpu_usage(c) for c in order},
         }
@@ -468,7 +469,14 @@ def _run_result(name, ncpus, duration, warmup, order, a, b, samples, services, d
         # the whole disk (everyone's IO on it, this run's and the host's other tenants')
         node_io=_disk_delta(a, b) if not dry else None,
         others_cpu_share=others_share(a, b, cgroups, order, capacity) if not dry else None,
+        replay_cpu_share=(b["replay_cpu_s"] - a["replay_cpu_s"]) / capacity if "replay_cpu_s" in a and capacity > 0 else None,
     )
+
+
+def replay_cpu_s() -> float:
+    """This process's CPU so far (every thread's user and system time; not its children's)."""
+    t = os.times()
+    return t.user + t.system
 
 
 def oom_kills_by_workload(scenario: Scenario, memory: dict[str, dict[str, int]]) -> dict[str, int]:

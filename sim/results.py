@@ -270,6 +270,9 @@ class RunResult:
     # a host run's: the share of the node's capacity busy outside the run's cgroups (the host's
     # other tenants, replay itself); None in the simulator
     others_cpu_share: float | None = None
+    # a host run's: the part of that which was the replay process itself (all its threads: the
+    # sampling, a trace's reader), so a measurement that disturbs its run shows as such
+    replay_cpu_share: float | None = None
 
     @property
     def measured_s(self) -> float:

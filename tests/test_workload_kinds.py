@@ -158,7 +158,11 @@ def test_replay_compares_only_services():
     scenario = every_kind()
     svc = SimpleNamespace(qps=1.0, p50_s=1.0, p90_s=1.0, p99_s=1.0)
     run = SimpleNamespace(
-        services={n: svc for n, w in scenario.workloads.items() if w.requests}, cgroups={}, measured_s=0, others_cpu_share=None
+        services={n: svc for n, w in scenario.workloads.items() if w.requests},
+        cgroups={},
+        measured_s=0,
+        others_cpu_share=None,
+        replay_cpu_share=None,
     )
     compared = {key.removesuffix(" QPS") for key in metrics(run, scenario) if key.endswith(" QPS")}  # type: ignore[arg-type]
     assert compared == {n for n, w in scenario.workloads.items() if w.role == "service"}
