@@ -96,3 +96,23 @@ def test_a_streamed_exchange_needs_a_generator_task_per_client(tmp_path):
             seed=1,
             workers='rounds = 2\nexchange = "stream"\nclient_cpu = { dist = "constant", value = "1ms" }\nclient_threads = 2',
         )
+
+
+def test_an_event_loop_server_answers_a_pass_at_once(tmp_path):
+    # One worker, `replies = "pass"` (redis-server's beforeSleep): once every client waits, a
+    # pass is all ten requests, served 1 ms each and answered together at its end — 10 ms for
+    # every request, as one at a time would give (Little's law), but ten completions at each
+    # instant, one every 10 ms, against one a millisecond replying each at once.
+    by_pass = pool(tmp_path, "queue", seed=1, workers='workers = 1\nreplies = "pass"')
+    each = pool(tmp_path, "queue", seed=1, workers="workers = 1")
+    for svc in (by_pass, each):
+        assert svc.completed == pytest.approx(1800, abs=10)
+        assert np.allclose(svc.latencies_s, 10e-3, atol=1e-6)
+    times, counts = np.unique(np.round(by_pass.completions_s * 1e6), return_counts=True)
+    assert set(counts[1:-1].tolist()) == {10} and np.allclose(np.diff(times), 10e3)
+    assert len(np.unique(np.round(each.completions_s * 1e6))) == each.completed
+
+
+def test_replies_by_pass_need_a_pool(tmp_path):
+    with pytest.raises(ScenarioError, match=r"workloads\.web.*replies.*workers"):
+        pool(tmp_path, "queue", seed=1, workers='replies = "pass"')

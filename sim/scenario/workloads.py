@@ -264,6 +264,10 @@ class ClosedLoop(_Workload):
     # server's worker processes: nginx's, each serving the connections it accepted). Only with
     # workers
     dispatch: Literal["queue", "connection"] = "queue"
+    # when the workers write their replies (core_rs workload.rs `Passes`): "each", as its
+    # request is done; "pass", an event loop's: every reply of the requests a pass found ready
+    # at its end (redis-server's beforeSleep writes the replies its pass queued). Only with workers
+    replies: Literal["each", "pass"] = "each"
     shape: Shape | None = None
     # the load generator's own CPU per request (wrk, clickhouse-benchmark running beside the
     # server, in this cgroup): each client's task spends it before sending its request. Replay
@@ -305,6 +309,8 @@ class ClosedLoop(_Workload):
             raise FieldErrors([(("workers",), "a worker pool serves requests of fanout 1")])
         if self.workers is None and self.dispatch != "queue":
             raise FieldErrors([(("dispatch",), "dispatches to a pool's workers: set workers too")])
+        if self.workers is None and self.replies != "each":
+            raise FieldErrors([(("replies",), "a pool's workers' replies: set workers too")])
         if self.event_loop is not None:
             if mean_s(self.think) > 0:
                 raise FieldErrors([(("event_loop",), "an event loop writes the next request at once: no think time")])
@@ -338,6 +344,8 @@ class ClosedLoop(_Workload):
             spec["workers"] = self.workers
         if self.dispatch != "queue":
             spec["dispatch"] = self.dispatch
+        if self.replies != "each":
+            spec["replies"] = self.replies
         if self.client_cpu is not None:
             spec["client_cpu"] = self.client_cpu.core_spec()
         if self.delay is not None:

@@ -537,6 +537,7 @@ impl Node {
                 think,
                 workers,
                 dispatch,
+                replies,
                 shape,
                 client_cpu,
                 delay,
@@ -575,13 +576,17 @@ impl Node {
                     delay: delay.clone(),
                     rng,
                     pool: workers.map(|w| {
-                        Box::new(match dispatch {
+                        let pool = match dispatch {
                             crate::spec::Dispatch::Queue => crate::workload::Pool::queue(w),
                             crate::spec::Dispatch::Connection => {
                                 // (a stream of its own: the workload's draws stay as without it)
                                 let mut owners = Rng::stream(seed, POOL_OWNERS_STREAM + idx as u64);
                                 crate::workload::Pool::by_connection(w, *clients as usize, &mut owners)
                             }
+                        };
+                        Box::new(match replies {
+                            crate::spec::Replies::Each => pool,
+                            crate::spec::Replies::Pass => pool.replying_by_pass(),
                         })
                     }),
                     shape: crate::shape::Shape::build(shape, n as usize),
@@ -605,6 +610,7 @@ impl Node {
                             e.read_share,
                         ))
                     }),
+                    replies: Vec::new(),
                     gen_pool: client_threads
                         .filter(|_| client_cpu.is_some() && event_loop.is_none())
                         .map(|g| {

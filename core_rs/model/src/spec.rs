@@ -456,6 +456,9 @@ pub enum WorkloadSpec {
         /// How the pool's workers take requests (`Dispatch`); only with `workers`.
         #[serde(default)]
         dispatch: Dispatch,
+        /// When the pool's workers write their replies (`Replies`); only with `workers`.
+        #[serde(default)]
+        replies: Replies,
         /// A request's CPU on each of its threads as bursts and waits (shape.rs); None or
         /// one burst: one burst, as without it.
         #[serde(default)]
@@ -819,6 +822,18 @@ pub enum Dispatch {
     /// Each client's connection belongs to one worker (drawn per seed), which alone serves
     /// its requests: an event-loop server's worker processes (nginx).
     Connection,
+}
+
+/// When a closed loop's pool workers write their replies (workload.rs `Pool`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Replies {
+    /// Each as its request is done (a thread per request, nginx's handlers).
+    #[default]
+    Each,
+    /// At the end of each event-loop pass, every reply of the requests the pass found ready
+    /// (redis-server's `beforeSleep` → `handleClientsWithPendingWrites`; workload.rs `Passes`).
+    Pass,
 }
 
 /// How a closed loop's rounds between a client and the server go (shape.rs `Rounds`).
@@ -1278,6 +1293,7 @@ impl NodeSpec {
                     think,
                     workers,
                     dispatch,
+                    replies,
                     shape,
                     client_cpu,
                     delay,
@@ -1307,6 +1323,9 @@ impl NodeSpec {
                             f("dispatch"),
                             "dispatches to a pool's workers: needs workers",
                         ));
+                    }
+                    if workers.is_none() && *replies != Replies::Each {
+                        return Err(SpecError::new(f("replies"), "a pool's workers' replies: needs workers"));
                     }
                     service.validate(&f("service"))?;
                     if let Some(t) = think {

@@ -156,6 +156,8 @@ pub struct ClosedLoop {
     pub cross: Option<Box<Crossing>>,
     /// The generator's threads as event loops (event_loop.rs; spec `event_loop`), or None.
     pub ev: Option<Box<EventLoop>>,
+    /// The clients a pool's worker replies to at once (reused: `Pool::finished`).
+    pub replies: Vec<usize>,
 }
 
 /// A closed loop's `cross_cpu` and what deciding it needs.
@@ -183,6 +185,21 @@ pub struct Pool {
     pub serving: Vec<usize>,
     /// The worker that owns each client's connection (`Dispatch::Connection`; else empty).
     owners: Vec<u32>,
+    /// `Replies::Pass`: per worker, the requests of its current pass still to serve and the
+    /// clients whose replies it holds until the pass ends (None: each reply goes at once).
+    pass: Option<Box<Passes>>,
+}
+
+/// An event-loop server's passes (`Replies::Pass`): redis-server reads and runs the commands
+/// of every client that is ready when its `aeProcessEvents` pass starts, queuing each reply in
+/// the client's buffer (`addReply` → `clients_pending_write`), and writes them all in
+/// `beforeSleep` (`handleClientsWithPendingWrites`) before it waits again. A pass is the
+/// requests waiting for the worker when it starts one; requests that arrive meanwhile wait for
+/// the next.
+#[derive(Debug)]
+pub struct Passes {
+    left: Vec<u32>,
+    held: Vec<Vec<usize>>,
 }
 
 impl Pool {
@@ -193,6 +210,48 @@ impl Pool {
             queues: vec![VecDeque::new()],
             serving: vec![0; workers as usize],
             owners: Vec::new(),
+            pass: None,
+        }
+    }
+
+    /// The same pool, its workers replying at the end of each pass (`Replies::Pass`).
+    pub fn replying_by_pass(mut self) -> Pool {
+        let n = self.serving.len();
+        self.pass = Some(Box::new(Passes {
+            left: vec![0; n],
+            held: vec![Vec::new(); n],
+        }));
+        self
+    }
+
+    /// Worker `w` finished client `c`'s request. With passes, its reply is held and, while the
+    /// pass has requests left, none is given: Some(the next client of the pass), which the
+    /// worker then serves. Otherwise the clients to reply to now (c alone without passes; all
+    /// the pass held, in the order served) go in `replies`, and None.
+    fn finished(&mut self, w: u32, c: usize, replies: &mut Vec<usize>) -> Option<usize> {
+        let Some(p) = self.pass.as_mut() else {
+            replies.push(c);
+            return None;
+        };
+        p.held[w as usize].push(c);
+        if p.left[w as usize] > 0 {
+            let q = if self.owners.is_empty() { 0 } else { w as usize };
+            if let Some(next) = self.queues[q].pop_front() {
+                p.left[w as usize] -= 1;
+                return Some(next);
+            }
+            p.left[w as usize] = 0; // (taken by another worker of a shared queue)
+        }
+        replies.append(&mut p.held[w as usize]);
+        None
+    }
+
+    /// Worker `w` starts a pass with the request it takes now: the pass holds the requests
+    /// waiting for it at this moment too.
+    fn start_pass(&mut self, w: u32) {
+        if let Some(p) = self.pass.as_mut() {
+            let q = if self.owners.is_empty() { 0 } else { w as usize };
+            p.left[w as usize] = self.queues[q].len() as u32;
         }
     }
 
@@ -845,6 +904,28 @@ impl ClosedLoop {
         }
     }
 
+    /// Worker `slot` of the pool replies to client `c`: the client thinks or asks again.
+    fn reply_done(&mut self, c: usize, slot: u32, now: Ns, wl: usize, eff: &mut Effects, svc: &mut ServiceStats) {
+        if self.ev.is_none() {
+            // (an event loop's latency ends where its generator reads the reply)
+            svc.record(now, now - self.clients[c].issued_at);
+        }
+        let think = self.think.as_ref().map(|d| d.sample(&mut self.rng)).unwrap_or(0);
+        if think > 0 {
+            self.clients[c].replier = self.threads[slot as usize];
+            eff.timers.push((now + think, wl, c as u32));
+        } else if self.client_cpu.is_none() && self.delay.is_none() {
+            // asks again at once, behind the requests already waiting
+            svc.started += 1;
+            self.clients[c].issued_at = now;
+            if let Some(p) = self.pool.as_mut() {
+                p.enqueue(c);
+            }
+        } else {
+            self.ready(c, now, wl, Some(slot), eff, svc);
+        }
+    }
+
     /// Worker `slot` of the pool is free: it takes the oldest waiting request, or goes idle.
     fn next_request(&mut self, slot: u32, eff: &mut Effects) -> Next {
         let Some(pool) = self.pool.as_mut() else {
@@ -853,6 +934,7 @@ impl ClosedLoop {
         match pool.next_for(slot) {
             Some(next) => {
                 pool.serving[slot as usize] = next;
+                pool.start_pass(slot);
                 let work = self.service.sample(&mut self.rng).max(1);
                 // the request, run on into
                 self.request_to(next, self.threads[slot as usize], eff);
@@ -1073,6 +1155,7 @@ impl ClosedLoop {
             match pool.take_for(c) {
                 Some(w) => {
                     pool.serving[w as usize] = c;
+                    pool.start_pass(w);
                     let work = self.service.sample(&mut self.rng).max(1);
                     let work = first_burst(&mut self.shape, w as usize, work);
                     eff.wakes.push((self.threads[w as usize], work));
@@ -1369,28 +1452,25 @@ impl Workload {
                 if let Some(next) = between_bursts(&mut cl.shape, slot, now, wl, &mut cl.rng, eff) {
                     return next;
                 }
-                // A worker finished a request: its client thinks or asks again (joining the
-                // queue), and the worker takes the oldest waiting request, if any.
+                // A worker finished a request: the clients it replies to now (this one, or a
+                // pass's) think or ask again (joining the queue), and the worker takes the next
+                // request of its pass, or the oldest waiting one, if any.
                 let svc = cl.svc;
                 let c = cl.pool.as_ref().map_or(0, |p| p.serving[slot as usize]);
-                if cl.ev.is_none() {
-                    // (an event loop's latency ends where its generator reads the reply)
-                    services[svc].record(now, now - cl.clients[c].issued_at);
+                let mut replies = std::mem::take(&mut cl.replies);
+                let pool = cl.pool.as_mut().expect("a pool");
+                if let Some(next) = pool.finished(slot, c, &mut replies) {
+                    pool.serving[slot as usize] = next;
+                    cl.replies = replies;
+                    let work = cl.service.sample(&mut cl.rng).max(1);
+                    cl.request_to(next, cl.threads[slot as usize], eff);
+                    return Next::Compute(first_burst(&mut cl.shape, slot as usize, work));
                 }
-                let think = cl.think.as_ref().map(|d| d.sample(&mut cl.rng)).unwrap_or(0);
-                if think > 0 {
-                    cl.clients[c].replier = cl.threads[slot as usize];
-                    eff.timers.push((now + think, wl, c as u32));
-                } else if cl.client_cpu.is_none() && cl.delay.is_none() {
-                    // asks again at once, behind the requests already waiting
-                    services[svc].started += 1;
-                    cl.clients[c].issued_at = now;
-                    if let Some(p) = cl.pool.as_mut() {
-                        p.enqueue(c);
-                    }
-                } else {
-                    cl.ready(c, now, wl, Some(slot), eff, &mut services[svc]);
+                for &c in &replies {
+                    cl.reply_done(c, slot, now, wl, eff, &mut services[svc]);
                 }
+                replies.clear();
+                cl.replies = replies;
                 cl.next_request(slot, eff)
             }
             Workload::ClosedLoop(cl) => {
