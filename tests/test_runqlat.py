@@ -506,8 +506,11 @@ def test_the_raw_pages_say_what_a_second_instances_text_says_host():
     assert max(abs(a[0] - b[0]) for a, b in zip(got, want, strict=True)) <= 100
     for name, f in raw.items():
         g = text.figures()[name]
-        counts = (f.count, f.busy_count, f.sleeps, sum(f.preempted_hist), sum(f.blocked_hist))
-        assert counts == (g.count, g.busy_count, g.sleeps, sum(g.preempted_hist), sum(g.blocked_hist)), name
+        counts = (f.count, f.sleeps, sum(f.preempted_hist), sum(f.blocked_hist))
+        assert counts == (g.count, g.sleeps, sum(g.preempted_hist), sum(g.blocked_hist)), name
+        # "busy" also reads what a CPU last ran, which the later of the two traces may not have
+        # seen yet for a CPU that had not switched since it began (301 against 302 beside stress)
+        assert abs(f.busy_count - g.busy_count) <= 3, name
     assert 0.8 * SLEEPS <= raw["sleeper"].count <= SLEEPS + 20
 
 
