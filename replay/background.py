@@ -27,6 +27,18 @@ compete as a CPU-bound task's do, not as a sleeper's wakeups), short enough that
 averages 100 of them. Where the node's [kernel] autogroup is off, the threads are tasks of the
 root cgroup itself, as the host's would be.
 
+Where the alone run was traced (replay/runqlat.py), the period is set from what the other
+tenants' threads did then instead: the CPU-weighted mean of their bursts (the CPU a thread used
+from a wakeup to its next sleep), L, so that each duty thread runs L at a time:
+period = L · n / b, kept within [MIN_PERIOD, MAX_PERIOD] and under a tenth of the measured
+window (a hog's burst is the whole run: any window still averages ten periods). On this host the
+fidelity suite's alone runs measured 1.25–1.77 ms (most of it replay's own trace reader), an
+idle host 1.4–1.6 ms, and a moment when the sandbox's agent was busy ~30 ms (docs/replay.md,
+"The other tenants' bursts"). On 6.14–6.18.44 the model starves these threads beside a
+service that hands off with its load generator in one cgroup (as the host starves such a
+sleeper in a sibling cgroup), though the host's own tenants got their CPU: they sit above
+the run folder, a level the model does not have (same section).
+
 What the background got on the host is what it got beside our run, not what it asked for: the
 prediction gives the duty threads that demand and lets the model share the node, so a case
 where our run takes more CPU from the other tenants than alone is not fully represented.
@@ -42,6 +54,9 @@ from sim.scenario.workloads import ROOT_CGROUP, Duty
 
 BACKGROUND = "background"  # the workloads' (and their sessions') name stem
 BACKGROUND_PERIOD = "100ms"
+# the period where the other tenants' bursts were measured: within these bounds
+MIN_PERIOD_NS = 1_000_000
+MAX_PERIOD_NS = 1_000_000_000
 # below this many CPUs the other tenants are noise (the replay driver's own sampling is ~0.01)
 NEGLIGIBLE_CPUS = 0.005
 
@@ -65,13 +80,27 @@ def background_threads(cpus: float) -> int:
     return math.floor(cpus) + 1
 
 
-def with_background(scenario: Scenario, cpus: float) -> Scenario:
-    """The scenario with the other tenants' `cpus` running beside it (see the module's
-    docstring); unchanged when they are negligible. Capped at the node's CPUs."""
+def background_period_ns(cpus: float, burst_s: float | None, window_ns: int | None = None) -> int | None:
+    """The duty threads' period for `cpus` of background whose bursts were `burst_s` (the
+    CPU-weighted mean; None: not measured, the default period): each thread runs one burst a
+    period; at most MAX_PERIOD_NS and a tenth of the measured `window_ns`, so that any window
+    averages ten periods or more (a hog's burst is the whole run)."""
+    if burst_s is None or not (math.isfinite(burst_s) and burst_s > 0) or not cpus > 0:
+        return None
+    n = background_threads(cpus)
+    longest = MAX_PERIOD_NS if window_ns is None else min(MAX_PERIOD_NS, max(MIN_PERIOD_NS, window_ns // 10))
+    return round(min(longest, max(MIN_PERIOD_NS, burst_s * 1e9 * n / cpus)))
+
+
+def with_background(scenario: Scenario, cpus: float, burst_s: float | None = None) -> Scenario:
+    """The scenario with the other tenants' `cpus` running beside it, in bursts of `burst_s`
+    where that was measured (see the module's docstring); unchanged when they are
+    negligible. Capped at the node's CPUs."""
     if not cpus > NEGLIGIBLE_CPUS:
         return scenario
     cores = min(float(cpus), float(scenario.node.ncpus))
     n = background_threads(cores)
+    period = background_period_ns(cores, burst_s, scenario.scenario.duration - scenario.scenario.warmup)
     out = scenario.model_copy(deep=True)
     stem = BACKGROUND
     while any(f"{stem}{i}" in out.workloads for i in range(n)):
@@ -79,7 +108,14 @@ def with_background(scenario: Scenario, cpus: float) -> Scenario:
     for i in range(n):
         name = f"{stem}{i}"
         out.workloads[name] = Duty.model_validate(
-            {"kind": "duty", "cgroup": ROOT_CGROUP, "session": name, "max_threads": 1, "cores": cores / n, "period": BACKGROUND_PERIOD}
+            {
+                "kind": "duty",
+                "cgroup": ROOT_CGROUP,
+                "session": name,
+                "max_threads": 1,
+                "cores": cores / n,
+                "period": BACKGROUND_PERIOD if period is None else f"{period}ns",
+            }
         )
     return out
 

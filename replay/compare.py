@@ -521,6 +521,7 @@ def alone_runs(scenario: Scenario, measured_base: RunResult) -> dict[str, AloneR
             generator_switches=got.generator_switches if isinstance(got, MeasuredService) else None,
             server_switches=got.server_switches if isinstance(got, MeasuredService) else None,
             others=measured_base.others_cpu_share,
+            others_burst=measured_base.others_burst_s,
             reported=isinstance(got, ReportedService),
         )
     return out
@@ -540,6 +541,11 @@ def calibrate_services(
 CROSSED_SETTLED = 0.05
 
 
+def others_burst(alone: dict[str, AloneRun]) -> float | None:
+    """The other tenants' bursts (s) as the traced alone run saw them; None: not traced."""
+    return next((a.others_burst for a in alone.values() if a.others_burst is not None), None)
+
+
 def fit_alone_runs(
     scenario: Scenario, alone: dict[str, AloneRun], ncpus: int, seed: int, substituted: set[Knob], timer: TimerOvershoot | None = None
 ) -> dict[str, Fit]:
@@ -547,9 +553,10 @@ def fit_alone_runs(
     colosim-load's timed sleeps end `timer` late, as on the host (replay/timer_slack.py)."""
     base = next(v for v in scenario.variants() if v.baseline)
     others = next((a.others for a in alone.values()), None)
-    # the alone run's other tenants run beside the simulated alone runs the fit makes
+    # the alone run's other tenants run beside the simulated alone runs the fit makes, in the
+    # bursts the trace saw them run (replay/background.py)
     alone_background = background_cpus(others, ncpus)
-    sc = with_background(timer_equivalent(host_equivalent(base.scenario, substituted), timer), alone_background)
+    sc = with_background(timer_equivalent(host_equivalent(base.scenario, substituted), timer), alone_background, others_burst(alone))
     fits: dict[str, Fit] = {}
     for name, run in alone.items():
         w = scenario.workloads[name]
@@ -600,11 +607,12 @@ def predict(
     fits: dict[str, Fit] | None = None,
     background: dict[str, float] | None = None,
     timer: TimerOvershoot | None = None,
+    background_burst_s: float | None = None,
 ) -> tuple[ExperimentResult, dict[str, float]]:
     """Calibrate each service on the measured baseline (or take `fits` made by
     calibrate_services), then simulate every variant beside its host run's other tenants
     (`background`: variant -> CPUs, replay.background; by default each measured variant's
-    own; `timer`: how late colosim-load's timed sleeps end on the host, replay/timer_slack.py).
+    own; `background_burst_s`: their bursts, by default as the traced baseline saw them; `timer`: how late colosim-load's timed sleeps end on the host, replay/timer_slack.py).
     Returns the prediction and, per service, its fitted figures: NAME (the service's mean
     over the scenario's), "NAME sigma" (a lognormal's), "NAME client_cpu_s", "NAME
     rounds", "NAME rounds from server" (1.0: the server's traced switches, else the
@@ -619,6 +627,8 @@ def predict(
     if background is None:
         assert host is not None, "predict: without a host run, give the background"
         background = {n: background_cpus(r.others_cpu_share, r.ncpus) for n, r in host.runs.items()}
+    if background_burst_s is None and host is not None and host.baseline in host.runs:
+        background_burst_s = host.runs[host.baseline].others_burst_s
     calibrated = {v.name: timer_equivalent(host_equivalent(v.scenario, substituted), timer) for v in scenario.variants()}
     factors: dict[str, float] = {}
     for name, fit in fits.items():
@@ -636,7 +646,7 @@ def predict(
         factors[f"{name} poor fit"] = float(fit.quality == "poor")
     for n in calibrated:
         factors[f"{n} background CPUs"] = background.get(n, 0.0)
-        calibrated[n] = with_background(calibrated[n], background.get(n, 0.0))
+        calibrated[n] = with_background(calibrated[n], background.get(n, 0.0), background_burst_s)
     result = ExperimentResult(scenario.name, seed, scenario.duration_s, scenario.warmup_s, scenario.baseline)
     for v in scenario.variants():
         result.runs[v.name] = run_variant(Variant(v.name, v.baseline, calibrated[v.name]), seed, substitute=frozenset(substituted))

@@ -42,7 +42,7 @@ from replay.background import background_cpus, mean_background
 from replay.calibration import PERCENTILES as FITTED_PERCENTILES
 from replay.calibration import AloneRun
 from replay.cgroupfs import host_cpus
-from replay.compare import alone_runs, fit_alone_runs, load_for_host, metrics, precheck, predict
+from replay.compare import alone_runs, fit_alone_runs, load_for_host, metrics, others_burst, precheck, predict
 from replay.cpuidle import measure as measure_exit_latency
 from replay.host_kernel import host_kernel
 from replay.host_run import check_knobs, host_equivalent, missing_knobs, run_on_host
@@ -172,7 +172,14 @@ def pooled_alone(runs: list[RunResult]) -> RunResult:
         cgroups[c] = replace(cg, cpu_share=share, cpu_s=share * first.ncpus * first.measured_s)
     # the other tenants meanwhile: their mean over the repetitions (replay.background)
     others = [r.others_cpu_share for r in runs if r.others_cpu_share is not None]
-    return replace(first, services=services, cgroups=cgroups, others_cpu_share=mean_background(others) if others else None)
+    bursts = [r.others_burst_s for r in runs if r.others_burst_s is not None]
+    return replace(
+        first,
+        services=services,
+        cgroups=cgroups,
+        others_cpu_share=mean_background(others) if others else None,
+        others_burst_s=float(np.median(bursts)) if bursts else None,
+    )
 
 
 def loadavg() -> str:
@@ -268,7 +275,9 @@ class Suite:
                 # pooled alone run's, which the calibration ran beside too)
                 background = {c: mean_background(svc.background.get(c, [])) for c in svc.cases}
                 fits = fit_alone_runs(svc.scenario, alone, ncpus, seed, self.substituted)
-                predicted, factors = predict(svc.scenario, None, seed, self.substituted, fits=fits, background=background)
+                predicted, factors = predict(
+                    svc.scenario, None, seed, self.substituted, fits=fits, background=background, background_burst_s=others_burst(alone)
+                )
                 svc.calibration[str(seed)] = factors
                 for case in svc.cases:
                     svc.sim.setdefault(case, []).append(_pick(metrics(predicted.runs[case], svc.variants[case].scenario)))
@@ -455,6 +464,12 @@ def text(doc: dict[str, Any]) -> str:
             parts.append(
                 "background CPUs (the other tenants' mean busy CPUs on the host, run beside each prediction): "
                 + "; ".join(f"{c} {_spread(v)}" for c, v in bg.items() if v)
+            )
+        bursts = sorted({a.get("others_burst") for a in (svc.get("alone_measured") or {}).get("services", {}).values()} - {None})
+        if bursts:
+            parts.append(
+                "the other tenants' bursts (CPU from a wakeup to a sleep, CPU-weighted mean, traced in the alone runs; "
+                "the prediction's background runs in bursts of this length): " + ", ".join(f"{b * 1e3:.3g} ms" for b in bursts)
             )
         own = svc.get("replay_cpus") or {}
         if any(own.values()):

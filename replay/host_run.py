@@ -280,6 +280,7 @@ def run_on_host(
         runqlat, tracer = start_runqlat(backend, watched, session.say)
     probed = None
     traced: dict[str, RunqLatFigures] | None = None
+    others_burst: float | None = None
     try:
         for w in workloads:
             w.start(session, t0, duration, warmup, seed)
@@ -329,6 +330,7 @@ def run_on_host(
             probed, probe = probe.stop(), None
         if runqlat is not None and tracer is not None:
             traced = runqlat.result()
+            others_burst = runqlat.acc.others.burst_s()
             tracer.close()
             tracer = None
             if runqlat.abandoned is not None:
@@ -370,6 +372,7 @@ def run_on_host(
             result.cgroups[name].runqlat = list(figures.hist)
             result.cgroups[name].segments = figures.segments()
     if traced is not None:
+        result.others_burst_s = others_burst
         lost = max((f.lost for f in traced.values()), default=0)
         with_server_switches(result, sc, {name: f.sleeps for name, f in traced.items()}, lost)
     return HostRun(result, backend.log[first_write:], probed)

@@ -127,6 +127,41 @@ class RunqLatFigures:
         }
 
 
+@dataclass
+class _Others:
+    """The CPU bursts of every thread outside the traced groups (the host's other tenants, the
+    replay process itself; not the idle task): the CPU a thread used from a wakeup to its next
+    sleep, its runs between preemptions summed. A run's start is its switch-in, or, where that
+    is not in the trace (on this host most switches from the idle task are not), its wakeup:
+    a thread woken onto an idle CPU runs at once. Runs whose start is unknown are left out."""
+
+    woke: dict[int, int] = field(default_factory=dict)  # tid -> µs of a wakeup not yet run
+    run: dict[int, int] = field(default_factory=dict)  # tid -> µs of CPU since that wakeup
+    bursts: list[int] = field(default_factory=list)  # µs, each ended by a sleep
+
+    def ran(self, tid: int, now: int, started: int | None, runnable: bool) -> None:
+        start = started if started is not None else self.woke.pop(tid, None)
+        if start is not None and now > start:
+            self.run[tid] = self.run.get(tid, 0) + now - start
+        if not runnable:
+            burst = self.run.pop(tid, 0)
+            if burst > 0:
+                self.bursts.append(burst)
+
+    def clear(self) -> None:
+        """Forget what came before (the warm-up): bursts under way count from here."""
+        self.run.clear()
+        self.bursts.clear()
+
+    def burst_s(self) -> float | None:
+        """The CPU-weighted mean burst in seconds (Σb² / Σb: the length of the burst a
+        moment of the other tenants' CPU belongs to), bursts still under way at the trace's
+        end counted as far as they got; None when they used no CPU seen whole."""
+        every = [*self.bursts, *self.run.values()]
+        total = sum(every)
+        return sum(b * b for b in every) / total / 1e6 if total > 0 else None
+
+
 def _zeros() -> list[int]:
     return [0] * BUCKETS
 
@@ -171,6 +206,7 @@ class Accumulator:
         self.preempted: dict[int, tuple[int, str]] = {}  # tid -> (µs switched out runnable, group)
         self.groups: dict[str, _Group] = {}
         self.forked: dict[int, str] = {}  # tid -> its forking parent's group
+        self.others = _Others()
         self.lost = 0
         self.unparsed = 0  # lines of our events that did not parse (said by RunqLat)
 
@@ -238,6 +274,7 @@ class Accumulator:
         group = self._group(tid)
         if group is None:
             self.pending.pop(tid, None)
+            self.others.woke[tid] = now
             return
         current = self.running.get(target)
         self.pending[tid] = (now, current is not None and current not in (0, tid), group)
@@ -250,6 +287,8 @@ class Accumulator:
         self.pending.pop(prev, None)  # it was on a CPU since that wakeup
         if prev != 0:
             group = self._group(prev)
+            if group is None:
+                self.others.ran(prev, now, started, runnable)
             if group is not None and (started is not None or not runnable):
                 g = self.groups.setdefault(group, _Group())
                 if not runnable:
@@ -260,6 +299,7 @@ class Accumulator:
                 self.preempted[prev] = (now, group)
             else:
                 self.preempted.pop(prev, None)
+        self.others.woke.pop(nxt, None)  # on a CPU now: its segment starts at this switch
         out = self.preempted.pop(nxt, None)
         if out is not None:
             self.groups.setdefault(out[1], _Group()).preempted_wait_hist[bucket(now - out[0])] += 1
@@ -533,6 +573,7 @@ class SchedEvents:
         for us, cpu, kind, a, b, c in heapq.merge(*(self.of_cpu(cpu, p) for cpu, p in sorted(pages.items()))):
             if since_us is not None and us >= since_us:
                 acc.groups.clear()
+                acc.others.clear()
                 acc.lost = 0
                 since_us = None
             if kind == self.SWITCH:
@@ -545,6 +586,7 @@ class SchedEvents:
                 acc.lose(cpu, a)
         if since_us is not None:
             acc.groups.clear()
+            acc.others.clear()
             acc.lost = 0
 
 

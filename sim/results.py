@@ -273,6 +273,10 @@ class RunResult:
     # a host run's: the part of that which was the replay process itself (all its threads: the
     # sampling, a trace's reader), so a measurement that disturbs its run shows as such
     replay_cpu_share: float | None = None
+    # a traced host run's: the CPU-weighted mean burst (s of CPU from a wakeup to a sleep) of
+    # the threads outside the run's cgroups (replay/runqlat.py `_Others`): the shape the
+    # prediction gives the other tenants (replay/background.py); None where not traced
+    others_burst_s: float | None = None
 
     @property
     def measured_s(self) -> float:

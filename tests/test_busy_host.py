@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from replay.background import background_cpus, background_of, mean_background, with_background
+from replay.background import BACKGROUND_PERIOD, background_cpus, background_of, mean_background, with_background
 from replay.calibration import AloneRun, fit_service, service_cpu
 from replay.host_run import others_share
+from sim.duration import parse_duration
 from sim.results import ExperimentResult
 from sim.runner import run_variant
 from sim.scenario import Scenario, Variant
@@ -159,6 +160,37 @@ def test_the_prediction_runs_the_measured_background_beside_the_service():
     for cpus in (0.7, 1.3):
         run = run_variant(Variant("bg", True, with_background(idle, cpus)), 1)
         assert root_cpus(run) == pytest.approx(cpus, rel=0.02)
+
+
+def test_the_background_runs_the_bursts_its_tenants_were_measured_in():
+    sc = constant_service()
+
+    def periods(got) -> set[int]:
+        return {w.core_spec(n, 2)["period_ns"] for n, w in got.workloads.items() if n.startswith("background")}
+
+    # 0.03 CPUs in 3 ms bursts: one thread, 3 ms of every 100 ms; in 30 ms bursts, 30 ms of
+    # every second, but a period is at most a tenth of the 5 s window; 1.3 CPUs in 20 ms
+    # bursts: two threads of 0.65, each 20 ms of every 20 / 0.65 ms
+    assert periods(with_background(sc, 0.03, 0.003)) == {100_000_000}
+    assert periods(with_background(sc, 0.03, 0.030)) == {500_000_000}
+    assert periods(with_background(sc, 1.3, 0.020)) == {round(20e6 / 0.65)}
+    assert background_of(with_background(sc, 1.3, 0.020)) == pytest.approx(1.3)
+    # not measured: the default period; a hog's whole-run burst is held to a tenth of the
+    # measured window (5 s here) and a tick's worth to 1 ms
+    assert periods(with_background(sc, 0.03)) == {parse_duration(BACKGROUND_PERIOD)}
+    assert periods(with_background(sc, 0.5, 10.0)) == {500_000_000}
+    assert periods(with_background(sc, 0.5, 1e-6)) == {1_000_000}
+    # alone on an idle node it still uses what was measured, in those bursts
+    idle = Scenario.from_document(
+        {
+            "scenario": {"name": "bg", "duration": "5s", "warmup": "1s", "seed": 1, "sample_interval": "0s"},
+            "node": {"cores_per_socket": 2},
+            "cgroups": {"x": {}},
+            "workloads": {"h": {"kind": "hog", "cgroup": "x", "threads": 1, "enabled": False}},
+        }
+    )
+    run = run_variant(Variant("bg", True, with_background(idle, 0.1, 0.05)), 1)
+    assert root_cpus(run) == pytest.approx(0.1, rel=0.02)
 
 
 def test_predict_gives_each_case_its_own_background_and_says_it():

@@ -471,6 +471,7 @@ def test_the_pooled_alone_run_keeps_the_load_generators_cpu():
         ncpus: int = 2
         cgroups: dict = field(default_factory=dict)
         others_cpu_share: float | None = None
+        others_burst_s: float | None = None
 
     def svc(qps: float, gen: float, switches: float = math.nan) -> ReportedService:
         return ReportedService(
@@ -496,14 +497,17 @@ def test_the_pooled_alone_run_keeps_the_load_generators_cpu():
     # the service cgroup's CPU share (its CPU per request) is the median; the other tenants'
     # share the mean of the repetitions that measured it
     runs = [
-        Run({"ch": svc(6.0, 0.4)}, cgroups={"online": Cg(0.5)}, others_cpu_share=0.1),
+        Run({"ch": svc(6.0, 0.4)}, cgroups={"online": Cg(0.5)}, others_cpu_share=0.1, others_burst_s=0.002),
         Run({"ch": svc(7.0, 0.4)}, cgroups={"online": Cg(0.9)}, others_cpu_share=None),
-        Run({"ch": svc(8.0, 0.4)}, cgroups={"online": Cg(0.6)}, others_cpu_share=0.4),
+        Run({"ch": svc(8.0, 0.4)}, cgroups={"online": Cg(0.6)}, others_cpu_share=0.4, others_burst_s=0.030),
     ]
     pooled = pooled_alone(runs)
     assert pooled.cgroups["online"].cpu_share == pytest.approx(0.6)
     assert pooled.cgroups["online"].cpu_s == pytest.approx(0.6 * 2 * 10.0)
     assert pooled.others_cpu_share == pytest.approx(0.25)
+    # ... and their bursts the median of the traced repetitions (none traced: not measured)
+    assert pooled.others_burst_s == pytest.approx(0.016)
+    assert pooled_alone(runs[1:2]).others_burst_s is None
 
 
 def test_the_pooled_alone_run_keeps_only_the_percentiles_the_generator_reported():
@@ -523,6 +527,7 @@ def test_the_pooled_alone_run_keeps_only_the_percentiles_the_generator_reported(
         ncpus: int = 2
         cgroups: dict = field(default_factory=dict)
         others_cpu_share: float | None = None
+        others_burst_s: float | None = None
 
     def redis(p50: float, p95: float) -> ReportedService:
         pct = {0.0: 0.1, 50.0: p50, 95.0: p95, 99.0: 2.0, 100.0: 9.0}

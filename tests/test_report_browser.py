@@ -63,6 +63,7 @@ PLOTS = {
     "memory_host": (LATENCY, OVER_TIME, CPU, MEMORY, DISK),
     "handoff_probe": (LATENCY,),
     "custom_slice": (LATENCY,),
+    "duty_beside_postgres": (LATENCY,),
     "cache_qos": (LATENCY, OVER_TIME, CPU, THROTTLED, DECISIONS),
     "tune_koordinator": ("Optimization history", "Trade-off", "Hyperparameter Importances", "Best against the defaults"),
     "tune_fleet": ("Optimization history", "Trade-off", "Hyperparameter Importances", "Best against the defaults", "Per machine"),

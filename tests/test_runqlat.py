@@ -201,6 +201,31 @@ def test_every_switch_out_asleep_is_a_sleep_even_without_the_runs_start():
     assert sum(got.blocked_hist) == 0 and sum(got.preempted_hist) == 1  # only the run from 1.005 had a start
 
 
+def test_the_other_tenants_bursts_run_from_a_wakeup_to_a_sleep():
+    # threads outside the groups: 9 woken onto idle CPU 0 (its switch from the idle task not
+    # traced, as on this host) and asleep 3 ms later; 11 runs 2 ms, is preempted by our 7, and
+    # runs 3 ms more before it sleeps (one burst of 5 ms); 12 runs 1 ms and is preempted, still
+    # under way at the end; 20 sleeps with neither a wakeup nor a switch-in seen (left out)
+    acc = feed(
+        "<idle>-0 [000] dNh4. 1.000000: sched_wakeup: comm=x pid=9 prio=120 target_cpu=000\n"
+        "x-9 [000] d..2. 1.003000: sched_switch: prev_comm=x prev_pid=9 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120\n"
+        "python-7 [001] d..2. 1.010000: sched_switch: prev_comm=python prev_pid=7 prev_prio=120 prev_state=S ==> next_comm=y next_pid=11 next_prio=120\n"
+        "y-11 [001] dN.2. 1.011900: sched_wakeup: comm=python pid=7 prio=120 target_cpu=001\n"
+        "y-11 [001] d..2. 1.012000: sched_switch: prev_comm=y prev_pid=11 prev_prio=120 prev_state=R ==> next_comm=python next_pid=7 next_prio=120\n"
+        "python-7 [001] d..2. 1.013000: sched_switch: prev_comm=python prev_pid=7 prev_prio=120 prev_state=S ==> next_comm=y next_pid=11 next_prio=120\n"
+        "y-11 [001] d..2. 1.016000: sched_switch: prev_comm=y prev_pid=11 prev_prio=120 prev_state=S ==> next_comm=z next_pid=12 next_prio=120\n"
+        "z-12 [001] d..2. 1.017000: sched_switch: prev_comm=z prev_pid=12 prev_prio=120 prev_state=R ==> next_comm=w next_pid=13 next_prio=120\n"
+        "q-20 [000] d..2. 1.030000: sched_switch: prev_comm=q prev_pid=20 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120\n",
+        resolver=lambda tid: "svc" if tid == 7 else None,
+    )
+    assert acc.others.bursts == [3000, 5000] and acc.others.run == {12: 1000}
+    # CPU-weighted: (3² + 5² + 1²) / (3 + 5 + 1) ms
+    assert acc.others.burst_s() == pytest.approx(35 / 9 * 1e-3)
+    assert acc.figures()["svc"].sleeps == 2  # ours are counted as before
+    acc.others.clear()  # the warm-up's end: what came before is forgotten
+    assert acc.others.burst_s() is None
+
+
 # bash forks sh (16750), which forks `sleep 0.01` (16751), which exits (recorded as above,
 # lines 8-12 and 14 of other tasks; `sh -c 'sleep 0.01; true'`)
 FORKS = """\
