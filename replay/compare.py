@@ -617,7 +617,8 @@ def predict(
     over the scenario's), "NAME sigma" (a lognormal's), "NAME client_cpu_s", "NAME
     rounds", "NAME rounds from server" (1.0: the server's traced switches, else the
     generator's), "NAME delay_s", "NAME service_cpu_s" (NaN: fitted), "NAME poor fit" (1.0
-    when poor); and "VARIANT background CPUs" per variant. `host` may be None when both
+    when poor); and "VARIANT background CPUs" per variant (and, where it is not 0, "VARIANT
+    background CPUs run": what the model gave it, `root_own_cpus`). `host` may be None when both
     `fits` and `background` are given (fidelity --repredict has no host run to hand)."""
     from sim.runner import run_variant
 
@@ -649,8 +650,22 @@ def predict(
         calibrated[n] = with_background(calibrated[n], background.get(n, 0.0), background_burst_s)
     result = ExperimentResult(scenario.name, seed, scenario.duration_s, scenario.warmup_s, scenario.baseline)
     for v in scenario.variants():
-        result.runs[v.name] = run_variant(Variant(v.name, v.baseline, calibrated[v.name]), seed, substitute=frozenset(substituted))
+        run = run_variant(Variant(v.name, v.baseline, calibrated[v.name]), seed, substitute=frozenset(substituted))
+        result.runs[v.name] = run
+        if background.get(v.name, 0.0) > 0:
+            # what the model gave the background it was handed: the host's tenants got theirs
+            # (that is how it is measured), the model may starve them (docs/replay.md, "The
+            # other tenants' bursts")
+            factors[f"{v.name} background CPUs run"] = root_own_cpus(run)
     return result, factors
+
+
+def root_own_cpus(run: RunResult) -> float:
+    """The CPUs the root cgroup's own tasks used over a simulated run's measured window (the
+    background's, in a prediction: the scenario's own workloads are in its cgroups)."""
+    if "" not in run.cgroup_names or not run.measured_s > 0 or run.cpu_busy_s.size == 0:
+        return math.nan
+    return float(run.cpu_busy_s[:, run.cgroup_names.index("")].sum() / run.measured_s)
 
 
 def _runqlat_doc(host: RunResult, predicted: RunResult | None) -> dict[str, Any]:

@@ -406,6 +406,18 @@ def _spread(values: list[float]) -> str:
     return f"{mean:.2f}" if len(vs) == 1 else f"{mean:.2f} [{min(vs):.2f}-{max(vs):.2f}]"
 
 
+def _background_run(svc: dict[str, Any]) -> dict[str, float]:
+    """Per case, the background CPUs the model ran, mean over the seeds (predict's factors);
+    the cases given none are left out."""
+    out: dict[str, float] = {}
+    for case in svc.get("cases") or []:
+        got = [f.get(f"{case} background CPUs run") for f in (svc.get("calibration") or {}).values()]
+        got = [v for v in got if v is not None and math.isfinite(v)]
+        if got:
+            out[case] = sum(got) / len(got)
+    return out
+
+
 def _calibration_line(name: str, f: dict[str, float | None]) -> str:
     """The service's measured CPU per thread and the fit's rounds, from predict's factors."""
     cpu = f.get(f"{name} service_cpu_s")
@@ -464,6 +476,12 @@ def text(doc: dict[str, Any]) -> str:
             parts.append(
                 "background CPUs (the other tenants' mean busy CPUs on the host, run beside each prediction): "
                 + "; ".join(f"{c} {_spread(v)}" for c, v in bg.items() if v)
+            )
+        ran = _background_run(svc)
+        if ran:
+            parts.append(
+                "the background the model ran of that (mean over seeds; one it starves is runnable and never runs): "
+                + "; ".join(f"{c} {v:.3f}" for c, v in ran.items())
             )
         bursts = sorted({a.get("others_burst") for a in (svc.get("alone_measured") or {}).get("services", {}).values()} - {None})
         if bursts:

@@ -205,6 +205,23 @@ def test_predict_gives_each_case_its_own_background_and_says_it():
     assert factors["alone background CPUs"] == 0.0 and factors["stress background CPUs"] == 0.5
     assert root_cpus(predicted.runs["alone"]) == 0
     assert root_cpus(predicted.runs["stress"]) > 0
+    # ... and says what the model ran of it (the case given none says nothing)
+    assert factors["stress background CPUs run"] == pytest.approx(root_cpus(predicted.runs["stress"]))
+    assert "alone background CPUs run" not in factors
+
+
+def test_the_suite_says_what_the_model_ran_of_the_background():
+    from replay.fidelity import _background_run
+
+    svc = {
+        "cases": ["alone", "stress", "idle"],
+        "calibration": {
+            "1": {"alone background CPUs": 0.0, "stress background CPUs run": 0.02, "idle background CPUs run": 0.0},
+            "2": {"stress background CPUs run": 0.04, "idle background CPUs run": None},
+        },
+    }
+    assert _background_run(svc) == pytest.approx({"stress": 0.03, "idle": 0.0})
+    assert _background_run({"cases": ["alone"]}) == {}
 
 
 # --- one calibration per service ---------------------------------------------------------------
