@@ -93,9 +93,13 @@ def threads_of(name: str, folders: set[str] | None = None) -> dict[str, tuple[st
     return out
 
 
-def replay_and_sample(tmp_path: Path, text: str, cgroups: list[str], want: dict[str, int]) -> dict[str, dict[str, tuple[str, int]]]:
+def replay_and_sample(
+    tmp_path: Path, text: str, cgroups: list[str], want: dict[str, int], comms: dict[str, set[str]] | None = None
+) -> dict[str, dict[str, tuple[str, int]]]:
     """Replay the scenario `text`; once every cgroup in `cgroups` has at least want[cg]
-    threads (a second into the run, after the warm-up's start), their threads and slices."""
+    threads, among them threads named each of comms[cg] (a launcher not yet exec'd into its
+    program counts as a thread too: a CI beside stress saw colosim-load's python before wrk),
+    their threads and slices."""
     # other runs' folders may come and go on a shared machine (another checkout's tests): this
     # run must leave none of its own
     layout = detect_layout()
@@ -108,7 +112,8 @@ def replay_and_sample(tmp_path: Path, text: str, cgroups: list[str], want: dict[
     try:
         while time.monotonic() < deadline and proc.poll() is None:
             seen = {cg: threads_of(cg, mine) for cg in cgroups}
-            if all(len(seen[cg]) >= want[cg] for cg in cgroups):
+            named = {cg: {c for c, _ in seen[cg].values()} for cg in cgroups}
+            if all(len(seen[cg]) >= want[cg] and (comms or {}).get(cg, set()) <= named[cg] for cg in cgroups):
                 break
             time.sleep(0.2)
     finally:
@@ -176,6 +181,7 @@ sched_runtime_ns = {SLICE_NS}
 """,
         ["sliced"],
         {"sliced": 1 + ncpus + 1},
+        {"sliced": {"nginx", "wrk"}},
     )
     comms = [c for c, _ in seen["sliced"].values()]
     assert comms.count("nginx") >= 1 + ncpus, comms  # master + workers
