@@ -612,7 +612,8 @@ def predict(
     """Calibrate each service on the measured baseline (or take `fits` made by
     calibrate_services), then simulate every variant beside its host run's other tenants
     (`background`: variant -> CPUs, replay.background; by default each measured variant's
-    own; `background_burst_s`: their bursts, by default as the traced baseline saw them; `timer`: how late colosim-load's timed sleeps end on the host, replay/timer_slack.py).
+    own; `background_burst_s`: their bursts, by default as the traced baseline saw them;
+    `timer`: how late colosim-load's timed sleeps end on the host, replay/timer_slack.py).
     Returns the prediction and, per service, its fitted figures: NAME (the service's mean
     over the scenario's), "NAME sigma" (a lognormal's), "NAME client_cpu_s", "NAME
     rounds", "NAME rounds from server" (1.0: the server's traced switches, else the

@@ -14,6 +14,7 @@ import pytest
 
 from replay.background import BACKGROUND_PERIOD, background_cpus, background_of, mean_background, with_background
 from replay.calibration import AloneRun, fit_service, service_cpu
+from replay.compare import root_own_cpus
 from replay.host_run import others_share
 from sim.duration import parse_duration
 from sim.results import ExperimentResult
@@ -126,11 +127,6 @@ def test_the_background_is_the_nodes_busy_time_less_our_top_level_cgroups():
     assert mean_background([]) == 0.0
 
 
-def root_cpus(run) -> float:
-    """The CPUs the root cgroup's own tasks (the background) used over the window."""
-    return float(run.cpu_busy_s[:, run.cgroup_names.index("")].sum() / run.measured_s)
-
-
 def test_the_prediction_runs_the_measured_background_beside_the_service():
     sc = constant_service()
     got = with_background(sc, 1.3)
@@ -159,7 +155,7 @@ def test_the_prediction_runs_the_measured_background_beside_the_service():
     )
     for cpus in (0.7, 1.3):
         run = run_variant(Variant("bg", True, with_background(idle, cpus)), 1)
-        assert root_cpus(run) == pytest.approx(cpus, rel=0.02)
+        assert root_own_cpus(run) == pytest.approx(cpus, rel=0.02)
 
 
 def test_the_background_runs_the_bursts_its_tenants_were_measured_in():
@@ -190,7 +186,7 @@ def test_the_background_runs_the_bursts_its_tenants_were_measured_in():
         }
     )
     run = run_variant(Variant("bg", True, with_background(idle, 0.1, 0.05)), 1)
-    assert root_cpus(run) == pytest.approx(0.1, rel=0.02)
+    assert root_own_cpus(run) == pytest.approx(0.1, rel=0.02)
 
 
 def test_predict_gives_each_case_its_own_background_and_says_it():
@@ -203,10 +199,10 @@ def test_predict_gives_each_case_its_own_background_and_says_it():
     host.runs["alone"] = alone
     predicted, factors = predict(svc.scenario, host, 1, set(), background={"alone": 0.0, "stress": 0.5})
     assert factors["alone background CPUs"] == 0.0 and factors["stress background CPUs"] == 0.5
-    assert root_cpus(predicted.runs["alone"]) == 0
-    assert root_cpus(predicted.runs["stress"]) > 0
+    assert root_own_cpus(predicted.runs["alone"]) == 0
+    assert root_own_cpus(predicted.runs["stress"]) > 0
     # ... and says what the model ran of it (the case given none says nothing)
-    assert factors["stress background CPUs run"] == pytest.approx(root_cpus(predicted.runs["stress"]))
+    assert factors["stress background CPUs run"] == pytest.approx(root_own_cpus(predicted.runs["stress"]))
     assert "alone background CPUs run" not in factors
 
 
