@@ -205,6 +205,7 @@ def metrics(run: RunResult, scenario: Scenario) -> dict[str, float]:
                 out[f"{c} preempted run P50 (µs)"] = runqlat.percentile(seg["preempted"], 0.5)
             if sum(seg["preempted_wait"]):
                 out[f"{c} wait after preemption P50 (µs)"] = runqlat.percentile(seg["preempted_wait"], 0.5)
+        out.update(queue_metrics(c, cg.runnable_us if cg is not None else None))
     for c, cg in run.cgroups.items():
         if cg.nr_periods:
             out[f"{c} nr_throttled"] = float(cg.nr_throttled)
@@ -216,6 +217,26 @@ def metrics(run: RunResult, scenario: Scenario) -> dict[str, float]:
             out[f"{c} {op} (MB/s)"] = io.get(f"{op}_bytes", 0) / m / 1e6
     out.update(memory_metrics(run, scenario))
     return out
+
+
+def queue_metrics(c: str, runnable_us: list[list[int]] | None) -> dict[str, float]:
+    """How full cgroup `c`'s queue on each CPU was (traced on the host, counted by the
+    simulator alike): the share of CPU-time it held none of its threads runnable — when a
+    sibling or a sleeper there gets the CPU from a group holding its lag (docs/replay.md,
+    "Where a group's queue runs dry") — and the mean and spread of its runnable threads on a
+    CPU (the last bucket, that many or more, counted as its floor)."""
+    if not runnable_us:
+        return {}
+    t = [sum(col) for col in zip(*runnable_us, strict=True)]
+    total = sum(t)
+    if not total > 0:
+        return {}
+    mean = sum(k * x for k, x in enumerate(t)) / total
+    return {
+        f"{c} queue empty on a CPU (share)": t[0] / total,
+        f"{c} runnable on a CPU (mean)": mean,
+        f"{c} runnable on a CPU (sd)": math.sqrt(sum((k - mean) ** 2 * x for k, x in enumerate(t)) / total),
+    }
 
 
 def memory_metrics(run: RunResult, scenario: Scenario) -> dict[str, float]:

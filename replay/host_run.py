@@ -371,6 +371,7 @@ def run_on_host(
         if name in result.cgroups:
             result.cgroups[name].runqlat = list(figures.hist)
             result.cgroups[name].segments = figures.segments()
+            result.cgroups[name].runnable_us = figures.runnable_us
     if traced is not None:
         result.others_burst_s = others_burst
         lost = max((f.lost for f in traced.values()), default=0)

@@ -113,6 +113,9 @@ class RunqLatFigures:
     preempted_hist: list[int] = field(default_factory=lambda: [0] * BUCKETS)
     blocked_hist: list[int] = field(default_factory=lambda: [0] * BUCKETS)
     preempted_wait_hist: list[int] = field(default_factory=lambda: [0] * BUCKETS)
+    # per CPU, µs the group had k of its threads runnable there, k = 0 … RUNNABLE_BUCKETS − 1
+    # (the last: that many or more; `_Queues`), as the simulator's `runnable_time`
+    runnable_us: list[list[int]] | None = None
     # every switch-out asleep, whether or not its run's start was seen: on this host (Linux
     # 6.18, a Firecracker guest) most switches from the idle task are not in the trace, so a run
     # that started on an idle CPU has no segment, but its sleep is counted here
@@ -162,6 +165,80 @@ class _Others:
         return sum(b * b for b in every) / total / 1e6 if total > 0 else None
 
 
+# runnable-count buckets of `_Queues` (the simulator's cfs_rq.rs NR_BUCKETS)
+RUNNABLE_BUCKETS = 16
+
+
+@dataclass
+class _Queues:
+    """Per group and CPU, how long k of the group's threads were runnable there: a thread
+    joins a CPU's count at its wakeup (the target CPU) and leaves at a switch out asleep; one
+    seen running or preempted on another CPU than it was counted on moves there (the balancer
+    moved it: sched_migrate_task is not traced, so a move shows at its next switch). Only the
+    times at k ≥ 1 are summed; the time at 0 is the rest of the window (a CPU the group never
+    used was empty throughout). A thread runnable since before the trace counts from its first
+    switch; after lost events every count starts again from 0 (what they ended is unknown)."""
+
+    ncpus: int
+    on: dict[int, tuple[int, str]] = field(default_factory=dict)  # tid -> (cpu, group) while runnable
+    count: dict[tuple[str, int], int] = field(default_factory=dict)  # (group, cpu) -> runnable now
+    since: dict[tuple[str, int], int] = field(default_factory=dict)  # ... since when (µs)
+    time: dict[tuple[str, int], list[int]] = field(default_factory=dict)  # µs per count (k ≥ 1 kept)
+    start: int | None = None  # µs: the window's start (the first event, or the warm-up's end)
+    last: int = 0  # µs of the last event seen: the window's end
+
+    def seen(self, now: int) -> None:
+        if self.start is None:
+            self.start = now
+        self.last = max(self.last, now)
+
+    def _add(self, key: tuple[str, int], now: int, delta: int) -> None:
+        n = self.count.get(key, 0)
+        if n > 0 and self.start is not None:
+            row = self.time.setdefault(key, [0] * RUNNABLE_BUCKETS)
+            row[min(n, RUNNABLE_BUCKETS - 1)] += max(0, now - max(self.since[key], self.start))
+        self.count[key] = n + delta
+        self.since[key] = now
+
+    def runnable(self, tid: int, cpu: int, group: str, now: int) -> None:
+        where = self.on.get(tid)
+        if where == (cpu, group):
+            return
+        if where is not None:
+            self._add((where[1], where[0]), now, -1)
+        self.on[tid] = (cpu, group)
+        self._add((group, cpu), now, +1)
+
+    def asleep(self, tid: int, now: int) -> None:
+        where = self.on.pop(tid, None)
+        if where is not None:
+            self._add((where[1], where[0]), now, -1)
+
+    def forget(self) -> None:
+        """Events were lost: every count ends here and starts again from 0."""
+        for tid in list(self.on):
+            self.asleep(tid, self.last)
+
+    def clear(self, now: int) -> None:
+        """Count afresh from `now` (the warm-up's end); the threads runnable then stay."""
+        self.time.clear()
+        self.start = now
+        self.last = max(self.last, now)
+
+    def table(self, group: str) -> list[list[int]]:
+        """Per CPU, µs at each count over the window (its end: the last event)."""
+        window = max(0, self.last - self.start) if self.start is not None else 0
+        rows = []
+        for cpu in range(self.ncpus):
+            row = list(self.time.get((group, cpu), [0] * RUNNABLE_BUCKETS))
+            n = self.count.get((group, cpu), 0)
+            if n > 0 and self.start is not None:
+                row[min(n, RUNNABLE_BUCKETS - 1)] += max(0, self.last - max(self.since[(group, cpu)], self.start))
+            row[0] = max(0, window - sum(row[1:]))
+            rows.append(row)
+        return rows
+
+
 def _zeros() -> list[int]:
     return [0] * BUCKETS
 
@@ -198,8 +275,9 @@ def _int_after(text: str, key: str, before: str | None = None) -> int:
 class Accumulator:
     """The pure part: trace_pipe lines in, per-group histograms out. `feed` takes one line."""
 
-    def __init__(self, resolver: Resolver) -> None:
+    def __init__(self, resolver: Resolver, ncpus: int | None = None) -> None:
         self.resolver = resolver
+        self.queues = _Queues(ncpus if ncpus is not None else os.cpu_count() or 1)
         self.pending: dict[int, tuple[int, bool, str]] = {}  # tid -> (wakeup µs, busy, group)
         self.running: dict[int, int] = {}  # cpu -> pid the last sched_switch there ran
         self.since: dict[int, int] = {}  # cpu -> µs of that switch (a segment's start)
@@ -251,6 +329,7 @@ class Accumulator:
     def lose(self, cpu: int, n: int) -> None:
         """`n` events of `cpu` were lost: forget what one of them may have ended."""
         self.lost += n
+        self.queues.forget()
         self.pending.clear()
         self.preempted.clear()
         self.running.pop(cpu, None)
@@ -271,16 +350,19 @@ class Accumulator:
             self.forked.pop(child, None)  # a reused tid
 
     def wakeup(self, now: int, tid: int, target: int) -> None:
+        self.queues.seen(now)
         group = self._group(tid)
         if group is None:
             self.pending.pop(tid, None)
             self.others.woke[tid] = now
             return
+        self.queues.runnable(tid, target, group, now)
         current = self.running.get(target)
         self.pending[tid] = (now, current is not None and current not in (0, tid), group)
 
     def switch(self, cpu: int, now: int, prev: int, nxt: int, runnable: bool = False) -> None:
         """sched_switch on `cpu` at `now` µs from `prev` (still `runnable`: preempted) to `nxt`."""
+        self.queues.seen(now)
         started = self.since.get(cpu) if self.running.get(cpu) == prev else None
         self.running[cpu] = nxt
         self.since[cpu] = now
@@ -297,8 +379,14 @@ class Accumulator:
                     (g.preempted_hist if runnable else g.blocked_hist)[bucket(now - started)] += 1
             if group is not None and runnable:
                 self.preempted[prev] = (now, group)
+                self.queues.runnable(prev, cpu, group, now)
             else:
                 self.preempted.pop(prev, None)
+                self.queues.asleep(prev, now)
+        if nxt != 0:
+            group = self._group(nxt)
+            if group is not None:
+                self.queues.runnable(nxt, cpu, group, now)
         self.others.woke.pop(nxt, None)  # on a CPU now: its segment starts at this switch
         out = self.preempted.pop(nxt, None)
         if out is not None:
@@ -330,6 +418,7 @@ class Accumulator:
                 blocked_hist=list(g.blocked_hist),
                 preempted_wait_hist=list(g.preempted_wait_hist),
                 sleeps=g.sleeps,
+                runnable_us=self.queues.table(name),
             )
         return out
 
@@ -574,6 +663,7 @@ class SchedEvents:
             if since_us is not None and us >= since_us:
                 acc.groups.clear()
                 acc.others.clear()
+                acc.queues.clear(us)
                 acc.lost = 0
                 since_us = None
             if kind == self.SWITCH:
@@ -587,6 +677,7 @@ class SchedEvents:
         if since_us is not None:
             acc.groups.clear()
             acc.others.clear()
+            acc.queues.clear(acc.queues.last)
             acc.lost = 0
 
 

@@ -172,6 +172,9 @@ class Node:
         """The cgroup's run segments since the last reset (hierarchical), in runqlat's buckets:
         "preempted" (a switch in to a switch out with the task still runnable), "blocked" (to a
         switch out asleep) and "preempted_wait" (a preempted task's wait until it ran again)."""
+    def runnable_time(self, cgroup: str) -> list[list[int]]:
+        """Per CPU, ns since the last reset the cgroup had k of its tasks (descendants'
+        included) runnable there, k = 0 … 15 (the last: that many or more)."""
     def cgroup_stats(self, cgroup: str) -> dict[str, int]:
         """{"usage_ns" (hierarchical, like cpuacct.usage), "wait_ns" (run-queue wait of its
         tasks, hierarchical), "nr_switches" (hierarchical), "nr_migrations" (times its tasks

@@ -155,11 +155,15 @@ class CgroupResult:
     # its tasks' run segments by how they ended and the waits after preemption, the same
     # buckets: {"preempted", "blocked", "preempted_wait"} (None: a host run not traced)
     segments: dict[str, list[int]] | None = None
+    # per CPU, the time (µs) it had k of its tasks runnable there, k = 0 … 15 (the last: that
+    # many or more): how often its queue on a CPU runs dry (None: a host run not traced)
+    runnable_us: list[list[int]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "runqlat_us": self.runqlat,
             "segments_us": self.segments,
+            "runnable_us": self.runnable_us,
             "memory": self.memory,
             "io": self.io,
             "net_tx_bytes": self.net_tx_bytes,
@@ -325,6 +329,7 @@ class RunResult:
                 wait_s=stats["wait_ns"] / NS,
                 runqlat=node.runqlat(cg),
                 segments=node.run_segments(cg),
+                runnable_us=[[t // 1000 for t in row] for row in node.runnable_time(cg)],
                 nr_switches=int(stats["nr_switches"]),
                 nr_migrations=int(stats.get("nr_migrations", 0)),
                 nr_periods=int(stats["nr_periods"]),

@@ -106,6 +106,11 @@ class FakeNode:
             raise KeyError(f'no cgroup named "{cgroup}"')
         return {k: [0] * 24 for k in ("preempted", "blocked", "preempted_wait")}
 
+    def runnable_time(self, cgroup: str) -> list[list[int]]:
+        if cgroup not in self._cgroups:
+            raise KeyError(f'no cgroup named "{cgroup}"')
+        return [[0] * 16 for _ in range(self.ncpus)]  # the fake schedules no queue
+
     def _period(self, w: dict[str, Any]) -> int:
         return 50_000_000 if w["kind"] == "closed_loop" else round(1e9 / w["rate_per_s"])
 

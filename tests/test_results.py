@@ -137,6 +137,7 @@ def test_results_json_document(experiment):
         "net_tx_bytes",  # null: nor a link
         "runqlat_us",  # all zero: the fake schedules no wakeups
         "segments_us",  # all zero: nor any switch
+        "runnable_us",  # all zero: nor a queue
     }
     assert run["cgroups"]["offline"]["runqlat_us"] == [0] * 24
     assert run["cgroups"]["offline"]["memory"] is None

@@ -23,6 +23,7 @@ import pytest
 from host_replay import unavailable
 
 from replay import runqlat
+from replay.compare import queue_metrics
 from replay.runqlat import Accumulator, CgroupResolver, RunqLat
 from sim import liveness
 from sim.errors import HostError
@@ -199,6 +200,56 @@ def test_every_switch_out_asleep_is_a_sleep_even_without_the_runs_start():
     got = acc.figures()["svc"]
     assert got.sleeps == 3
     assert sum(got.blocked_hist) == 0 and sum(got.preempted_hist) == 1  # only the run from 1.005 had a start
+
+
+QUEUES = [
+    "a-9 [000] d..2. 1.000000: sched_switch: prev_comm=x prev_pid=9 prev_prio=120 prev_state=S ==> next_comm=a next_pid=1 next_prio=120",
+    "a-1 [000] dN.2. 1.001000: sched_wakeup: comm=a pid=2 prio=120 target_cpu=000",
+    "a-1 [000] d..2. 1.002000: sched_switch: prev_comm=a prev_pid=1 prev_prio=120 prev_state=R ==> next_comm=a next_pid=2 next_prio=120",
+    "a-2 [000] d..2. 1.003000: sched_switch: prev_comm=a prev_pid=2 prev_prio=120 prev_state=S ==> next_comm=a next_pid=1 next_prio=120",
+    "a-1 [000] d..3. 1.004000: sched_wakeup: comm=a pid=3 prio=120 target_cpu=001",
+    "<idle>-0 [001] d..2. 1.005000: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=a next_pid=3 next_prio=120",
+    "a-1 [000] d..2. 1.006000: sched_switch: prev_comm=a prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120",
+    "<idle>-0 [000] d..2. 1.007000: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=a next_pid=3 next_prio=120",
+    "a-3 [000] d..2. 1.010000: sched_switch: prev_comm=a prev_pid=3 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120",
+]
+
+
+def test_a_groups_queue_on_each_cpu_is_counted_from_wakeups_switches_and_sleeps():
+    # hand-worked (µs from 1.000000): CPU 0 holds 1 (0-1000), 1 and the woken 2 (1000-3000),
+    # 1 alone once 2 sleeps (3000-6000), none (6000-7000), then 3, which woke onto CPU 1 at
+    # 4000 and was moved to CPU 0 at 7000 (seen at its switch in there), until it sleeps at
+    # 10000; CPU 1 holds 3 from 4000 to 7000. The window is the first event to the last.
+    acc = Accumulator(lambda tid: "a" if tid in (1, 2, 3) else None, ncpus=2)
+    for line in QUEUES:
+        acc.feed(line)
+    got = acc.figures()["a"].runnable_us
+    assert got is not None and [row[:3] for row in got] == [[1000, 7000, 2000], [7000, 3000, 0]]
+    assert all(sum(row) == 10000 for row in got)
+    m = queue_metrics("a", got)
+    assert m["a queue empty on a CPU (share)"] == pytest.approx(8000 / 20000)
+    assert m["a runnable on a CPU (mean)"] == pytest.approx((10000 + 2 * 2000) / 20000)
+    assert m["a runnable on a CPU (sd)"] == pytest.approx(math.sqrt((8000 * 0.7**2 + 10000 * 0.3**2 + 2000 * 1.3**2) / 20000))
+
+
+def test_the_queue_counts_start_afresh_at_the_warm_ups_end_and_after_a_loss():
+    acc = Accumulator(lambda tid: "a" if tid in (1, 2, 3) else None, ncpus=2)
+    for line in QUEUES[:5]:
+        acc.feed(line)
+    acc.queues.clear(1_005_000)  # the mark: 1 on CPU 0 and 3 on CPU 1 are runnable then
+    for line in QUEUES[5:]:
+        acc.feed(line)
+    assert [row[:2] for row in acc.figures()["a"].runnable_us] == [[1000, 4000], [3000, 2000]]
+    # a loss ends every count: what the lost events did is unknown, the counts start from 0
+    acc = Accumulator(lambda tid: "a" if tid in (1, 2, 3) else None, ncpus=2)
+    for line in QUEUES[:3]:
+        acc.feed(line)
+    acc.feed("CPU:1 [LOST 3 EVENTS]")
+    for line in QUEUES[3:]:
+        acc.feed(line)
+    # CPU 0: 1 (0-1000), 2 (1000-2000), forgotten at the loss (2000) — though 1 was still
+    # runnable — until 1 is seen switched in at 3000; the rest as above
+    assert [row[:3] for row in acc.figures()["a"].runnable_us] == [[2000, 7000, 1000], [7000, 3000, 0]]
 
 
 def test_the_other_tenants_bursts_run_from_a_wakeup_to_a_sleep():
@@ -410,6 +461,29 @@ def test_sleeper_beside_stress_on_the_host():
     if str(root).startswith("/proc/"):
         holder = int(root.parts[2])
         assert liveness.start_time(holder) is None
+
+
+@HOST
+def test_hogs_pinned_to_one_cpu_are_counted_runnable_there_host():
+    # three CPU hogs pinned to one CPU never sleep: from the mark on, all three are runnable on
+    # that CPU the whole time (whatever else runs there: a hog it preempts is still runnable),
+    # and the group has none on any other CPU
+    with locked_session() as s:
+        resolver = groups_of(s, "hog")
+        cpu = min(os.sched_getaffinity(0))
+        with RunqLat(resolver) as rq:
+            s.spawn(["taskset", "-c", str(cpu), "stress", "--cpu", "3"], cgroup="hog")
+            time.sleep(0.5)
+            rq.mark()
+            time.sleep(2.0)
+        got = rq.result()["hog"].runnable_us
+    assert got is not None and len(got) == os.cpu_count()
+    window = sum(got[cpu])
+    assert window > 1.5e6, got  # µs: the 2 s after the mark, less the trace's end
+    assert got[cpu][3] >= 0.95 * window, got[cpu]
+    for other, row in enumerate(got):
+        if other != cpu:
+            assert row[0] >= 0.99 * sum(row), (other, row)
 
 
 @HOST

@@ -454,6 +454,7 @@ impl Node {
             }
             first = false;
             let r = &mut self.rqs[rq];
+            r.account_nr(self.now);
             r.h_nr_running += nr;
             r.idle_h_nr_running += idle_nr;
             let (cg, throttled) = (r.cg, r.throttled.any());
@@ -540,6 +541,7 @@ impl Node {
             }
             first = false;
             let r = &mut self.rqs[rq];
+            r.account_nr(self.now);
             r.h_nr_running -= nr;
             r.idle_h_nr_running -= idle_nr;
             if r.throttled.any() {
@@ -1339,6 +1341,7 @@ impl Node {
         let mut rq = self.ses[se].parent_rq;
         loop {
             let r = &mut self.rqs[rq];
+            r.account_nr(self.now);
             r.h_nr_running += 1;
             r.idle_h_nr_running += idle_nr;
             if r.throttled.any() {

@@ -131,7 +131,16 @@ pub struct CfsRq {
     /// with it), an entity on it was reweighed, a wakeup was checked at its level
     /// (eevdf.rs `unseen_curr_v`).
     pub curr_seen_at: u64,
+    /// Time (ns) this queue had k tasks runnable below it (`h_nr_running`; bucket
+    /// min(k, NR_BUCKETS − 1)) up to `nr_since`: how often a group's queue on a CPU runs dry,
+    /// which is when a sibling or a sleeper there gets the CPU from a group holding its lag
+    /// (docs/replay.md, "Where a group's queue runs dry"). A statistic: reset_stats zeroes it.
+    pub nr_time: [u64; NR_BUCKETS],
+    pub nr_since: u64,
 }
+
+/// Buckets of `CfsRq::nr_time`: 0 … NR_BUCKETS − 1 runnable tasks, the last open-ended.
+pub const NR_BUCKETS: usize = 16;
 
 /// Reasons a cfs_rq is throttled; the queue is off its parent while any is set.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -185,7 +194,25 @@ impl CfsRq {
             avg: crate::pelt::Avg::default(),
             tg_load_written: None,
             curr_seen_at: 0,
+            nr_time: [0; NR_BUCKETS],
+            nr_since: 0,
         }
+    }
+
+    /// Credit the time since the last change to the current runnable count: called before
+    /// `h_nr_running` changes.
+    #[inline]
+    pub fn account_nr(&mut self, now: u64) {
+        let k = (self.h_nr_running as usize).min(NR_BUCKETS - 1);
+        self.nr_time[k] += now - self.nr_since;
+        self.nr_since = now;
+    }
+
+    /// `nr_time` with the time since the last change credited, as of `now`.
+    pub fn nr_time_at(&self, now: u64) -> [u64; NR_BUCKETS] {
+        let mut t = self.nr_time;
+        t[(self.h_nr_running as usize).min(NR_BUCKETS - 1)] += now - self.nr_since;
+        t
     }
 
     #[inline]

@@ -1383,7 +1383,24 @@ impl Node {
         for b in &mut self.cpu_busy {
             *b = 0;
         }
+        let now = self.now;
+        for r in &mut self.rqs {
+            r.nr_time = [0; crate::cfs_rq::NR_BUCKETS];
+            r.nr_since = now;
+        }
         self.reset_io_stats();
+    }
+
+    /// Per CPU, the ns since the last reset that `cgroup` had k of its tasks (its
+    /// descendants' included) runnable there, k = 0 … NR_BUCKETS − 1 (the last: that many or
+    /// more): the group's queue on each CPU, as a trace of its threads' wakeups, switches and
+    /// sleeps counts it on the host (replay/runqlat.py `Accumulator`).
+    pub fn runnable_time(&mut self, cgroup: &str) -> Result<Vec<Vec<u64>>> {
+        self.settle();
+        let cg = self.cgroup_id(cgroup)?;
+        let now = self.now;
+        let n = self.ncpus();
+        Ok((0..n).map(|c| self.rqs[cg * n + c].nr_time_at(now).to_vec()).collect())
     }
 
     pub(crate) fn note_nr(&mut self, cpu: CpuId) {

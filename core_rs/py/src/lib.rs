@@ -247,6 +247,12 @@ impl Node {
             .collect())
     }
 
+    /// Per CPU, the ns since the last reset the cgroup had k of its tasks runnable there
+    /// (hierarchical), k = 0 … 15, the last that many or more (cfs_rq.rs `nr_time`).
+    fn runnable_time(&mut self, cgroup: &str) -> PyResult<Vec<Vec<u64>>> {
+        self.inner.runnable_time(cgroup).map_err(key_err)
+    }
+
     /// The cgroup's run segments since the last reset (hierarchical), in runqlat's buckets:
     /// `preempted` (switched out runnable), `blocked` (switched out asleep), and
     /// `preempted_wait` (a preempted task's wait until it ran again).
