@@ -35,9 +35,10 @@ window (a hog's burst is the whole run: any window still averages ten periods). 
 fidelity suite's alone runs measured 1.25–1.77 ms (most of it replay's own trace reader), an
 idle host 1.4–1.6 ms, and a moment when the sandbox's agent was busy ~30 ms (docs/replay.md,
 "The other tenants' bursts"). On 6.14–6.18.44 the model starves these threads beside a
-service that hands off with its load generator in one cgroup (as the host starves such a
-sleeper in a sibling cgroup), though the host's own tenants got their CPU: they sit above
-the run folder, a level the model does not have (same section).
+service that hands off with its load generator in one cgroup. The host starves such a
+sleeper too, in a sibling cgroup and at the root alike, but not to nothing: it runs when the
+service's queue on its CPU runs dry, which the model's queue does not (docs/replay.md, "Where
+a group's queue runs dry").
 
 What the background got on the host is what it got beside our run, not what it asked for: the
 prediction gives the duty threads that demand and lets the model share the node, so a case
