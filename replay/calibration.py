@@ -109,6 +109,9 @@ class AloneRun:
     others: float | None = None
     # their CPU-weighted mean burst in seconds (RunResult.others_burst_s; None: not traced)
     others_burst: float | None = None
+    # the service cgroup's queue on each CPU as the trace counted it (compare.queue_metrics:
+    # its keys without the cgroup's name; None: not traced)
+    queue: dict[str, float] | None = None
     # a real server's generator reported it (not colosim-load, which runs the scenario's own
     # think times: no delay is fitted to its gaps)
     reported: bool = False
@@ -138,6 +141,7 @@ class AloneRun:
             server_switches=num("server_switches", math.nan),
             others=num("others", None),
             others_burst=num("others_burst", None),
+            queue={str(k): float(v) for k, v in d["queue"].items()} if d.get("queue") else None,
             reported=bool(d.get("reported", False)),
         )
 

@@ -219,12 +219,17 @@ def metrics(run: RunResult, scenario: Scenario) -> dict[str, float]:
     return out
 
 
-def queue_metrics(c: str, runnable_us: list[list[int]] | None) -> dict[str, float]:
-    """How full cgroup `c`'s queue on each CPU was (traced on the host, counted by the
-    simulator alike): the share of CPU-time it held none of its threads runnable — when a
-    sibling or a sleeper there gets the CPU from a group holding its lag (docs/replay.md,
-    "Where a group's queue runs dry") — and the mean and spread of its runnable threads on a
-    CPU (the last bucket, that many or more, counted as its floor)."""
+# how full a cgroup's queue on each CPU was: the share of CPU-time with none of its threads
+# runnable there, and the mean and spread of its runnable threads on a CPU
+QUEUE_EMPTY, QUEUE_MEAN, QUEUE_SD = "queue empty on a CPU (share)", "runnable on a CPU (mean)", "runnable on a CPU (sd)"
+
+
+def queue_figures(runnable_us: list[list[int]] | None) -> dict[str, float]:
+    """The queue's figures (QUEUE_EMPTY, QUEUE_MEAN, QUEUE_SD) from a cgroup's per-CPU times
+    at each runnable count (`CgroupResult.runnable_us`; the last bucket, that many or more,
+    counted as its floor); empty where it was not counted. An empty queue is when a sibling
+    or a sleeper there gets the CPU from a group holding its lag (docs/replay.md, "Where a
+    group's queue runs dry")."""
     if not runnable_us:
         return {}
     t = [sum(col) for col in zip(*runnable_us, strict=True)]
@@ -233,10 +238,15 @@ def queue_metrics(c: str, runnable_us: list[list[int]] | None) -> dict[str, floa
         return {}
     mean = sum(k * x for k, x in enumerate(t)) / total
     return {
-        f"{c} queue empty on a CPU (share)": t[0] / total,
-        f"{c} runnable on a CPU (mean)": mean,
-        f"{c} runnable on a CPU (sd)": math.sqrt(sum((k - mean) ** 2 * x for k, x in enumerate(t)) / total),
+        QUEUE_EMPTY: t[0] / total,
+        QUEUE_MEAN: mean,
+        QUEUE_SD: math.sqrt(sum((k - mean) ** 2 * x for k, x in enumerate(t)) / total),
     }
+
+
+def queue_metrics(c: str, runnable_us: list[list[int]] | None) -> dict[str, float]:
+    """`queue_figures` of cgroup `c`, named as replay --compare prints them."""
+    return {f"{c} {k}": v for k, v in queue_figures(runnable_us).items()}
 
 
 def memory_metrics(run: RunResult, scenario: Scenario) -> dict[str, float]:
@@ -543,6 +553,7 @@ def alone_runs(scenario: Scenario, measured_base: RunResult) -> dict[str, AloneR
             server_switches=got.server_switches if isinstance(got, MeasuredService) else None,
             others=measured_base.others_cpu_share,
             others_burst=measured_base.others_burst_s,
+            queue=(queue_figures(cg.runnable_us) or None) if cg is not None else None,
             reported=isinstance(got, ReportedService),
         )
     return out

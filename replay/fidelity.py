@@ -30,6 +30,7 @@ import json
 import math
 import os
 import shlex
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -42,7 +43,19 @@ from replay.background import background_cpus, mean_background
 from replay.calibration import PERCENTILES as FITTED_PERCENTILES
 from replay.calibration import AloneRun
 from replay.cgroupfs import host_cpus
-from replay.compare import alone_runs, fit_alone_runs, load_for_host, metrics, others_burst, precheck, predict
+from replay.compare import (
+    QUEUE_EMPTY,
+    QUEUE_MEAN,
+    QUEUE_SD,
+    alone_runs,
+    fit_alone_runs,
+    load_for_host,
+    metrics,
+    others_burst,
+    precheck,
+    predict,
+    queue_figures,
+)
 from replay.cpuidle import measure as measure_exit_latency
 from replay.host_kernel import host_kernel
 from replay.host_run import check_knobs, host_equivalent, missing_knobs, run_on_host
@@ -169,7 +182,10 @@ def pooled_alone(runs: list[RunResult]) -> RunResult:
     cgroups = {}
     for c, cg in first.cgroups.items():
         share = float(np.median([r.cgroups[c].cpu_share for r in runs if c in r.cgroups]))
-        cgroups[c] = replace(cg, cpu_share=share, cpu_s=share * first.ncpus * first.measured_s)
+        # its queue on each CPU (traced runs): the times at each count, summed over them
+        tables = [r.cgroups[c].runnable_us for r in runs if c in r.cgroups and r.cgroups[c].runnable_us]
+        runnable = [[sum(col) for col in zip(*rows, strict=True)] for rows in zip(*tables, strict=True)] if tables else None
+        cgroups[c] = replace(cg, cpu_share=share, cpu_s=share * first.ncpus * first.measured_s, runnable_us=runnable)
     # the other tenants meanwhile: their mean over the repetitions (replay.background)
     others = [r.others_cpu_share for r in runs if r.others_cpu_share is not None]
     bursts = [r.others_burst_s for r in runs if r.others_burst_s is not None]
@@ -180,6 +196,31 @@ def pooled_alone(runs: list[RunResult]) -> RunResult:
         others_cpu_share=mean_background(others) if others else None,
         others_burst_s=float(np.median(bursts)) if bursts else None,
     )
+
+
+def _queue_line(svc: dict[str, Any]) -> str | None:
+    """Each service's queue on a CPU alone: the trace's (the alone runs pooled) beside the
+    model's (its alone case, the median over seeds): how often it ran dry, and how full it was."""
+    out = []
+    for name, a in ((svc.get("alone_measured") or {}).get("services") or {}).items():
+        host = a.get("queue") or {}
+        model = [
+            f
+            for f in (
+                {k[len(f"{name} alone ") :]: v for k, v in c.items() if k.startswith(f"{name} alone ")}
+                for c in (svc.get("calibration") or {}).values()
+            )
+            if f
+        ]
+        if not host or not model:
+            continue
+
+        med = {k: float(statistics.median([m[k] for m in model if k in m])) for k in (QUEUE_EMPTY, QUEUE_MEAN, QUEUE_SD)}
+        out.append(
+            f"{name}'s queue on a CPU alone, host (traced) / model: empty {host[QUEUE_EMPTY]:.2%} / {med[QUEUE_EMPTY]:.2%} of CPU-time; "
+            f"runnable mean {host[QUEUE_MEAN]:.2f} / {med[QUEUE_MEAN]:.2f}, sd {host[QUEUE_SD]:.2f} / {med[QUEUE_SD]:.2f}"
+        )
+    return "; ".join(out) or None
 
 
 def loadavg() -> str:
@@ -278,6 +319,12 @@ class Suite:
                 predicted, factors = predict(
                     svc.scenario, None, seed, self.substituted, fits=fits, background=background, background_burst_s=others_burst(alone)
                 )
+                # the model's queue of each service's cgroup alone, beside the trace's (alone_measured)
+                base = predicted.runs[svc.baseline]
+                for name, w in svc.variants[svc.baseline].scenario.workloads.items():
+                    cg = base.cgroups.get(w.cgroup)
+                    if name in alone and cg is not None:
+                        factors.update({f"{name} alone {k}": v for k, v in queue_figures(cg.runnable_us).items()})
                 svc.calibration[str(seed)] = factors
                 for case in svc.cases:
                     svc.sim.setdefault(case, []).append(_pick(metrics(predicted.runs[case], svc.variants[case].scenario)))
@@ -489,6 +536,9 @@ def text(doc: dict[str, Any]) -> str:
                 "the other tenants' bursts (CPU from a wakeup to a sleep, CPU-weighted mean, traced in the alone runs; "
                 "the prediction's background runs in bursts of this length): " + ", ".join(f"{b * 1e3:.3g} ms" for b in bursts)
             )
+        line = _queue_line(svc)
+        if line:
+            parts.append(line)
         own = svc.get("replay_cpus") or {}
         if any(own.values()):
             parts.append(

@@ -463,6 +463,7 @@ def test_the_pooled_alone_run_keeps_the_load_generators_cpu():
     class Cg:
         cpu_share: float
         cpu_s: float = 0.0
+        runnable_us: list | None = None
 
     @dataclass
     class Run:  # the fields pooled_alone reads of a RunResult
@@ -508,6 +509,34 @@ def test_the_pooled_alone_run_keeps_the_load_generators_cpu():
     # ... and their bursts the median of the traced repetitions (none traced: not measured)
     assert pooled.others_burst_s == pytest.approx(0.016)
     assert pooled_alone(runs[1:2]).others_burst_s is None
+    # the service's queue on each CPU (traced runs): the times at each count summed over them
+    runs[0].cgroups["online"].runnable_us = [[1, 2, 3], [4, 0, 0]]
+    runs[2].cgroups["online"].runnable_us = [[10, 0, 0], [0, 5, 5]]
+    assert pooled_alone(runs).cgroups["online"].runnable_us == [[11, 2, 3], [4, 5, 5]]
+    assert pooled_alone(runs[1:2]).cgroups["online"].runnable_us is None
+
+
+def test_the_suite_says_each_services_queue_alone_host_beside_model():
+    from replay.compare import QUEUE_EMPTY, QUEUE_MEAN, QUEUE_SD, queue_figures
+    from replay.fidelity import _queue_line
+
+    host = queue_figures([[10, 30, 60], [0, 0, 100]])  # 5% empty; mean (30 + 120 + 200) / 200
+    assert host[QUEUE_EMPTY] == pytest.approx(0.05) and host[QUEUE_MEAN] == pytest.approx(1.75)
+    assert host[QUEUE_SD] == pytest.approx(math.sqrt((10 * 1.75**2 + 30 * 0.75**2 + 160 * 0.25**2) / 200))
+    svc = {
+        "alone_measured": {"services": {"pg": {"queue": host}}},
+        # the model's alone case per seed (predict's factors): the median is the second's
+        "calibration": {
+            str(seed): {f"pg alone {QUEUE_EMPTY}": e, f"pg alone {QUEUE_MEAN}": 3.0 + e, f"pg alone {QUEUE_SD}": 0.5, "pg": 1.0}
+            for seed, e in ((1, 0.0), (2, 0.01), (3, 0.04))
+        },
+    }
+    line = _queue_line(svc)
+    assert line == (
+        "pg's queue on a CPU alone, host (traced) / model: empty 5.00% / 1.00% of CPU-time; "
+        f"runnable mean 1.75 / 3.01, sd {host[QUEUE_SD]:.2f} / 0.50"
+    )
+    assert _queue_line({"alone_measured": {"services": {"pg": {"queue": None}}}, "calibration": svc["calibration"]}) is None
 
 
 def test_the_pooled_alone_run_keeps_only_the_percentiles_the_generator_reported():
