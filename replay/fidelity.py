@@ -204,18 +204,11 @@ def _queue_line(svc: dict[str, Any]) -> str | None:
     out = []
     for name, a in ((svc.get("alone_measured") or {}).get("services") or {}).items():
         host = a.get("queue") or {}
-        model = [
-            f
-            for f in (
-                {k[len(f"{name} alone ") :]: v for k, v in c.items() if k.startswith(f"{name} alone ")}
-                for c in (svc.get("calibration") or {}).values()
-            )
-            if f
-        ]
-        if not host or not model:
+        seeds = (svc.get("calibration") or {}).values()
+        model = {k: [f[key] for f in seeds if (key := f"{name} alone {k}") in f] for k in (QUEUE_EMPTY, QUEUE_MEAN, QUEUE_SD)}
+        if not host or not all(model.values()):
             continue
-
-        med = {k: float(statistics.median([m[k] for m in model if k in m])) for k in (QUEUE_EMPTY, QUEUE_MEAN, QUEUE_SD)}
+        med = {k: float(statistics.median(v)) for k, v in model.items()}
         out.append(
             f"{name}'s queue on a CPU alone, host (traced) / model: empty {host[QUEUE_EMPTY]:.2%} / {med[QUEUE_EMPTY]:.2%} of CPU-time; "
             f"runnable mean {host[QUEUE_MEAN]:.2f} / {med[QUEUE_MEAN]:.2f}, sd {host[QUEUE_SD]:.2f} / {med[QUEUE_SD]:.2f}"

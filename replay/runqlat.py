@@ -192,12 +192,15 @@ class _Queues:
             self.start = now
         self.last = max(self.last, now)
 
-    def _add(self, key: tuple[str, int], now: int, delta: int) -> None:
+    def _credit(self, row: list[int], key: tuple[str, int], until: int) -> None:
+        """Add to `row` the time in the window since `key`'s count last changed, at that count."""
         n = self.count.get(key, 0)
         if n > 0 and self.start is not None:
-            row = self.time.setdefault(key, [0] * RUNNABLE_BUCKETS)
-            row[min(n, RUNNABLE_BUCKETS - 1)] += max(0, now - max(self.since[key], self.start))
-        self.count[key] = n + delta
+            row[min(n, RUNNABLE_BUCKETS - 1)] += max(0, until - max(self.since[key], self.start))
+
+    def _add(self, key: tuple[str, int], now: int, delta: int) -> None:
+        self._credit(self.time.setdefault(key, [0] * RUNNABLE_BUCKETS), key, now)
+        self.count[key] = self.count.get(key, 0) + delta
         self.since[key] = now
 
     def runnable(self, tid: int, cpu: int, group: str, now: int) -> None:
@@ -231,9 +234,7 @@ class _Queues:
         rows = []
         for cpu in range(self.ncpus):
             row = list(self.time.get((group, cpu), [0] * RUNNABLE_BUCKETS))
-            n = self.count.get((group, cpu), 0)
-            if n > 0 and self.start is not None:
-                row[min(n, RUNNABLE_BUCKETS - 1)] += max(0, self.last - max(self.since[(group, cpu)], self.start))
+            self._credit(row, (group, cpu), self.last)
             row[0] = max(0, window - sum(row[1:]))
             rows.append(row)
         return rows
