@@ -67,7 +67,7 @@ from sim.errors import HostError
 from sim.scenario import ClosedLoop, OpenLoop, Scenario, Variant
 from sim.scenario.distributions import Distribution, mean_s
 from sim.scenario.workloads import MAX_BURSTS as MAX_ROUNDS
-from sim.scenario.workloads import EventLoop
+from sim.scenario.workloads import EventLoop, Rearm
 
 # a fitted metric further off than this (|sim / host - 1|) makes the fit poor
 POOR_FIT = 0.10
@@ -221,9 +221,10 @@ class Fit:
     crossed: float = math.nan
     # ... and how many crossed per request, per direction (ServiceResult.crossings_per_request)
     crossings: float = math.nan
-    # the generator is an event loop timing write to reply read (replay.workloads
-    # generator_event_loop), set where the scenario gives no event_loop
-    event_loop: bool = False
+    # the generator's threads are event loops timing write to reply read, re-arming a write
+    # as this says ("readd", "modify": replay.workloads generator_event_loop), set where the
+    # scenario gives no event_loop; None: not an event loop
+    event_loop: Rearm | None = None
 
     @property
     def disturbed(self) -> bool:
@@ -291,7 +292,10 @@ class Fit:
         if self.client_threads is not None:
             lines.append(f"  load generator's threads: {self.client_threads}, serving its clients in turn (as replay runs it)")
         if self.event_loop:
-            lines.append("  load generator: event loops, timing a request from its write to its reply's read (as it measures)")
+            lines.append(
+                "  load generator: event loops, timing a request from its write to its reply's read (as it measures);"
+                f" a read re-arms its write for a later pass ({self.event_loop})"
+            )
         if self.rounds > 1:
             whose = (
                 "each server thread's voluntary switches per request, traced"
@@ -654,7 +658,7 @@ def apply_fit(scenario: Scenario, fit: Fit) -> Scenario:
             if fit.client_threads is not None and w.client_threads is None:
                 w.client_threads = fit.client_threads
             if fit.event_loop and w.event_loop is None:
-                w.event_loop = EventLoop()
+                w.event_loop = EventLoop(rearm=fit.event_loop)
             if w.workers is None and (w.shape is None or w.shape.bursts == 1) and w.event_loop is None:
                 w.rounds = fit.rounds
         if fit.delay_s > 0:

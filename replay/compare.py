@@ -601,15 +601,17 @@ def fit_alone_runs(
         # (on the CPUs the host run had: fidelity --repredict may run elsewhere)
         gen = generator_threads(w.host.program, w.clients, ncpus) if isinstance(w, ClosedLoop) and w.client_threads is None else None
         # ... and an event loop's timing, where it is one (and the scenario says nothing)
-        event = isinstance(w, ClosedLoop) and w.event_loop is None and mean_s(w.think) == 0 and generator_event_loop(w.host.program)
-        if gen is not None or event:
+        event = (
+            generator_event_loop(w.host.program) if isinstance(w, ClosedLoop) and w.event_loop is None and mean_s(w.think) == 0 else None
+        )
+        if gen is not None or event is not None:
             sc = sc.model_copy(deep=True)
             sw = sc.workloads[name]
             assert isinstance(sw, ClosedLoop)
             if gen is not None:
                 sw.client_threads = gen
-            if event:
-                sw.event_loop = EventLoop()
+            if event is not None:
+                sw.event_loop = EventLoop(rearm=event)
         alone_sc = shortened(sc, run.qps)
         simulate = simulator_of(alone_sc, name, seed, frozenset(substituted), ncpus)
         clients = w.clients if isinstance(w, ClosedLoop) else None

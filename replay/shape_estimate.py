@@ -38,6 +38,7 @@ import numpy as np
 from scipy import stats
 
 from sim.duration import format_duration
+from sim.scenario.workloads import Rearm
 
 # a family fits when its quantiles lie within this fraction of the mean of the measured ones
 FIT_TOLERANCE = 0.10
@@ -408,7 +409,7 @@ def workload_toml(
     header: Sequence[str],
     client_threads: int | None = None,
     cross: Crossing | None = None,
-    event_loop: bool = False,
+    event_loop: Rearm | None = None,
 ) -> str:
     """The [workloads.NAME] section (closed_loop with its [workloads.NAME.shape]), with comments
     saying what was measured and how well each family fitted; the generator's threads and what
@@ -438,7 +439,9 @@ def workload_toml(
     if client_threads is not None:
         lines.append(f"client_threads = {client_threads}  # the load generator's threads, serving its clients in turn")
     if event_loop:
-        lines.append("event_loop = { read_share = 0.5 }  # its threads are event loops, timing a request from write to reply read")
+        lines.append(
+            f'event_loop = {{ read_share = 0.5, rearm = "{event_loop}" }}  # its threads are event loops, timing a request from write to reply read'
+        )
     if cross is not None:
         lines.append(
             f"# per request apart / on one CPU ({cross.passes[0]} / {cross.passes[1]} passes, medians): server "

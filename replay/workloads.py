@@ -74,6 +74,7 @@ import numpy as np
 from replay import custom_slice
 from replay.cgroupfs import HostError, network_refusal
 from sim.results import ServiceResult
+from sim.scenario.workloads import Rearm
 
 REPO = Path(__file__).resolve().parents[1]
 # a dd without a size loops over a file this large (per thread)
@@ -791,14 +792,17 @@ def generator_threads(program: str, clients: int, ncpus: int | None = None) -> i
     return None
 
 
-def generator_event_loop(program: str) -> bool:
-    """Whether the load generator replay runs for `program` is an event loop that times a
-    request from its write to its reply's read (the model's closed loop `event_loop`): wrk
-    (nginx, command: socket_writeable starts c->start, response_complete records it) and
-    redis-benchmark (writeHandler sets c->start, readHandler takes the latency); each
-    re-arms the write for its loop's next pass. pgbench times a whole transaction of
-    several statements, clickhouse-benchmark a query on its thread: neither."""
-    return program in ("nginx", "command", "redis")
+def generator_event_loop(program: str) -> Rearm | None:
+    """How the load generator replay runs for `program` re-arms a connection's write, where it
+    is an event loop that times a request from its write to its reply's read (the model's
+    closed loop `event_loop`); None where it is not. wrk (nginx, command: socket_writeable
+    starts c->start, response_complete records it and adds the write with EPOLL_CTL_MOD, the
+    read staying registered): "modify". redis-benchmark (writeHandler sets c->start,
+    readHandler takes the latency, and resetClient deletes both events, then adds the write:
+    EPOLL_CTL_DEL, EPOLL_CTL_ADD): "readd". pgbench times a whole transaction of several
+    statements, clickhouse-benchmark a query on its thread: neither."""
+    rearm: dict[str, Rearm] = {"nginx": "modify", "command": "modify", "redis": "readd"}
+    return rearm.get(program)
 
 
 def wrk_argv(clients: int, seconds: float, url: str, script: Path | None = None) -> list[str]:

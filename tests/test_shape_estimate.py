@@ -242,9 +242,9 @@ def test_the_section_carries_the_generators_threads_and_cross_cpu():
     fit = fit_service(_lognormal_quantiles(0.0235, 0.3), mean_s=0.012)
     free = [_shape(cpu_per_request_s=4.5e-6, generator_cpu_per_request_s=6.7e-6)]
     one = [_shape(cpu_per_request_s=2.5e-6, generator_cpu_per_request_s=3.6e-6)]
-    text = workload_toml("kv", 10, _shape(), fit, [], client_threads=1, cross=crossing(free, one, fanout=1), event_loop=True)
+    text = workload_toml("kv", 10, _shape(), fit, [], client_threads=1, cross=crossing(free, one, fanout=1), event_loop="readd")
     web = tomllib.loads(text)["workloads"]["kv"]
-    assert web["client_threads"] == 1 and web["event_loop"] == {"read_share": 0.5}
+    assert web["client_threads"] == 1 and web["event_loop"] == {"read_share": 0.5, "rearm": "readd"}
     assert "event_loop" not in workload_toml("kv", 10, _shape(), fit, [])
     assert {k: parse_duration(v) for k, v in web["cross_cpu"].items()} == {"server": 2000, "client": 3100}
 

@@ -116,6 +116,8 @@ def _with_shape(spec: dict[str, Any], shape: Shape | None) -> dict[str, Any]:
 
 
 Role = Literal["service", "batch"]
+# how an event-loop generator re-arms a connection's write (EventLoop.rearm)
+Rearm = Literal["readd", "modify"]
 Need = Literal["memory", "disk", "network"]
 
 
@@ -233,12 +235,18 @@ class CrossCpu(Table):
 class EventLoop(Table):
     """A closed loop's `event_loop`: the load generator's threads are event loops (wrk,
     redis-benchmark; core_rs event_loop.rs). Each owns its clients (client c on thread c mod
-    client_threads), reads every ready reply, then writes each next request; a latency runs
-    from a request's write to its reply's read, as those generators time it. `read_share`:
-    the share of a request's client CPU that reads its reply. Only with client_cpu and
-    client_threads (calibration sets both from the alone run), no think time, one round."""
+    client_threads); a pass takes what was on the epoll ready list when it began, and a read
+    re-arms its connection's write for a later pass; a latency runs from a request's write to
+    its reply's read, as those generators time it. `read_share`: the share of a request's
+    client CPU that reads its reply. `rearm`: how the generator re-arms the write, and so
+    where it stands in the next pass — "readd" (redis-benchmark deletes the connection from
+    epoll and adds it back: behind whatever became ready before it) or "modify" (wrk's
+    EPOLL_CTL_MOD: the last pass's connections lead the next, in its order). Only with
+    client_cpu and client_threads (calibration sets both from the alone run), no think time,
+    one round."""
 
     read_share: Annotated[float, Field(ge=0, le=1)] = 0.5
+    rearm: Rearm = "readd"
 
 
 class ClosedLoop(_Workload):
@@ -359,7 +367,7 @@ class ClosedLoop(_Workload):
         if self.cross_cpu is not None:
             spec["cross_cpu"] = {"server_ns": self.cross_cpu.server, "client_ns": self.cross_cpu.client}
         if self.event_loop is not None:
-            spec["event_loop"] = {"read_share": self.event_loop.read_share}
+            spec["event_loop"] = {"read_share": self.event_loop.read_share, "rearm": self.event_loop.rearm}
         return _with_shape(spec, self.shape)
 
 

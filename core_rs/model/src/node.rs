@@ -608,6 +608,7 @@ impl Node {
                             client_threads.unwrap_or(*clients) as usize,
                             *clients as usize,
                             e.read_share,
+                            e.rearm,
                         ))
                     }),
                     replies: Vec::new(),

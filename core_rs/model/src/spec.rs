@@ -492,9 +492,9 @@ pub enum WorkloadSpec {
         /// client (clickhouse-benchmark's thread per connection).
         #[serde(default)]
         client_threads: Option<u32>,
-        /// The generator's threads are event loops (event_loop.rs): each owns its clients,
-        /// reads every ready reply before writing the next requests, and a latency runs from
-        /// a request's write to its reply's read. Needs `client_cpu` and `client_threads`, no
+        /// The generator's threads are event loops (event_loop.rs): each owns its clients, a
+        /// pass takes what was ready when it began (a read re-arms the connection's write for
+        /// a later pass), and a latency runs from a request's write to its reply's read. Needs `client_cpu` and `client_threads`, no
         /// think time, one round. None: a latency runs round the whole loop.
         #[serde(default)]
         event_loop: Option<EventLoopSpec>,
@@ -806,6 +806,10 @@ pub struct CrossCpu {
 pub struct EventLoopSpec {
     #[serde(default = "half")]
     pub read_share: f64,
+    /// How the generator re-arms a connection for its next write, and so where that write
+    /// stands in its next pass (event_loop.rs `Rearm`).
+    #[serde(default)]
+    pub rearm: crate::event_loop::Rearm,
 }
 
 fn half() -> f64 {
