@@ -64,6 +64,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -614,6 +615,8 @@ class HostWorkload:
         self._gen_proc = session.spawn(argv, self.model.cgroup, stdout=self._gen_out, stderr=subprocess.STDOUT, stdin=stdin)
         if not isinstance(stdin, int):
             stdin.close()
+        if self._gen_proc is not None:
+            self._gen_exit = ExitClock(self._gen_proc.pid)
 
     def _wait_generator(self, timeout: float) -> None:
         """Wait for the load generator to exit and, before reaping it, read its CPU time:
@@ -629,7 +632,9 @@ class HostWorkload:
             except ChildProcessError:  # already reaped
                 return
             if done is not None:
-                wall = time.monotonic() - self._gen_started
+                # its own lifetime: the exit is noticed only after the run's end (a trace's
+                # teardown can take seconds), and the CPU is a rate over the time it ran
+                wall = self._gen_exit.at() - self._gen_started
                 self.generator_cpu = generator_cpu_rate(p.pid, wall)
                 self.generator_switches = reap_switches(p) / wall if wall > 0 else math.nan
                 return
@@ -813,6 +818,29 @@ def wrk_argv(clients: int, seconds: float, url: str, script: Path | None = None)
     if script is not None:
         argv += ["-s", str(script)]
     return [*argv, url]
+
+
+class ExitClock:
+    """When child `pid` exited, without reaping it: a thread blocks in waitid(WNOWAIT) and
+    notes the time its exit wakes it (a zombie's /proc says when it started, not when it
+    ended)."""
+
+    def __init__(self, pid: int) -> None:
+        self._at: float | None = None
+        self._thread = threading.Thread(target=self._watch, args=(pid,), daemon=True)
+        self._thread.start()
+
+    def _watch(self, pid: int) -> None:
+        try:
+            os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+        except ChildProcessError:  # reaped elsewhere: at() falls back to now
+            return
+        self._at = time.monotonic()
+
+    def at(self) -> float:
+        """The exit's time, once the child is a zombie (waits for the thread to note it)."""
+        self._thread.join(timeout=1.0)
+        return self._at if self._at is not None else time.monotonic()
 
 
 def generator_cpu_rate(pid: int, wall_s: float) -> float:

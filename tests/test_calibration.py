@@ -18,7 +18,7 @@ import pytest
 
 from replay.calibration import POOR_FIT, AloneRun, Fit, apply_fit, calibration_doc, client_rounds, fit_service, shortened, simulator_of
 from replay.cgroupfs import HostError
-from replay.workloads import HostWorkload, generator_cpu_rate, reap_switches
+from replay.workloads import ExitClock, HostWorkload, generator_cpu_rate, reap_switches
 from sim.runner import run_variant
 from sim.scenario import Scenario, Variant
 
@@ -234,6 +234,23 @@ def test_a_zombie_generators_cpu_is_read_before_it_is_reaped():
     used = float(out)
     tick = 1 / os.sysconf("SC_CLK_TCK")
     assert rate * wall == pytest.approx(used, abs=3 * tick)
+
+
+def test_a_generators_rate_is_over_its_own_lifetime_not_until_its_exit_is_noticed():
+    # the child burns 0.3 s of its CPU clock and exits; the run notices only 2 s after its
+    # start (a trace's teardown): the rate is its CPU over the time it lived, not over 2 s
+    burn = "import time\nt=time.process_time()\nwhile time.process_time()-t<0.3: pass\nprint(time.process_time())"
+    started = time.monotonic()
+    p = subprocess.Popen([sys.executable, "-c", burn], stdout=subprocess.PIPE, text=True)
+    clock = ExitClock(p.pid)
+    time.sleep(2.0)
+    noticed = time.monotonic() - started
+    lived = clock.at() - started
+    assert lived < noticed - 0.5
+    rate = generator_cpu_rate(p.pid, lived)
+    out, _ = p.communicate()
+    tick = 1 / os.sysconf("SC_CLK_TCK")
+    assert rate * lived == pytest.approx(float(out), abs=3 * tick)
 
 
 def test_an_alone_run_beside_other_work_is_a_poor_calibration():
