@@ -186,6 +186,7 @@ class HostWorkload:
         self.port: int | None = None  # a real server's port, once it listens
         self.generator_cpu = math.nan  # the load generator's CPU·s/s over its run, once it ended
         self.generator_switches = math.nan  # ... and its voluntary switches per second
+        self._gen_exit: ExitClock | None = None  # notes when the load generator exits
 
     # -- before anything starts ----------------------------------------------------------
 
@@ -634,7 +635,8 @@ class HostWorkload:
             if done is not None:
                 # its own lifetime: the exit is noticed only after the run's end (a trace's
                 # teardown can take seconds), and the CPU is a rate over the time it ran
-                wall = self._gen_exit.at() - self._gen_started
+                ended = self._gen_exit.at() if self._gen_exit is not None else time.monotonic()
+                wall = ended - self._gen_started
                 self.generator_cpu = generator_cpu_rate(p.pid, wall)
                 self.generator_switches = reap_switches(p) / wall if wall > 0 else math.nan
                 return

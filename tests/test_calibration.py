@@ -237,20 +237,24 @@ def test_a_zombie_generators_cpu_is_read_before_it_is_reaped():
 
 
 def test_a_generators_rate_is_over_its_own_lifetime_not_until_its_exit_is_noticed():
-    # the child burns 0.3 s of its CPU clock and exits; the run notices only 2 s after its
-    # start (a trace's teardown): the rate is its CPU over the time it lived, not over 2 s
+    # the child burns 0.3 s of its CPU clock and exits; the run looks for its exit only 2 s
+    # after its start (a trace's teardown): its rate is its CPU over the time it lived
     burn = "import time\nt=time.process_time()\nwhile time.process_time()-t<0.3: pass\nprint(time.process_time())"
-    started = time.monotonic()
+    w = HostWorkload("web", one_client().workloads["web"], {}, "workloads.web")
+    w._gen_started = time.monotonic()
     p = subprocess.Popen([sys.executable, "-c", burn], stdout=subprocess.PIPE, text=True)
-    clock = ExitClock(p.pid)
+    w._gen_proc = p
+    w._gen_exit = clock = ExitClock(p.pid)
     time.sleep(2.0)
-    noticed = time.monotonic() - started
-    lived = clock.at() - started
-    assert lived < noticed - 0.5
-    rate = generator_cpu_rate(p.pid, lived)
-    out, _ = p.communicate()
+    noticed = time.monotonic() - w._gen_started
+    w._wait_generator(timeout=5.0)
+    used = float(p.stdout.read())  # type: ignore[union-attr]
+    lived = clock.at() - w._gen_started
+    # a one-threaded child uses no more CPU than the time it lived, which ended well before
+    assert used <= lived < noticed - 0.5
     tick = 1 / os.sysconf("SC_CLK_TCK")
-    assert rate * lived == pytest.approx(float(out), abs=3 * tick)
+    assert w.generator_cpu * lived == pytest.approx(used, abs=3 * tick)
+    assert w.generator_cpu > 1.5 * used / noticed  # what the run's notice would have given
 
 
 def test_an_alone_run_beside_other_work_is_a_poor_calibration():

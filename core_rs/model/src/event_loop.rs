@@ -131,7 +131,8 @@ impl EventLoop {
     }
 
     /// Thread g finished its current step: the next one of its pass, or the next pass (what
-    /// is on the ready list now), or sleep.
+    /// is on the ready list now; under `Modify` after this pass's connections, turned), or
+    /// sleep.
     pub fn done(&mut self, g: usize) -> Step {
         let t = &mut self.threads[g];
         let step = t.pass[t.pos];
@@ -226,12 +227,14 @@ mod tests {
         assert_eq!(ev.reply(0), None); // 0 is in the pass: read there in the next
                                        // 0 now readable at its place; 2 not (no reply yet): dropped from the list
         assert_eq!(ev.done(0), Step::Read(0));
-        assert_eq!(ev.reply(2), None); // 2 joins the list's tail
-                                       // the last pass's read is now a write, ahead of 2's reply that came meanwhile
-                                       // (Readd would read 2 first: its reply came before 0 was re-armed)
+        // 2 joins the list's tail
+        assert_eq!(ev.reply(2), None);
+        // the last pass's read is now a write, ahead of 2's reply that came meanwhile
+        // (Readd would read 2 first: its reply came before 0 was re-armed)
         assert_eq!(ev.done(0), Step::Write(0));
         assert_eq!(ev.done(0), Step::Read(2));
-        assert_eq!(ev.done(0), Step::Write(2)); // 0's reply has not come: dropped
+        // 0's reply has not come: dropped; 2's read is now a write
+        assert_eq!(ev.done(0), Step::Write(2));
         assert_eq!(ev.done(0), Step::Idle);
         // asleep, a reply wakes the thread to a pass of its own
         assert_eq!(ev.reply(0), Some(Step::Read(0)));

@@ -967,8 +967,8 @@ impl ClosedLoop {
             self.clients[c].replier = self.threads[k as usize];
         }
         if let Some(ev) = self.ev.as_mut() {
-            // the reply waits for its thread's next pass, which reads it (its latency ends
-            // there) and then writes the next request
+            // the reply waits on the thread's ready list for a pass that reads it (its latency
+            // ends there); the read re-arms the next request's write for a later pass
             self.clients[c].gen_work = work;
             if let Some(step) = ev.reply(c) {
                 let g = ev.owner(c);
