@@ -128,9 +128,10 @@ def test_blkio_weights_do_not_act_under_mq_deadline_as_predicted(tmp_path, clean
     p = v["predicted"]["a write (MB/s)"] / v["predicted"]["b write (MB/s)"]
     # 10:1 weights, equal turns: the two writers share the disk about evenly, on the host and
     # in the prediction. Judged by the host's own spread: one run's split of a dd pair on this
-    # shared disk moves by a quarter (0.78 measured beside `stress` in a clean-clone CI, where
-    # a tolerance of 25% around that one run refused the model's even 1.0); 10:1 is far outside
-    assert 0.75 < m < 1.33
+    # shared disk moves by a third (0.78 and 0.71 measured beside `stress` in clean-clone CIs,
+    # where 0.75..1.33 refused the second); weights that acted would split it 10:1, far
+    # outside 0.5..2 either way
+    assert 0.5 < m < 2.0
     assert 0.75 < p < 1.33
     files = [w["file"] for w in v["knob_writes"]]
     assert any(f.endswith("/a/blkio.bfq.weight") or f.endswith("/a/blkio.weight") or f.endswith("/a/io.bfq.weight") for f in files)
