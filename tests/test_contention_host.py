@@ -6,8 +6,15 @@ What the mechanisms promise, and nothing about an idle machine:
   the antagonist's never on CPU 0 (cpuacct.usage_percpu), while in the shared one the
   service's cgroup may use both;
 - the pure-CPU control: `stress --cpu` (a sqrt loop in registers) on the other CPU shares no
-  CPU time with the service, so the service's requests per CPU-second it got stay what they
-  were alone (median over rounds within 20%), whatever CPU time this busy host leaves it."""
+  CPU time and no cache footprint to speak of with the service, so it does not make the
+  service's requests per CPU-second worse than alone (median over rounds at least 0.8).
+
+Why only a lower bound: a clean-clone CI beside `stress --cpu 1` saw 1.04/1.40/1.31 (stop 36),
+while the same cases beside the same stress here gave 0.98/0.99/0.99 (2026-12-07). The likely
+cause is the host's own load pushed onto CPU 0 by the antagonist pinned to CPU 1, where nginx
+and wrk then run in time slices and batch more requests per epoll pass, which is cheaper per
+request. Whatever its cause, more work per CPU-second is not interference; a shared-hardware
+channel (an SMT sibling, a shared cache or memory bus) could only lower it."""
 
 from __future__ import annotations
 
@@ -46,4 +53,4 @@ def test_split_cpusets_confine_each_side_to_its_cpu(rows):
 def test_pure_cpu_antagonist_on_the_other_cpu_leaves_work_per_cpu_second(rows):
     r = ratios(rows)["nginx/cpu/split"]["service_per_cpu"]
     assert len(r) == 3
-    assert statistics.median(r) == pytest.approx(1.0, abs=0.2), r
+    assert statistics.median(r) >= 0.8, r
