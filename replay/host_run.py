@@ -39,7 +39,7 @@ from replay.probe import Probe, ProbeResult, Watch
 from replay.runqlat import CgroupResolver, RunqLat, RunqLatFigures
 from replay.runqlat import available as runqlat_available
 from replay.session import Session, raise_if_interrupted
-from replay.workloads import HostWorkload, MeasuredService
+from replay.workloads import HostWorkload, MeasuredService, generator_report
 from sim.results import CgroupResult, RunResult, ServiceResult, TimeSeries
 from sim.scenario import Cgroup, Scenario, Variant
 
@@ -138,12 +138,19 @@ def check_knobs(scenarios: list[Scenario], missing: set[Knob], say: Callable[[st
 
 
 def host_equivalent(scenario: Scenario, substituted: set[Knob]) -> Scenario:
-    """The scenario as the host runs it: knobs it lacks replaced by their stand-ins, and
-    memory limits as the kernel holds them (whole pages, policies.cgroup.memory_limit_pages)."""
+    """The scenario as the host runs it: knobs it lacks replaced by their stand-ins, memory
+    limits as the kernel holds them (whole pages, policies.cgroup.memory_limit_pages), and a
+    service's latencies reported as its host generator prints them (`report`, unless the
+    scenario says; sim/reported.py)."""
     paged = any(memory_limit_pages(v) != v for cg in scenario.cgroups.values() for v in (cg.memory_limit, cg.memory_high))
-    if Knob.CPU_QOS_LEVEL not in substituted and not paged:
+    reports = {
+        n: r for n, w in scenario.workloads.items() if getattr(w, "report", "set") is None and (r := generator_report(w.host.program))
+    }
+    if Knob.CPU_QOS_LEVEL not in substituted and not paged and not reports:
         return scenario
     out = scenario.model_copy(deep=True)
+    for n, r in reports.items():  # its latencies as the host's generator prints them
+        out.workloads[n].report = r  # type: ignore[union-attr]
     for cg in out.cgroups.values():
         cg.memory_limit = memory_limit_pages(cg.memory_limit)
         cg.memory_high = memory_limit_pages(cg.memory_high)

@@ -38,6 +38,7 @@ import numpy as np
 from scipy import stats
 
 from sim.duration import format_duration
+from sim.reported import wrk_interval_us
 from sim.scenario.workloads import Rearm
 
 # a family fits when its quantiles lie within this fraction of the mean of the measured ones
@@ -112,9 +113,7 @@ def wrk_uncorrected(corrected: Mapping[int, int], runtime_us: int, requests: int
     requests, in integer µs as wrk divides — and for every recorded latency n >= 2e adds
     synthetic samples at n − e, n − 2e, ... while they are > e. On a busy host one 5 ms stall
     of a 10 µs service adds hundreds of them. Added only below n, so undone from the top down."""
-    if connections <= 0 or requests // connections == 0:
-        return dict(corrected)
-    e = runtime_us // (requests // connections)
+    e = wrk_interval_us(runtime_us, requests, connections)
     if e <= 0:
         return dict(corrected)
     added: dict[int, int] = {}

@@ -74,14 +74,13 @@ import numpy as np
 
 from replay import custom_slice
 from replay.cgroupfs import HostError, network_refusal
-from sim.results import ServiceResult
+from sim.reported import REDIS_BATCH, Report
+from sim.results import Hits, ServiceResult
 from sim.scenario.workloads import Rearm
 
 REPO = Path(__file__).resolve().parents[1]
 # a dd without a size loops over a file this large (per thread)
 DD_LOOP_BYTES = 512 << 20
-# redis-benchmark's batch (-n with -l): ~0.3 s at this host's ~150k GET/s alone
-REDIS_BATCH = 50_000
 # a cache_writer rewrites a file this large (per thread) through the page cache
 CACHE_WRITER_BYTES = 1 << 30
 # pgbench -i's scale (100,000 rows of pgbench_accounts per unit: a few MB, in memory)
@@ -672,7 +671,7 @@ class HostWorkload:
             done = (np.asarray(doc["completions_ns"], dtype=np.int64) - t0_ns) / 1e9
             lat = np.asarray(doc["latencies_ns"], dtype=np.float64) / 1e9
             keep = (done >= warmup) & (done <= duration)
-            hits = {}
+            hits: Hits = {}
             if "hits" in doc:  # a file server: which requests found their file cached
                 h = np.asarray(doc["hits"], dtype=bool)[keep]
                 hits = {"hits": int(h.sum()), "misses": int((~h).sum())}
@@ -810,6 +809,15 @@ def generator_event_loop(program: str) -> Rearm | None:
     statements, clickhouse-benchmark a query on its thread: neither."""
     rearm: dict[str, Rearm] = {"nginx": "modify", "command": "modify", "redis": "readd"}
     return rearm.get(program)
+
+
+def generator_report(program: str) -> Report | None:
+    """How the load generator replay runs for `program` prints latencies (sim/reported.py):
+    wrk (nginx, command) corrected for coordinated omission, redis-benchmark -l per batch;
+    None where replay reads every request's latency (pgbench -l, colosim-load) or
+    clickhouse-benchmark's own percentiles of every query."""
+    report: dict[str, Report] = {"nginx": "wrk", "command": "wrk", "redis": "redis-benchmark"}
+    return report.get(program)
 
 
 def wrk_argv(clients: int, seconds: float, url: str, script: Path | None = None) -> list[str]:

@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from fractions import Fraction
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
+
+from sim.reported import Report, batch_mean_percentile, nearest_rank, wrk_histogram, wrk_interval_us, wrk_percentile
 
 if TYPE_CHECKING:
     from sim.environment import NodeEnvironment
@@ -26,18 +27,14 @@ def _u64(data: bytes) -> np.ndarray:
     return np.frombuffer(data, dtype="<u8")
 
 
-def nearest_rank(sorted_values: np.ndarray, p: float) -> float:
-    """The p-th percentile by nearest rank: the smallest value with at least p% of the values
-    at or below it.  Exact, no interpolation; NaN when there are no values."""
-    n = len(sorted_values)
-    if n == 0:
-        return math.nan
-    # Fraction: 99.9 / 100 * 1000 must be 999, not 999.0000000000001 rounded up to 1000.
-    rank = max(1, math.ceil(Fraction(str(p)) * n / 100))
-    return float(sorted_values[rank - 1])
+class Hits(TypedDict, total=False):
+    """A file server's page-cache hits and misses, as ServiceResult's keyword arguments."""
+
+    hits: int
+    misses: int
 
 
-def _hits(stats: dict[str, Any]) -> dict[str, int]:
+def _hits(stats: dict[str, Any]) -> Hits:
     """A file server's hits and misses, when it served any (other kinds report 0 of each)."""
     hits, misses = int(stats.get("hits", 0)), int(stats.get("misses", 0))
     return {"hits": hits, "misses": misses} if hits + misses else {}
@@ -62,6 +59,10 @@ class ServiceResult:
     # CPU than their sender (0 without cross_cpu)
     exchanges: int = 0
     crossed: int = 0
+    # how its load generator prints its latencies (sim/reported.py: "wrk" corrects for
+    # coordinated omission, "redis-benchmark" averages per batch); `connections` are wrk's
+    report: Report = "exact"
+    connections: int = 0
 
     @property
     def crossed_share(self) -> float:
@@ -79,7 +80,17 @@ class ServiceResult:
     def sorted_latencies_s(self) -> np.ndarray:
         return np.sort(self.latencies_s)
 
+    @cached_property
+    def wrk_histogram(self) -> np.ndarray:
+        """The latencies as wrk holds them when it prints (µs bins, corrected)."""
+        return wrk_histogram(self.latencies_s, wrk_interval_us(round(self.measured_s * 1e6), self.completed, self.connections))
+
     def percentile(self, p: float) -> float:
+        """The p-th percentile as its load generator would print it (`report`)."""
+        if self.report == "wrk":
+            return wrk_percentile(self.wrk_histogram, p)
+        if self.report == "redis-benchmark":
+            return batch_mean_percentile(self.latencies_s, p)
         return nearest_rank(self.sorted_latencies_s, p)
 
     @property

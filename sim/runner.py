@@ -133,6 +133,11 @@ def run_variant(
         on_progress(end - done)
         done = end
     result = RunResult.from_environment(env, variant.name)
+    for name, svc in result.services.items():
+        wl = variant.scenario.workloads.get(name)
+        report = getattr(wl, "report", None)
+        if report is not None:  # the percentiles as its load generator prints them
+            svc.report, svc.connections = report, wl.clients  # type: ignore[union-attr]
     result.trace_demand = demand
     if runner is not None:
         result.decisions = [d.to_dict() for d in runner.decisions]

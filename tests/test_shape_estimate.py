@@ -11,6 +11,7 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 from pydantic import TypeAdapter
+from wrk_reference import wrk_correct
 
 from replay.probe import parse_schedstat, parse_stat, parse_switches
 from replay.shape import ShapeRequest, parse_clickhouse_report, parse_pgbench_logs, parse_redis_csv, parse_wrk_script
@@ -250,19 +251,6 @@ def test_the_section_carries_the_generators_threads_and_cross_cpu():
 
 
 # --- the load generators' reports and the request -------------------------------------------------
-
-
-def wrk_correct(data: dict[int, int], runtime_us: int, requests: int, connections: int) -> dict[int, int]:
-    """wrk 4's stats_correct, transcribed from its C (src/stats.c, src/wrk.c) as the reference."""
-    out = dict(data)
-    expected = runtime_us // (requests // connections)
-    for n in range(2 * expected, max(data) + 1):
-        count = out.get(n, 0)
-        m = n - expected
-        while count and m > expected:
-            out[m] = out.get(m, 0) + count
-            m -= expected
-    return out
 
 
 def test_wrk_correction_for_coordinated_omission_is_undone_exactly():

@@ -9,6 +9,7 @@ from pydantic import BeforeValidator, Field, PlainValidator, model_validator
 from policies.pods import memory_bytes
 from sim.duration import format_duration
 from sim.limits import DEFAULT_BACKLOG, MAX_BACKLOG, PID_MAX_LIMIT
+from sim.reported import Report
 from sim.scenario.base import Duration, FieldError, FieldErrors, PositiveDuration, Rate, Table, alternatives, show
 from sim.scenario.distributions import Constant, Distribution, mean_s
 from sim.scenario.hardware import Contention
@@ -310,6 +311,11 @@ class ClosedLoop(_Workload):
     # the generator's threads as event loops, timing a request from write to reply read
     # (EventLoop); None: a latency runs round the whole loop
     event_loop: EventLoop | None = None
+    # how its load generator prints the latencies (sim/reported.py): None, every request's
+    # exactly; "wrk" corrected for coordinated omission, "redis-benchmark" averaged over
+    # batches, as those print them. Replay's prediction sets it from the host program's
+    # generator (replay.workloads.generator_report)
+    report: Report | None = None
 
     @model_validator(mode="after")
     def _check_workers(self) -> ClosedLoop:
