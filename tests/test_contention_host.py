@@ -3,8 +3,9 @@
 
 What the mechanisms promise, and nothing about an idle machine:
 - cpuset.cpus confines: in the split arrangement the service's cgroup never runs on CPU 1 and
-  the antagonist's never on CPU 0 (cpuacct.usage_percpu), while in the shared one the
-  service's cgroup may use both;
+  the antagonist's never on CPU 0 (cpuacct.usage_percpu, which sees the antagonist's CPU on
+  CPU 1), while in the shared one the service's cgroup may use either (its per-CPU figures add
+  up to its CPU);
 - the pure-CPU control: `stress --cpu` (a sqrt loop in registers) on the other CPU shares no
   CPU time and no cache footprint to speak of with the service, so it does not make the
   service's requests per CPU-second worse than alone (median over rounds at least 0.8).
@@ -46,8 +47,13 @@ def test_split_cpusets_confine_each_side_to_its_cpu(rows):
         if "antagonist_percpu" in r:
             assert r["antagonist_cpu"] > 0.02, r
             assert r["antagonist_percpu"][0] <= 0.01 * r["antagonist_cpu"] + 1e-3, r
-    shared = [r for r in rows if r["case"].endswith("/shared")]
-    assert any(min(r["service_percpu"]) > 0.01 for r in shared)  # unconfined: both CPUs
+            # the per-CPU figures see CPU 1: the antagonist's CPU there is all of its CPU
+            assert r["antagonist_percpu"][1] == pytest.approx(r["antagonist_cpu"], rel=0.02, abs=1e-3), r
+    # unconfined, the service may run on either CPU, and the per-CPU figures add up to its
+    # CPU. Whether it uses both is the kernel's choice: beside CI's `stress --cpu 1` nginx and
+    # wrk stayed on one CPU in all six shared rounds (2026-12-07), so that is not asserted.
+    for r in (r for r in rows if r["case"].endswith("/shared")):
+        assert sum(r["service_percpu"]) == pytest.approx(r["service_cpu"], rel=0.02, abs=1e-3), r
 
 
 def test_pure_cpu_antagonist_on_the_other_cpu_leaves_work_per_cpu_second(rows):
