@@ -64,6 +64,7 @@ import numpy as np
 from pydantic import TypeAdapter
 
 from sim.errors import HostError
+from sim.reported import REDIS_BATCH, Report
 from sim.scenario import ClosedLoop, OpenLoop, Scenario, Variant
 from sim.scenario.distributions import Distribution, mean_s
 from sim.scenario.workloads import MAX_BURSTS as MAX_ROUNDS
@@ -225,6 +226,9 @@ class Fit:
     # as this says ("readd", "modify": replay.workloads generator_event_loop), set where the
     # scenario gives no event_loop; None: not an event loop
     event_loop: Rearm | None = None
+    # how the host's generator prints latencies, as the fit's simulated runs reported them
+    # (sim/reported.py; replay.workloads generator_report); None: every request's exactly
+    report: Report | None = None
 
     @property
     def disturbed(self) -> bool:
@@ -267,6 +271,7 @@ class Fit:
             "rounds_from": self.rounds_from,
             "client_threads": self.client_threads,
             "event_loop": self.event_loop,
+            "report": self.report,
             "crossed_share": self.crossed if math.isfinite(self.crossed) else None,
             "crossings_per_request": self.crossings if math.isfinite(self.crossings) else None,
             "service_cpu_s": self.cpu_s,
@@ -295,6 +300,12 @@ class Fit:
             lines.append(
                 "  load generator: event loops, timing a request from its write to its reply's read (as it measures);"
                 f" a read re-arms its write for a later pass ({self.event_loop})"
+            )
+        if self.report == "wrk":
+            lines.append("  latency percentiles as wrk prints them: corrected for coordinated omission, the host's and the model's alike")
+        elif self.report == "redis-benchmark":
+            lines.append(
+                f"  latency percentiles as replay reads redis-benchmark's: each the mean over batches of {REDIS_BATCH:,} requests, host and model alike"
             )
         if self.rounds > 1:
             whose = (

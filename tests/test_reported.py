@@ -5,6 +5,8 @@ replay's prediction says so for the generators it runs."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from exchange import kv
@@ -113,3 +115,12 @@ def test_replays_prediction_reports_as_the_host_generator_prints():
     assert host_equivalent(kv(2, host="postgres"), set()).workloads["kv"].report is None
     # the scenario's own word stands
     assert host_equivalent(kv(2, host="nginx", report="exact"), set()).workloads["kv"].report == "exact"
+
+
+def test_the_calibration_says_how_the_percentiles_were_compared():
+    from replay.calibration import Fit
+
+    fit = Fit("web", "lognormal", {"dist": "lognormal", "mean": "50us", "sigma": 0.5}, 0.0, 0.0, {}, {})
+    assert "prints them" not in fit.describe()
+    assert "as wrk prints them: corrected for coordinated omission" in replace(fit, report="wrk").describe()
+    assert "the mean over batches of 50,000 requests" in replace(fit, report="redis-benchmark").describe()
