@@ -628,8 +628,8 @@ def fit_alone_runs(
             # not every message of the model's alone run crossed CPUs (or its requests had fewer
             # rounds, or none after a think): only those that did paid the costs
             fit = fit_to(cross=cross, crossings=fit.crossings)
-        report = getattr(sc.workloads[name], "report", None)
-        fits[name] = replace(fit, client_threads=gen, event_loop=event, report=report)
+        sw = sc.workloads[name]
+        fits[name] = replace(fit, client_threads=gen, event_loop=event, report=sw.report if isinstance(sw, ClosedLoop) else None)
         sc = apply_fit(sc, fits[name])
     return fits
 

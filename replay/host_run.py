@@ -41,7 +41,7 @@ from replay.runqlat import available as runqlat_available
 from replay.session import Session, raise_if_interrupted
 from replay.workloads import HostWorkload, MeasuredService, generator_report
 from sim.results import CgroupResult, RunResult, ServiceResult, TimeSeries
-from sim.scenario import Cgroup, Scenario, Variant
+from sim.scenario import Cgroup, ClosedLoop, Scenario, Variant
 
 # Knobs of a scenario's [cgroups] table that replay writes, in the order they are written
 # (period before quota before burst: the kernel checks burst <= quota at each write), as
@@ -144,7 +144,9 @@ def host_equivalent(scenario: Scenario, substituted: set[Knob]) -> Scenario:
     scenario says; sim/reported.py)."""
     paged = any(memory_limit_pages(v) != v for cg in scenario.cgroups.values() for v in (cg.memory_limit, cg.memory_high))
     reports = {
-        n: r for n, w in scenario.workloads.items() if getattr(w, "report", "set") is None and (r := generator_report(w.host.program))
+        n: r
+        for n, w in scenario.workloads.items()
+        if isinstance(w, ClosedLoop) and w.report is None and (r := generator_report(w.host.program))
     }
     if Knob.CPU_QOS_LEVEL not in substituted and not paged and not reports:
         return scenario

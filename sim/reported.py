@@ -1,6 +1,6 @@
 """What a load generator prints of a service's latencies: the percentiles a user reads off
 wrk or redis-benchmark are not the percentiles of the requests' latencies, and a prediction
-judged against them must report the same way (docs/replay.md, "What the generators print").
+judged against them must report the same way (docs/replay.md, "What wrk prints is not its requests' latencies").
 
 - "exact": nearest-rank percentiles of every request's latency (the simulator's own, and
   the per-request records of pgbench -l and colosim-load).

@@ -11,7 +11,7 @@ from tqdm import tqdm
 from sim.environment import NS_PER_S, NodeEnvironment, warm_up
 from sim.errors import ScenarioError, SpecRefused
 from sim.results import ExperimentResult, RunResult
-from sim.scenario import Scenario, Variant
+from sim.scenario import ClosedLoop, Scenario, Variant
 
 if TYPE_CHECKING:
     from policies.cgroup import Knob
@@ -135,9 +135,8 @@ def run_variant(
     result = RunResult.from_environment(env, variant.name)
     for name, svc in result.services.items():
         wl = variant.scenario.workloads.get(name)
-        report = getattr(wl, "report", None)
-        if report is not None:  # the percentiles as its load generator prints them
-            svc.report, svc.connections = report, wl.clients  # type: ignore[union-attr]
+        if isinstance(wl, ClosedLoop) and wl.report is not None:  # as its load generator prints them
+            svc.report, svc.connections = wl.report, wl.clients
     result.trace_demand = demand
     if runner is not None:
         result.decisions = [d.to_dict() for d in runner.decisions]
