@@ -16,6 +16,17 @@ trips of ~58 µs idle against ~33 µs kept busy. The exit is cheaper when the ot
 running, which is what an exchange between two sleepers does. The model has one latency for
 every exit (its weak point: a wakeup beside a busy CPU pays the same).
 
+An exit also grows with the halt it ends (2026-12-07, this host: ~7 µs after the ~25 µs halts
+of the exchange, ~10 after 300 µs, ~15 after 1 ms, ~20 after 3 ms, ~32 after 10 ms, ~55 after
+30 ms): the longer a vCPU has halted, the deeper the host has put it. The probe measures that
+too: a waker that spins on its CPU (so only the sleeper's CPU can halt) wakes a sleeper that has
+been blocked for RESIDENCIES, one way; the sleeper reads the clock when it runs and sends it
+back. Again once as it is and once beside a SCHED_IDLE spinner on the sleeper's CPU: an exit
+after a halt of that length is the difference of the two wakes' quantiles. Each becomes one of
+`[node.cpuidle] deeper`, reached by halts from the geometric mean of its residency and the one
+below it (the exchange's halt for the first): a halt is given the exit of the length nearest it
+on a log scale.
+
 The probe creates no cgroup and writes nothing: its processes run where colosim runs, pinned
 with sched_setaffinity, and are killed on every exit path.
 """
@@ -23,6 +34,7 @@ with sched_setaffinity, and are killed on every exit path.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 import time
@@ -44,6 +56,10 @@ EXITS = 2  # wakeups of an idle CPU in a round trip
 BUSY_HOST = 0.2  # CPUs of other work above which the summary warns
 ROUND_TRIPS = 4000  # per mode, in BLOCKS alternating blocks
 BLOCKS = 4
+# how long the sleeper has halted before the one-way wakes (µs), and how many per length and
+# mode (in BLOCKS alternating blocks): ~7 s in all
+RESIDENCIES_US = (300, 1000, 3000, 10000)
+WAKES = 200
 
 
 @dataclass(frozen=True)
@@ -90,6 +106,37 @@ def read_idle_driver(root: Path = Path("/")) -> IdleDriver:
 
 
 @dataclass(frozen=True)
+class DeeperExit:
+    """The exit after a halt of `residency_us`, measured one way: the wakes' medians as they
+    are and beside a SCHED_IDLE spinner (µs), the exit's median, mean and histogram, and the
+    halt from which the model takes it (`target_residency_ns`)."""
+
+    residency_us: int
+    target_residency_ns: int
+    wakes: int
+    idle_p50_us: float
+    busy_p50_us: float
+    p50_us: float
+    mean_us: float
+    edges_ns: list[int]
+    weights: list[float]
+
+    def toml_entry(self) -> str:
+        return f'{{target_residency = "{self.target_residency_ns}ns", exit_latency = {_histogram_toml(self.edges_ns, self.weights)}}}'
+
+
+def _histogram_toml(edges_ns: list[int], weights: list[float]) -> str:
+    """A histogram as a TOML inline table (the core's empirical distribution)."""
+    edges = ", ".join(f'"{e}ns"' for e in edges_ns)
+    ws = ", ".join(f"{w:.6g}" for w in weights)
+    return f'{{dist = "empirical", edges = [{edges}], weights = [{ws}]}}'
+
+
+def _histogram_table(edges_ns: list[int], weights: list[float]) -> dict[str, Any]:
+    return {"dist": "empirical", "edges": [f"{e}ns" for e in edges_ns], "weights": weights}
+
+
+@dataclass(frozen=True)
 class ExitLatency:
     """The measured exit latency: the round trips' medians and 99th percentiles (µs) in both
     modes, the exit's mean and quantiles, and its histogram as the scenario takes it."""
@@ -109,31 +156,41 @@ class ExitLatency:
     # CPUs busy with other work in a quiet window before the probe: the exits it measures are
     # those of CPUs the others leave idle, and fewer
     others_busy_cpus: float = 0.0
+    # the exits after longer halts (none when the probe was asked for the exchange only)
+    deeper: list[DeeperExit] = field(default_factory=list)
 
     def table(self) -> dict[str, Any]:
         """`[node.cpuidle]` as a scenario table."""
-        return {"exit_latency": {"dist": "empirical", "edges": [f"{e}ns" for e in self.edges_ns], "weights": self.weights}}
+        table: dict[str, Any] = {"exit_latency": _histogram_table(self.edges_ns, self.weights)}
+        if self.deeper:
+            table["deeper"] = [
+                {"target_residency": f"{d.target_residency_ns}ns", "exit_latency": _histogram_table(d.edges_ns, d.weights)}
+                for d in self.deeper
+            ]
+        return table
 
-    def _exit_latency(self) -> str:
-        """The histogram as a TOML inline table."""
-        edges = ", ".join(f'"{e}ns"' for e in self.edges_ns)
-        weights = ", ".join(f"{w:.6g}" for w in self.weights)
-        return f'{{dist = "empirical", edges = [{edges}], weights = [{weights}]}}'
+    def _fields(self) -> str:
+        deeper = f", deeper = [{', '.join(d.toml_entry() for d in self.deeper)}]" if self.deeper else ""
+        return f"exit_latency = {_histogram_toml(self.edges_ns, self.weights)}{deeper}"
 
     def override(self) -> str:
         """The table as one `--set`."""
-        return f"node.cpuidle={{exit_latency = {self._exit_latency()}}}"
+        return f"node.cpuidle={{{self._fields()}}}"
 
     def toml(self) -> str:
         """`[node.cpuidle]` as a scenario's TOML."""
-        return f"[node.cpuidle]\nexit_latency = {self._exit_latency()}\n"
+        return "[node.cpuidle]\n" + self._fields().replace(", deeper = ", "\ndeeper = ") + "\n"
 
     def summary(self) -> str:
         return (
             f"cpuidle: a wakeup of an idle CPU waits {self.p50_us:.1f} µs (median; mean {self.mean_us:.1f}, "
             f"P99 {self.p99_us:.1f}): round trip CPU {self.cpus[0]} ↔ {self.cpus[1]} idle {self.idle_p50_us:.1f} µs "
             f"(P99 {self.idle_p99_us:.1f}), kept busy by SCHED_IDLE spinners {self.busy_p50_us:.1f} µs "
-            f"(P99 {self.busy_p99_us:.1f}); {self.round_trips} round trips each; {self.driver.summary()}"
+            f"(P99 {self.busy_p99_us:.1f}); {self.round_trips} round trips each"
+            + "".join(
+                f"; after a halt of {d.residency_us / 1000:g} ms {d.p50_us:.1f} µs (median; mean {d.mean_us:.1f})" for d in self.deeper
+            )
+            + f"; {self.driver.summary()}"
             + (
                 f"; WARNING: the host was busy ({self.others_busy_cpus:.2f} CPUs of other work): its CPUs idle less "
                 "than they would, and the exit measured is too short"
@@ -146,18 +203,31 @@ class ExitLatency:
         return asdict(self)
 
 
-def exit_quantiles(idle_ns: np.ndarray, busy_ns: np.ndarray) -> np.ndarray:
-    """An exit's quantiles on GRID: half the round trips' quantile differences (negative ones
-    are noise: 0), made non-decreasing, as a quantile function is."""
-    diff = np.maximum(np.quantile(idle_ns, GRID) - np.quantile(busy_ns, GRID), 0.0) / EXITS
+def exit_quantiles(idle_ns: np.ndarray, busy_ns: np.ndarray, exits: int = EXITS) -> np.ndarray:
+    """An exit's quantiles on GRID: the quantile differences of the timings with and without
+    the exits, over the number of exits in each (`exits`: two in a round trip, one in a
+    one-way wake); negative ones are noise (0), made non-decreasing, as a quantile function is."""
+    diff = np.maximum(np.quantile(idle_ns, GRID) - np.quantile(busy_ns, GRID), 0.0) / exits
     return np.maximum.accumulate(diff)
 
 
-def exit_latency_histogram(idle_ns: np.ndarray, busy_ns: np.ndarray) -> tuple[list[int], list[float]]:
-    """The exit latency's histogram from round trips with (`idle_ns`) and without (`busy_ns`)
-    an exit: the quantile differences on GRID (negative ones are noise: 0), cut at CUTS; bins
-    that would be empty (equal edges) merge into their neighbour."""
-    return cut_histogram(np.interp(CUTS, GRID, exit_quantiles(idle_ns, busy_ns)))
+def exit_latency_histogram(idle_ns: np.ndarray, busy_ns: np.ndarray, exits: int = EXITS) -> tuple[list[int], list[float]]:
+    """The exit latency's histogram from timings with (`idle_ns`) and without (`busy_ns`)
+    `exits` exits: the quantile differences on GRID (negative ones are noise: 0), cut at CUTS;
+    bins that would be empty (equal edges) merge into their neighbour."""
+    return cut_histogram(np.interp(CUTS, GRID, exit_quantiles(idle_ns, busy_ns, exits)))
+
+
+def target_residencies_ns(shallow_ns: float, residencies_us: tuple[int, ...]) -> list[int]:
+    """Where each deeper state starts: the geometric mean of its measured halt and the one
+    below it (the exchange's halt, `shallow_ns`, below the first), so that a halt takes the
+    exit measured at the length nearest it on a log scale. Increasing, as the scenario asks."""
+    below = [max(shallow_ns, 1.0)] + [r * 1e3 for r in residencies_us[:-1]]
+    out: list[int] = []
+    for lo, r in zip(below, residencies_us, strict=True):
+        t = int(round(math.sqrt(lo * r * 1e3)))
+        out.append(max(t, (out[-1] + 1) if out else 1))
+    return out
 
 
 def cut_histogram(at: np.ndarray) -> tuple[list[int], list[float]]:
@@ -250,6 +320,85 @@ def _echo(cpu: int, rd: int, wr: int) -> None:
         os.write(wr, b)
 
 
+def _stamp_on_wake(cpu: int, rd: int, wr: int) -> None:
+    """The sleeper: blocked in read() until woken; then sends back when it ran (CLOCK_MONOTONIC,
+    the clock both processes read)."""
+    pin(cpu)
+    clock = time.monotonic_ns
+    while True:
+        b = os.read(rd, 1)
+        if not b:
+            return
+        os.write(wr, clock().to_bytes(8, "little"))
+
+
+def _wakes(to_sleeper: int, from_sleeper: int, residency_ns: int, n: int) -> np.ndarray:
+    """`n` one-way wakes of a sleeper that has been blocked `residency_ns`: the waker spins
+    (its own CPU never halts), reading the sleeper's stamp without blocking."""
+    out = np.empty(n, dtype=np.float64)
+    clock = time.monotonic_ns
+    last = clock()
+    for i in range(n):
+        while clock() - last < residency_ns:
+            pass
+        t0 = clock()
+        os.write(to_sleeper, b"x")
+        got = b""
+        while len(got) < 8:
+            with contextlib.suppress(BlockingIOError):
+                got += os.read(from_sleeper, 8 - len(got))
+        last = clock()
+        out[i] = int.from_bytes(got, "little") - t0
+    return out
+
+
+def measure_deeper(
+    cpus: tuple[int, int], shallow_ns: float, residencies_us: tuple[int, ...] = RESIDENCIES_US, wakes: int = WAKES, blocks: int = BLOCKS
+) -> list[DeeperExit]:
+    """The exits after halts of `residencies_us` between CPUs `cpus` (waker, sleeper)."""
+    a, b = cpus
+    old = os.sched_getaffinity(0)
+    r1, w1 = os.pipe()
+    r2, w2 = os.pipe()
+    os.set_blocking(r2, False)
+    per_block = max(1, wakes // blocks)
+    idle: dict[int, list[np.ndarray]] = {r: [] for r in residencies_us}
+    busy: dict[int, list[np.ndarray]] = {r: [] for r in residencies_us}
+    try:
+        with child_process(lambda: _stamp_on_wake(b, r1, w2)):
+            pin(a)
+            _wakes(w1, r2, 0, 50)  # warm both ends up
+            for _ in range(blocks):
+                for r in residencies_us:
+                    idle[r].append(_wakes(w1, r2, r * 1000, per_block))
+                with child_process(lambda: spin_idle(b)):
+                    time.sleep(0.02)  # the spinner is on its CPU
+                    for r in residencies_us:
+                        busy[r].append(_wakes(w1, r2, r * 1000, per_block))
+    finally:
+        os.sched_setaffinity(0, old)
+        for fd in (r1, w1, r2, w2):
+            os.close(fd)
+    out = []
+    for r, target in zip(residencies_us, target_residencies_ns(shallow_ns, residencies_us), strict=True):
+        i_ns, b_ns = np.concatenate(idle[r]), np.concatenate(busy[r])
+        edges, weights = exit_latency_histogram(i_ns, b_ns, exits=1)
+        out.append(
+            DeeperExit(
+                residency_us=r,
+                target_residency_ns=target,
+                wakes=len(i_ns),
+                idle_p50_us=float(np.median(i_ns)) / 1e3,
+                busy_p50_us=float(np.median(b_ns)) / 1e3,
+                p50_us=float(np.interp(0.5, GRID, exit_quantiles(i_ns, b_ns, 1))) / 1e3,
+                mean_us=histogram_mean(edges, weights) / 1e3,
+                edges_ns=edges,
+                weights=weights,
+            )
+        )
+    return out
+
+
 def _round_trips(to_echo: int, from_echo: int, n: int) -> np.ndarray:
     out = np.empty(n, dtype=np.float64)
     clock = time.perf_counter_ns
@@ -261,9 +410,16 @@ def _round_trips(to_echo: int, from_echo: int, n: int) -> np.ndarray:
     return out
 
 
-def measure(cpus: tuple[int, int] | None = None, round_trips: int = ROUND_TRIPS, blocks: int = BLOCKS) -> ExitLatency:
+def measure(
+    cpus: tuple[int, int] | None = None,
+    round_trips: int = ROUND_TRIPS,
+    blocks: int = BLOCKS,
+    residencies_us: tuple[int, ...] = RESIDENCIES_US,
+    wakes: int = WAKES,
+) -> ExitLatency:
     """Measure the exit latency between two CPUs this process may run on (the first two by
-    default). HostError when there are fewer than two."""
+    default): after the exchange's short halts, and after halts of `residencies_us` (none:
+    the exchange's only). HostError when there are fewer than two."""
     a, b = cpus or two_cpus("cpuidle: the exit latency")
     others = busy_cpus()
     old = os.sched_getaffinity(0)
@@ -288,6 +444,9 @@ def measure(cpus: tuple[int, int] | None = None, round_trips: int = ROUND_TRIPS,
     edges, weights = exit_latency_histogram(i_ns, b_ns)
     mean = histogram_mean(edges, weights)
     q = np.interp([0.5, 0.99], GRID, exit_quantiles(i_ns, b_ns))
+    # the exchange's halts: each CPU waits for the other's half of a busy round trip
+    shallow_ns = float(np.median(b_ns)) / 2
+    deeper = measure_deeper((a, b), shallow_ns, residencies_us, wakes, blocks) if residencies_us else []
     return ExitLatency(
         cpus=(a, b),
         round_trips=len(i_ns),
@@ -302,4 +461,5 @@ def measure(cpus: tuple[int, int] | None = None, round_trips: int = ROUND_TRIPS,
         weights=weights,
         driver=read_idle_driver(),
         others_busy_cpus=others,
+        deeper=deeper,
     )

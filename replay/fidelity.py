@@ -61,6 +61,7 @@ from replay.host_kernel import host_kernel
 from replay.host_run import check_knobs, host_equivalent, missing_knobs, run_on_host
 from replay.scoring import GOAL, WITHIN, Score, goal_text, median_abs_error, meets_goal, ranking, score
 from replay.session import Session
+from replay.steal import measure as measure_stalls
 from replay.workloads import REPO, MeasuredService, ReportedService
 from sim.errors import ColosimError, ScenarioError
 from sim.results import RunResult, ServiceResult, finite, markdown, sig3
@@ -249,6 +250,7 @@ class Suite:
         self.interrupted = False
         self.host_info: dict[str, Any] | None = None  # a rescored suite keeps its host's
         self.cpuidle: dict[str, Any] | None = None  # the idle exit measured before the runs
+        self.steal: dict[str, Any] | None = None  # the hypervisor's stalls, likewise
 
     # -- the host ------------------------------------------------------------------------
 
@@ -379,6 +381,7 @@ class Suite:
             "kernel": os.uname().release,
             "scheduler": host_kernel().as_dict(),
             "cpuidle": self.cpuidle,
+            "steal": self.steal,
         }
         return {
             "command": self.command,
@@ -615,8 +618,14 @@ def fidelity(
         # them no better (docs/replay.md, "Idle exits")
         exit_latency = measure_exit_latency()
         say(exit_latency.summary())
+    stalls = None
+    if not any(o.replace(" ", "").startswith("node.steal") for o in sets):
+        # the hypervisor's stalls of a busy CPU (replay/steal.py), measured and kept the same way
+        stalls = measure_stalls()
+        say(stalls.summary())
     suite = Suite(loaded, reps, seeds, seed, out, command, say, overrides=sets)
     suite.cpuidle = None if exit_latency is None else {**exit_latency.to_dict(), "override": exit_latency.override()}
+    suite.steal = None if stalls is None else {**stalls.to_dict(), "override": stalls.override()}
     started = time.monotonic()
     try:
         suite.run_host()

@@ -111,6 +111,12 @@ def _parser() -> argparse.ArgumentParser:
         "ends (a few seconds of pinned processes writing to each other over pipes, beside and without SCHED_IDLE "
         "spinners) and print them as [node.cpuidle] and [node.remote_wakeup]",
     )
+    hk.add_argument(
+        "--steal",
+        action="store_true",
+        help="also measure what the hypervisor takes from a busy CPU (~10 s of a spinner pinned to each CPU, "
+        "spinning and then in 4 ms spells) and print it as [node.steal]",
+    )
     fid = commands.add_parser(
         "fidelity",
         help="score every prediction against this host: real services x isolation cases, repeated (root)",
@@ -317,6 +323,15 @@ def _host_kernel(args: argparse.Namespace) -> int:
     from replay.host_kernel import host_kernel, host_kernel_report, read_in_private_debugfs
 
     hk = read_in_private_debugfs() if args.private_debugfs else host_kernel()
+    if args.steal:
+        from replay import steal
+
+        s = steal.measure()
+        if args.json:
+            print(json.dumps({**hk.as_dict(), "steal": s.to_dict()}, indent=2))
+        else:
+            print(f"{host_kernel_report(hk)}\n\n# {s.summary()}\n{s.toml()}")
+        return 0
     if args.idle_exit:
         from replay import cpuidle, remote_wakeup
 

@@ -77,3 +77,39 @@ def test_drawn_latencies_are_the_same_for_the_same_seed_and_move_the_mean_by_the
 def test_a_bad_exit_latency_names_its_field():
     with pytest.raises(ScenarioError, match=r"node\.cpuidle\.exit_latency"):
         node(2, {"web": sleeper()}, {"web": {}}, cpuidle={"exit_latency": "-1us"})
+
+
+def test_a_longer_halt_exits_from_the_deepest_state_its_length_reached():
+    # the server's CPU halts when it finishes a request and is woken 1 ms later (the think):
+    # a halt of 1 ms reaches a state of residency 500 µs (exit 300 µs), not one of 2 ms
+    def deeper(*states: tuple[str, str]) -> dict:
+        return {"cpuidle": {"exit_latency": "100us", "deeper": [{"target_residency": r, "exit_latency": e} for r, e in states]}}
+
+    web = {"web": sleeper()}
+    assert p50(node(2, web, {"web": {}}, **deeper(("500us", "300us")))) == pytest.approx(1.3e-3, rel=1e-6)
+    assert p50(node(2, web, {"web": {}}, **deeper(("2ms", "300us")))) == pytest.approx(1.1e-3, rel=1e-6)
+    # at exactly its residency a halt reaches the state (the kernel's `target_residency <= `)
+    assert p50(node(2, web, {"web": {}}, **deeper(("1ms", "300us")))) == pytest.approx(1.3e-3, rel=1e-6)
+    # of two states the halt reached, the deeper one; a third it did not reach is not taken
+    three = deeper(("200us", "200us"), ("800us", "400us"), ("5ms", "2ms"))
+    assert p50(node(2, web, {"web": {}}, **three)) == pytest.approx(1.4e-3, rel=1e-6)
+    # a think of 3 ms (a 3 ms halt) reaches the 800 µs state too, and no further
+    slow = {"web": sleeper(think="3ms")}
+    assert p50(node(2, slow, {"web": {}}, **three)) == pytest.approx(1.4e-3, rel=1e-6)
+    # a SCHED_IDLE hog keeps the CPU from halting at all: no exit, however long the think
+    hog = {"kind": "hog", "cgroup": "batch", "threads": 2}
+    cgroups = {"web": {}, "batch": {"cpu.idle": 1}}
+    assert p50(node(2, {**slow, "batch": hog}, cgroups, **three)) == pytest.approx(1e-3, rel=1e-6)
+
+
+def test_deeper_states_out_of_order_are_refused_by_name():
+    states = [{"target_residency": "1ms", "exit_latency": "20us"}, {"target_residency": "1ms", "exit_latency": "40us"}]
+    with pytest.raises(ScenarioError, match=r"node\.cpuidle\.deeper\[1\]\.target_residency: must be above the state before it's \(1ms"):
+        node(2, {"web": sleeper()}, {"web": {}}, cpuidle={"exit_latency": "10us", "deeper": states})
+    with pytest.raises(ScenarioError, match=r"node\.cpuidle\.deeper\[0\]\.target_residency: must be > 0"):
+        node(
+            2,
+            {"web": sleeper()},
+            {"web": {}},
+            cpuidle={"exit_latency": "10us", "deeper": [{"target_residency": "0us", "exit_latency": "1us"}]},
+        )

@@ -44,15 +44,44 @@ def test_a_faster_idle_round_trip_is_noise_not_a_negative_latency():
 def test_the_probe_measures_a_distribution_and_leaves_nothing_behind():
     before = os.sched_getaffinity(0)
     kids = children(os.getpid())  # other tests' servers may still run
-    m = measure(round_trips=400, blocks=2)
+    m = measure(round_trips=400, blocks=2, residencies_us=(200, 2000), wakes=40)
     assert os.sched_getaffinity(0) == before
     assert children(os.getpid()) == kids  # every child of the probe killed and reaped (zombies included)
     assert m.round_trips == 400 and m.edges_ns[0] >= 0 and sorted(m.edges_ns) == m.edges_ns
     assert sum(m.weights) == pytest.approx(1.0) and m.p50_us >= 0 and m.p99_us >= m.p50_us
-    # the scenario takes it as it is
+    # one deeper state per halt measured, each from 40 one-way wakes in each mode
+    assert [d.residency_us for d in m.deeper] == [200, 2000] and all(d.wakes == 40 for d in m.deeper)
+    assert all(sum(d.weights) == pytest.approx(1.0) and d.p50_us >= 0 for d in m.deeper)
+    # the scenario takes it as it is, and as the TOML and the --set say
+    import tomllib
+
+    from sim.overrides import parse_assignment
     from sim.scenario.node import Cpuidle
 
-    Cpuidle.model_validate(m.table())
+    table = Cpuidle.model_validate(m.table())
+    assert [d.target_residency for d in table.deeper] == [d.target_residency_ns for d in m.deeper]
+    assert Cpuidle.model_validate(tomllib.loads(m.toml())["node"]["cpuidle"]) == table
+    path, value = parse_assignment(m.override())
+    assert path == ("node", "cpuidle") and Cpuidle.model_validate(value) == table
+
+
+def test_a_one_way_wake_holds_one_exit():
+    # a wake after the halt 10 µs slower than beside the spinner: an exit of 10 µs (not half)
+    rng = np.random.default_rng(2)
+    busy = rng.normal(7_000, 300, 2_000)
+    edges, weights = exit_latency_histogram(busy + 10_000, busy, exits=1)
+    assert edges[0] == pytest.approx(10_000, abs=1) and edges[-1] == pytest.approx(10_000, abs=2)
+    assert sum(weights) == pytest.approx(1.0)
+
+
+def test_a_deeper_state_starts_halfway_on_a_log_scale_between_the_halts_measured():
+    from replay.cpuidle import target_residencies_ns
+
+    # the exchange halts 10 µs; then 1 ms, 4 ms, 16 ms: √(10·1000) = 100 µs, √(1·4) = 2 ms, √(4·16) = 8 ms
+    assert target_residencies_ns(10_000.0, (1000, 4000, 16000)) == [100_000, 2_000_000, 8_000_000]
+    # an exchange that measured no halt at all still gives increasing, positive starts
+    starts = target_residencies_ns(0.0, (1, 2))
+    assert starts[0] >= 1 and starts[1] > starts[0]
 
 
 def test_the_idle_driver_is_read_as_sysfs_shows_it(tmp_path):

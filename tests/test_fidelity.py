@@ -16,6 +16,7 @@ from replay.cgroupfs import host_cpus
 from replay.cpuidle import ExitLatency
 from replay.fidelity import CASES, FIDELITY_DIR, METRICS, SERVICES, Suite, load_service, text
 from replay.scoring import WITHIN, Interval, bootstrap_ci, kendall_tau, median_abs_error, meets_goal, order, ranking, score
+from replay.steal import stalls_from
 from replay.workloads import parse_pgbench_log, parse_redis_csv
 from sim.cli import main
 from sim.runner import run_variant
@@ -321,6 +322,8 @@ class _NoSession:
 
 # an idle exit of 10 µs, as replay/cpuidle.py would report it
 FAKE_EXIT = ExitLatency((0, 1), 100, 50.0, 80.0, 30.0, 60.0, 10.0, 10.0, 10.0, [9_999, 10_001], [1.0])
+# stalls of 100 µs, 2 a second, as replay/steal.py would report them
+FAKE_STALLS = stalls_from([np.array([1_000_000_000, 100_000, 1, 100_000, 2], dtype=np.int64)], [], 4e6, [0, 1], 0.0)
 
 
 def _fake_host(monkeypatch, behave):
@@ -339,6 +342,7 @@ def _fake_host(monkeypatch, behave):
     monkeypatch.setattr(fidelity, "Session", _NoSession)
     monkeypatch.setattr(fidelity, "missing_knobs", lambda session: set())
     monkeypatch.setattr(fidelity, "measure_exit_latency", lambda: FAKE_EXIT)
+    monkeypatch.setattr(fidelity, "measure_stalls", lambda: FAKE_STALLS)
     monkeypatch.setattr(fidelity, "run_on_host", run_on_host)
     return calls
 
@@ -604,6 +608,7 @@ def test_the_suite_measures_the_idle_exit_once_and_keeps_it_for_a_prediction_tha
     doc = json.loads((tmp_path / "fidelity.json").read_text())
     # kept with the host, with the --set that puts it in a prediction; not in this one
     assert doc["host"]["cpuidle"]["p50_us"] == 10.0 and doc["host"]["cpuidle"]["override"] == FAKE_EXIT.override()
+    assert doc["host"]["steal"]["rate_per_s"] == 2.0 and doc["host"]["steal"]["override"] == FAKE_STALLS.override()
     assert doc["config"]["overrides"] == SHORT
     # a user's own [node.cpuidle] replaces the measurement
     monkeypatch.setattr("replay.fidelity.measure_exit_latency", lambda: pytest.fail("measured"))

@@ -312,6 +312,7 @@ class Scenario(Table):
             "network": None if self.node.network is None else self.node.network.core_spec(),
             "cpuidle": None if self.node.cpuidle is None else self.node.cpuidle.core_spec(),
             "remote_wakeup": None if self.node.remote_wakeup is None else self.node.remote_wakeup.core_spec(),
+            "steal": None if self.node.steal is None else self.node.steal.core_spec(),
             "hardware": hardware_spec(
                 self.node,
                 {name: w.contention for name, w in self.workloads.items() if w.enabled and w.contention is not None},

@@ -9,7 +9,7 @@ from pydantic import BeforeValidator, Field, model_validator
 
 from policies.cgroup import Cpu
 from policies.pods import memory_bytes
-from sim.duration import NS_PER_UNIT, parse_duration
+from sim.duration import NS_PER_UNIT, format_duration, parse_duration
 from sim.limits import MAX_SMT, topology_errors
 from sim.scenario.base import Duration, FieldError, FieldErrors, PositiveDuration, Rate, Table, show
 from sim.scenario.distributions import Distribution
@@ -43,17 +43,47 @@ class Network(Table):
         return {"egress_bytes_per_s": self.egress}
 
 
-class Cpuidle(Table):
-    """[node.cpuidle]: the idle state a CPU with nothing to run enters, and how long a wakeup
-    of it waits before it runs (its `exit_latency`, a distribution: "40us" or a table). In a
-    virtual machine the state is a halted vCPU, and the latency the hypervisor's; measure it
-    with `colosim host-kernel --idle-exit` (replay/cpuidle.py). Not given: a wakeup of an idle CPU runs at
-    once (core_rs/model/src/cpuidle.rs)."""
+class DeeperIdleState(Table):
+    """One of [node.cpuidle]'s `deeper` states: a halt that has lasted `target_residency` or
+    longer exits with this `exit_latency` (`struct cpuidle_state`'s two fields)."""
 
+    target_residency: PositiveDuration
     exit_latency: Distribution
 
     def core_spec(self) -> dict[str, Any]:
-        return {"exit_latency": self.exit_latency.core_spec()}
+        return {"target_residency_ns": self.target_residency, "exit_latency": self.exit_latency.core_spec()}
+
+
+class Cpuidle(Table):
+    """[node.cpuidle]: the idle state a CPU with nothing to run enters, and how long a wakeup
+    of it waits before it runs (its `exit_latency`, a distribution: "40us" or a table); with
+    `deeper` states, a longer halt exits slower (`[{target_residency = "1ms", exit_latency =
+    "15us"}, ...]`, by increasing residency). In a virtual machine the state is a halted vCPU,
+    and the latency the hypervisor's; measure it with `colosim host-kernel --idle-exit`
+    (replay/cpuidle.py). Not given: a wakeup of an idle CPU runs at once
+    (core_rs/model/src/cpuidle.rs)."""
+
+    exit_latency: Distribution
+    deeper: list[DeeperIdleState] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _check_order(self) -> Cpuidle:
+        for i in range(1, len(self.deeper)):
+            before, this = self.deeper[i - 1].target_residency, self.deeper[i].target_residency
+            if this <= before:
+                raise FieldErrors(
+                    [
+                        (
+                            ("deeper", i, "target_residency"),
+                            f"must be above the state before it's ({format_duration(before)}; deeper states go by increasing "
+                            f"residency), got {format_duration(this)}",
+                        )
+                    ]
+                )
+        return self
+
+    def core_spec(self) -> dict[str, Any]:
+        return {"exit_latency": self.exit_latency.core_spec(), "deeper": [d.core_spec() for d in self.deeper]}
 
 
 class RemoteWakeup(Table):
@@ -67,6 +97,22 @@ class RemoteWakeup(Table):
 
     def core_spec(self) -> dict[str, Any]:
         return {"wakee_ns": self.wakee, "waker_ns": self.waker}
+
+
+class Steal(Table):
+    """[node.steal]: the hypervisor takes a busy vCPU away — `rate` stalls a second on each
+    CPU, each `length` long (a distribution), striking a CPU that has run without going idle
+    for at least `after` (a vCPU that halts often gives the host its gaps instead). The time
+    is charged to nobody (the guest's steal clock). A host's property; measure it with
+    `colosim host-kernel --steal` (replay/steal.py). Not given: none
+    (core_rs/model/src/steal.rs)."""
+
+    rate: float = Field(gt=0, allow_inf_nan=False)
+    length: Distribution
+    after: Duration = 0
+
+    def core_spec(self) -> dict[str, Any]:
+        return {"rate_per_s": self.rate, "length": self.length.core_spec(), "after_ns": self.after}
 
 
 class Topology(Table):
@@ -96,6 +142,8 @@ class Topology(Table):
     cpuidle: Cpuidle | None = None
     # what a wakeup across CPUs costs the woken task and its waker
     remote_wakeup: RemoteWakeup | None = None
+    # the hypervisor's stalls of busy CPUs
+    steal: Steal | None = None
 
     @property
     def ncpus(self) -> int:

@@ -102,6 +102,11 @@ impl Node {
             c.clock = now;
             return;
         };
+        if c.stalled {
+            // stolen time: nobody's (steal.rs)
+            c.clock = now;
+            return;
+        }
         let delta = now - c.clock;
         if delta == 0 {
             // An observer settled up to now: `update_curr` still does what it would have
@@ -818,6 +823,9 @@ impl Node {
     /// `__schedule`: settle, put the running task back, pick the next (pulling work first if
     /// this CPU would go idle), account the switch and the wait.
     pub(crate) fn schedule(&mut self, cpu: CpuId) {
+        if self.cpus[cpu].stalled && self.schedule_deferred_by_stall(cpu) {
+            return; // the hypervisor has the CPU (steal.rs): it schedules when it is back
+        }
         if self.cpus[cpu].curr.is_none() && self.idle_exit_pending(cpu) {
             return; // the CPU is leaving its idle state (cpuidle.rs): it picks then
         }
@@ -905,6 +913,7 @@ impl Node {
                 self.nr_idle_cpus += 1;
             }
             self.busy_changed(cpu);
+            self.steal_busy_changed(cpu, next.is_some());
         }
         if self.tun.smt_expeller {
             let online = |t: Option<TaskId>| t.is_some_and(|t| !self.cgroups[self.tasks[t].cg].offline);
@@ -1005,6 +1014,7 @@ impl Node {
         self.switched_out(t, true);
         self.nr_idle_cpus += 1;
         self.busy_changed(cpu);
+        self.steal_busy_changed(cpu, false);
         if self.tun.smt_expeller && !self.cgroups[self.tasks[t].cg].offline {
             self.release_siblings(cpu);
         }

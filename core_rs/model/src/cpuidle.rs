@@ -14,14 +14,20 @@
 //!
 //! Model: a CPU that schedules and finds nothing becomes `Halted`. The next `schedule` of a
 //! halted CPU with something queued does not pick: the CPU is `Exiting` until a drawn exit
-//! latency has passed (its CPU event), and then schedules. Wakeups and pulls onto an exiting
+//! latency has passed (its CPU event), and then schedules. The longer a halt has lasted, the
+//! deeper the state it ends in may be (`deeper`, each with its `target_residency`): the
+//! kernel's governors (menu, teo) enter the deepest state whose `target_residency` the
+//! predicted idle covers; the model picks by the idle that happened (a governor that predicts
+//! right), which is what a guest's halt does on the host measured here — its exit grows with
+//! the halt's length (~7 µs after 30 µs, ~15 after 1 ms, ~55 after 30 ms: docs/replay.md,
+//! "An idle exit grows with the halt"). Wakeups and pulls onto an exiting
 //! CPU queue behind the same exit. A CPU that goes idle balances first (`newidle_balance`,
 //! before it halts), so work it pulls then runs at once.
 
 use serde::Deserialize;
 
 use crate::dist::Dist;
-use crate::error::Result;
+use crate::error::{Result, SpecError};
 use crate::events::Ns;
 use crate::node::Node;
 use crate::rng::Rng;
@@ -31,13 +37,42 @@ use crate::topology::CpuId;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CpuidleSpec {
-    /// How long a wakeup of an idle CPU waits before the CPU runs (drawn per exit).
+    /// How long a wakeup of an idle CPU waits before the CPU runs (drawn per exit), after a
+    /// halt shorter than every deeper state's residency.
+    pub exit_latency: Dist,
+    /// Deeper states, by increasing `target_residency`: a halt that has lasted at least that
+    /// long exits with the state's latency.
+    #[serde(default)]
+    pub deeper: Vec<DeeperState>,
+}
+
+/// One deeper idle state (`struct cpuidle_state`: `target_residency`, `exit_latency`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeeperState {
+    pub target_residency_ns: Ns,
     pub exit_latency: Dist,
 }
 
 impl CpuidleSpec {
     pub fn validate(&self, field: &str) -> Result<()> {
-        self.exit_latency.validate(&format!("{field}.exit_latency"))
+        self.exit_latency.validate(&format!("{field}.exit_latency"))?;
+        let mut last: Ns = 0;
+        for (i, d) in self.deeper.iter().enumerate() {
+            let at = format!("{field}.deeper[{i}]");
+            if d.target_residency_ns <= last {
+                return Err(SpecError::new(
+                    format!("{at}.target_residency"),
+                    format!(
+                        "must be above the state before it ({} ns; the first deeper state's above 0), got {} ns",
+                        last, d.target_residency_ns
+                    ),
+                ));
+            }
+            last = d.target_residency_ns;
+            d.exit_latency.validate(&format!("{at}.exit_latency"))?;
+        }
+        Ok(())
     }
 }
 
@@ -46,8 +81,9 @@ impl CpuidleSpec {
 pub enum IdleState {
     /// Running something, or idle without an idle state (no `[node.cpuidle]`).
     Awake,
-    /// In its idle state: the next wakeup waits an exit latency.
-    Halted,
+    /// In its idle state since this time: the next wakeup waits an exit latency (the deeper
+    /// the longer it has lasted).
+    Halted(Ns),
     /// Leaving its idle state: it schedules at this time.
     Exiting(Ns),
 }
@@ -55,6 +91,7 @@ pub enum IdleState {
 /// The node's idle state and the stream its exit latencies are drawn from.
 pub struct Cpuidle {
     exit_latency: Dist,
+    deeper: Vec<DeeperState>,
     rng: Rng,
 }
 
@@ -66,8 +103,21 @@ impl Cpuidle {
     pub fn new(spec: &CpuidleSpec, seed: u64) -> Cpuidle {
         Cpuidle {
             exit_latency: spec.exit_latency.clone(),
+            deeper: spec.deeper.clone(),
             rng: Rng::stream(seed, STREAM),
         }
+    }
+
+    /// The exit latency of a halt that has lasted `residency`: drawn from the deepest state
+    /// whose target residency it reached (one draw from the one stream, whichever state).
+    pub fn draw(&mut self, residency: Ns) -> Ns {
+        let dist = self
+            .deeper
+            .iter()
+            .rev()
+            .find(|d| d.target_residency_ns <= residency)
+            .map_or(&self.exit_latency, |d| &d.exit_latency);
+        dist.sample(&mut self.rng)
     }
 }
 
@@ -79,7 +129,7 @@ impl Node {
         match self.cpus[cpu].idle_state {
             IdleState::Awake => false,
             IdleState::Exiting(_) => true,
-            IdleState::Halted => {
+            IdleState::Halted(since) => {
                 if self.rqs[self.root_rq(cpu)].h_nr_running == 0 {
                     // nothing to wake it for: it looks for work to pull (newidle balance) and,
                     // finding none, stays halted
@@ -88,7 +138,7 @@ impl Node {
                 let Some(idle) = self.cpuidle.as_mut() else {
                     return false;
                 };
-                let at = self.now + idle.exit_latency.sample(&mut idle.rng);
+                let at = self.now + idle.draw(self.now.saturating_sub(since));
                 self.cpus[cpu].idle_state = IdleState::Exiting(at);
                 self.reprogram(cpu);
                 true
@@ -109,10 +159,13 @@ impl Node {
 
     /// After a pick: a CPU that found nothing enters its idle state (if the node has one).
     pub(crate) fn enter_idle_state(&mut self, cpu: CpuId, running: bool) {
-        self.cpus[cpu].idle_state = if !running && self.cpuidle.is_some() {
-            IdleState::Halted
-        } else {
+        self.cpus[cpu].idle_state = if running || self.cpuidle.is_none() {
             IdleState::Awake
+        } else if let IdleState::Halted(since) = self.cpus[cpu].idle_state {
+            // still halted (a schedule that found nothing to wake for): the halt goes on
+            IdleState::Halted(since)
+        } else {
+            IdleState::Halted(self.now)
         };
     }
 

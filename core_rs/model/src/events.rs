@@ -51,6 +51,10 @@ pub enum Event {
     Bwm { gen: u64 },
     /// A socket's shared-hardware equilibrium is due again (contention.rs).
     LlcRefresh { socket: usize },
+    /// The hypervisor may take `cpu` away now (steal.rs).
+    Stall { cpu: CpuId },
+    /// It gives `cpu` back.
+    StallEnd { cpu: CpuId },
 }
 
 #[derive(Debug, Clone, Copy)]

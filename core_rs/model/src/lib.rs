@@ -38,6 +38,7 @@ pub mod sis_util;
 pub mod slice;
 pub mod spec;
 pub mod stats;
+pub mod steal;
 pub mod topology;
 pub mod tunables;
 pub mod workload;

@@ -135,6 +135,9 @@ pub struct Cpu {
     pub util: crate::sis_util::CpuUtil,
     /// In, out of or leaving its idle state (cpuidle.rs).
     pub idle_state: crate::cpuidle::IdleState,
+    /// Taken away by the hypervisor (steal.rs): its task makes no progress, is charged
+    /// nothing, and a schedule waits.
+    pub stalled: bool,
 }
 
 pub struct Node {
@@ -204,6 +207,8 @@ pub struct Node {
     pub cpuidle: Option<crate::cpuidle::Cpuidle>,
     /// What a wakeup across CPUs costs its ends (remote_wakeup.rs); None: nothing.
     pub remote_wakeup: Option<crate::remote_wakeup::RemoteWakeupSpec>,
+    /// The stalls the hypervisor makes (steal.rs); None: none.
+    pub steal: Option<crate::steal::Steal>,
 }
 
 impl Node {
@@ -315,10 +320,11 @@ impl Node {
                 util: crate::sis_util::CpuUtil::default(),
                 // idle at the start: in the idle state, if the node has one
                 idle_state: if spec.cpuidle.is_some() {
-                    crate::cpuidle::IdleState::Halted
+                    crate::cpuidle::IdleState::Halted(0)
                 } else {
                     crate::cpuidle::IdleState::Awake
                 },
+                stalled: false,
             })
             .collect();
         let llc_idle = crate::balance::LlcIdle::all_idle(&topo);
@@ -367,6 +373,10 @@ impl Node {
                 .as_ref()
                 .map(|c| crate::cpuidle::Cpuidle::new(c, spec.seed)),
             remote_wakeup: spec.remote_wakeup,
+            steal: spec
+                .steal
+                .as_ref()
+                .map(|s| crate::steal::Steal::new(s, spec.seed, ncpus)),
         };
         // Each group's CFS period timer phase (bandwidth.rs `start_cfs_bandwidth`): pinned, or
         // drawn for every group in creation order from stream 0, the node's own (workloads use
@@ -426,6 +436,7 @@ impl Node {
             node.queue.push(0, Event::Sample);
         }
         node.queue.push(crate::psi::psi_period(node.tun.tick_ns), Event::Psi);
+        node.start_steal();
         Ok(node)
     }
 
@@ -1109,6 +1120,8 @@ impl Node {
             Event::Slack { cg, gen } => self.slack_timer(cg, gen),
             Event::Psi => self.psi_update(),
             Event::LlcRefresh { socket } => self.llc_refresh(socket),
+            Event::Stall { cpu } => self.stall(cpu),
+            Event::StallEnd { cpu } => self.stall_end(cpu),
             Event::Resume { task } => self.resume(task),
             Event::Disk { gen } => self.disk_event(gen),
             Event::Kupdate => self.kupdate_event(),
@@ -1269,6 +1282,8 @@ impl Node {
     pub(crate) fn reprogram(&mut self, cpu: CpuId) {
         self.observe_curr(cpu);
         let at = match self.cpus[cpu].curr {
+            // a stalled CPU has no events of its own: its stall's end reprograms it
+            _ if self.cpus[cpu].stalled => Ns::MAX,
             None => self.idle_exit_at(cpu).unwrap_or(Ns::MAX),
             Some(t) => {
                 let speed = self.cpus[cpu].speed;
@@ -1729,7 +1744,7 @@ impl Node {
                 }
             }
             match (c.idle_state, c.curr) {
-                (crate::cpuidle::IdleState::Halted, Some(_)) => return Err(format!("CPU {cpu} halted but running")),
+                (crate::cpuidle::IdleState::Halted(_), Some(_)) => return Err(format!("CPU {cpu} halted but running")),
                 (crate::cpuidle::IdleState::Exiting(at), curr)
                     if curr.is_some() || c.next_event != at || at < self.now =>
                 {

@@ -43,6 +43,9 @@ pub struct NodeSpec {
     /// What a wakeup across CPUs costs its two ends (remote_wakeup.rs); None: nothing.
     #[serde(default)]
     pub remote_wakeup: Option<crate::remote_wakeup::RemoteWakeupSpec>,
+    /// The stalls the hypervisor makes on busy CPUs (steal.rs); None: none.
+    #[serde(default)]
+    pub steal: Option<crate::steal::StealSpec>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -1017,6 +1020,9 @@ impl NodeSpec {
     pub fn validate(&self) -> Result<()> {
         let names: Vec<String> = self.workloads.iter().map(|w| w.name().to_string()).collect();
         crate::contention::validate(&self.hardware, &names)?;
+        if let Some(s) = &self.steal {
+            s.validate("steal")?;
+        }
         if let Some(c) = &self.cpuidle {
             c.validate("cpuidle")?;
         }

@@ -246,7 +246,8 @@ pub fn full_check(n: &Node, strict: bool) -> Result<(), String> {
                     None => break,
                 }
             }
-            if n.cpus[cpu].next_event == u64::MAX {
+            // (a stalled CPU has none: its stall's end reprograms it, steal.rs)
+            if n.cpus[cpu].next_event == u64::MAX && !n.cpus[cpu].stalled {
                 return Err(format!("cpu {cpu} runs {t} with no event"));
             }
         }
@@ -287,8 +288,10 @@ pub fn full_check(n: &Node, strict: bool) -> Result<(), String> {
         }
         if strict {
             let root = &n.rqs[cpu];
-            // (a CPU leaving its idle state picks when it is out: cpuidle.rs)
-            let exiting = matches!(n.cpus[cpu].idle_state, colosim_core::cpuidle::IdleState::Exiting(_));
+            // (a CPU leaving its idle state picks when it is out: cpuidle.rs; a stalled one
+            // when its stall ends: steal.rs)
+            let exiting =
+                matches!(n.cpus[cpu].idle_state, colosim_core::cpuidle::IdleState::Exiting(_)) || n.cpus[cpu].stalled;
             if n.cpus[cpu].curr.is_none() && root.h_nr_running > 0 && !exiting {
                 return Err(format!("cpu {cpu} idle with root h_nr_running {}", root.h_nr_running));
             }
@@ -517,7 +520,16 @@ pub fn scenario(seed: u64) -> (Value, Vec<(String, Vec<usize>)>) {
         r: Rng::stream(seed, 0x1d1e),
     };
     let cpuidle = if idle.p(1.0 / 3.0) {
-        json!({"exit_latency": {"dist": "exponential", "mean_ns": 5_000.0 + idle.r.uniform() * 200_000.0}})
+        let shallow = json!({"dist": "exponential", "mean_ns": 5_000.0 + idle.r.uniform() * 200_000.0});
+        // and on half of those, a deeper state for halts of 1–2 ms (new draws come after the
+        // old ones, so the seeds without it are the same scenarios as before)
+        let deeper: Vec<Value> = if idle.p(0.5) {
+            vec![json!({"target_residency_ns": 1_000_000 + idle.u(1_000_000),
+                        "exit_latency": {"dist": "constant", "value_ns": 50_000 + idle.u(300_000)}})]
+        } else {
+            Vec::new()
+        };
+        json!({"exit_latency": shallow, "deeper": deeper})
     } else {
         Value::Null
     };
@@ -530,10 +542,23 @@ pub fn scenario(seed: u64) -> (Value, Vec<(String, Vec<usize>)>) {
     } else {
         Value::Null
     };
+    // The hypervisor's stalls on a third of the seeds, from a stream of their own.
+    let mut st = Gen {
+        r: Rng::stream(seed, 0x57ea),
+    };
+    let steal = if st.p(1.0 / 3.0) {
+        let after = if st.p(0.5) { 0 } else { st.u(3_000_000) };
+        json!({"rate_per_s": 10.0 + st.r.uniform() * 3000.0,
+               "length": {"dist": "exponential", "mean_ns": 5_000.0 + st.r.uniform() * 2_000_000.0},
+               "after_ns": after})
+    } else {
+        Value::Null
+    };
     let spec = json!({
         "seed": seed,
         "cpuidle": cpuidle,
         "remote_wakeup": remote_wakeup,
+        "steal": steal,
         "topology": {"sockets": sockets, "cores_per_socket": cores, "threads_per_core": threads, "numa_nodes_per_socket": numa},
         "kernel": {"scheduler": sched, "version": version, "group_shares": group_shares, "smt_expeller": g.p(0.5), "hz": ([250u32, 1000][g.u(2) as usize]), "cfs_period_phase_ns": std::env::var("STRESS_PHASE").ok().and_then(|s| s.parse::<u64>().ok()), "sched_runtime_ns": sched_runtime, "cpu_clock_readers": readers},
         "cgroups": cgs,
