@@ -652,14 +652,24 @@ def _measured(cases: dict[str, list[dict[str, float | None]]]) -> dict[str, list
     return {c: [{m: math.nan if v is None else float(v) for m, v in run.items()} for run in runs] for c, runs in cases.items()}
 
 
-def rescore(source: Path, out: Path, say: Callable[[str], Any] = _say, repredict: bool = False, overrides: list[str] | None = None) -> int:
+def rescore(
+    source: Path,
+    out: Path,
+    say: Callable[[str], Any] = _say,
+    repredict: bool = False,
+    overrides: list[str] | None = None,
+    seeds: int | None = None,
+) -> int:
     """`colosim fidelity --rescore FILE`: score a finished suite's measurements and predictions
     again (after a change to the scoring, or to see a partial suite), nothing run; the JSON
     and the report are written to `out`. `--repredict FILE`: calibrate and predict again with
     this code from the host measurements the suite kept (its pooled alone runs, each case's
     background), then score — a model change judged against the same host runs; `overrides`
-    (--set) are added to the suite's own, last."""
+    (--set) are added to the suite's own, last; `seeds` (--seeds) replaces the suite's count of
+    simulator seeds."""
     where = f"--{'repredict' if repredict else 'rescore'} {source}"
+    if seeds is not None and seeds < 1:
+        raise ScenarioError(f"--seeds: must be at least 1 (got {seeds})")
     if overrides and not repredict:
         raise ScenarioError(f"{where}: --set changes a prediction, and --rescore predicts nothing (use --repredict)")
     try:
@@ -684,7 +694,7 @@ def rescore(source: Path, out: Path, say: Callable[[str], Any] = _say, repredict
         suite = Suite(
             services,
             config["reps"],
-            config["seeds"],
+            seeds if seeds is not None else config["seeds"],
             config["seed"],
             out,
             doc["command"],

@@ -132,7 +132,13 @@ def _parser() -> argparse.ArgumentParser:
     fid.add_argument("--cases", help="comma-separated [[runs]] names (default: every case; the alone case always runs)")
     fid.add_argument("--reps", type=int, default=3, help="host repetitions of each case (default 3)")
     fid.add_argument("--duration", type=float, help="seconds per run, warm-up included (default: the scenario's)")
-    fid.add_argument("--seeds", type=int, default=3, help="simulator seeds per case (default 3)")
+    fid.add_argument(
+        "--seeds",
+        type=int,
+        default=None,
+        help="simulator seeds per case (default 3; with --repredict: the suite's own unless given — more seeds "
+        "judge a model change with less of the model's own seed-to-seed spread)",
+    )
     fid.add_argument("--seed", type=int, default=1, help="first seed (default 1)")
     fid.add_argument(
         "--set",
@@ -395,9 +401,13 @@ def _fidelity(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     from replay.fidelity import command_line, fidelity, rescore
 
     if args.rescore is not None:
+        if args.seeds is not None:
+            raise ScenarioError("--seeds: --rescore predicts nothing (use --repredict)")
         return rescore(args.rescore, args.out, overrides=args.overrides)
     if args.repredict is not None:
-        return rescore(args.repredict, args.out, repredict=True, overrides=args.overrides)
+        return rescore(args.repredict, args.out, repredict=True, overrides=args.overrides, seeds=args.seeds)
+    if args.seeds is None:
+        args.seeds = 3
     if not 0 <= args.seed < 2**64:
         raise ScenarioError(f"--seed: must be in 0..2^64-1 (got {args.seed})")
     services = [s.strip() for s in args.services.split(",") if s.strip()]

@@ -428,6 +428,16 @@ def test_repredict_redoes_the_prediction_from_the_kept_host_measurements(tmp_pat
     assert main(["fidelity", "--repredict", str(tmp_path / "a/fidelity.json"), "--out", str(tmp_path / "b")]) == 0
     again = json.loads((tmp_path / "b/fidelity.json").read_text())
     assert again["services"] == doc["services"]
+    # more seeds: the first ones' predictions are the same, and one more run per case is added
+    assert main(["fidelity", "--repredict", str(tmp_path / "a/fidelity.json"), "--seeds", "4", "--out", str(tmp_path / "s")]) == 0
+    more = json.loads((tmp_path / "s/fidelity.json").read_text())
+    assert more["config"]["seeds"] == 4 and doc["config"]["seeds"] + 1 == 4
+    for case in ("alone", "stress"):
+        assert more["services"]["builtin"]["sim"][case][:3] == doc["services"]["builtin"]["sim"][case]
+        assert len(more["services"]["builtin"]["sim"][case]) == 4
+    # --rescore predicts nothing: --seeds is refused by name
+    assert main(["fidelity", "--rescore", str(tmp_path / "a/fidelity.json"), "--seeds", "4", "--out", str(tmp_path / "r")]) == 2
+    assert "--seeds: --rescore predicts nothing" in capsys.readouterr().err
     # the prediction follows the kept alone run: the cgroup measured busier alone means more
     # CPU per request (replay.calibration.service_cpu), so fewer queries predicted in every case
     web = kept["services"]["web"]
