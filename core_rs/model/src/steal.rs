@@ -5,7 +5,7 @@
 //! that runs without a halt for long is preempted by it instead, and the guest stops dead
 //! for as long as that work runs — tens of µs to several ms on the host measured here, where
 //! a spinner on each of the two CPUs loses 2–4 gaps a second over 100 µs (up to 6 ms) but a
-//! spinner that halts every 200 µs none (docs/replay.md, "Steal"). So a service beside a hog
+//! spinner that halts every 200 µs none (docs/replay.md, "The hypervisor's stalls"). So a service beside a hog
 //! that keeps the CPUs from halting is stalled where alone it was not, and a stalled CPU's
 //! wakeups wait: what a wrk-style client, which counts the requests a stall held up, sees in
 //! its tail.
