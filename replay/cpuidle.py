@@ -16,9 +16,9 @@ trips of ~58 µs idle against ~33 µs kept busy. The exit is cheaper when the ot
 running, which is what an exchange between two sleepers does. The model has one latency for
 every exit (its weak point: a wakeup beside a busy CPU pays the same).
 
-An exit also grows with the halt it ends (2026-12-07, this host: ~7 µs after the ~25 µs halts
-of the exchange, ~10 after 300 µs, ~15 after 1 ms, ~20 after 3 ms, ~32 after 10 ms, ~55 after
-30 ms): the longer a vCPU has halted, the deeper the host has put it. The probe measures that
+An exit also grows with the halt it ends (2026-12-07, this host, medians: 5–9 µs after a halt
+of 10–30 µs, 7–13 after 300 µs, 10–16 after 1 ms, 15–20 after 3 ms, 31–34 after 10 ms, 56–58
+after 30 ms; that evening the exchange's own ~7 µs halts cost nothing): the longer a vCPU has halted, the deeper the host has put it. The probe measures that
 too: a waker that spins on its CPU (so only the sleeper's CPU can halt) wakes a sleeper that has
 been blocked for RESIDENCIES, one way; the sleeper reads the clock when it runs and sends it
 back. Again once as it is and once beside a SCHED_IDLE spinner on the sleeper's CPU: an exit

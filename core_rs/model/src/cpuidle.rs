@@ -19,7 +19,7 @@
 //! kernel's governors (menu, teo) enter the deepest state whose `target_residency` the
 //! predicted idle covers; the model picks by the idle that happened (a governor that predicts
 //! right), which is what a guest's halt does on the host measured here — its exit grows with
-//! the halt's length (~7 µs after 30 µs, ~15 after 1 ms, ~55 after 30 ms: docs/replay.md,
+//! the halt's length (5–9 µs after 30 µs, 10–16 after 1 ms, 56–58 after 30 ms: docs/replay.md,
 //! "An idle exit grows with the halt"). Wakeups and pulls onto an exiting
 //! CPU queue behind the same exit. A CPU that goes idle balances first (`newidle_balance`,
 //! before it halts), so work it pulls then runs at once.
