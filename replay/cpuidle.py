@@ -122,17 +122,17 @@ class DeeperExit:
     weights: list[float]
 
     def toml_entry(self) -> str:
-        return f'{{target_residency = "{self.target_residency_ns}ns", exit_latency = {_histogram_toml(self.edges_ns, self.weights)}}}'
+        return f'{{target_residency = "{self.target_residency_ns}ns", exit_latency = {histogram_toml(self.edges_ns, self.weights)}}}'
 
 
-def _histogram_toml(edges_ns: list[int], weights: list[float]) -> str:
+def histogram_toml(edges_ns: list[int], weights: list[float]) -> str:
     """A histogram as a TOML inline table (the core's empirical distribution)."""
     edges = ", ".join(f'"{e}ns"' for e in edges_ns)
     ws = ", ".join(f"{w:.6g}" for w in weights)
     return f'{{dist = "empirical", edges = [{edges}], weights = [{ws}]}}'
 
 
-def _histogram_table(edges_ns: list[int], weights: list[float]) -> dict[str, Any]:
+def histogram_table(edges_ns: list[int], weights: list[float]) -> dict[str, Any]:
     return {"dist": "empirical", "edges": [f"{e}ns" for e in edges_ns], "weights": weights}
 
 
@@ -161,17 +161,17 @@ class ExitLatency:
 
     def table(self) -> dict[str, Any]:
         """`[node.cpuidle]` as a scenario table."""
-        table: dict[str, Any] = {"exit_latency": _histogram_table(self.edges_ns, self.weights)}
+        table: dict[str, Any] = {"exit_latency": histogram_table(self.edges_ns, self.weights)}
         if self.deeper:
             table["deeper"] = [
-                {"target_residency": f"{d.target_residency_ns}ns", "exit_latency": _histogram_table(d.edges_ns, d.weights)}
+                {"target_residency": f"{d.target_residency_ns}ns", "exit_latency": histogram_table(d.edges_ns, d.weights)}
                 for d in self.deeper
             ]
         return table
 
     def _fields(self) -> str:
         deeper = f", deeper = [{', '.join(d.toml_entry() for d in self.deeper)}]" if self.deeper else ""
-        return f"exit_latency = {_histogram_toml(self.edges_ns, self.weights)}{deeper}"
+        return f"exit_latency = {histogram_toml(self.edges_ns, self.weights)}{deeper}"
 
     def override(self) -> str:
         """The table as one `--set`."""

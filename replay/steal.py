@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from replay.cpuidle import BUSY_HOST, CUTS, busy_cpus, child_process, cut_histogram, histogram_mean, pin
+from replay.cpuidle import BUSY_HOST, CUTS, busy_cpus, child_process, cut_histogram, histogram_mean, histogram_table, histogram_toml, pin
 from sim.errors import HostError
 
 THRESHOLD_US = 50  # a gap shorter than this is the guest's own interrupt, not a stall
@@ -124,14 +124,12 @@ class Stalls:
         """`[node.steal]` as a scenario table."""
         return {
             "rate": self.rate_per_s,
-            "length": {"dist": "empirical", "edges": [f"{e}ns" for e in self.edges_ns], "weights": self.weights},
+            "length": histogram_table(self.edges_ns, self.weights),
             "after": f"{self.after_ns}ns",
         }
 
     def _fields(self) -> str:
-        edges = ", ".join(f'"{e}ns"' for e in self.edges_ns)
-        ws = ", ".join(f"{w:.6g}" for w in self.weights)
-        return f'rate = {self.rate_per_s:.6g}, length = {{dist = "empirical", edges = [{edges}], weights = [{ws}]}}, after = "{self.after_ns}ns"'
+        return f'rate = {self.rate_per_s:.6g}, length = {histogram_toml(self.edges_ns, self.weights)}, after = "{self.after_ns}ns"'
 
     def override(self) -> str:
         """The table as one `--set`."""

@@ -823,8 +823,10 @@ impl Node {
     /// `__schedule`: settle, put the running task back, pick the next (pulling work first if
     /// this CPU would go idle), account the switch and the wait.
     pub(crate) fn schedule(&mut self, cpu: CpuId) {
-        if self.cpus[cpu].stalled && self.schedule_deferred_by_stall(cpu) {
-            return; // the hypervisor has the CPU (steal.rs): it schedules when it is back
+        if self.cpus[cpu].stalled {
+            // the hypervisor has the CPU (steal.rs): it schedules when it is back
+            self.defer_schedule_to_stall_end(cpu);
+            return;
         }
         if self.cpus[cpu].curr.is_none() && self.idle_exit_pending(cpu) {
             return; // the CPU is leaving its idle state (cpuidle.rs): it picks then

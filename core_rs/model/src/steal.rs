@@ -104,15 +104,11 @@ impl Node {
         }
     }
 
-    /// Whether `schedule` must wait: the CPU is stalled (the schedule is done at its end).
-    pub(crate) fn schedule_deferred_by_stall(&mut self, cpu: CpuId) -> bool {
-        if !self.cpus[cpu].stalled {
-            return false;
-        }
+    /// A schedule asked of a stalled CPU: done when the stall ends.
+    pub(crate) fn defer_schedule_to_stall_end(&mut self, cpu: CpuId) {
         if let Some(s) = self.steal.as_mut() {
             s.deferred[cpu] = true;
         }
-        true
     }
 
     /// A stall arrives at `cpu`: it strikes if the CPU has run for `after`; the next is drawn.
