@@ -48,6 +48,7 @@ from replay.compare import (
     QUEUE_MEAN,
     QUEUE_SD,
     alone_runs,
+    error,
     fit_alone_runs,
     load_for_host,
     metrics,
@@ -59,6 +60,7 @@ from replay.compare import (
 from replay.cpuidle import measure as measure_exit_latency
 from replay.host_kernel import host_kernel
 from replay.host_run import check_knobs, host_equivalent, missing_knobs, run_on_host
+from replay.regimes import Regimes, batch_claim, in_regime, majority, regimes
 from replay.scoring import GOAL, WITHIN, Score, goal_text, median_abs_error, meets_goal, ranking, score
 from replay.session import Session
 from replay.steal import measure as measure_stalls
@@ -71,7 +73,8 @@ FIDELITY_DIR = REPO / "experiments" / "fidelity"
 SERVICES = ("clickhouse", "nginx", "redis", "postgres")  # the default suite: the real services
 CASES = ("alone", "stress", "idle", "shares", "quota")
 # metric shown -> the key replay.compare.metrics gives it
-METRICS = {"QPS": "QPS", "P50 (s)": "P50 (s)", "P99 (s)": "P99 (s)", "offline CPU (share)": "batch CPU (share)"}
+BATCH = "offline CPU (share)"  # the batch's share of the node, as the suite names it
+METRICS = {"QPS": "QPS", "P50 (s)": "P50 (s)", "P99 (s)": "P99 (s)", BATCH: "batch CPU (share)"}
 ERROR_METRICS = ("QPS", "P50 (s)", "P99 (s)")  # the overall median |error|
 RANKED = ("QPS", "P99 (s)")  # the metrics the cases are ranked by
 
@@ -119,6 +122,9 @@ class Service:
     # alone runs' trace reader): a measurement that disturbs its run shows here
     replay_cpus: dict[str, list[float]] = field(default_factory=dict)
     scores: dict[str, dict[str, Score]] = field(default_factory=dict)  # case -> metric -> score
+    # case -> the batch's regime in each host repetition and each seed (replay.regimes), for
+    # the cases whose batch has one to tell
+    regimes: dict[str, Regimes] = field(default_factory=dict)
     note: str = ""
     # what the calibration took from the pooled alone runs: {"ncpus", "services": {name:
     # AloneRun.to_dict()}}, kept in fidelity.json so that --repredict redoes the prediction
@@ -335,6 +341,36 @@ class Suite:
                     if s.host.n or s.sim.n:
                         row[m] = s
                 svc.scores[case] = row
+            svc.regimes = {}
+            for case in svc.cases:
+                claim = batch_claim(svc.variants[case].scenario, self.ncpus())
+                shares = [[run[BATCH] for run in side.get(case, [])] for side in (svc.host, svc.sim)]
+                r = regimes(claim, *shares)
+                if r is not None and (r.host or r.sim):
+                    svc.regimes[case] = r
+
+    def ncpus(self) -> int:
+        """The CPUs the suite's host had (a rescored suite's: as it kept them)."""
+        return int((self.host_info or {}).get("cpus") or len(host_cpus()))
+
+    def regime_doc(self, svc: Service, case: str) -> dict[str, Any]:
+        """A case's regimes, and — where the host's repetitions mostly settled in one regime and
+        some seeds settled there too — each metric's error counting only the runs of both sides
+        in that regime ("in the host's regime"): how far the model is when it lands where the
+        host did, apart from how often it does."""
+        r = svc.regimes[case]
+        doc = r.to_dict()
+        where = majority(r.host)
+        doc["in_host_regime"] = {}
+        if where is None:
+            return doc
+        for m in ERROR_METRICS:
+            host = in_regime([h[m] for h in svc.host.get(case, [])], r.host, where)
+            sim = in_regime([p[m] for p in svc.sim.get(case, [])], r.sim, where)
+            if host and sim:
+                h, p = statistics.fmean(host), statistics.fmean(sim)
+                doc["in_host_regime"][m] = {"host": h, "sim": p, "host_runs": len(host), "sim_runs": len(sim), "error": error(h, p)}
+        return doc
 
     def rankings(self, svc: Service) -> list[dict[str, Any]]:
         out = []
@@ -371,7 +407,37 @@ class Suite:
         rs = [r for rs in ranks.values() for r in rs]
         out["separated pairs"] = {"separated": sum(r["separated"] for r in rs), "agreed": sum(r["agreed"] for r in rs)}
         out["agrees where separated"] = {f"{name} by {r['metric']}": r["agrees_where_separated"] for name, rs in ranks.items() for r in rs}
+        out["regimes"] = self.regimes_overall()
         return out
+
+    def regimes_overall(self) -> dict[str, Any]:
+        """Over the colocated cases whose batch has a regime to tell: in how many the model's
+        seeds mostly settle where the host's repetitions mostly did, where either side split,
+        and the median |error| counting only the runs in the host's regime."""
+        docs = {f"{svc.name}: {c}": self.regime_doc(svc, c) for svc in self.services for c in svc.regimes if c != svc.baseline}
+        told = {k: d["agree"] for k, d in docs.items() if d["agree"] is not None}
+        errors = {m: [abs(d["in_host_regime"][m]["error"]) for d in docs.values() if m in d["in_host_regime"]] for m in ERROR_METRICS}
+        # the same cases' errors over all their runs, to set beside those
+        scores = {f"{svc.name}: {c}": svc.scores.get(c, {}) for svc in self.services for c in svc.regimes if c != svc.baseline}
+        every = {
+            m: [abs(scores[k][m].error) for k, d in docs.items() if m in d["in_host_regime"] and m in scores[k]] for m in ERROR_METRICS
+        }
+        return {
+            "cases": len(docs),
+            "told": len(told),
+            "agree": sum(told.values()),
+            "disagree": [k for k, v in told.items() if not v],
+            "model split": [k for k, d in docs.items() if _split(d["sim"])],
+            "host split": [k for k, d in docs.items() if _split(d["host"])],
+            "median |error| in the host's regime": {
+                m: {
+                    "median": statistics.median(e) if e else math.nan,
+                    "cases": len(e),
+                    "all runs": statistics.median(every[m]) if every[m] else math.nan,
+                }
+                for m, e in errors.items()
+            },
+        }
 
     # -- outputs ----------------------------------------------------------------------------
 
@@ -405,6 +471,7 @@ class Suite:
                     "alone_measured": svc.alone_measured,
                     "scores": {c: {m: s.to_dict() for m, s in row.items()} for c, row in svc.scores.items()},
                     "rankings": self.rankings(svc) if svc.scores else [],
+                    "regimes": {c: self.regime_doc(svc, c) for c in svc.regimes},
                     "note": svc.note,
                 }
                 for svc in self.services
@@ -431,6 +498,69 @@ class Suite:
         doc = json.loads((self.out / "fidelity.json").read_text())
         write_report(doc, self.out / "fidelity.html")
         return text(doc)
+
+
+def _regime_lines(svc: dict[str, Any]) -> list[str]:
+    """Per case whose batch has a regime to tell: how many host repetitions and seeds starved
+    it, their batch shares, and the errors in the host's regime."""
+    out = []
+    for case, r in (svc.get("regimes") or {}).items():
+        host = [h.get(BATCH) for h in svc["host"].get(case, [])]
+        sim = [p.get(BATCH) for p in svc["sim"].get(case, [])]
+
+        def side(runs: list[str | None], shares: list[float | None]) -> str:
+            told = [x for x in runs if x is not None]
+            values = " ".join(f"{x:.3f}" for x in shares if x is not None and math.isfinite(x))
+            return f"starved {sum(x == 'starved' for x in told)} of {len(told)} ({values})"
+
+        line = (
+            f"batch regime, {case} (starved: under {r['threshold']:.3f} of the node, a quarter of the {r['claim']:.3f} "
+            f"its weight claims): host {side(r['host'], host)}; model {side(r['sim'], sim)}"
+        )
+        where = r.get("host_majority")
+        errs = r.get("in_host_regime") or {}
+        if where is not None and (_split(r["sim"]) or _split(r["host"]) or r.get("agree") is False):
+            if errs:
+                first = next(iter(errs.values()))
+                line += (
+                    f"; in the host's regime ({where}: {_count(first['host_runs'], 'repetition')}, {_count(first['sim_runs'], 'seed')}) "
+                    + ", ".join(f"{m} {_pct(e['error'])}" for m, e in errs.items())
+                )
+            else:
+                line += f"; no seed settled in the host's regime ({where})"
+        out.append(line)
+    return out
+
+
+def _regimes_overall_lines(r: dict[str, Any] | None) -> list[str]:
+    if not r or not r["cases"]:
+        return []
+    lines = [
+        f"  batch regimes ({r['cases']} cases whose batch's weight claims at least a tenth of the node; starved: under a quarter "
+        f"of its claim): the model's seeds mostly settle where the host's repetitions mostly did in {r['agree']} of {r['told']}"
+        + (f" (not: {', '.join(r['disagree'])})" if r["disagree"] else ""),
+        f"    seeds split between regimes: {', '.join(r['model split']) or 'none'}; "
+        f"host repetitions split: {', '.join(r['host split']) or 'none'}",
+    ]
+    errs = r["median |error| in the host's regime"]
+    told = {m: e for m, e in errs.items() if e["cases"]}
+    if told:
+        lines.append(
+            "    median |error| counting only the runs in the host's regime: "
+            + ", ".join(f"{m} {e['median'] * 100:.1f}% ({e['cases']} cases)" for m, e in told.items())
+            + "; the same cases over all their runs: "
+            + ", ".join(f"{m} {e['all runs'] * 100:.1f}%" for m, e in told.items())
+        )
+    return lines
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _split(runs: list[str | None]) -> bool:
+    told = [r for r in runs if r is not None]
+    return len(set(told)) > 1
 
 
 def _interval(i: dict[str, Any]) -> str:
@@ -556,6 +686,7 @@ def text(doc: dict[str, Any]) -> str:
                 f"Kendall tau {sig3(r['tau']) if r['tau'] is not None else '-'}, same order: {'yes' if r['same_order'] else 'no'}; "
                 + _separated_text(r)
             )
+        parts.extend(_regime_lines(svc))
     o = doc.get("overall") or {}
     if o:
         parts.append("\noverall (the colocated cases; the alone case is the calibration's target):")
@@ -577,6 +708,7 @@ def text(doc: dict[str, Any]) -> str:
         parts.append(
             f"  cases ranked in the host's order: {sum(same.values())} of {len(same)} ({', '.join(k for k, v in same.items() if v) or 'none'})"
         )
+        parts.extend(_regimes_overall_lines(o.get("regimes")))
         pairs = o.get("separated pairs")  # older files: none
         if pairs:
             where = o["agrees where separated"]

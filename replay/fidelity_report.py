@@ -11,7 +11,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from replay.fidelity import METRICS, text
+from replay.fidelity import BATCH, METRICS, text
 from sim.report import figures_html, write_page
 
 HOST, SIM = "#1f77b4", "#ff7f0e"
@@ -92,6 +92,50 @@ def error_figure(doc: dict[str, Any]) -> go.Figure | None:
     return fig
 
 
+def regime_figure(doc: dict[str, Any]) -> go.Figure | None:
+    """The batch's share in every host repetition and every seed, per case whose batch has a
+    regime to tell (replay/regimes.py), with the line below which a run counts as starved: a
+    mean over runs that settled on both sides of it describes none of them."""
+    labels: list[str] = []
+    points: dict[str, tuple[list[str], list[float]]] = {"host": ([], []), "sim": ([], [])}
+    lines: tuple[list[str], list[float]] = ([], [])
+    for name, svc in doc["services"].items():
+        for case, r in (svc.get("regimes") or {}).items():
+            label = f"{name}: {case}"
+            labels.append(label)
+            lines[0].append(label)
+            lines[1].append(r["threshold"])
+            for side in points:
+                for run in svc[side].get(case, []):
+                    v = run.get(BATCH)
+                    if v is not None and math.isfinite(v):
+                        points[side][0].append(label)
+                        points[side][1].append(v)
+    if not labels:
+        return None
+    fig = go.Figure()
+    for side, color in (("host", HOST), ("sim", SIM)):
+        x, y = points[side]
+        fig.add_scatter(
+            x=x,
+            y=y,
+            mode="markers",
+            name="host repetitions" if side == "host" else "simulator seeds",
+            marker={"color": color, "size": 9, "opacity": 0.7},
+            offsetgroup=side,
+        )
+    fig.add_scatter(
+        x=lines[0], y=lines[1], mode="markers", name="starved below", marker={"symbol": "line-ew-open", "size": 40, "color": "#d62728"}
+    )
+    fig.update_layout(
+        title="The batch's share of the node in every run (below the red line: starved)",
+        scattermode="group",
+        height=420,
+        yaxis_title="batch CPU (share of the node)",
+    )
+    return fig
+
+
 def figures(doc: dict[str, Any]) -> list[go.Figure]:
-    made = [metric_figure(doc, m) for m in METRICS] + [error_figure(doc)]
+    made = [metric_figure(doc, m) for m in METRICS] + [error_figure(doc), regime_figure(doc)]
     return [f for f in made if f is not None]

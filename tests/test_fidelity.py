@@ -663,3 +663,38 @@ def test_the_suite_measures_the_idle_exit_once_and_keeps_it_for_a_prediction_tha
     capsys.readouterr()
     assert main(["fidelity", "--rescore", str(tmp_path / "m/fidelity.json"), "--out", str(tmp_path / "s"), "--set", mine]) == 2
     assert "--repredict" in capsys.readouterr().err
+
+
+def test_the_suite_scores_the_batchs_regime_in_every_run(tmp_path, capsys):
+    # the host starved the batch in 2 of 3 repetitions, the model in 1 of 3 seeds: the regimes
+    # disagree, both sides split, and the errors in the host's regime count only its runs
+    doc = simulated_suite(tmp_path / "a", ("alone", "stress", "idle"))
+    svc = doc["services"]["builtin"]
+    for side, shares, qps in (("host", [0.01, 0.02, 0.45], [100.0, 110.0, 60.0]), ("sim", [0.46, 0.005, 0.47], [50.0, 99.0, 55.0])):
+        for run, share, q in zip(svc[side]["stress"], shares, qps, strict=True):
+            run["offline CPU (share)"], run["QPS"] = share, q
+    (tmp_path / "c.json").write_text(json.dumps(doc))
+    assert main(["fidelity", "--rescore", str(tmp_path / "c.json"), "--out", str(tmp_path / "c")]) == 0
+    again = json.loads((tmp_path / "c/fidelity.json").read_text())
+    r = again["services"]["builtin"]["regimes"]
+    assert set(r) == {"stress"}  # idle: cpu.idle's weight claims next to nothing
+    s = r["stress"]
+    assert s["claim"] == pytest.approx(0.5) and s["threshold"] == pytest.approx(0.125)
+    assert s["host"] == ["starved", "starved", "shared"] and s["sim"] == ["shared", "starved", "shared"]
+    assert (s["host_majority"], s["sim_majority"], s["agree"]) == ("starved", "shared", False)
+    q = s["in_host_regime"]["QPS"]
+    assert (q["host_runs"], q["sim_runs"]) == (2, 1)
+    assert q["error"] == pytest.approx(99.0 / ((100.0 + 110.0) / 2) - 1)
+    o = again["overall"]["regimes"]
+    assert (o["cases"], o["told"], o["agree"]) == (1, 1, 0)
+    assert o["disagree"] == o["model split"] == o["host split"] == ["builtin: stress"]
+    assert o["median |error| in the host's regime"]["QPS"]["median"] == pytest.approx(abs(q["error"]))
+    # over all the runs the error is the means' (the suite's own score)
+    assert o["median |error| in the host's regime"]["QPS"]["all runs"] == pytest.approx(
+        abs(np.mean([50, 99, 55]) / np.mean([100, 110, 60]) - 1)
+    )
+    out = capsys.readouterr().out
+    assert "batch regime, stress (starved: under 0.125 of the node" in out
+    assert "host starved 2 of 3 (0.010 0.020 0.450); model starved 1 of 3 (0.460 0.005 0.470)" in out
+    assert "in the host's regime (starved: 2 repetitions, 1 seed) QPS -5.7%" in out
+    assert "the model's seeds mostly settle where the host's repetitions mostly did in 0 of 1 (not: builtin: stress)" in out

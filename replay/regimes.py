@@ -1,0 +1,154 @@
+"""Whether the batch starved or shared: the regime a colocated run settled in.
+
+Beside a chatty service, hogs in a sibling cgroup of equal weight do not get a share that
+varies smoothly: on Linux 6.18.44 they either get about what their weight claims, or next to
+nothing — the re-placing `reweight_entity` (6d71a9c61604, reverted in 6.18.45) multiplies the
+running group entity's lag at every reweight, and once the chatty group's handoffs come often
+enough its entity is never charged for its running again (docs/model.md, "Which reweight
+6.18.44 has", "The reweight fixed point"). Which side a run lands on is a tipping point: the
+model's seeds land on either side (nginx + stress, 2026-12-07: 0.0% in one seed of five, 39–44%
+in the others), and so do the host's runs, drifting by the hour (ClickHouse + stress on one
+day: 1–2.5% in three runs, 5–33% in three others, 37–47% a week before).
+
+A mean over runs that settled in different regimes describes none of them, so the fidelity
+suite classifies every host repetition and every simulator seed, and reports the regimes
+beside the means: a model that lands in the host's regime but in a different proportion of
+its seeds is wrong in a different way from one whose numbers are off within the regime.
+
+A run is **starved** when the batch got less than `STARVED` (a quarter) of what its weight
+claims, **shared** otherwise. The claim is the batch cgroups' share of the top-level weight
+among the cgroups that hold the case's workloads (`cpu.shares`; `cpu.idle=1` and openEuler's
+`cpu.qos_level=-1` weigh as WEIGHT_IDLEPRIO = 3, kernel/sched/sched.h), raised to what a CFS
+quota on the service's side leaves over, and bounded by the batch's own threads. A batch whose
+weight claims less than `CLAIM` of the node (cpu.idle, cpu.shares=2) has no regime to tell:
+getting next to nothing is what its weight asks for.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sim.scenario import Scenario
+
+STARVED = 0.25  # the batch below a quarter of its weight's claim: starved
+CLAIM = 0.10  # a batch claiming less of the node than this has no regime to tell
+WEIGHT_IDLEPRIO = 3  # kernel/sched/sched.h: an idle group's (and a SCHED_IDLE task's) weight
+STARVED_NAME, SHARED_NAME = "starved", "shared"
+
+
+def _top(path: str) -> str:
+    return path.split("/", 1)[0]
+
+
+def _weight(scenario: Scenario, top: str) -> float:
+    cg = scenario.cgroups.get(top)
+    if cg is None:  # the root's own tasks, or a cgroup the scenario leaves at its defaults
+        return 1024.0
+    if cg.cpu_idle == 1 or cg.cpu_qos_level == -1:
+        return float(WEIGHT_IDLEPRIO)
+    return float(cg.cpu_shares)
+
+
+def _quota_cpus(scenario: Scenario, top: str) -> float:
+    """CPUs a top-level cgroup's CFS quota allows (inf: none)."""
+    cg = scenario.cgroups.get(top)
+    if cg is None or cg.cpu_cfs_quota_us < 0:
+        return math.inf
+    return cg.cpu_cfs_quota_us / cg.cpu_cfs_period_us
+
+
+def batch_claim(scenario: Scenario, ncpus: int) -> float | None:
+    """The share of the node the batch (hog) workloads' cgroups claim by weight against the
+    service workloads' (top-level groups, as the root's queue weighs them), at least what
+    the services' CFS quotas leave and at most the batch's threads; None when the case has no
+    batch or no service, or they share a top-level cgroup (no weight tells them apart)."""
+    enabled = [w for w in scenario.workloads.values() if w.enabled and w.cgroup is not None]
+    batch = {_top(w.cgroup) for w in enabled if w.kind == "hog"}
+    service = {_top(w.cgroup) for w in enabled if w.role == "service"}
+    if not batch or not service or batch & service or ncpus < 1:
+        return None
+    wb = sum(_weight(scenario, c) for c in batch)
+    ws = sum(_weight(scenario, c) for c in service)
+    claim = wb / (wb + ws)
+    capped = sum(_quota_cpus(scenario, c) for c in service)
+    if math.isfinite(capped):
+        claim = max(claim, 1.0 - min(capped, ncpus) / ncpus)
+    threads = sum(getattr(w, "threads", 0) or 0 for w in enabled if w.kind == "hog")
+    if threads:
+        claim = min(claim, threads / ncpus)
+    return claim
+
+
+def classify(share: float, claim: float) -> str | None:
+    """ "starved" or "shared" for one run's batch share; None when the share was not measured."""
+    if not math.isfinite(share):
+        return None
+    return STARVED_NAME if share < STARVED * claim else SHARED_NAME
+
+
+def majority(regimes: Sequence[str | None]) -> str | None:
+    """The regime most runs settled in; None on a tie or with none."""
+    counts = Counter(r for r in regimes if r is not None).most_common()
+    if not counts or (len(counts) > 1 and counts[0][1] == counts[1][1]):
+        return None
+    return counts[0][0]
+
+
+@dataclass(frozen=True)
+class Regimes:
+    """One case's batch regimes: the claim, and each host repetition's and each seed's regime."""
+
+    claim: float
+    host: tuple[str | None, ...]
+    sim: tuple[str | None, ...]
+
+    @property
+    def threshold(self) -> float:
+        return STARVED * self.claim
+
+    def starved(self, side: str) -> tuple[int, int]:
+        """(starved, classified) runs of one side ("host" or "sim")."""
+        runs = [r for r in getattr(self, side) if r is not None]
+        return sum(r == STARVED_NAME for r in runs), len(runs)
+
+    def split(self, side: str) -> bool:
+        """Runs of this side settled in both regimes."""
+        starved, n = self.starved(side)
+        return 0 < starved < n
+
+    @property
+    def agree(self) -> bool | None:
+        """The model's seeds mostly settle where the host's repetitions mostly did; None when
+        either side has no majority."""
+        h, s = majority(self.host), majority(self.sim)
+        return None if h is None or s is None else h == s
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "claim": self.claim,
+            "threshold": self.threshold,
+            "host": list(self.host),
+            "sim": list(self.sim),
+            "host_majority": majority(self.host),
+            "sim_majority": majority(self.sim),
+            "agree": self.agree,
+        }
+
+
+def regimes(claim: float | None, host_shares: Sequence[float], sim_shares: Sequence[float]) -> Regimes | None:
+    """The case's regimes, or None when its batch has no regime to tell (no claim, or a claim
+    under `CLAIM`)."""
+    if claim is None or claim < CLAIM:
+        return None
+    return Regimes(claim, tuple(classify(x, claim) for x in host_shares), tuple(classify(x, claim) for x in sim_shares))
+
+
+def in_regime(values: Sequence[float], runs: Sequence[str | None], regime: str) -> list[float]:
+    """The values of the runs that settled in `regime` (values and runs paired)."""
+    if len(values) != len(runs):
+        raise ValueError(f"in_regime: {len(values)} values against {len(runs)} runs")
+    return [v for v, r in zip(values, runs, strict=True) if r == regime and math.isfinite(v)]
