@@ -46,6 +46,7 @@ from replay.timer_slack import TimerOvershoot, any_timed, timer_equivalent
 from replay.timer_slack import measure as measure_timer
 from replay.workloads import generator_event_loop, generator_threads
 from sim import runqlat
+from sim.regimes import batch_share
 from sim.results import ExperimentResult, RunResult, finite, markdown, sig3
 from sim.scenario import (
     IO_KINDS,
@@ -153,12 +154,6 @@ def dd_ops(variants: list[Variant]) -> list[str]:
     """The directions the runs' dd workloads move data in ("read", "write")."""
     ops = {w.op for v in variants for w in v.scenario.workloads.values() if w.enabled and w.kind == "dd"}
     return sorted(ops)
-
-
-def batch_share(run: RunResult, scenario: Scenario) -> float:
-    """Share of node capacity the batch (hog) workloads' cgroups got."""
-    cgs = {w.cgroup for w in scenario.workloads.values() if w.kind == "hog" and w.enabled}
-    return sum(run.cgroups[c].cpu_share for c in cgs if c in run.cgroups) if cgs else math.nan
 
 
 def metrics(run: RunResult, scenario: Scenario) -> dict[str, float]:

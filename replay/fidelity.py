@@ -60,12 +60,12 @@ from replay.compare import (
 from replay.cpuidle import measure as measure_exit_latency
 from replay.host_kernel import host_kernel
 from replay.host_run import check_knobs, host_equivalent, missing_knobs, run_on_host
-from replay.regimes import Regimes, batch_claim, in_regime, majority, regimes
 from replay.scoring import GOAL, WITHIN, Score, goal_text, median_abs_error, meets_goal, ranking, score
 from replay.session import Session
 from replay.steal import measure as measure_stalls
 from replay.workloads import REPO, MeasuredService, ReportedService
 from sim.errors import ColosimError, ScenarioError
+from sim.regimes import Regimes, batch_claim, in_regime, majority, regimes
 from sim.results import RunResult, ServiceResult, finite, markdown, sig3
 from sim.scenario import Scenario, Variant
 
@@ -122,7 +122,7 @@ class Service:
     # alone runs' trace reader): a measurement that disturbs its run shows here
     replay_cpus: dict[str, list[float]] = field(default_factory=dict)
     scores: dict[str, dict[str, Score]] = field(default_factory=dict)  # case -> metric -> score
-    # case -> the batch's regime in each host repetition and each seed (replay.regimes), for
+    # case -> the batch's regime in each host repetition and each seed (sim.regimes), for
     # the cases whose batch has one to tell
     regimes: dict[str, Regimes] = field(default_factory=dict)
     note: str = ""

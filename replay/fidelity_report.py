@@ -94,7 +94,7 @@ def error_figure(doc: dict[str, Any]) -> go.Figure | None:
 
 def regime_figure(doc: dict[str, Any]) -> go.Figure | None:
     """The batch's share in every host repetition and every seed, per case whose batch has a
-    regime to tell (replay/regimes.py), with the line below which a run counts as starved: a
+    regime to tell (sim/regimes.py), with the line below which a run counts as starved: a
     mean over runs that settled on both sides of it describes none of them."""
     labels: list[str] = []
     points: dict[str, tuple[list[str], list[float]]] = {"host": ([], []), "sim": ([], [])}

@@ -15,9 +15,14 @@ import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sim.environment import CoreNotBuilt
 from sim.errors import ColosimError, ScenarioError
+
+if TYPE_CHECKING:
+    from sim.results import ExperimentResult
+    from sim.scenario import Scenario
 
 USAGE_ERROR = 2
 BUG = 1
@@ -46,6 +51,13 @@ def _parser() -> argparse.ArgumentParser:
         'contain dots: cgroups.offline."cpu.qos_level"=-1), VALUE a TOML value or a string',
     )
     run.add_argument("--seed", type=int, help="seed for every run (default: scenario.seed)")
+    run.add_argument(
+        "--seeds",
+        type=int,
+        default=1,
+        help="run everything with N seeds (--seed, --seed+1, ...): each figure's median and range over them, and "
+        "whether the batch starves in some seeds and not in others (default 1)",
+    )
     run.add_argument("--out", type=Path, help="output directory (default: out/<scenario name>)")
     run.add_argument(
         "--policy",
@@ -310,16 +322,47 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
     scenario = load_scenario(args.scenario, _overrides(args))
     if args.seed is not None and not 0 <= args.seed < 2**64:
         raise ScenarioError(f"--seed: must be in 0..2^64-1 (got {args.seed})")
-    result = run_scenario(scenario, seed=args.seed, progress=not args.no_progress)
-
+    if args.seeds < 1:
+        raise ScenarioError(f"--seeds: must be at least 1 (got {args.seeds})")
+    first = scenario.seed if args.seed is None else args.seed
+    if first + args.seeds > 2**64:
+        raise ScenarioError(f"--seeds: seeds {first}..{first + args.seeds - 1} pass 2^64-1")
     out = args.out if args.out is not None else Path("out") / scenario.name
     out.mkdir(parents=True, exist_ok=True)
+    result = run_scenario(scenario, seed=first, progress=not args.no_progress)
     results_path = out / "results.json"
     results_path.write_text(result.to_json() + "\n", encoding="utf-8")
     report_path = write_report(result, out / "report.html")
-
     print(result)
-    print(f"\nwrote {results_path} and {report_path}")
+    if args.seeds == 1:
+        print(f"\nwrote {results_path} and {report_path}")
+        return 0
+    return _more_seeds(args, scenario, result, out, results_path, report_path)
+
+
+def _more_seeds(
+    args: argparse.Namespace, scenario: Scenario, result: ExperimentResult, out: Path, results_path: Path, report_path: Path
+) -> int:
+    """`run --seeds N`: the seeds after the first, each written as it finishes
+    (OUT/seed-K/results.json), then the summary over all of them (OUT/seeds.json)."""
+    import json
+
+    from sim.results import finite
+    from sim.runner import run_scenario
+    from sim.seeds import claims, run_figures, summarize
+
+    seeds = [result.seed + k for k in range(args.seeds)]
+    per_seed = [run_figures(result, scenario)]
+    for seed in seeds[1:]:
+        more = run_scenario(scenario, seed=seed, progress=not args.no_progress)
+        (out / f"seed-{seed}").mkdir(exist_ok=True)
+        (out / f"seed-{seed}" / "results.json").write_text(more.to_json() + "\n", encoding="utf-8")
+        per_seed.append(run_figures(more, scenario))
+    summary = summarize(seeds, per_seed, claims(result, scenario))
+    seeds_path = out / "seeds.json"
+    seeds_path.write_text(json.dumps(finite(summary.to_dict()), indent=2) + "\n", encoding="utf-8")
+    print(f"\n{summary}")
+    print(f"\nwrote {results_path} and {report_path} (seed {seeds[0]}), {out}/seed-K/results.json (the others) and {seeds_path}")
     return 0
 
 

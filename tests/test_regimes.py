@@ -1,4 +1,4 @@
-"""The batch's regime (replay/regimes.py): the claim its weight makes, worked by hand from the
+"""The batch's regime (sim/regimes.py): the claim its weight makes, worked by hand from the
 kernel's weights, and the classification of runs into starved and shared."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import pytest
 
 from replay.fidelity import load_service
-from replay.regimes import CLAIM, STARVED, WEIGHT_IDLEPRIO, Regimes, batch_claim, classify, in_regime, majority, regimes
+from sim.regimes import CLAIM, STARVED, WEIGHT_IDLEPRIO, Regimes, batch_claim, classify, in_regime, majority, regimes
 
 SHORT = ["scenario.duration=2s", "scenario.warmup=0.5s"]
 

@@ -32,12 +32,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sim.results import RunResult
 from sim.scenario import Scenario
 
 STARVED = 0.25  # the batch below a quarter of its weight's claim: starved
 CLAIM = 0.10  # a batch claiming less of the node than this has no regime to tell
 WEIGHT_IDLEPRIO = 3  # kernel/sched/sched.h: an idle group's (and a SCHED_IDLE task's) weight
 STARVED_NAME, SHARED_NAME = "starved", "shared"
+
+
+def batch_share(run: RunResult, scenario: Scenario) -> float:
+    """Share of node capacity the batch (hog) workloads' cgroups got."""
+    cgs = {w.cgroup for w in scenario.workloads.values() if w.kind == "hog" and w.enabled}
+    return sum(run.cgroups[c].cpu_share for c in cgs if c in run.cgroups) if cgs else math.nan
 
 
 def _top(path: str) -> str:
