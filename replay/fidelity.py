@@ -65,7 +65,7 @@ from replay.session import Session
 from replay.steal import measure as measure_stalls
 from replay.workloads import REPO, MeasuredService, ReportedService
 from sim.errors import ColosimError, ScenarioError
-from sim.regimes import Regimes, batch_claim, in_regime, majority, regimes
+from sim.regimes import Claim, Regimes, batch_claim, in_regime, majority, regimes
 from sim.results import RunResult, ServiceResult, finite, markdown, sig3
 from sim.scenario import Scenario, Variant
 
@@ -513,10 +513,8 @@ def _regime_lines(svc: dict[str, Any]) -> list[str]:
             values = " ".join(f"{x:.3f}" for x in shares if x is not None and math.isfinite(x))
             return f"starved {sum(x == 'starved' for x in told)} of {len(told)} ({values})"
 
-        line = (
-            f"batch regime, {case} (starved: under {r['threshold']:.3f} of the node, a quarter of the {r['claim']:.3f} "
-            f"its weight claims): host {side(r['host'], host)}; model {side(r['sim'], sim)}"
-        )
+        claim = Claim(r["claim"], r.get("floor", 0.0))
+        line = f"batch regime, {case} (starved: {claim.text()}): host {side(r['host'], host)}; model {side(r['sim'], sim)}"
         where = r.get("host_majority")
         errs = r.get("in_host_regime") or {}
         if where is not None and (_split(r["sim"]) or _split(r["host"]) or r.get("agree") is False):
@@ -536,8 +534,8 @@ def _regimes_overall_lines(r: dict[str, Any] | None) -> list[str]:
     if not r or not r["cases"]:
         return []
     lines = [
-        f"  batch regimes ({r['cases']} cases whose batch's weight claims at least a tenth of the node; starved: under a quarter "
-        f"of its claim): the model's seeds mostly settle where the host's repetitions mostly did in {r['agree']} of {r['told']}"
+        f"  batch regimes ({r['cases']} cases whose batch has at least a tenth of the node between what a quota leaves it and "
+        f"what its weight claims; starved: under a quarter of the way): the model's seeds mostly settle where the host's repetitions mostly did in {r['agree']} of {r['told']}"
         + (f" (not: {', '.join(r['disagree'])})" if r["disagree"] else ""),
         f"    seeds split between regimes: {', '.join(r['model split']) or 'none'}; "
         f"host repetitions split: {', '.join(r['host split']) or 'none'}",

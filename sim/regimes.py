@@ -18,10 +18,14 @@ its seeds is wrong in a different way from one whose numbers are off within the 
 A run is **starved** when the batch got less than `STARVED` (a quarter) of what its weight
 claims, **shared** otherwise. The claim is the batch cgroups' share of the top-level weight
 among the cgroups that hold the case's workloads (`cpu.shares`; `cpu.idle=1` and openEuler's
-`cpu.qos_level=-1` weigh as WEIGHT_IDLEPRIO = 3, kernel/sched/sched.h), raised to what a CFS
-quota on the service's side leaves over, and bounded by the batch's own threads. A batch whose
-weight claims less than `CLAIM` of the node (cpu.idle, cpu.shares=2) has no regime to tell:
-getting next to nothing is what its weight asks for.
+`cpu.qos_level=-1` weigh as WEIGHT_IDLEPRIO = 3, kernel/sched/sched.h), bounded by the batch's
+own threads. A CFS quota on the service's side leaves the batch a floor whatever the weights
+(1.5 of 2 CPUs: a quarter of the node); then starved is below a quarter of the way from the
+floor to the claim — the tipped service holding all its quota allows (PostgreSQL under quota:
+0.25 in every host run, 0.25 or 0.45–0.50 by seed in the model). A batch with less than
+`CLAIM` of the node between floor and claim (cpu.idle, cpu.shares=2; a quota that leaves more
+than the weights would) has no regime to tell: what it gets is what its weight or the quota
+asks for.
 """
 
 from __future__ import annotations
@@ -35,8 +39,8 @@ from typing import Any
 from sim.results import RunResult
 from sim.scenario import Scenario
 
-STARVED = 0.25  # the batch below a quarter of its weight's claim: starved
-CLAIM = 0.10  # a batch claiming less of the node than this has no regime to tell
+STARVED = 0.25  # the batch below a quarter of the way from its floor to its claim: starved
+CLAIM = 0.10  # less of the node than this between floor and claim: no regime to tell
 WEIGHT_IDLEPRIO = 3  # kernel/sched/sched.h: an idle group's (and a SCHED_IDLE task's) weight
 STARVED_NAME, SHARED_NAME = "starved", "shared"
 
@@ -68,11 +72,39 @@ def _quota_cpus(scenario: Scenario, top: str) -> float:
     return cg.cpu_cfs_quota_us / cg.cpu_cfs_period_us
 
 
-def batch_claim(scenario: Scenario, ncpus: int) -> float | None:
-    """The share of the node the batch (hog) workloads' cgroups claim by weight against the
-    service workloads' (top-level groups, as the root's queue weighs them), at least what
-    the services' CFS quotas leave and at most the batch's threads; None when the case has no
-    batch or no service, or they share a top-level cgroup (no weight tells them apart)."""
+@dataclass(frozen=True)
+class Claim:
+    """What a case's batch can get: `share`, the node's share its weight claims against the
+    service (at most its threads), and `floor`, what CFS quotas on the service's side leave
+    it whatever the weights (0 without a quota). A run between the two settled somewhere
+    between the service holding all it may and the weights' split."""
+
+    share: float
+    floor: float = 0.0
+
+    @property
+    def span(self) -> float:
+        return self.share - self.floor
+
+    @property
+    def threshold(self) -> float:
+        """Below this a run is starved: a quarter of the way from the floor to the share."""
+        return self.floor + STARVED * self.span
+
+    def text(self) -> str:
+        if self.floor > 0:
+            return (
+                f"under {self.threshold:.3f} of the node, a quarter of the way from the {self.floor:.3f} the "
+                f"service's quota leaves to the {self.share:.3f} its weight claims"
+            )
+        return f"under {self.threshold:.3f} of the node, a quarter of the {self.share:.3f} its weight claims"
+
+
+def batch_claim(scenario: Scenario, ncpus: int) -> Claim | None:
+    """The batch (hog) workloads' claim against the service workloads': their cgroups' share of
+    the top-level weight (as the root's queue weighs them) and what the services' CFS quotas
+    leave, each at most the batch's threads; None when the case has no batch or no service, or
+    they share a top-level cgroup (no weight tells them apart)."""
     enabled = [w for w in scenario.workloads.values() if w.enabled and w.cgroup is not None]
     batch = {_top(w.cgroup) for w in enabled if w.kind == "hog"}
     service = {_top(w.cgroup) for w in enabled if w.role == "service"}
@@ -80,21 +112,20 @@ def batch_claim(scenario: Scenario, ncpus: int) -> float | None:
         return None
     wb = sum(_weight(scenario, c) for c in batch)
     ws = sum(_weight(scenario, c) for c in service)
-    claim = wb / (wb + ws)
+    share = wb / (wb + ws)
     capped = sum(_quota_cpus(scenario, c) for c in service)
-    if math.isfinite(capped):
-        claim = max(claim, 1.0 - min(capped, ncpus) / ncpus)
+    floor = 1.0 - min(capped, ncpus) / ncpus if math.isfinite(capped) else 0.0
     threads = sum(getattr(w, "threads", 0) or 0 for w in enabled if w.kind == "hog")
     if threads:
-        claim = min(claim, threads / ncpus)
-    return claim
+        share, floor = min(share, threads / ncpus), min(floor, threads / ncpus)
+    return Claim(share, floor)
 
 
-def classify(share: float, claim: float) -> str | None:
+def classify(share: float, claim: Claim) -> str | None:
     """ "starved" or "shared" for one run's batch share; None when the share was not measured."""
     if not math.isfinite(share):
         return None
-    return STARVED_NAME if share < STARVED * claim else SHARED_NAME
+    return STARVED_NAME if share < claim.threshold else SHARED_NAME
 
 
 def majority(regimes: Sequence[str | None]) -> str | None:
@@ -109,13 +140,13 @@ def majority(regimes: Sequence[str | None]) -> str | None:
 class Regimes:
     """One case's batch regimes: the claim, and each host repetition's and each seed's regime."""
 
-    claim: float
+    claim: Claim
     host: tuple[str | None, ...]
     sim: tuple[str | None, ...]
 
     @property
     def threshold(self) -> float:
-        return STARVED * self.claim
+        return self.claim.threshold
 
     def starved(self, side: str) -> tuple[int, int]:
         """(starved, classified) runs of one side ("host" or "sim")."""
@@ -136,7 +167,8 @@ class Regimes:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "claim": self.claim,
+            "claim": self.claim.share,
+            "floor": self.claim.floor,
             "threshold": self.threshold,
             "host": list(self.host),
             "sim": list(self.sim),
@@ -146,10 +178,10 @@ class Regimes:
         }
 
 
-def regimes(claim: float | None, host_shares: Sequence[float], sim_shares: Sequence[float]) -> Regimes | None:
-    """The case's regimes, or None when its batch has no regime to tell (no claim, or a claim
-    under `CLAIM`)."""
-    if claim is None or claim < CLAIM:
+def regimes(claim: Claim | None, host_shares: Sequence[float], sim_shares: Sequence[float]) -> Regimes | None:
+    """The case's regimes, or None when its batch has no regime to tell: no claim, or less
+    than `CLAIM` of the node between what a quota leaves it and what its weight claims."""
+    if claim is None or claim.span < CLAIM:
         return None
     return Regimes(claim, tuple(classify(x, claim) for x in host_shares), tuple(classify(x, claim) for x in sim_shares))
 

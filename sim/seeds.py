@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sim.regimes import STARVED_NAME, Regimes, batch_claim, batch_share, in_regime, regimes
+from sim.regimes import STARVED_NAME, Claim, Regimes, batch_claim, batch_share, in_regime, regimes
 from sim.results import ExperimentResult, markdown, sig3
 from sim.scenario import Scenario
 
@@ -40,8 +40,8 @@ def run_figures(result: ExperimentResult, scenario: Scenario) -> dict[str, dict[
     return out
 
 
-def claims(result: ExperimentResult, scenario: Scenario) -> dict[str, float | None]:
-    """Per run: the share of the node its batch's weight claims (None: no regime to tell)."""
+def claims(result: ExperimentResult, scenario: Scenario) -> dict[str, Claim | None]:
+    """Per run: what its batch can get (sim/regimes.py; None: no batch or no service)."""
     return {v.name: batch_claim(v.scenario, result.runs[v.name].ncpus) for v in scenario.variants() if v.name in result.runs}
 
 
@@ -98,10 +98,7 @@ class SeedRuns:
         out = []
         for name, r in self.regimes.items():
             starved, told = r.starved("sim")
-            line = (
-                f"{name}: the batch starved (under {r.threshold:.3f} of the node, a quarter of the {r.claim:.3f} its weight "
-                f"claims) in {starved} of {told} seeds"
-            )
+            line = f"{name}: the batch starved ({r.claim.text()}) in {starved} of {told} seeds"
             if r.split("sim"):
                 which = [s for s, g in zip(self.seeds, r.sim, strict=True) if g == STARVED_NAME]
                 line += f" ({', '.join(map(str, which))}) — SPLIT: one seed's answer is one of two; the figures in each:"
@@ -130,7 +127,13 @@ class SeedRuns:
                 for run, figs in self.figures.items()
             },
             "regimes": {
-                run: {"claim": r.claim, "threshold": r.threshold, "seeds": list(r.sim), "split": r.split("sim")}
+                run: {
+                    "claim": r.claim.share,
+                    "floor": r.claim.floor,
+                    "threshold": r.threshold,
+                    "seeds": list(r.sim),
+                    "split": r.split("sim"),
+                }
                 for run, r in self.regimes.items()
             },
         }
@@ -140,7 +143,7 @@ def _median(values: Sequence[float]) -> str:
     return sig3(statistics.median(values)) if values else "-"
 
 
-def summarize(seeds: Sequence[int], per_seed: Sequence[dict[str, dict[str, float]]], claim: dict[str, float | None]) -> SeedRuns:
+def summarize(seeds: Sequence[int], per_seed: Sequence[dict[str, dict[str, float]]], claim: dict[str, Claim | None]) -> SeedRuns:
     """The runs' figures over the seeds (`per_seed[i]`: run -> figure -> value of seeds[i]),
     and each run's regimes from its batch share and `claim`."""
     if len(seeds) != len(per_seed):

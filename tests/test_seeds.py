@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from sim.cli import main
+from sim.regimes import Claim
 from sim.seeds import BATCH, Spread, summarize
 
 BISTABLE = Path(__file__).resolve().parents[1] / "experiments" / "bistable_nginx.toml"
@@ -31,7 +32,7 @@ def test_summary_worked_by_hand_with_a_split_run():
         {"alone": {"web QPS": 98.0}, "stress": {"web QPS": 52.0, BATCH: 0.40}},
         {"alone": {"web QPS": 101.0}, "stress": {"web QPS": 97.0, BATCH: 0.01}},
     ]
-    s = summarize([7, 8, 9, 10], per_seed, {"alone": None, "stress": 0.5})
+    s = summarize([7, 8, 9, 10], per_seed, {"alone": None, "stress": Claim(0.5)})
     assert s.figures["alone"]["web QPS"].median == pytest.approx(100.5)
     assert s.figures["stress"]["web QPS"].values == (50.0, 99.0, 52.0, 97.0)
     assert list(s.regimes) == ["stress"] and s.split() == ["stress"]
@@ -44,7 +45,7 @@ def test_summary_worked_by_hand_with_a_split_run():
     assert d["seeds"] == [7, 8, 9, 10] and d["regimes"]["stress"]["split"] is True
     assert d["runs"]["stress"]["web QPS"] == {"median": 74.5, "min": 50.0, "max": 99.0, "values": [50.0, 99.0, 52.0, 97.0]}
     # a batch whose weight claims next to nothing (cpu.idle) has no regime line
-    assert not summarize([1], [{"idle": {BATCH: 0.0}}], {"idle": 3 / 1027}).regimes
+    assert not summarize([1], [{"idle": {BATCH: 0.0}}], {"idle": Claim(3 / 1027)}).regimes
     with pytest.raises(ValueError, match="2 seeds against 1 results"):
         summarize([1, 2], per_seed[:1], {})
 
