@@ -60,6 +60,7 @@ PLOTS = {
     "probe_clickhouse_stress": (LATENCY, CPU),
     "web_batch": (LATENCY, CPU),
     "autogroup": (CPU,),
+    "bistable_nginx": (LATENCY, CPU),
     "memory_host": (LATENCY, OVER_TIME, CPU, MEMORY, DISK),
     "handoff_probe": (LATENCY,),
     "custom_slice": (LATENCY,),
@@ -69,7 +70,7 @@ PLOTS = {
     "tune_fleet": ("Optimization history", "Trade-off", "Hyperparameter Importances", "Best against the defaults", "Per machine"),
     # `colosim fidelity`'s report (not an experiments/*.toml: made below from a suite scored
     # with the simulator standing in for the host)
-    "fidelity": ("QPS:", "P50 (s):", "P99 (s):", "offline CPU (share):", "Prediction error"),
+    "fidelity": ("QPS:", "P50 (s):", "P99 (s):", "offline CPU (share):", "Prediction error", "The batch's share"),
 }
 
 
