@@ -13,7 +13,8 @@
 //! than cache_nice_tries times (`SchedFeatures::cache_hot_pull`), so a CPU can idle beside a
 //! queue of recently run tasks, as the host's does (docs/model.md, "Worker pools"). Periodic
 //! and NOHZ idle balancing by group types, cache hotness and active balance are in
-//! lb_groups.rs. Not modelled here: `avg_idle` gating of newidle balance. SIS_UTIL's scan
+//! lb_groups.rs. NI_RANDOM's die before each domain's newly-idle pull: newidle.rs. Not
+//! modelled here: `avg_idle` gating of newidle balance. SIS_UTIL's scan
 //! limit and the PELT util it is computed from: sis_util.rs.
 
 use crate::events::{Event, Ns};
@@ -444,25 +445,47 @@ impl Node {
                 *next = (*next).min(idle_next);
             }
         }
+        // NI_RANDOM (newidle.rs) throws its die only where the kernel would balance at all:
+        // the root domain overloaded (`get_rd_overloaded`: some CPU with a task waiting)
+        let dice = self.newidle.is_some() && (0..self.ncpus()).any(|c| c != cpu && self.nr_movable(c) > 0);
         for d in 0..self.topo.domains[cpu].len() {
-            let level = self.topo.domains[cpu][d].level;
-            let failed = self.cpus[cpu].nr_balance_failed[d];
-            let mut srcs: Vec<CpuId> = self.topo.domains[cpu][d]
-                .span
-                .iter()
-                .copied()
-                .filter(|&c| c != cpu && self.nr_movable(c) > 0)
-                .collect();
-            srcs.sort_by_key(|&c| (std::cmp::Reverse(self.nr_movable(c)), c));
-            for src in srcs {
-                let cold = self
-                    .movable(src, cpu)
-                    .filter(|&t| !cache_hot || !self.held_hot(t, cpu, level, failed))
-                    .min_by_key(|&t| self.pull_order(t, cpu));
-                if let Some(t) = cold {
-                    self.move_task(t, cpu);
-                    return true;
-                }
+            let weight = match self.newidle.as_mut() {
+                Some(ni) if dice => match ni.throw(cpu, d) {
+                    Some(w) => Some(w),
+                    None => continue,
+                },
+                _ => None,
+            };
+            let pulled = self.newidle_pull(cpu, d, cache_hot);
+            if let (Some(w), Some(ni)) = (weight, self.newidle.as_mut()) {
+                ni.ran(cpu, d, w, pulled);
+            }
+            if pulled {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// One domain's newly-idle pull: the first task it may take, busiest CPU first.
+    fn newidle_pull(&mut self, cpu: CpuId, d: usize, cache_hot: bool) -> bool {
+        let level = self.topo.domains[cpu][d].level;
+        let failed = self.cpus[cpu].nr_balance_failed[d];
+        let mut srcs: Vec<CpuId> = self.topo.domains[cpu][d]
+            .span
+            .iter()
+            .copied()
+            .filter(|&c| c != cpu && self.nr_movable(c) > 0)
+            .collect();
+        srcs.sort_by_key(|&c| (std::cmp::Reverse(self.nr_movable(c)), c));
+        for src in srcs {
+            let cold = self
+                .movable(src, cpu)
+                .filter(|&t| !cache_hot || !self.held_hot(t, cpu, level, failed))
+                .min_by_key(|&t| self.pull_order(t, cpu));
+            if let Some(t) = cold {
+                self.move_task(t, cpu);
+                return true;
             }
         }
         false

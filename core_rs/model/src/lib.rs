@@ -24,6 +24,7 @@ pub mod lb_groups;
 pub mod lru;
 pub mod memcg;
 pub mod net;
+pub mod newidle;
 pub mod node;
 pub mod node_io;
 pub mod node_memory;

@@ -209,6 +209,8 @@ pub struct Node {
     pub remote_wakeup: Option<crate::remote_wakeup::RemoteWakeupSpec>,
     /// The stalls the hypervisor makes (steal.rs); None: none.
     pub steal: Option<crate::steal::Steal>,
+    /// NI_RANDOM's die and counts (newidle.rs); None: the feature is off.
+    pub newidle: Option<crate::newidle::Newidle>,
 }
 
 impl Node {
@@ -377,7 +379,12 @@ impl Node {
                 .steal
                 .as_ref()
                 .map(|s| crate::steal::Steal::new(s, spec.seed, ncpus)),
+            newidle: None,
         };
+        if node.tun.feat.ni_random {
+            let per_cpu: Vec<usize> = node.topo.domains.iter().map(|d| d.len()).collect();
+            node.newidle = Some(crate::newidle::Newidle::new(spec.seed, per_cpu.into_iter()));
+        }
         // Each group's CFS period timer phase (bandwidth.rs `start_cfs_bandwidth`): pinned, or
         // drawn for every group in creation order from stream 0, the node's own (workloads use
         // 1..), so a quota on one group does not move another's phase.

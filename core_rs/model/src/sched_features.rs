@@ -29,6 +29,8 @@
 //!   when `version` is given, so every scenario without one keeps the placement it always had
 //!   (balance.rs).
 //! - 6.12: custom slices (`sched_attr.sched_runtime`, slice.rs).
+//! - 6.18.5+ and 6.19: NI_RANDOM, a newly idle CPU balances each domain with probability about
+//!   its recent success rate (33cf66d88306; newidle.rs).
 //!
 //! `version` picks the defaults; `sched_features` overrides single switches by the kernel's
 //! names. Known names that the model does not act on are accepted (replay writes the host's
@@ -89,10 +91,13 @@ pub struct SchedFeatures {
     /// switch: the model gates it behind an explicit release with wake_affine (`with_placement`),
     /// since without that placement nothing but the pull spreads a waker's wakees.
     pub cache_hot_pull: bool,
+    /// NI_RANDOM (6.18.5+, 6.19+): a newly idle CPU balances a domain with probability about
+    /// that domain's recent success rate (newidle.rs).
+    pub ni_random: bool,
 }
 
 /// The features.h names the model acts on, in the order of `SchedFeatures`.
-pub const MODELLED: [&str; 13] = [
+pub const MODELLED: [&str; 14] = [
     "PLACE_LAG",
     "PLACE_DEADLINE_INITIAL",
     "PLACE_REL_DEADLINE",
@@ -106,11 +111,12 @@ pub const MODELLED: [&str; 13] = [
     "WA_WEIGHT",
     "WA_BIAS",
     "SIS_UTIL",
+    "NI_RANDOM",
 ];
 
 /// features.h names (6.6 – 6.18) that are accepted but change nothing in the model: buddies
 /// it does not model (NEXT_BUDDY, CACHE_HOT_BUDDY), PELT/util/balancing switches, HRTICK.
-pub const IGNORED: [&str; 18] = [
+pub const IGNORED: [&str; 17] = [
     "NEXT_BUDDY",
     "CACHE_HOT_BUDDY",
     "HRTICK",
@@ -127,7 +133,6 @@ pub const IGNORED: [&str; 18] = [
     "HZ_BW",
     "SIS_PROP",
     "UTIL_EST_FASTUP",
-    "NI_RANDOM",
     "NI_TARGET",
 ];
 
@@ -176,6 +181,8 @@ impl SchedFeatures {
             },
             custom_slices: v612,
             cache_hot_pull: true,
+            // 33cf66d88306: 6.19, and the 6.18 stable series from 6.18.5
+            ni_random: at_least(6, 19) || (v.0 == 6 && v.1 == 18 && v.2 >= 5),
         }
     }
 
@@ -216,6 +223,7 @@ impl SchedFeatures {
     fn with_placement(mut self, on: bool) -> SchedFeatures {
         (self.wa_idle, self.wa_weight, self.wa_bias, self.sis_util) = (on, on, on, on);
         self.cache_hot_pull = on;
+        self.ni_random &= on;
         self
     }
 
@@ -234,6 +242,7 @@ impl SchedFeatures {
             "WA_WEIGHT" => &mut self.wa_weight,
             "WA_BIAS" => &mut self.wa_bias,
             "SIS_UTIL" => &mut self.sis_util,
+            "NI_RANDOM" => &mut self.ni_random,
             _ => return None,
         })
     }
@@ -265,6 +274,9 @@ mod tests {
         assert!(f66.wa_idle && f66.wa_weight && f66.wa_bias && !none.wa_idle && !none.wa_weight);
         assert!(f66.sis_util && !none.sis_util);
         assert!(!f66.custom_slices && f.custom_slices);
+        // NI_RANDOM from 6.18.5 in the 6.18 series, and in 6.19
+        let ni = |v: &str| SchedFeatures::from_spec(Some(v), &BTreeMap::new()).unwrap().ni_random;
+        assert!(!ni("6.18") && !ni("6.18.4") && ni("6.18.5") && ni("6.18.44") && ni("6.19") && !ni("6.12"));
         assert_eq!(none, f66.with_placement(false));
         assert_eq!(none, SchedFeatures::default());
     }

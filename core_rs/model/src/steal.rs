@@ -67,8 +67,9 @@ pub struct Steal {
     deferred: Vec<bool>,
 }
 
-/// The random stream of stalls: apart from the node's, the workloads' and the idle exits'.
-const STREAM: u64 = 1 << 41;
+/// The random stream of stalls: apart from the node's, the workloads', the idle exits' and
+/// the worker pools' owners (node.rs POOL_OWNERS_STREAM, 1 << 41 + pool index).
+const STREAM: u64 = 1 << 42;
 
 impl Steal {
     pub fn new(spec: &StealSpec, seed: u64, ncpus: usize) -> Steal {
