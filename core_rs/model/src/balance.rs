@@ -467,18 +467,23 @@ impl Node {
         false
     }
 
-    /// One domain's newly-idle pull: the first task it may take, busiest CPU first.
-    fn newidle_pull(&mut self, cpu: CpuId, d: usize, cache_hot: bool) -> bool {
-        let level = self.topo.domains[cpu][d].level;
-        let failed = self.cpus[cpu].nr_balance_failed[d];
-        let mut srcs: Vec<CpuId> = self.topo.domains[cpu][d]
-            .span
+    /// The CPUs of `span` but `cpu` with tasks that could move, the most first (ties by id).
+    fn busiest_first(&self, cpu: CpuId, span: &[CpuId]) -> Vec<CpuId> {
+        let mut srcs: Vec<CpuId> = span
             .iter()
             .copied()
             .filter(|&c| c != cpu && self.nr_movable(c) > 0)
             .collect();
         srcs.sort_by_key(|&c| (std::cmp::Reverse(self.nr_movable(c)), c));
-        for src in srcs {
+        srcs
+    }
+
+    /// One domain's newly-idle pull: the first task it may take, busiest CPU first.
+    fn newidle_pull(&mut self, cpu: CpuId, d: usize, cache_hot: bool) -> bool {
+        let level = self.topo.domains[cpu][d].level;
+        let failed = self.cpus[cpu].nr_balance_failed[d];
+        let span = self.topo.domains[cpu][d].span.clone();
+        for src in self.busiest_first(cpu, &span) {
             let cold = self
                 .movable(src, cpu)
                 .filter(|&t| !cache_hot || !self.held_hot(t, cpu, level, failed))
@@ -710,15 +715,8 @@ impl Node {
     fn load_balance(&mut self, cpu: CpuId, d: usize) {
         self.update_idle_cpu_scan(cpu, d); // update_sd_lb_stats (sis_util.rs)
         if self.idle_for_wake(cpu) {
-            let dom = self.topo.domains[cpu][d].clone();
-            let mut srcs: Vec<CpuId> = dom
-                .span
-                .iter()
-                .copied()
-                .filter(|&c| c != cpu && self.nr_movable(c) > 0)
-                .collect();
-            srcs.sort_by_key(|&c| (std::cmp::Reverse(self.nr_movable(c)), c));
-            for src in srcs {
+            let span = self.topo.domains[cpu][d].span.clone();
+            for src in self.busiest_first(cpu, &span) {
                 if let Some(t) = self.pick_movable(src, cpu).filter(|&t| !self.tasks[t].idle_policy) {
                     self.migrate_task(t, cpu);
                     return;
