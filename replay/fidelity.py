@@ -414,21 +414,22 @@ class Suite:
         """Over the colocated cases whose batch has a regime to tell: in how many the model's
         seeds mostly settle where the host's repetitions mostly did, where either side split,
         and the median |error| counting only the runs in the host's regime."""
-        docs = {f"{svc.name}: {c}": self.regime_doc(svc, c) for svc in self.services for c in svc.regimes if c != svc.baseline}
+        cases = [(f"{svc.name}: {c}", svc, c) for svc in self.services for c in svc.regimes if c != svc.baseline]
+        docs = {k: self.regime_doc(svc, c) for k, svc, c in cases}
         told = {k: d["agree"] for k, d in docs.items() if d["agree"] is not None}
         errors = {m: [abs(d["in_host_regime"][m]["error"]) for d in docs.values() if m in d["in_host_regime"]] for m in ERROR_METRICS}
         # the same cases' errors over all their runs, to set beside those
-        scores = {f"{svc.name}: {c}": svc.scores.get(c, {}) for svc in self.services for c in svc.regimes if c != svc.baseline}
         every = {
-            m: [abs(scores[k][m].error) for k, d in docs.items() if m in d["in_host_regime"] and m in scores[k]] for m in ERROR_METRICS
+            m: [abs(svc.scores[c][m].error) for k, svc, c in cases if m in docs[k]["in_host_regime"] and m in svc.scores.get(c, {})]
+            for m in ERROR_METRICS
         }
         return {
             "cases": len(docs),
             "told": len(told),
             "agree": sum(told.values()),
             "disagree": [k for k, v in told.items() if not v],
-            "model split": [k for k, d in docs.items() if _split(d["sim"])],
-            "host split": [k for k, d in docs.items() if _split(d["host"])],
+            "model split": [k for k, d in docs.items() if d["sim_split"]],
+            "host split": [k for k, d in docs.items() if d["host_split"]],
             "median |error| in the host's regime": {
                 m: {
                     "median": statistics.median(e) if e else math.nan,
@@ -517,7 +518,7 @@ def _regime_lines(svc: dict[str, Any]) -> list[str]:
         line = f"batch regime, {case} (starved: {claim.text()}): host {side(r['host'], host)}; model {side(r['sim'], sim)}"
         where = r.get("host_majority")
         errs = r.get("in_host_regime") or {}
-        if where is not None and (_split(r["sim"]) or _split(r["host"]) or r.get("agree") is False):
+        if where is not None and (r["sim_split"] or r["host_split"] or r.get("agree") is False):
             if errs:
                 first = next(iter(errs.values()))
                 line += (
@@ -554,11 +555,6 @@ def _regimes_overall_lines(r: dict[str, Any] | None) -> list[str]:
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def _split(runs: list[str | None]) -> bool:
-    told = [r for r in runs if r is not None]
-    return len(set(told)) > 1
 
 
 def _interval(i: dict[str, Any]) -> str:

@@ -96,13 +96,11 @@ def regime_figure(doc: dict[str, Any]) -> go.Figure | None:
     """The batch's share in every host repetition and every seed, per case whose batch has a
     regime to tell (sim/regimes.py), with the line below which a run counts as starved: a
     mean over runs that settled on both sides of it describes none of them."""
-    labels: list[str] = []
     points: dict[str, tuple[list[str], list[float]]] = {"host": ([], []), "sim": ([], [])}
-    lines: tuple[list[str], list[float]] = ([], [])
+    lines: tuple[list[str], list[float]] = ([], [])  # per case: its label, its starved line
     for name, svc in doc["services"].items():
         for case, r in (svc.get("regimes") or {}).items():
             label = f"{name}: {case}"
-            labels.append(label)
             lines[0].append(label)
             lines[1].append(r["threshold"])
             for side in points:
@@ -111,7 +109,7 @@ def regime_figure(doc: dict[str, Any]) -> go.Figure | None:
                     if v is not None and math.isfinite(v):
                         points[side][0].append(label)
                         points[side][1].append(v)
-    if not labels:
+    if not lines[0]:
         return None
     fig = go.Figure()
     for side, color in (("host", HOST), ("sim", SIM)):

@@ -174,6 +174,8 @@ class Regimes:
             "sim": list(self.sim),
             "host_majority": majority(self.host),
             "sim_majority": majority(self.sim),
+            "host_split": self.split("host"),
+            "sim_split": self.split("sim"),
             "agree": self.agree,
         }
 

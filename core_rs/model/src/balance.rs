@@ -450,10 +450,10 @@ impl Node {
         let dice = self.newidle.is_some() && (0..self.ncpus()).any(|c| c != cpu && self.nr_movable(c) > 0);
         for d in 0..self.topo.domains[cpu].len() {
             let weight = match self.newidle.as_mut() {
-                Some(ni) if dice => match ni.throw(cpu, d) {
-                    Some(w) => Some(w),
-                    None => continue,
-                },
+                Some(ni) if dice => {
+                    let Some(w) = ni.throw(cpu, d) else { continue }; // the die skipped it
+                    Some(w)
+                }
                 _ => None,
             };
             let pulled = self.newidle_pull(cpu, d, cache_hot);

@@ -382,8 +382,10 @@ impl Node {
             newidle: None,
         };
         if node.tun.feat.ni_random {
-            let per_cpu: Vec<usize> = node.topo.domains.iter().map(|d| d.len()).collect();
-            node.newidle = Some(crate::newidle::Newidle::new(spec.seed, per_cpu.into_iter()));
+            node.newidle = Some(crate::newidle::Newidle::new(
+                spec.seed,
+                node.topo.domains.iter().map(|d| d.len()),
+            ));
         }
         // Each group's CFS period timer phase (bandwidth.rs `start_cfs_bandwidth`): pinned, or
         // drawn for every group in creation order from stream 0, the node's own (workloads use
